@@ -1,0 +1,7 @@
+"""`python3 -m unsplit …` runs the command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,155 @@
+"""One ELF file on disk, opened once: sections by name and type, symbols, build-id, DWARF.
+
+Everything that reads an ELF goes through :class:`Binary` so that a file is opened and each
+section read at most once per session, whatever the number of questions.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from functools import cached_property
+from typing import IO, Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import NoteSection, Section, SymbolTableSection
+
+from .errors import BinaryError, DecodeError
+
+_STT_FUNC, _STT_FILE, _STB_LOCAL = 2, 4, 0
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSymbol:
+    """A function symbol; `file` is the STT_FILE that precedes a local one (None for globals)."""
+
+    name: str
+    value: int
+    size: int
+    local: bool
+    file: str | None
+
+
+class Binary:
+    """An ELF file, opened lazily; cheap to create."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self._stream: IO[bytes] = open(path, "rb")  # closed by close()
+        except OSError as e:
+            raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+        try:
+            self.elf = ELFFile(self._stream)
+        except (ELFError, ValueError) as e:
+            self._stream.close()
+            raise BinaryError(f"{path}: not an ELF file ({e})") from None
+        st = os.fstat(self._stream.fileno())
+        self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+    def close(self) -> None:
+        self._stream.close()
+
+    @property
+    def elf_type(self) -> str:
+        return str(self.elf["e_type"])
+
+    def section(self, name: str) -> Section | None:
+        sec: Section | None = self.elf.get_section_by_name(name)
+        return sec
+
+    def sections_of_type(self, sh_type: int | str) -> list[Section]:
+        return [s for s in self.elf.iter_sections() if s["sh_type"] == sh_type]
+
+    def section_data(self, name: str) -> bytes | None:
+        """Decompressed contents of the named section, or None when absent."""
+        sec = self.section(name)
+        return None if sec is None else bytes(sec.data())
+
+    @cached_property
+    def functions(self) -> list[FunctionSymbol]:
+        """Every sized STT_FUNC of .symtab (else .dynsym), read straight from the bytes.
+
+        pyelftools builds a dict per symbol; a clang-size binary has hundreds of thousands, so
+        the table is unpacked with struct in one pass instead.
+        """
+        for name in (".symtab", ".dynsym"):
+            sec = self.section(name)
+            if isinstance(sec, SymbolTableSection):
+                return _read_functions(self, sec)
+        return []
+
+    @cached_property
+    def symbols(self) -> list[Any]:
+        """Every symbol of .symtab (or .dynsym when the file was stripped)."""
+        for name in (".symtab", ".dynsym"):
+            sec = self.section(name)
+            if isinstance(sec, SymbolTableSection):
+                return list(sec.iter_symbols())
+        return []
+
+    @cached_property
+    def build_id(self) -> bytes | None:
+        for sec in self.elf.iter_sections():
+            if not isinstance(sec, NoteSection):
+                continue
+            for note in sec.iter_notes():
+                if note["n_type"] == "NT_GNU_BUILD_ID":
+                    return bytes.fromhex(note["n_desc"])
+        return None
+
+    @cached_property
+    def has_dwarf(self) -> bool:
+        return self.section(".debug_info") is not None
+
+    @cached_property
+    def dwarf(self) -> Any:
+        # BOLT inputs are linked with --emit-relocs: applying .rela.debug_* to an executable
+        # fails in pyelftools, and is wrong anyway (the values are final already).
+        relocate = self.elf["e_type"] == "ET_REL"
+        return self.elf.get_dwarf_info(relocate_dwarf_sections=relocate)
+
+    def text_address_ranges(self) -> list[tuple[int, int]]:
+        """[start, end) of every allocated executable section, file addresses."""
+        out = []
+        for sec in self.elf.iter_sections():
+            flags = sec["sh_flags"]
+            if flags & 0x2 and flags & 0x4 and sec["sh_type"] != "SHT_NOBITS":  # ALLOC, EXEC
+                out.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
+        return sorted(out)
+
+
+def _read_functions(binary: Binary, sec: SymbolTableSection) -> list[FunctionSymbol]:
+    elf = binary.elf
+    data = bytes(sec.data())
+    strtab = bytes(elf.get_section(sec["sh_link"]).data())
+    endian = "<" if elf.little_endian else ">"
+    if elf.elfclass == 64:
+        fmt, order = endian + "IBBHQQ", (0, 1, 4, 5)  # name, info, value, size
+    else:
+        fmt, order = endian + "IIIBBH", (0, 3, 1, 2)
+    entsize = struct.calcsize(fmt)
+    if sec["sh_entsize"] not in (0, entsize) or len(data) % entsize:
+        raise DecodeError(sec.name, 0, f"symbol table entries are not {entsize} bytes")
+
+    def name_at(offset: int) -> str:
+        end = strtab.find(b"\0", offset)
+        return strtab[offset : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+
+    out: list[FunctionSymbol] = []
+    current_file: str | None = None
+    n, i, v, z = order
+    for entry in struct.iter_unpack(fmt, data):
+        info = entry[i]
+        kind, bind = info & 0xF, info >> 4
+        if kind == _STT_FILE:
+            current_file = name_at(entry[n])
+        elif kind == _STT_FUNC and entry[v] and entry[z]:
+            local = bind == _STB_LOCAL
+            out.append(
+                FunctionSymbol(name_at(entry[n]), entry[v], entry[z], local,
+                               current_file if local else None)
+            )
+    return out

@@ -1,0 +1,75 @@
+"""The `unsplit` command line: the core's answers without a debugger.
+
+    unsplit where --exe BINARY [--json] ADDR...
+
+Errors are one line on stderr and exit status 1; set UNSPLIT_DEBUG=1 for tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import UnsplitError
+from .host import LoadedModule, StaticHost
+from .render import where_text
+from .session import Session
+from .tools import Tool, tools
+
+
+def _where(args: argparse.Namespace) -> str:
+    session = Session()
+    index = session.index(args.exe)
+    host = StaticHost([LoadedModule(args.exe, 0)])
+    out = []
+    for text in args.address:
+        address = host.evaluate_address(text)
+        loc = index.locate(address)
+        if args.json:
+            out.append(json.dumps(loc.to_json()))
+        else:
+            out.append(where_text(loc, address))
+    return "\n".join(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="unsplit", description="Explain hot/cold split code: procedures, fragments, lines.")
+    parser.add_argument("--version", action="version", version=f"unsplit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    where = sub.add_parser("where", help="explain file addresses of a binary")
+    where.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
+    where.add_argument("--json", action="store_true", help="one JSON object per line")
+    where.add_argument("address", nargs="+", help="file virtual addresses (0x… or decimal)")
+    where.set_defaults(handler=_where)
+
+    for module in _tool_modules():
+        module.add_cli(sub)
+    return parser
+
+
+def _tool_modules() -> list[Tool]:
+    return tools()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        text = args.handler(args)
+    except UnsplitError as e:
+        print(f"unsplit: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: one line unless asked for more
+        if os.environ.get("UNSPLIT_DEBUG"):
+            raise
+        print(f"unsplit: internal error: {type(e).__name__}: {e} "
+              "(set UNSPLIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 2
+    if text:
+        print(text)
+    return 0

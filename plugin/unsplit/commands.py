@@ -1,0 +1,160 @@
+"""The `bb` commands, declared once as data; each adapter turns this table into native commands.
+
+A command's `run(session, host, args)` returns the text to print and raises UnsplitError for a
+user's mistake. :func:`dispatch` parses a raw argument string the way both debuggers pass it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+from .errors import UsageError
+from .host import Host
+from .render import frame_text, where_text
+from .session import Session
+
+
+class HelpRequested(Exception):
+    """`--help` was given: the text is the answer, not an error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting the debugger."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError(message or f"{self.prog}: exit {status}")
+
+    def print_help(self, file: object = None) -> None:
+        raise HelpRequested(self.format_help())
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[Session, Host, argparse.Namespace], str]
+
+    def parser(self) -> argparse.ArgumentParser:
+        p = _Parser(prog=f"bb {self.name}", description=self.summary, add_help=True)
+        self.arguments(p)
+        return p
+
+    @property
+    def help(self) -> str:
+        return self.parser().format_help()
+
+
+# -- bb where -------------------------------------------------------------------------------
+
+def _where_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("address", nargs="*",
+                   help="address expressions (default: the selected frame's PC)")
+    p.add_argument("--json", action="store_true", help="one JSON object per address")
+
+
+def _addresses(host: Host, exprs: list[str]) -> list[int]:
+    # Debugger expressions may contain spaces (`$pc + 4`): the whole line is one expression
+    # unless each word parses as an address on its own.
+    if not exprs:
+        return [host.selected_pc()]
+    try:
+        return [host.evaluate_address(e) for e in exprs]
+    except UsageError:
+        if len(exprs) == 1:
+            raise
+        return [host.evaluate_address(" ".join(exprs))]
+
+
+def _where(session: Session, host: Host, args: argparse.Namespace) -> str:
+    out = []
+    for address in _addresses(host, args.address):
+        loc = session.locate(host, address)
+        if args.json:
+            out.append(json.dumps(loc.to_json() if loc else {"address": hex(address),
+                                                              "procedure": None}))
+        else:
+            out.append(where_text(loc, address))
+    return "\n".join(out)
+
+
+# -- bb frame -------------------------------------------------------------------------------
+
+def _frame_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+
+
+def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
+    pc = host.selected_pc()
+    loc = session.locate(host, pc)
+    if loc is None:
+        return f"{pc:#x} is not in the code of any loaded module"
+    return json.dumps(loc.to_json()) if args.json else frame_text(0, loc)
+
+
+# -- bb enable / disable ------------------------------------------------------------------
+
+def _no_args(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], str]:
+    def run(session: Session, host: Host, args: argparse.Namespace) -> str:
+        session.enabled = flag
+        apply = getattr(host, "set_frame_naming", None)
+        if apply is not None:  # a live adapter installs or restores its frame formats
+            apply(flag)
+        return "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
+
+    return run
+
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("where", "Explain an address: logical procedure, fragment, original offset, "
+                "block and source line.", _where_args, _where),
+        Command("frame", "Show the selected frame as the procedure it belongs to.",
+                _frame_args, _frame),
+        Command("enable", "Name frames in moved code by their procedure (bt, stop line).",
+                _no_args, _set_enabled(True)),
+        Command("disable", "Restore the debugger's own frame names and formats.",
+                _no_args, _set_enabled(False)),
+    )
+}
+
+PREFIX_HELP = (
+    "unsplit: debug hot/cold split code as if it had never been split.\n\n"
+    "Subcommands:\n"
+    + "\n".join(f"  bb {c.name:<8} {c.summary}" for c in COMMANDS.values())
+    + "\n\nType `bb COMMAND --help` for a command's options."
+)
+
+
+def dispatch(session: Session, host: Host, name: str, argument: str) -> str:
+    """Run `bb NAME ARGUMENT`; returns the text to print (help text for --help)."""
+    command = COMMANDS.get(name)
+    if command is None:
+        raise UsageError(f"unknown bb command {name!r}; try: {', '.join(COMMANDS)}")
+    try:
+        words = shlex.split(argument)
+    except ValueError as e:
+        raise UsageError(f"bb {name}: {e}") from None
+    try:
+        args = command.parser().parse_args(words)
+    except HelpRequested as h:
+        return str(h)
+    return command.run(session, host, args)
+
+
+def complete(text: str) -> list[str]:
+    """Subcommand names that start with `text` (tab completion in both debuggers)."""
+    return [n for n in COMMANDS if n.startswith(text)]

@@ -1,0 +1,58 @@
+"""The narrow interface between the core and a debugger (GDB or LLDB).
+
+Kept to primitives, as pwndbg learned to: each adapter implements :class:`Host` in a few lines
+with its own API, and every command is written once against it. No debugger object crosses this
+boundary; addresses are plain ints (runtime addresses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModule:
+    """An ELF file mapped into the debuggee: runtime address = file address + bias."""
+
+    path: str
+    bias: int
+
+
+class Host(Protocol):
+    """What the core asks of a debugger."""
+
+    def modules(self) -> list[LoadedModule]:
+        """The executable and every loaded shared library, with load biases."""
+        ...
+
+    def selected_pc(self) -> int:
+        """PC of the selected frame; raises UsageError when there is no process or core."""
+        ...
+
+    def evaluate_address(self, expression: str) -> int:
+        """Evaluate a user's address expression (`$pc`, `0x401000`, `main+4`)."""
+        ...
+
+
+@dataclass(slots=True)
+class StaticHost:
+    """A Host with no debugger: the CLI's (one module, no bias, no frames)."""
+
+    module_list: list[LoadedModule]
+
+    def modules(self) -> list[LoadedModule]:
+        return self.module_list
+
+    def selected_pc(self) -> int:
+        from .errors import UsageError
+
+        raise UsageError("no process: give an address")
+
+    def evaluate_address(self, expression: str) -> int:
+        from .errors import UsageError
+
+        try:
+            return int(expression, 0)
+        except ValueError:
+            raise UsageError(f"not an address: {expression!r}") from None

@@ -1,0 +1,127 @@
+"""The index of one binary: which procedure and fragment holds an address, and what a procedure
+is made of. Built once per binary from every fragment source (unsplit.sources), then answered by
+bisection over a sorted array of fragment starts.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable
+
+from .binary import Binary
+from .errors import AddressLookupError
+from .lines import DwarfLines
+from .model import Fragment, LineRow, Location, Procedure
+from .sources import registered
+
+LineSource = Callable[[int], LineRow | None]
+
+
+class ModuleIndex:
+    """Procedures, fragments and lines of one ELF file (file addresses throughout)."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self.sources_used: list[str] = []
+        self.procedures: dict[str, Procedure] = {}
+        self._merge_sources()
+        fragments = sorted(
+            (f for p in self.procedures.values() for f in p.fragments),
+            key=lambda f: (f.start, -f.end),
+        )
+        self._starts = array("Q", (f.start for f in fragments))
+        self._fragments = fragments
+        self.dwarf_lines = DwarfLines(binary)
+        # Sources with better lines than the binary's DWARF (ESL, BAT + pre-BOLT DWARF) put
+        # themselves in front of it.
+        self.line_sources: list[LineSource] = [self.dwarf_lines.lookup]
+
+    @classmethod
+    def open(cls, path: str) -> ModuleIndex:
+        return cls(Binary(path))
+
+    def _merge_sources(self) -> None:
+        for name, fn in registered():
+            found = fn(self.binary)
+            if found:
+                self.sources_used.append(name)
+            for proc in found:
+                have = self.procedures.get(proc.name)
+                if have is None:
+                    self.procedures[proc.name] = proc
+                elif not have.blocks and proc.blocks:
+                    have.blocks = proc.blocks
+
+    # -- questions ----------------------------------------------------------------------
+
+    def fragment_at(self, address: int) -> Fragment | None:
+        """The innermost fragment that contains file address `address`."""
+        i = bisect_right(self._starts, address) - 1
+        # Fragments may nest (an alias symbol over a range); walk back to one that contains it.
+        while i >= 0:
+            frag = self._fragments[i]
+            if frag.contains(address):
+                return frag
+            if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
+                break
+            i -= 1
+        return None
+
+    def procedure(self, name: str) -> Procedure:
+        proc = self.procedures.get(name)
+        if proc is None:
+            raise AddressLookupError(f"no procedure named {name!r} in {self.binary.path}")
+        return proc
+
+    def line_at(self, address: int) -> LineRow | None:
+        for source in self.line_sources:
+            row = source(address)
+            if row is not None:
+                return row
+        return None
+
+    def locate(self, file_address: int, bias: int = 0) -> Location:
+        """What `bb where` says of an address; `bias` turns file addresses into runtime ones."""
+        frag = self.fragment_at(file_address)
+        row = self.line_at(file_address)
+        module = self.binary.path
+        if frag is None:
+            return Location(bias + file_address, file_address, module, None,
+                            file=row.file if row else None, line=row.line if row else None,
+                            column=row.column if row else None, path=row.path if row else None)
+        proc = self.procedures[frag.procedure]
+        return Location(
+            address=bias + file_address,
+            file_address=file_address,
+            module=module,
+            procedure=proc.name,
+            fragment=frag.name,
+            fragment_symbol=frag.symbol,
+            fragment_start=bias + frag.start,
+            offset=frag.logical_start + file_address - frag.start,
+            file=row.file if row else None,
+            line=row.line if row else None,
+            column=row.column if row else None,
+            path=row.path if row else None,
+            block=proc.block_at(file_address),
+            sources=(frag.source,) + ((row.source,) if row else ()),
+        )
+
+
+class IndexCache:
+    """One ModuleIndex per file, rebuilt only when the file changes on disk."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, tuple[tuple[int, int], ModuleIndex]] = {}
+
+    def get(self, path: str) -> ModuleIndex:
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        hit = self._by_path.get(path)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        index = ModuleIndex.open(path)
+        self._by_path[path] = (stamp, index)
+        return index

@@ -1,0 +1,180 @@
+"""Source lines for addresses, from DWARF line programs (through pyelftools), decoded lazily.
+
+Only the compile unit that covers an address is decoded, once; its rows are kept as a sorted
+array searched by bisection. Which CU covers an address comes from ``.debug_aranges`` when
+present, else from the CUs' own ranges (clang emits no aranges). pyelftools 0.33 is required
+for DWARF 5 (shared/NOTES.md).
+
+The row that describes an address is the last row at or below it in the same sequence, as
+LLVM's DWARFDebugLine::lookupAddress decides.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import Any
+
+from elftools.common.exceptions import DWARFError, ELFError
+
+from .binary import Binary
+from .errors import DecodeError
+from .model import LineRow
+
+
+class _CULines:
+    """The rows of one CU: sorted addresses; rows[i] is None where a sequence ended."""
+
+    def __init__(self, rows: list[tuple[int, LineRow | None]]) -> None:
+        rows.sort(key=lambda r: r[0])  # stable: keeps the program's order at equal addresses
+        self.addresses = array("Q", (a for a, _ in rows))
+        self.rows = [r for _, r in rows]
+
+    def lookup(self, address: int) -> LineRow | None:
+        i = bisect_right(self.addresses, address) - 1
+        return None if i < 0 else self.rows[i]
+
+
+class DwarfLines:
+    """Line look-ups in one Binary's DWARF."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
+        self._cu_lines: dict[int, _CULines] = {}
+
+    @property
+    def available(self) -> bool:
+        return self.binary.has_dwarf and self.binary.section(".debug_line") is not None
+
+    def lookup(self, address: int) -> LineRow | None:
+        """The line row describing file address `address`, or None."""
+        if not self.available:
+            return None
+        cu_offset = self._cu_offset_at(address)
+        if cu_offset is None:
+            return None
+        return self._lines_of(cu_offset).lookup(address)
+
+    def rows_in(self, start: int, end: int) -> list[LineRow]:
+        """Rows whose address lies in [start, end), in address order."""
+        cu_offset = self._cu_offset_at(start) if self.available else None
+        if cu_offset is None:
+            return []
+        table = self._lines_of(cu_offset)
+        lo = bisect_right(table.addresses, start - 1)
+        hi = bisect_right(table.addresses, end - 1)
+        return [r for r in table.rows[lo:hi] if r is not None]
+
+    # -- which CU -------------------------------------------------------------------------
+
+    def _cu_offset_at(self, address: int) -> int | None:
+        if self._cu_ranges is None:
+            self._cu_ranges = self._build_cu_ranges()
+        starts, ends, offsets = self._cu_ranges
+        i = bisect_right(starts, address) - 1
+        # Ranges of different CUs do not overlap; a CU may own several ranges.
+        if i >= 0 and address < ends[i]:
+            return offsets[i]
+        return None
+
+    def _build_cu_ranges(self) -> tuple[array[int], array[int], list[int]]:
+        spans: list[tuple[int, int, int]] = []
+        try:
+            dwarf = self.binary.dwarf
+            aranges = dwarf.get_aranges() if self.binary.section(".debug_aranges") else None
+            covered: set[int] = set()
+            if aranges is not None:
+                for entry in aranges.entries:
+                    if entry.length:
+                        spans.append((entry.begin_addr, entry.begin_addr + entry.length,
+                                      entry.info_offset))
+                        covered.add(entry.info_offset)
+            for cu in dwarf.iter_CUs():
+                if cu.cu_offset not in covered:
+                    spans.extend((lo, hi, cu.cu_offset) for lo, hi in _die_ranges(dwarf, cu))
+        except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
+            raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
+        spans.sort()
+        return (array("Q", (s[0] for s in spans)), array("Q", (s[1] for s in spans)),
+                [s[2] for s in spans])
+
+    # -- one CU's rows ----------------------------------------------------------------------
+
+    def _lines_of(self, cu_offset: int) -> _CULines:
+        table = self._cu_lines.get(cu_offset)
+        if table is None:
+            try:
+                table = _CULines(list(self._decode(cu_offset)))
+            except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
+                raise DecodeError(".debug_line", 0,
+                                  f"line program of CU at {cu_offset:#x}: {e}") from None
+            self._cu_lines[cu_offset] = table
+        return table
+
+    def _decode(self, cu_offset: int) -> Iterator[tuple[int, LineRow | None]]:
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            return
+        version = program.header["version"]
+        top = cu.get_top_DIE().attributes
+        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
+            if "DW_AT_comp_dir" in top else ""
+        names = [_file_name(program, e, version, comp_dir) for e in program.header["file_entry"]]
+        for entry in program.get_entries():
+            state = entry.state
+            if state is None:
+                continue
+            if state.end_sequence:
+                yield state.address, None
+                continue
+            index = state.file if version >= 5 else state.file - 1
+            name, path = names[index] if 0 <= index < len(names) else ("??", "??")
+            yield state.address, LineRow(state.address, name, state.line, state.column,
+                                         "dwarf", bool(state.is_stmt), path)
+
+
+def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:
+    """(the name as the DWARF file entry gives it, the full path llvm-symbolizer would print)."""
+    name = entry.name.decode("utf-8", "replace")
+    dirs = program.header["include_directory"]
+    d = entry.dir_index if version >= 5 else entry.dir_index - 1
+    path = name
+    if not os.path.isabs(name):
+        directory = dirs[d].decode("utf-8", "replace") if 0 <= d < len(dirs) else ""
+        path = os.path.join(comp_dir, directory, name)
+    return name, os.path.normpath(path)
+
+
+def _die_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of a DIE (its CU's top DIE here); pyelftools resolves DW_FORM_rnglistx."""
+    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
+
+    top = cu.get_top_DIE()
+    attrs = top.attributes
+    if "DW_AT_ranges" in attrs:
+        rl = dwarf.range_lists()
+        if rl is None:
+            return []
+        base = attrs["DW_AT_low_pc"].value if "DW_AT_low_pc" in attrs else 0
+        out = []
+        for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=cu):
+            if isinstance(e, BaseAddressEntry):
+                base = e.base_address
+            elif isinstance(e, RangeEntry):
+                lo, hi = e.begin_offset, e.end_offset
+                if not e.is_absolute:
+                    lo, hi = lo + base, hi + base
+                if hi > lo:
+                    out.append((lo, hi))
+        return out
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        lo = attrs["DW_AT_low_pc"].value
+        hi = attrs["DW_AT_high_pc"]
+        end = hi.value if hi.form == "DW_FORM_addr" else lo + hi.value
+        return [(lo, end)] if end > lo else []
+    return []

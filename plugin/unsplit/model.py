@@ -1,0 +1,167 @@
+"""The logical model every fragment source feeds: procedures, fragments, blocks, line rows.
+
+A *procedure* is a function as its author wrote it. Optimizers cut it into *fragments* (GCC's
+``foo.cold``, clang's ``foo.cold`` and ``foo.__part.N``, BOLT's ``foo.cold.N`` and ``foo.warm``)
+placed far apart. A fragment knows where it lies now (``start``/``end``, file virtual addresses)
+and where it lay in the original procedure (``logical_start``): the offset a user means by
+``foo+0x40`` is a logical offset.
+
+All addresses here are *file* virtual addresses (as in the ELF); the debugger adapters add the
+load bias of the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+HOT = "hot"
+"""Name of the fragment that holds the procedure's entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """One contiguous piece of a procedure's code."""
+
+    procedure: str
+    name: str  # "hot", "cold", "cold.3", "warm", "part.1", ...
+    start: int
+    end: int
+    symbol: str | None = None  # the ELF symbol naming it, e.g. "foo.cold.3"
+    logical_start: int = 0  # offset of `start` within the procedure as first laid out
+    source: str = "symbols"  # which format told us: symbols, dwarf, bb_addr_map, bat, split_info
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def contains(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A machine basic block (from a bb address map, BAT or split_info)."""
+
+    id: int
+    start: int
+    end: int
+    flags: tuple[str, ...] = ()  # e.g. ("return", "can_fall_through")
+    frequency: float | None = None  # relative to the entry block, from the PGO map
+    successors: tuple[tuple[int, float], ...] = ()  # (block id, probability)
+
+
+@dataclass(frozen=True, slots=True)
+class LineRow:
+    """One row of a line table: code from `address` on comes from file:line."""
+
+    address: int
+    file: str
+    line: int
+    column: int = 0
+    source: str = "dwarf"  # dwarf, esl or bat
+    is_stmt: bool = True
+    path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
+
+
+@dataclass(slots=True)
+class Procedure:
+    """A logical procedure: its fragments in original order (fragments[0] holds the entry)."""
+
+    name: str
+    fragments: list[Fragment] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def entry(self) -> int:
+        return self.fragments[0].start
+
+    @property
+    def is_split(self) -> bool:
+        return len(self.fragments) > 1
+
+    @property
+    def logical_size(self) -> int:
+        return max((f.logical_start + f.size for f in self.fragments), default=0)
+
+    def fragment_at(self, address: int) -> Fragment | None:
+        for frag in self.fragments:
+            if frag.contains(address):
+                return frag
+        return None
+
+    def fragment_named(self, name: str) -> Fragment | None:
+        for frag in self.fragments:
+            if frag.name == name:
+                return frag
+        return None
+
+    def logical_offset(self, address: int) -> int | None:
+        frag = self.fragment_at(address)
+        return None if frag is None else frag.logical_start + address - frag.start
+
+    def addresses_of(self, offset: int) -> list[int]:
+        """Every address that logical `offset` lives at now (none if it fell outside)."""
+        return [
+            f.start + offset - f.logical_start
+            for f in self.fragments
+            if f.logical_start <= offset < f.logical_start + f.size
+        ]
+
+    def block_at(self, address: int) -> Block | None:
+        for block in self.blocks:
+            if block.start <= address < block.end:
+                return block
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """The answer to "where is this address": what `bb where` and `unsplit where` print."""
+
+    address: int  # as the user gave it (runtime address in a debugger)
+    file_address: int  # the same, as an ELF virtual address of `module`
+    module: str
+    procedure: str | None
+    fragment: str | None = None
+    fragment_symbol: str | None = None
+    fragment_start: int | None = None  # runtime address, like `address`
+    offset: int | None = None  # logical offset in the procedure
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    path: str | None = None
+    block: Block | None = None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def in_moved_code(self) -> bool:
+        return self.fragment is not None and self.fragment != HOT
+
+    def label(self) -> str:
+        """How a frame in this location is named: `foo`, or `foo [cold.3]` in moved code."""
+        if self.procedure is None:
+            return "??"
+        return f"{self.procedure} [{self.fragment}]" if self.in_moved_code else self.procedure
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "address": hex(self.address),
+            "module": self.module,
+            "procedure": self.procedure,
+            "fragment": self.fragment,
+            "fragment_symbol": self.fragment_symbol,
+            "fragment_start": None if self.fragment_start is None else hex(self.fragment_start),
+            "offset": self.offset,
+            "file": self.file,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+        }
+        if self.file_address != self.address:
+            out["file_address"] = hex(self.file_address)
+        if self.block is not None:
+            out["block"] = self.block.id
+            out["block_offset"] = self.file_address - self.block.start
+            out["block_flags"] = list(self.block.flags)
+        return out

@@ -1,0 +1,54 @@
+"""Per-debugger state shared by every command: the index cache and the enabled flag.
+
+Maps runtime addresses to (module, file address) through the Host's module list, so the
+adapters never do address arithmetic themselves.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import BinaryError, UnsplitError
+from .host import Host, LoadedModule
+from .index import IndexCache, ModuleIndex
+from .model import Location
+
+
+class Session:
+    def __init__(self) -> None:
+        self.indexes = IndexCache()
+        self.enabled = True
+        self.input_override: dict[str, str] = {}  # output binary -> pre-BOLT input (bb input)
+        self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
+
+    def index(self, path: str) -> ModuleIndex:
+        try:
+            return self.indexes.get(path)
+        except FileNotFoundError:
+            raise BinaryError(f"{path}: no such file") from None
+        except OSError as e:
+            raise BinaryError(f"{path}: {e.strerror}") from None
+
+    def module_of(self, host: Host, address: int) -> tuple[LoadedModule, ModuleIndex] | None:
+        """The loaded module whose code contains runtime `address`."""
+        for mod in host.modules():
+            if not mod.path or not os.path.exists(mod.path) or mod.path in self._bad:
+                continue
+            try:
+                index = self.index(mod.path)
+            except UnsplitError as e:
+                self._bad[mod.path] = str(e)
+                continue
+            file_address = address - mod.bias
+            for lo, hi in index.binary.text_address_ranges():
+                if lo <= file_address < hi:
+                    return mod, index
+        return None
+
+    def locate(self, host: Host, address: int) -> Location | None:
+        """Where runtime `address` is, or None when no loaded module has code there."""
+        found = self.module_of(host, address)
+        if found is None:
+            return None
+        mod, index = found
+        return index.locate(address - mod.bias, mod.bias)

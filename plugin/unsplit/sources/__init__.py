@@ -1,0 +1,32 @@
+"""Fragment sources: each turns one on-disk format of a Binary into model Procedures.
+
+A source module exposes ``procedures(binary) -> list[Procedure]``; it returns [] when the binary
+lacks its format. The index asks every source in PRIORITY order and, per procedure name, keeps
+the fragments of the first source that knows the procedure (the most precise one) and the
+blocks of the first source that has blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..binary import Binary
+from ..model import Procedure
+
+SourceFn = Callable[[Binary], list[Procedure]]
+
+
+def registered() -> list[tuple[str, SourceFn]]:
+    """(name, function) of every source, most precise first."""
+    from . import symbols
+
+    found: list[tuple[str, SourceFn]] = []
+    # Formats that describe the original layout exactly come before naming conventions.
+    for name in ("split_info", "bat", "bb_addr_map"):
+        try:
+            module = __import__(f"{__name__}.{name}", fromlist=["procedures"])
+        except ModuleNotFoundError:
+            continue
+        found.append((name, module.procedures))
+    found.append(("symbols", symbols.procedures))
+    return found

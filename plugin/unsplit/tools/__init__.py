@@ -1,0 +1,15 @@
+"""Command-line tools beyond `where`: each module registers its subcommands with add_cli()."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Tool(Protocol):
+    def add_cli(self, subparsers: Any) -> None: ...
+
+
+def tools() -> list[Tool]:
+    """Every tool module, in the order `unsplit --help` lists them."""
+    found: list[Tool] = []
+    return found
