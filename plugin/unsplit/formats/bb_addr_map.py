@@ -1,0 +1,538 @@
+"""LLVM basic-block address maps: ``SHT_LLVM_BB_ADDR_MAP_V0`` and ``SHT_LLVM_BB_ADDR_MAP`` v0–v5.
+
+Specification: shared/specs/llvm-bb-addr-map.md (§3 record grammar, §4 feature bits, §5 block
+metadata, §7 PGO analysis map, §8 decoder algorithm, §12 error catalogue), which follows
+``llvm/lib/Object/ELF.cpp`` ``decodeBBAddrMapImpl`` and ``llvm/lib/Object/BBAddrMap.cpp``
+``decodeBBAddrMapPayload``.
+
+Pure: section bytes in, frozen records out. The caller says which section type it read (V0 has
+no version byte), the address size and byte order of the ELF class, and, for ``ET_REL``, the
+relocation addends by offset in the section (LLVM reads addresses of relocatable objects from
+RELA addends only; passing ``None`` reads the field in place, which is also right for SHT_REL).
+
+Two modes:
+
+- ``strict=True`` behaves as LLVM 22's reader: versions 2–5 only, a V0 section yields nothing
+  (readobj-22 skips it silently) and the first error fails the whole section, with LLVM's text.
+- the default (archival) mode also reads V0 and versions 0/1 as LLVM 14–20 did, and where the
+  format lets us find the end of a bad function record (a value out of range, unknown metadata
+  bits, zero ranges, a missing relocation) it rejects that one record and goes on. There are no
+  record lengths, so an error that leaves the layout unknown (truncation, unknown version or
+  feature bits, a count out of range) stops decoding: the records before it are kept.
+
+:func:`encode` is the inverse of :func:`decode` (for tests and hand-made fixtures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import IntFlag
+from typing import Literal
+
+from ..errors import DecodeError, UnsupportedVersion
+from .leb128 import encode_uleb128
+
+SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
+SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A
+SECTION = ".llvm_bb_addr_map"
+
+_U32 = 0xFFFFFFFF
+ByteOrder = Literal["little", "big"]
+_U64 = 0xFFFFFFFFFFFFFFFF
+PROBABILITY_ONE = 1 << 31  # BranchProbability's denominator (§7)
+
+
+class Feature(IntFlag):
+    """The feature field (§4): u8 in versions 1–4, u16 from version 5."""
+
+    FUNC_ENTRY_COUNT = 0x01
+    BB_FREQ = 0x02
+    BR_PROB = 0x04
+    MULTI_BB_RANGE = 0x08
+    OMIT_BB_ENTRIES = 0x10
+    CALLSITE_OFFSETS = 0x20  # "CallsiteEndOffsets" in LLVM 22; begin offsets in LLVM 21
+    BB_HASH = 0x40
+    POST_LINK_CFG = 0x80
+
+
+PGO_FEATURES = Feature.FUNC_ENTRY_COUNT | Feature.BB_FREQ | Feature.BR_PROB
+_KNOWN_FEATURES = 0xFF
+# Minimum version per feature bit, with the words LLVM uses in its message (§4).
+_MIN_VERSION = (
+    (Feature.CALLSITE_OFFSETS, 3, "callsite offsets"),
+    (Feature.BB_HASH, 4, "basic block hash"),
+    (Feature.POST_LINK_CFG, 5, "post link cfg"),
+)
+
+
+class Metadata(IntFlag):
+    """Block metadata bits (§5)."""
+
+    HAS_RETURN = 0x01
+    HAS_TAIL_CALL = 0x02
+    IS_EH_PAD = 0x04
+    CAN_FALL_THROUGH = 0x08
+    HAS_INDIRECT_BRANCH = 0x10
+
+
+_KNOWN_METADATA = 0x1F
+FLAG_NAMES = (
+    (Metadata.HAS_RETURN, "return"),
+    (Metadata.HAS_TAIL_CALL, "tail_call"),
+    (Metadata.IS_EH_PAD, "eh_pad"),
+    (Metadata.CAN_FALL_THROUGH, "can_fall_through"),
+    (Metadata.HAS_INDIRECT_BRANCH, "has_indirect_branch"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BBEntry:
+    """One basic block; `offset` and `size` are absolute (delta encoding already undone)."""
+
+    id: int
+    offset: int  # from the range's base address
+    size: int
+    metadata: int
+    callsite_offsets: tuple[int, ...] = ()  # from the block start (ends in 22, begins in 21)
+    hash: int | None = None
+
+    def has(self, bit: Metadata) -> bool:
+        return bool(self.metadata & bit)
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return tuple(name for bit, name in FLAG_NAMES if self.metadata & bit)
+
+
+@dataclass(frozen=True, slots=True)
+class BBRange:
+    """One contiguous range of a function (one per fragment with MultiBBRange)."""
+
+    base_address: int
+    num_blocks: int  # as declared; `entries` is empty when OmitBBEntries is set
+    entries: tuple[BBEntry, ...] = ()
+    # Where the base address field lies in the section (ET_REL: the relocation's r_offset).
+    address_offset: int = field(default=0, compare=False)
+
+    @property
+    def end_offset(self) -> int:
+        return max((e.offset + e.size for e in self.entries), default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Successor:
+    id: int
+    probability: int  # numerator over PROBABILITY_ONE
+    post_link_frequency: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PGOBlock:
+    """PGO data of one block, in the order of the entries of all ranges (§7)."""
+
+    frequency: int | None = None  # raw MBFI value; only with BBFreq
+    post_link_frequency: int | None = None  # only with PostLinkCfg
+    successors: tuple[Successor, ...] | None = None  # only with BrProb
+
+
+@dataclass(frozen=True, slots=True)
+class PGOAnalysis:
+    func_entry_count: int | None = None  # only with FuncEntryCount
+    blocks: tuple[PGOBlock, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionMap:
+    """One function record."""
+
+    version: int | None  # None: the un-versioned SHT_LLVM_BB_ADDR_MAP_V0 format
+    features: int
+    ranges: tuple[BBRange, ...]
+    pgo: PGOAnalysis | None = None  # present iff a PGO feature bit is set
+    offset: int = field(default=0, compare=False)  # of the record in the section
+
+    @property
+    def address(self) -> int:
+        """The function's entry: range 0's base address (readobj's ``At``)."""
+        return self.ranges[0].base_address if self.ranges else 0
+
+    @property
+    def feature(self) -> Feature:
+        return Feature(self.features & _KNOWN_FEATURES)
+
+    def entries(self) -> Iterator[tuple[BBRange, BBEntry]]:
+        for rng in self.ranges:
+            for entry in rng.entries:
+                yield rng, entry
+
+
+@dataclass(frozen=True, slots=True)
+class SectionMap:
+    """What one section decoded to.
+
+    `rejected` are function records skipped on their own (decoding went on after them);
+    `error`, when set, stopped decoding: records after it are lost.
+    """
+
+    section: str
+    functions: tuple[FunctionMap, ...]
+    rejected: tuple[DecodeError, ...] = ()
+    error: DecodeError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.rejected
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A function record that was read to its end but is invalid (archival mode only)."""
+
+    error: DecodeError
+    offset: int
+
+
+class _Stop(Exception):
+    """Internal: the first error of a record whose end we can still find."""
+
+
+def decode(
+    data: bytes,
+    section: str = SECTION,
+    *,
+    sh_type: int = SHT_LLVM_BB_ADDR_MAP,
+    address_size: int = 8,
+    little_endian: bool = True,
+    relocations: Mapping[int, int] | None = None,
+    strict: bool = False,
+) -> SectionMap:
+    """Decode a whole section. Never raises for malformed data: see SectionMap.error."""
+    functions: list[FunctionMap] = []
+    rejected: list[DecodeError] = []
+    try:
+        for item in iter_records(
+            data, section, sh_type=sh_type, address_size=address_size,
+            little_endian=little_endian, relocations=relocations, strict=strict,
+        ):
+            if isinstance(item, Rejected):
+                rejected.append(item.error)
+            else:
+                functions.append(item)
+    except DecodeError as e:
+        if strict:  # LLVM returns no partial result
+            return SectionMap(section, (), (), e)
+        return SectionMap(section, tuple(functions), tuple(rejected), e)
+    return SectionMap(section, tuple(functions), tuple(rejected), None)
+
+
+def iter_records(
+    data: bytes,
+    section: str = SECTION,
+    *,
+    sh_type: int = SHT_LLVM_BB_ADDR_MAP,
+    address_size: int = 8,
+    little_endian: bool = True,
+    relocations: Mapping[int, int] | None = None,
+    strict: bool = False,
+) -> Iterator[FunctionMap | Rejected]:
+    """Yield records lazily, in section order; raise DecodeError where decoding must stop."""
+    if sh_type not in (SHT_LLVM_BB_ADDR_MAP, SHT_LLVM_BB_ADDR_MAP_V0):
+        raise DecodeError(section, 0, f"section type {sh_type:#x} is not a BB address map")
+    if address_size not in (4, 8):
+        raise DecodeError(section, 0, f"address size {address_size} is neither 4 nor 8")
+    if strict and sh_type == SHT_LLVM_BB_ADDR_MAP_V0:
+        return  # LLVM 21+ match only SHT_LLVM_BB_ADDR_MAP and skip V0 without a word (§9.2)
+    reader = _Reader(bytes(data), section, address_size, little_endian, relocations, strict)
+    versioned = sh_type == SHT_LLVM_BB_ADDR_MAP
+    while reader.pos < len(reader.data):
+        start = reader.pos
+        reader.problem = None
+        fmap = reader.function(versioned)
+        if reader.problem is not None:
+            yield Rejected(reader.problem, start)
+        else:
+            yield fmap
+
+
+class _Reader:
+    """Cursor over one section; `problem` collects the first per-record error (archival)."""
+
+    __slots__ = ("addr_size", "data", "order", "pos", "problem", "relocs", "section", "strict")
+
+    def __init__(
+        self, data: bytes, section: str, address_size: int, little_endian: bool,
+        relocations: Mapping[int, int] | None, strict: bool,
+    ) -> None:
+        self.data = data
+        self.section = section
+        self.addr_size = address_size
+        self.order: ByteOrder = "little" if little_endian else "big"
+        self.relocs = relocations
+        self.strict = strict
+        self.pos = 0
+        self.problem: DecodeError | None = None
+
+    # --- primitives -----------------------------------------------------------------------
+
+    def fail(self, offset: int, message: str) -> None:
+        """A record-level error: fatal in strict mode, else remembered and decoding goes on."""
+        err = DecodeError(self.section, offset, message)
+        if self.strict:
+            raise err
+        if self.problem is None:
+            self.problem = err
+
+    def fixed(self, size: int) -> int:
+        start = self.pos
+        end = start + size
+        if end > len(self.data):
+            # DataExtractor's wording (§12): offset = data size, range = the attempted read.
+            raise DecodeError(
+                self.section, start,
+                f"unexpected end of data at offset {len(self.data):#x} "
+                f"while reading [{start:#x}, {end:#x})",
+            )
+        self.pos = end
+        return int.from_bytes(self.data[start:end], self.order)
+
+    def uleb(self, limit: int, count: bool = False) -> int:
+        """ULEB128 of at most `limit`; a count out of range stops decoding (layout unknown)."""
+        data = self.data
+        pos = self.pos
+        if pos < len(data):
+            b = data[pos]
+            if b < 0x80:  # the common one-byte case, kept out of the loop for speed
+                self.pos = pos + 1
+                return b
+        value, end = _uleb_slow(data, pos, self.section)
+        self.pos = end
+        if value < 0 or value > limit:
+            if value < 0:
+                msg = f"unable to decode LEB128 at offset 0x{pos:08x}: uleb128 too big for uint64"
+            else:
+                bits = 32 if limit == _U32 else 64
+                msg = f"ULEB128 value at offset 0x{pos:X} exceeds UINT{bits}_MAX (0x{value:X})"
+            if count:
+                raise DecodeError(self.section, pos, msg)
+            self.fail(pos, msg)
+            return 0
+        return value
+
+    def address(self) -> int:
+        at = self.pos
+        value = self.fixed(self.addr_size)
+        if self.relocs is None:
+            return value
+        addend = self.relocs.get(at)
+        if addend is None:
+            self.fail(at, f"failed to get relocation data for offset: {at:x} in section "
+                          f"{self.section}")
+            return 0
+        return addend & ((1 << (8 * self.addr_size)) - 1)
+
+    # --- grammar (§3.2, §7) ---------------------------------------------------------------
+
+    def header(self, versioned: bool) -> tuple[int | None, int]:
+        if not versioned:
+            return None, 0
+        at = self.pos
+        version = self.fixed(1)
+        allowed = range(2, 6) if self.strict else range(0, 6)
+        if version not in allowed:
+            raise UnsupportedVersion(
+                self.section, at, f"unsupported SHT_LLVM_BB_ADDR_MAP version: {version}")
+        feat_at = self.pos
+        feature = self.fixed(2 if version >= 5 else 1)
+        if feature & ~_KNOWN_FEATURES:
+            raise DecodeError(self.section, feat_at,
+                              f"invalid encoding for BBAddrMap::Features: {feature:#x}")
+        if version < 2 and feature:  # LLVM 18–20's rule; 0/1 had a reserved byte
+            raise DecodeError(
+                self.section, feat_at,
+                "version should be >= 2 for SHT_LLVM_BB_ADDR_MAP when PGO features are "
+                f"enabled: version = {version} feature = {feature}")
+        for bit, minimum, words in _MIN_VERSION:
+            if feature & bit and version < minimum:
+                raise DecodeError(
+                    self.section, feat_at,
+                    f"version should be >= {minimum} for SHT_LLVM_BB_ADDR_MAP when {words} "
+                    f"feature is enabled: version = {version} feature = {feature}")
+        return version, feature
+
+    def function(self, versioned: bool) -> FunctionMap:
+        start = self.pos
+        version, feature = self.header(versioned)
+        if feature & Feature.MULTI_BB_RANGE:
+            num_ranges = self.uleb(_U32, count=True)
+            if num_ranges == 0:
+                self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
+                                    f"in {self.section}")
+        else:
+            num_ranges = 1
+        ranges = tuple(self.bb_range(version, feature) for _ in range(num_ranges))
+        pgo = None
+        if feature & PGO_FEATURES:
+            pgo = self.pgo(feature, sum(len(r.entries) for r in ranges))
+        return FunctionMap(version, feature, ranges, pgo, start)
+
+    def bb_range(self, version: int | None, feature: int) -> BBRange:
+        address_offset = self.pos
+        base = self.address()
+        num_blocks = self.uleb(_U32, count=True)
+        if feature & Feature.OMIT_BB_ENTRIES:
+            return BBRange(base, num_blocks, (), address_offset)
+        has_ids = version is not None and version >= 2
+        delta = version is not None and version >= 1  # V0 and version 0: absolute offsets
+        callsites = bool(feature & Feature.CALLSITE_OFFSETS)
+        hashed = bool(feature & Feature.BB_HASH)
+        # LLVM ≤16 did not validate metadata; version ≥2 data comes from LLVM 17+, which does.
+        validate = has_ids or self.strict
+        uleb = self.uleb
+        prev_end = 0
+        entries = []
+        for index in range(num_blocks):
+            bb_id = uleb(_U32) if has_ids else index
+            offset_field = uleb(_U32)
+            last = 0
+            offsets: tuple[int, ...] = ()
+            if callsites:
+                n = uleb(_U32, count=True)
+                cs = []
+                for _ in range(n):
+                    last = (last + uleb(_U32)) & _U32
+                    cs.append(last)
+                offsets = tuple(cs)
+            size = (uleb(_U32) + last) & _U32
+            md_at = self.pos
+            md = uleb(_U32)
+            bb_hash = self.fixed(8) if hashed else None
+            if validate and md & ~_KNOWN_METADATA:
+                self.fail(md_at, f"invalid encoding for BBEntry::Metadata: {md:#x}")
+            if delta:  # uint32 arithmetic, as in LLVM (§3.3)
+                offset = (offset_field + prev_end) & _U32
+                prev_end = (offset + size) & _U32
+            else:
+                offset = offset_field
+            entries.append(BBEntry(bb_id, offset, size, md, offsets, bb_hash))
+        return BBRange(base, num_blocks, tuple(entries), address_offset)
+
+    def pgo(self, feature: int, total_blocks: int) -> PGOAnalysis:
+        uleb = self.uleb
+        entry_count = uleb(_U64) if feature & Feature.FUNC_ENTRY_COUNT else None
+        blocks: list[PGOBlock] = []
+        if feature & (Feature.BB_FREQ | Feature.BR_PROB):
+            freq_on = bool(feature & Feature.BB_FREQ)
+            prob_on = bool(feature & Feature.BR_PROB)
+            post_link = bool(feature & Feature.POST_LINK_CFG)
+            for _ in range(total_blocks):
+                freq = uleb(_U64) if freq_on else None
+                # LLVM 22 reads this whenever PostLinkCfg is set, even without BBFreq (§7 quirk).
+                pl_freq = uleb(_U32) if post_link else None
+                succs: tuple[Successor, ...] | None = None
+                if prob_on:
+                    n = uleb(_U64, count=True)
+                    out = []
+                    for _ in range(n):
+                        sid = uleb(_U32)
+                        prob = uleb(_U32)
+                        pl = uleb(_U32) if post_link else None
+                        out.append(Successor(sid, prob, pl))
+                    succs = tuple(out)
+                blocks.append(PGOBlock(freq, pl_freq, succs))
+        return PGOAnalysis(entry_count, tuple(blocks))
+
+
+def _uleb_slow(data: bytes, pos: int, section: str) -> tuple[int, int]:
+    """(value, end) of a ULEB128 as LLVM's decodeULEB128 reads it; value -1 if > UINT64_MAX.
+
+    Like LLVM, non-minimal encodings are fine and the first non-zero bit past bit 63 is an
+    overflow; we then skip to the end of the number so that the caller can go on after it.
+    """
+    end = len(data)
+    value = 0
+    shift = 0
+    p = pos
+    while True:
+        if p >= end:
+            raise DecodeError(section, pos, f"unable to decode LEB128 at offset 0x{pos:08x}: "
+                                            "malformed uleb128, extends past end")
+        byte = data[p]
+        p += 1
+        chunk = byte & 0x7F
+        if shift >= 63 and chunk >> (64 - shift if shift < 64 else 0):
+            while byte & 0x80:  # overflow: find the end of the number, or report truncation
+                if p >= end:
+                    raise DecodeError(section, pos, f"unable to decode LEB128 at offset "
+                                                    f"0x{pos:08x}: uleb128 too big for uint64")
+                byte = data[p]
+                p += 1
+            return -1, p
+        if shift < 64:
+            value |= chunk << shift
+        shift += 7
+        if byte < 0x80:
+            return value, p
+
+
+# --- encoder --------------------------------------------------------------------------------
+
+
+def encode(
+    functions: Iterable[FunctionMap], *, address_size: int = 8, little_endian: bool = True
+) -> bytes:
+    """Bytes of `functions` in the format each one's `version` says (None: V0 section).
+
+    Absolute offsets and sizes are turned back into the deltas of §3.3 (mod 2**32, so that
+    decode(encode(x)) == x for every uint32 value). Addresses are written in place.
+    """
+    order: ByteOrder = "little" if little_endian else "big"
+    out = bytearray()
+    u = encode_uleb128
+    for fm in functions:
+        version, feature = fm.version, fm.features
+        if version is not None:
+            out.append(version)
+            out += feature.to_bytes(2 if version >= 5 else 1, order)
+        if feature & Feature.MULTI_BB_RANGE:
+            out += u(len(fm.ranges))
+        for rng in fm.ranges:
+            out += rng.base_address.to_bytes(address_size, order)
+            out += u(rng.num_blocks if feature & Feature.OMIT_BB_ENTRIES else len(rng.entries))
+            if feature & Feature.OMIT_BB_ENTRIES:
+                continue
+            prev_end = 0
+            for e in rng.entries:
+                if version is not None and version >= 2:
+                    out += u(e.id)
+                delta = version is not None and version >= 1
+                out += u((e.offset - prev_end) & _U32 if delta else e.offset)
+                last = 0
+                if feature & Feature.CALLSITE_OFFSETS:
+                    out += u(len(e.callsite_offsets))
+                    for cs in e.callsite_offsets:
+                        out += u((cs - last) & _U32)
+                        last = cs
+                out += u((e.size - last) & _U32)
+                out += u(e.metadata)
+                if feature & Feature.BB_HASH:
+                    out += (e.hash or 0).to_bytes(8, order)
+                prev_end = (e.offset + e.size) & _U32
+        if feature & PGO_FEATURES:
+            pgo = fm.pgo or PGOAnalysis()
+            if feature & Feature.FUNC_ENTRY_COUNT:
+                out += u(pgo.func_entry_count or 0)
+            if feature & (Feature.BB_FREQ | Feature.BR_PROB):
+                for blk in pgo.blocks:
+                    if feature & Feature.BB_FREQ:
+                        out += u(blk.frequency or 0)
+                    if feature & Feature.POST_LINK_CFG:
+                        out += u(blk.post_link_frequency or 0)
+                    if feature & Feature.BR_PROB:
+                        succs = blk.successors or ()
+                        out += u(len(succs))
+                        for s in succs:
+                            out += u(s.id) + u(s.probability)
+                            if feature & Feature.POST_LINK_CFG:
+                                out += u(s.post_link_frequency or 0)
+    return bytes(out)
