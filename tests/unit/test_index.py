@@ -1,0 +1,113 @@
+"""The index on real compiler output: fragments from symbols, lines from DWARF.
+
+Lines are checked against llvm-symbolizer-22, the independent oracle, on every instruction
+boundary llvm-objdump reports inside the split procedures' fragments.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from unsplit.index import ModuleIndex
+from unsplit.model import HOT
+from unsplit.sources.symbols import split_fragment_name
+
+
+@pytest.mark.parametrize(
+    ("symbol", "expected"),
+    [
+        ("foo.cold", ("foo", "cold")),
+        ("foo.cold.3", ("foo", "cold.3")),
+        ("foo.warm", ("foo", "warm")),
+        ("foo.__part.2", ("foo", "part.2")),
+        ("foo.part.0.cold", ("foo.part.0", "cold")),
+        ("foo.part.0", None),
+        ("foo.isra.0", None),
+        ("foo.constprop.1", None),
+        ("cold", None),
+    ],
+)
+def test_fragment_naming(symbol: str, expected: tuple[str, str] | None) -> None:
+    assert split_fragment_name(symbol) == expected
+
+
+def _nm(binary: Path) -> dict[str, tuple[int, int]]:
+    out = subprocess.run(["nm", "-S", str(binary)], capture_output=True, text=True, check=True)
+    syms = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT":
+            syms[parts[3]] = (int(parts[0], 16), int(parts[1], 16))
+    return syms
+
+
+def test_gcc_cold_fragments(gcc_pgo: Path) -> None:
+    syms = _nm(gcc_pgo)
+    colds = [s for s in syms if s.endswith(".cold")]
+    assert "work.cold" in colds, colds
+    index = ModuleIndex.open(str(gcc_pgo))
+    for cold in colds:
+        start, size = syms[cold]
+        base = cold[: -len(".cold")]
+        proc = index.procedure(base)
+        assert [f.name for f in proc.fragments] == [HOT, "cold"]
+        assert proc.entry == syms[base][0]
+        loc = index.locate(start + size - 1)
+        assert (loc.procedure, loc.fragment, loc.fragment_symbol) == (base, "cold", cold)
+        # The offset is in the original layout: the hot part first, then the cold part.
+        assert loc.offset == syms[base][1] + size - 1
+        assert proc.addresses_of(loc.offset) == [start + size - 1]
+
+
+def test_hot_address_and_outside(gcc_pgo: Path) -> None:
+    syms = _nm(gcc_pgo)
+    index = ModuleIndex.open(str(gcc_pgo))
+    start, _ = syms["main"]
+    loc = index.locate(start + 1)
+    assert (loc.procedure, loc.fragment, loc.offset) == ("main", HOT, 1)
+    assert not loc.in_moved_code and loc.label() == "main"
+    assert index.locate(0x10).procedure is None
+
+
+def _instruction_addresses(binary: Path, symbol: str) -> list[int]:
+    out = subprocess.run(["llvm-objdump-22", "-d", f"--disassemble-symbols={symbol}",
+                          str(binary)], capture_output=True, text=True, check=True).stdout
+    return [int(m[1], 16) for m in re.finditer(r"^\s*([0-9a-f]+):", out, re.M)]
+
+
+def _symbolize(binary: Path, addresses: list[int]) -> list[tuple[str, int]]:
+    text = "\n".join(hex(a) for a in addresses) + "\n"
+    out = subprocess.run(["llvm-symbolizer-22", "--obj", str(binary), "--no-inlines",
+                          "--output-style=JSON"], input=text, capture_output=True, text=True,
+                         check=True).stdout
+    import json
+
+    rows = []
+    for line in out.splitlines():
+        frame = json.loads(line)["Symbol"][0]
+        rows.append((frame["FileName"], frame["Line"]))
+    return rows
+
+
+@pytest.mark.parametrize("build", ["gcc_pgo", "clang_mfs"])
+def test_lines_match_llvm_symbolizer(build: str, request: pytest.FixtureRequest) -> None:
+    if shutil.which("llvm-symbolizer-22") is None:
+        pytest.skip("llvm-symbolizer-22 not installed")
+    binary: Path = request.getfixturevalue(build)
+    syms = _nm(binary)
+    names = [s for s in syms if s.startswith(("work", "helper", "main"))]
+    assert any(n.endswith(".cold") for n in names), names
+    index = ModuleIndex.open(str(binary))
+    addresses = [a for n in names for a in _instruction_addresses(binary, n)]
+    assert len(addresses) > 20
+    expected = _symbolize(binary, addresses)
+    got = []
+    for a in addresses:
+        loc = index.locate(a)
+        got.append((loc.path or "", loc.line or 0))
+    assert got == expected
