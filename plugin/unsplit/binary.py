@@ -70,16 +70,28 @@ class Binary:
 
     @cached_property
     def functions(self) -> list[FunctionSymbol]:
-        """Every sized STT_FUNC of .symtab (else .dynsym), read straight from the bytes.
+        """Every sized STT_FUNC of .symtab, read straight from the bytes.
 
-        pyelftools builds a dict per symbol; a clang-size binary has hundreds of thousands, so
-        the table is unpacked with struct in one pass instead.
+        A stripped file borrows the .symtab of its separate debug file, else makes do with
+        .dynsym. pyelftools builds a dict per symbol; a clang-size binary has hundreds of
+        thousands, so the table is unpacked with struct in one pass instead.
         """
-        for name in (".symtab", ".dynsym"):
-            sec = self.section(name)
-            if isinstance(sec, SymbolTableSection):
-                return _read_functions(self, sec)
-        return []
+        sec = self.section(".symtab")
+        if isinstance(sec, SymbolTableSection):
+            return _read_functions(self, sec)
+        companion = self.debug_companion
+        if companion is not None and companion.section(".symtab") is not None:
+            return companion.functions
+        sec = self.section(".dynsym")
+        return _read_functions(self, sec) if isinstance(sec, SymbolTableSection) else []
+
+    @cached_property
+    def dwarf_binary(self) -> Binary | None:
+        """This file if it has DWARF, else its separate debug file if that has, else None."""
+        if self.has_dwarf:
+            return self
+        companion = self.debug_companion
+        return companion if companion is not None and companion.has_dwarf else None
 
     @cached_property
     def symbols(self) -> list[Any]:
@@ -111,6 +123,34 @@ class Binary:
         relocate = self.elf["e_type"] == "ET_REL"
         return self.elf.get_dwarf_info(relocate_dwarf_sections=relocate)
 
+    @cached_property
+    def debug_companion(self) -> Binary | None:
+        """The separate debug file of a stripped binary (objcopy --only-keep-debug), if any.
+
+        Looked up as GDB does: /usr/lib/debug/.build-id/xx/rest.debug by build-id, then the
+        .gnu_debuglink name next to the file, in its .debug/ folder and under /usr/lib/debug.
+        """
+        candidates = []
+        if self.build_id:
+            h = self.build_id.hex()
+            candidates += [os.path.join(d, ".build-id", h[:2], h[2:] + ".debug")
+                           for d in _debug_dirs()]
+        link = self.section(".gnu_debuglink")
+        if link is not None:
+            raw = bytes(link.data())
+            name = raw[: raw.find(b"\0")].decode("utf-8", "replace")
+            here = os.path.dirname(os.path.realpath(self.path))
+            candidates += [os.path.join(here, name), os.path.join(here, ".debug", name)]
+            candidates += [os.path.join(d, here.lstrip("/"), name) for d in _debug_dirs()]
+        for path in candidates:
+            if os.path.isfile(path) and os.path.realpath(path) != self.identity[0]:
+                try:
+                    return Binary(path)
+                except BinaryError:
+                    continue
+        return None
+
+    @cached_property
     def text_address_ranges(self) -> list[tuple[int, int]]:
         """[start, end) of every allocated executable section, file addresses."""
         out = []
@@ -119,6 +159,11 @@ class Binary:
             if flags & 0x2 and flags & 0x4 and sec["sh_type"] != "SHT_NOBITS":  # ALLOC, EXEC
                 out.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
         return sorted(out)
+
+
+def _debug_dirs() -> list[str]:
+    extra = os.environ.get("UNSPLIT_DEBUG_FILE_DIRECTORY", "")
+    return [d for d in extra.split(":") if d] + ["/usr/lib/debug"]
 
 
 def _read_functions(binary: Binary, sec: SymbolTableSection) -> list[FunctionSymbol]:

@@ -41,7 +41,8 @@ class DwarfLines:
     """Line look-ups in one Binary's DWARF."""
 
     def __init__(self, binary: Binary) -> None:
-        self.binary = binary
+        # A stripped file's lines live in its separate debug file.
+        self.binary = binary.dwarf_binary or binary
         self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
         self._cu_lines: dict[int, _CULines] = {}
 

@@ -111,3 +111,23 @@ def test_lines_match_llvm_symbolizer(build: str, request: pytest.FixtureRequest)
         loc = index.locate(a)
         got.append((loc.path or "", loc.line or 0))
     assert got == expected
+
+
+def test_stripped_binary_uses_its_debug_file(gcc_pgo: Path, tmp_path: Path) -> None:
+    """objcopy --only-keep-debug + strip + --add-gnu-debuglink, as distributions ship."""
+    binary, debug = tmp_path / "sample", tmp_path / "sample.debug"
+    shutil.copy(gcc_pgo, binary)
+    subprocess.run(["objcopy", "--only-keep-debug", str(binary), str(debug)], check=True)
+    subprocess.run(["strip", str(binary)], check=True)
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", str(binary)], check=True,
+                   cwd=tmp_path)
+    assert "work.cold" not in _nm_or_empty(binary)
+    start, size = _nm(gcc_pgo)["work.cold"]
+    loc = ModuleIndex.open(str(binary)).locate(start)
+    expected = ModuleIndex.open(str(gcc_pgo)).locate(start)
+    assert (loc.procedure, loc.fragment, loc.offset) == ("work", "cold", expected.offset)
+    assert (loc.file, loc.line) == (expected.file, expected.line) and loc.line
+
+
+def _nm_or_empty(binary: Path) -> str:
+    return subprocess.run(["nm", str(binary)], capture_output=True, text=True).stdout
