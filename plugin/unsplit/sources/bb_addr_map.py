@@ -1,0 +1,264 @@
+"""Fragments and blocks from LLVM basic-block address maps (``.llvm_bb_addr_map``).
+
+Specification: shared/specs/llvm-bb-addr-map.md — §1.2 (one map section per text section,
+``sh_link``), §1.3 (``ET_REL`` addresses are RELA addends), §6 (range 0 holds the entry, the other
+ranges are the split parts: ``foo.cold``, ``foo.__part.N``), §7 (PGO analysis map). The bytes are
+decoded by :mod:`unsplit.formats.bb_addr_map`; this module finds the sections, their relocations
+and the symbols, and builds model Procedures.
+
+BOLT copies its input's map unchanged and links it to ``.bolt.org.text`` (shared/NOTES.md): such a
+map describes code that no longer runs, so it is skipped.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..binary import Binary
+from ..errors import DecodeError
+from ..formats import bb_addr_map as fmt
+from ..model import HOT, Block, Fragment, Procedure
+from .symbols import split_fragment_name
+
+SOURCE = "bb_addr_map"
+_STT_FUNC = 2
+_SHN_UNDEF = 0
+_SHT_RELA, _SHT_REL = 4, 9
+_SHT_CREL = 0x40000014
+_BOLT_ORIGINAL_TEXT = ".bolt.org.text"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSymbol:
+    """An STT_FUNC of .symtab as llvm-readobj sees it (any value, any size)."""
+
+    index: int
+    name: str
+    value: int
+    size: int
+    shndx: int
+
+
+@dataclass(slots=True)
+class MapSection:
+    """One bb address map section with what decoding it needs."""
+
+    index: int
+    name: str
+    sh_type: int
+    link: int
+    link_name: str
+    data: bytes
+    # ET_REL: r_offset -> addend, and r_offset -> section index of the relocation's symbol.
+    relocations: dict[int, int] | None = None
+    target_sections: dict[int, int] = field(default_factory=dict)
+    # Why LLVM 22 would not decode this section at all (missing or unreadable relocations).
+    unreadable: str | None = None
+    skip_silently: bool = False  # readobj-22 prints nothing for it (no relocation section)
+
+    @property
+    def description(self) -> str:
+        """LLVM's describe(): how readobj names the section in messages."""
+        kind = "SHT_LLVM_BB_ADDR_MAP_V0" if self.sh_type == fmt.SHT_LLVM_BB_ADDR_MAP_V0 else (
+            "SHT_LLVM_BB_ADDR_MAP")
+        return f"{kind} section with index {self.index}"
+
+
+def map_sections(binary: Binary) -> list[MapSection]:
+    """Every bb address map section, in section order, contents decompressed."""
+    elf = binary.elf
+    is_rel = elf["e_type"] == "ET_REL"
+    out: list[MapSection] = []
+    relocs_for: dict[int, list[int]] = defaultdict(list)
+    sections = list(elf.iter_sections())
+    for i, sec in enumerate(sections):
+        if sec["sh_type"] in ("SHT_RELA", "SHT_REL", _SHT_CREL, _SHT_RELA, _SHT_REL):
+            relocs_for[sec["sh_info"]].append(i)
+    for i, sec in enumerate(sections):
+        # pyelftools names the types it knows and leaves LLVM's as plain ints.
+        sh_type = sec["sh_type"]
+        if not isinstance(sh_type, int) or sh_type not in (
+            fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0
+        ):
+            continue
+        link = sec["sh_link"]
+        link_name = sections[link].name if 0 < link < len(sections) else ""
+        try:
+            data = bytes(sec.data())  # pyelftools decompresses SHF_COMPRESSED sections
+        except Exception as e:  # pyelftools raises assorted errors on bad compression headers
+            raise DecodeError(sec.name, 0, f"cannot read section contents: {e}") from None
+        ms = MapSection(i, sec.name, sh_type, link, link_name, data)
+        if is_rel:
+            _attach_relocations(binary, ms, [sections[j] for j in relocs_for.get(i, [])])
+        out.append(ms)
+    return out
+
+
+def _attach_relocations(binary: Binary, ms: MapSection, relocs: list[object]) -> None:
+    if not relocs:
+        # readobj warns "unable to get relocation section for ..." and prints nothing.
+        ms.unreadable = f"unable to get relocation section for {ms.description}"
+        ms.skip_silently = True
+        return
+    rsec = relocs[-1]  # LLVM's MapVector keeps the last relocation section that targets it
+    elf = binary.elf
+    sh_type = rsec["sh_type"]  # type: ignore[index]
+    rel_index = elf.get_section_index(rsec.name)  # type: ignore[attr-defined]
+    wide = elf.elfclass == 64
+    endian = "<" if elf.little_endian else ">"
+    rela = sh_type in ("SHT_RELA", _SHT_RELA)
+    if sh_type in ("SHT_REL", _SHT_REL):
+        # LLVM reads SHT_REL as RELA and fails on the entry size; the addend is in place, so
+        # archival decoding reads the field itself (relocations=None).
+        got, want = (16, 24) if wide else (8, 12)
+        ms.unreadable = (f"unable to read relocations for section {ms.description}: section "
+                         f"[index {rel_index}] has invalid sh_entsize: expected {want}, "
+                         f"but got {got}")
+        fmt_s = endian + ("QQ" if wide else "II")
+    elif rela:
+        fmt_s = endian + ("QQq" if wide else "IIi")
+    else:
+        ms.unreadable = f"CREL relocations of {ms.description} are not supported"
+        return
+    data = bytes(rsec.data())  # type: ignore[attr-defined]
+    size = struct.calcsize(fmt_s)
+    symtab = elf.get_section(rsec["sh_link"])  # type: ignore[index]
+    sym_shndx = _symbol_sections(binary, symtab)
+    addends: dict[int, int] = {}
+    for entry in struct.iter_unpack(fmt_s, data[: len(data) - len(data) % size]):
+        r_offset, r_info = entry[0], entry[1]
+        sym = r_info >> 32 if wide else r_info >> 8
+        if rela:
+            addends[r_offset] = entry[2]
+        if 0 <= sym < len(sym_shndx):
+            ms.target_sections[r_offset] = sym_shndx[sym]
+    ms.relocations = addends if rela else None
+
+
+def _symbol_sections(binary: Binary, symtab: object) -> list[int]:
+    """st_shndx of every symbol of `symtab` (by index)."""
+    if symtab is None or not hasattr(symtab, "data"):
+        return []
+    wide = binary.elf.elfclass == 64
+    endian = "<" if binary.elf.little_endian else ">"
+    fmt_s, at = (endian + "IBBHQQ", 3) if wide else (endian + "IIIBBH", 5)
+    data = bytes(symtab.data())
+    size = struct.calcsize(fmt_s)
+    return [e[at] for e in struct.iter_unpack(fmt_s, data[: len(data) - len(data) % size])]
+
+
+def function_symbols(binary: Binary) -> dict[int, list[FunctionSymbol]]:
+    """Defined STT_FUNC symbols of the SHT_SYMTAB by value, in symbol-table order.
+
+    What llvm-readobj's getSymbolIndexesForFunctionAddress searches: .symtab only, any size.
+    """
+    elf = binary.elf
+    tables = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB"]
+    out: dict[int, list[FunctionSymbol]] = defaultdict(list)
+    if not tables:
+        return out
+    sec = tables[0]
+    wide = elf.elfclass == 64
+    endian = "<" if elf.little_endian else ">"
+    # name, info, shndx, value, size positions in the unpacked tuple
+    fmt_s, pos = (endian + "IBBHQQ", (0, 1, 3, 4, 5)) if wide else (
+        endian + "IIIBBH", (0, 3, 5, 1, 2))
+    data = bytes(sec.data())
+    strtab = bytes(elf.get_section(sec["sh_link"]).data())
+    size = struct.calcsize(fmt_s)
+    n, i, x, v, z = pos
+    for index, e in enumerate(struct.iter_unpack(fmt_s, data[: len(data) - len(data) % size])):
+        if e[i] & 0xF != _STT_FUNC or e[x] == _SHN_UNDEF:
+            continue
+        end = strtab.find(b"\0", e[n])
+        name = strtab[e[n] : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+        out[e[v]].append(FunctionSymbol(index, name, e[v], e[z], e[x]))
+    return out
+
+
+def decode_section(binary: Binary, ms: MapSection, *, strict: bool) -> fmt.SectionMap:
+    elf = binary.elf
+    if strict and ms.unreadable is not None:
+        err = DecodeError(ms.description, 0, ms.unreadable)
+        return fmt.SectionMap(ms.description, (), (), err)
+    return fmt.decode(
+        ms.data, ms.description, sh_type=ms.sh_type,
+        address_size=8 if elf.elfclass == 64 else 4, little_endian=elf.little_endian,
+        relocations=ms.relocations, strict=strict,
+    )
+
+
+def symbol_at(
+    symbols: dict[int, list[FunctionSymbol]], address: int, shndx: int | None
+) -> FunctionSymbol | None:
+    """First function symbol at `address` (in section `shndx` when given, as readobj does)."""
+    for sym in symbols.get(address, ()):
+        if shndx is None or sym.shndx == shndx:
+            return sym
+    return None
+
+
+def procedures(binary: Binary) -> list[Procedure]:
+    """One Procedure per function record of every usable map section."""
+    sections = [s for s in map_sections(binary) if s.link_name != _BOLT_ORIGINAL_TEXT]
+    if not sections:
+        return []
+    symbols = function_symbols(binary)
+    is_rel = binary.elf["e_type"] == "ET_REL"
+    out: list[Procedure] = []
+    for ms in sections:
+        for fm in decode_section(binary, ms, strict=False).functions:
+            if fm.ranges:
+                out.append(_procedure(fm, ms, symbols, is_rel))
+    return out
+
+
+def _procedure(
+    fm: fmt.FunctionMap, ms: MapSection, symbols: dict[int, list[FunctionSymbol]], is_rel: bool
+) -> Procedure:
+    def section_of(rng: fmt.BBRange, i: int) -> int | None:
+        if not is_rel:
+            return None
+        return ms.target_sections.get(rng.address_offset, ms.link if i == 0 else None)
+
+    entry_sym = symbol_at(symbols, fm.address, section_of(fm.ranges[0], 0))
+    name = entry_sym.name if entry_sym is not None else f"func_{fm.address:x}"
+    fragments: list[Fragment] = []
+    logical = 0
+    for i, rng in enumerate(fm.ranges):
+        sym = entry_sym if i == 0 else symbol_at(symbols, rng.base_address, section_of(rng, i))
+        frag_name = HOT if i == 0 else f"range.{i}"
+        if i and sym is not None:
+            split = split_fragment_name(sym.name)
+            if split is not None and split[0] == name:
+                frag_name = split[1]
+        # Symbol sizes cover ranges whose entries were omitted (OmitBBEntries).
+        size = max(rng.end_offset, sym.size if sym is not None else 0)
+        fragments.append(Fragment(
+            procedure=name, name=frag_name, start=rng.base_address,
+            end=rng.base_address + size, symbol=None if sym is None else sym.name,
+            logical_start=logical, source=SOURCE,
+        ))
+        logical += size
+    return Procedure(name, fragments, _blocks(fm))
+
+
+def _blocks(fm: fmt.FunctionMap) -> list[Block]:
+    pgo = fm.pgo.blocks if fm.pgo is not None else ()
+    entry_freq = pgo[0].frequency if pgo else None
+    blocks: list[Block] = []
+    for k, (rng, e) in enumerate(fm.entries()):
+        frequency = None
+        successors: tuple[tuple[int, float], ...] = ()
+        if k < len(pgo):
+            p = pgo[k]
+            if p.frequency is not None and entry_freq:
+                frequency = p.frequency / entry_freq
+            if p.successors:
+                successors = tuple(
+                    (s.id, s.probability / fmt.PROBABILITY_ONE) for s in p.successors)
+        start = rng.base_address + e.offset
+        blocks.append(Block(e.id, start, start + e.size, e.flags, frequency, successors))
+    return blocks
