@@ -1,0 +1,134 @@
+"""The fixture zoo (fixtures/build.py) is sane: every variant has crash with a cold fragment and a
+core whose crash PC is in one, and every facts file has the documented shape.
+
+The zoo is built on first use (a few seconds cold, well under a second when cached).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "fixtures" / "build"
+VARIANTS = [
+    "gcc-pgo", "gcc-pgo-nodebug", "gcc-pgo-stripped", "clang-mfs", "clang-mfs-nodebug",
+    "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg",
+    "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+]
+PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
+HEX = re.compile(r"^0x[0-9a-f]+$")
+FRAGMENT = re.compile(r"^(hot|cold|cold\.\d+|warm|part\.\d+)$")
+
+
+def _builder() -> ModuleType:
+    path = REPO / "fixtures" / "build.py"
+    spec = importlib.util.spec_from_file_location("fixtures_build", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("fixtures_build", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def index() -> dict[str, Any]:
+    _builder().build()
+    data: dict[str, Any] = json.loads((BUILD / "index.json").read_text())
+    return data
+
+
+def _facts(index: dict[str, Any], variant: str, prog: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (REPO / index["variants"][variant]["programs"][prog]["facts"]).read_text())
+    return data
+
+
+def test_every_variant_and_program_is_indexed(index: dict[str, Any]) -> None:
+    assert sorted(index["variants"]) == sorted(VARIANTS)
+    for v in VARIANTS:
+        programs = index["variants"][v]["programs"]
+        assert sorted(programs) == sorted(PROGRAMS)
+        for entry in programs.values():
+            assert (REPO / entry["binary"]).is_file()
+            assert (REPO / entry["facts"]).is_file()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_crash_is_split_and_crashes_in_cold_code(index: dict[str, Any], variant: str) -> None:
+    f = _facts(index, variant, "crash")
+    frags = f["split_functions"]["transfer"]["fragments"]
+    assert frags[0]["fragment"] == "hot" and len(frags) >= 2
+    crash = f["crash"]
+    assert (REPO / crash["core"]).stat().st_size > 0
+    assert crash["signal"] == 11
+    assert crash["procedure"] == "transfer" and crash["fragment"] != "hot"
+    link_pc = int(crash["link_pc"], 16)
+    holder = [x for x in frags if x["symbol"] == crash["symbol"]]
+    assert holder and int(holder[0]["start"], 16) <= link_pc < int(holder[0]["end"], 16)
+    assert crash["expected_chain"] == ["transfer", "run", "main"]
+    assert crash["chain_matches"], crash["observed_chain"]
+    assert crash["split_frames"] >= 2
+    if f["has_debug_info"] or f["lines_from"]:
+        assert crash["line"] == f["markers"]["crash.c"]["crash site"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_facts_are_well_formed(index: dict[str, Any], variant: str, prog: str) -> None:
+    f = _facts(index, variant, prog)
+    assert f["facts_version"] == 1 and f["variant"] == variant and f["program"] == prog
+    for key in ("has_debug_info", "has_symtab", "has_bat", "has_bb_addr_map", "pie"):
+        assert isinstance(f[key], bool)
+    assert all((REPO / s).is_file() for s in f["sources"])
+    assert f["split_functions"], "no split function at all"
+    for proc, info in f["split_functions"].items():
+        frags = info["fragments"]
+        assert sum(x["fragment"] == "hot" for x in frags) <= 1, proc
+        for x in frags:
+            assert FRAGMENT.match(x["fragment"]), x
+            assert HEX.match(x["start"]) and HEX.match(x["end"])
+            assert int(x["start"], 16) < int(x["end"], 16)
+            if x["fragment"] != "hot":
+                s = x["sample"]
+                assert int(x["start"], 16) <= int(s["address"], 16) < int(x["end"], 16)
+                assert s["line"] is None or s["line"] > 0
+    for source, marks in f["markers"].items():
+        assert marks and all(isinstance(n, int) and n > 0 for n in marks.values()), source
+
+
+def test_variant_properties(index: dict[str, Any]) -> None:
+    for v in VARIANTS:
+        f = _facts(index, v, "crash")
+        assert f["has_debug_info"] == (v in ("gcc-pgo", "clang-mfs", "clang-bbsections")
+                                       or v.endswith("-dbg")), v
+        assert f["has_symtab"] == (v != "gcc-pgo-stripped"), v
+        assert f["has_bat"] == v.startswith("bolt-"), v
+        if v.startswith("bolt-"):
+            assert (REPO / f["input"]).is_file()
+            # BOLT flips the last bit of the build-id.
+            assert int(f["build_id"], 16) ^ int(f["input_build_id"], 16) == 1
+
+
+def test_bbsections_has_a_three_way_split(index: dict[str, Any]) -> None:
+    f = _facts(index, "clang-bbsections", "crash")
+    assert [x["fragment"] for x in f["split_functions"]["run"]["fragments"]] == [
+        "hot", "part.1", "cold"]
+
+
+def test_training_run_exits_zero(index: dict[str, Any]) -> None:
+    for v in ("gcc-pgo", "bolt-all"):
+        binary = REPO / index["variants"][v]["programs"]["crash"]["binary"]
+        assert subprocess.run([binary, "train"], capture_output=True, timeout=60).returncode == 0
+
+
+def test_cached_rebuild_does_nothing(index: dict[str, Any]) -> None:
+    assert _builder().build() == []
