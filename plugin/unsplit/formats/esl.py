@@ -125,8 +125,9 @@ def decode_opt_table(data: bytes, section: str = SECTION) -> list[OptProc]:
         length, pos = uleb128(data, pos, section)
         if length > len(data) - pos:
             raise DecodeError(
-                section, entry_at, f"entry of tag {tag} needs {length} bytes, "
-                f"{len(data) - pos} left"
+                section,
+                entry_at,
+                f"entry of tag {tag} needs {length} bytes, {len(data) - pos} left",
             )
         value = data[pos : pos + length]
         value_at = pos
@@ -214,9 +215,7 @@ def run_program(
     return EslResult(tuple(rows))
 
 
-def _interpret(
-    proc: OptProc, logical_size: int | None, section: str, rows: list[EslRow]
-) -> None:
+def _interpret(proc: OptProc, logical_size: int | None, section: str, rows: list[EslRow]) -> None:
     prog = proc.esl or b""
     unit = proc.min_insn_length
     nfiles = len(proc.files)

@@ -241,11 +241,10 @@ def _function_at(
 
 def _check_overlaps(records: Sequence[SplitRecord], section: str) -> None:
     """Moved ranges must be disjoint, and so must branches (§1 malformed input)."""
-    for what, key in (("moved range", "moved"), ("branch", "branch")):
-        spans = sorted(
-            ((r.vaddr, r.moved_end, r) if key == "moved" else (r.branch_addr, r.branch_end, r))
-            for r in records
-        )
+    moved = [(r.vaddr, r.moved_end, r) for r in records]
+    branches = [(r.branch_addr, r.branch_end, r) for r in records]
+    for what, spans in (("moved range", moved), ("branch", branches)):
+        spans.sort(key=lambda t: (t[0], t[1]))
         prev_end, prev = -1, None
         for lo, hi, r in spans:
             if hi == lo:
