@@ -166,7 +166,8 @@ class BatTable:
         return [self.maps[a] for a in self._addresses[i:j]]
 
 
-def _make_table(fmt: str, maps: dict[int, BatMap], hot: tuple[int, ...]) -> BatTable:
+def build_table(fmt: str, maps: dict[int, BatMap], hot: tuple[int, ...]) -> BatTable:
+    """A BatTable from maps (any order) and the hot-table order; derives the lookup columns."""
     ordered = dict(sorted(maps.items()))
     children: dict[int, list[int]] = {}
     for addr, m in ordered.items():
@@ -329,7 +330,7 @@ def decode_current(desc: bytes, base: int = 0, section: str = SECTION) -> BatTab
                 hot.append(m.address)
     if r.pos != r.end:
         raise r.fail(r.pos, f"{r.end - r.pos} bytes left after the cold table")
-    return _make_table(CURRENT, maps, tuple(hot))
+    return build_table(CURRENT, maps, tuple(hot))
 
 
 def _decode_function(
@@ -504,7 +505,7 @@ def decode_legacy(desc: bytes, base: int = 0, section: str = SECTION) -> BatTabl
                 section, base, f"cold fragment {cold:#x} names unknown parent {hot_addr:#x}"
             )
     hot = tuple(a for a, m in sorted(maps.items()) if m.kind == "hot")
-    return _make_table(LEGACY, maps, hot)
+    return build_table(LEGACY, maps, hot)
 
 
 def refuse_legacy(table: BatTable) -> None:
