@@ -23,7 +23,7 @@ from ..model import HOT, Block, Fragment, Procedure
 from .symbols import split_fragment_name
 
 SOURCE = "bb_addr_map"
-_STT_FUNC = 2
+_STT_NOTYPE, _STT_FUNC = 0, 2
 _SHN_UNDEF = 0
 _SHT_RELA, _SHT_REL = 4, 9
 _SHT_CREL = 0x40000014
@@ -32,13 +32,14 @@ _BOLT_ORIGINAL_TEXT = ".bolt.org.text"
 
 @dataclass(frozen=True, slots=True)
 class FunctionSymbol:
-    """An STT_FUNC of .symtab as llvm-readobj sees it (any value, any size)."""
+    """An STT_FUNC (or STT_NOTYPE) of .symtab as llvm-readobj sees it (any value, any size)."""
 
     index: int
     name: str
     value: int
     size: int
     shndx: int
+    is_func: bool = True
 
 
 @dataclass(slots=True)
@@ -150,9 +151,11 @@ def _symbol_sections(binary: Binary, symtab: object) -> list[int]:
 
 
 def function_symbols(binary: Binary) -> dict[int, list[FunctionSymbol]]:
-    """Defined STT_FUNC symbols of the SHT_SYMTAB by value, in symbol-table order.
+    """Defined STT_FUNC and STT_NOTYPE symbols of the SHT_SYMTAB by value, in table order.
 
-    What llvm-readobj's getSymbolIndexesForFunctionAddress searches: .symtab only, any size.
+    llvm-readobj's getSymbolIndexesForFunctionAddress searches the STT_FUNC ones (.symtab only,
+    any size); STT_NOTYPE ones are kept because clang labels basic-block-section parts with
+    them (``foo.__part.1`` is NOTYPE after linking).
     """
     elf = binary.elf
     tables = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB"]
@@ -170,11 +173,12 @@ def function_symbols(binary: Binary) -> dict[int, list[FunctionSymbol]]:
     size = struct.calcsize(fmt_s)
     n, i, x, v, z = pos
     for index, e in enumerate(struct.iter_unpack(fmt_s, data[: len(data) - len(data) % size])):
-        if e[i] & 0xF != _STT_FUNC or e[x] == _SHN_UNDEF:
+        kind = e[i] & 0xF
+        if kind not in (_STT_FUNC, _STT_NOTYPE) or e[x] == _SHN_UNDEF or not e[n]:
             continue
         end = strtab.find(b"\0", e[n])
         name = strtab[e[n] : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
-        out[e[v]].append(FunctionSymbol(index, name, e[v], e[z], e[x]))
+        out[e[v]].append(FunctionSymbol(index, name, e[v], e[z], e[x], kind == _STT_FUNC))
     return out
 
 
@@ -191,13 +195,22 @@ def decode_section(binary: Binary, ms: MapSection, *, strict: bool) -> fmt.Secti
 
 
 def symbol_at(
-    symbols: dict[int, list[FunctionSymbol]], address: int, shndx: int | None
+    symbols: dict[int, list[FunctionSymbol]], address: int, shndx: int | None,
+    *, any_type: bool = False,
 ) -> FunctionSymbol | None:
-    """First function symbol at `address` (in section `shndx` when given, as readobj does)."""
+    """First STT_FUNC at `address` (in section `shndx` when given, as readobj does).
+
+    With `any_type`, an STT_NOTYPE label does when no STT_FUNC is there.
+    """
+    fallback = None
     for sym in symbols.get(address, ()):
-        if shndx is None or sym.shndx == shndx:
+        if shndx is not None and sym.shndx != shndx:
+            continue
+        if sym.is_func:
             return sym
-    return None
+        if any_type and fallback is None:
+            fallback = sym
+    return fallback
 
 
 def procedures(binary: Binary) -> list[Procedure]:
@@ -228,7 +241,8 @@ def _procedure(
     fragments: list[Fragment] = []
     logical = 0
     for i, rng in enumerate(fm.ranges):
-        sym = entry_sym if i == 0 else symbol_at(symbols, rng.base_address, section_of(rng, i))
+        sym = entry_sym if i == 0 else symbol_at(
+            symbols, rng.base_address, section_of(rng, i), any_type=True)
         frag_name = HOT if i == 0 else f"range.{i}"
         if i and sym is not None:
             split = split_fragment_name(sym.name)
