@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from unsplit.errors import DecodeError, UnsupportedVersion
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
@@ -257,7 +256,9 @@ def test_random_records_only_raise_decode_error(
 
 PROG = r"""
 #include <stdio.h>
-__attribute__((cold, noinline)) void report(const char *m, int i) { fprintf(stderr, "%s %d\n", m, i); }
+__attribute__((cold, noinline)) void report(const char *m, int i) {
+    fprintf(stderr, "%s %d\n", m, i);
+}
 __attribute__((noinline)) int work(int n) {
     int s = 0;
     for (int i = 0; i < n; i++) {
@@ -315,8 +316,8 @@ def annotated(tmp_path_factory: pytest.TempPathFactory) -> Annotated:
     )
     cold = sizes["work.cold"]
     rec = SplitRecord(branch[0], cold[0], cold[1] - cold[0], branch[1])
-    # Lines: the loop head at the entry (line 5), the cold block (7), the code after the
-    # branch back in work (11); logical offsets per §1.
+    # Three rows (line numbers made up): the entry, the cold block, the code after the branch
+    # back in work; pcs are logical offsets (§1, §3).
     before = branch[0] - work[0]
     rows = [
         esl.EslRow(0, 1, 5),

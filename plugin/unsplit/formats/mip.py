@@ -152,7 +152,7 @@ def _record(data: bytes, start: int, raw_addr: int, section: str) -> tuple[MipFu
 def encode(
     functions: Iterable[MipFunction],
     raw_section_address: int = 0,
-    header: MipHeader = MipHeader(),  # noqa: B008 - frozen, so sharing it is harmless
+    header: MipHeader = MipHeader(),  # frozen, so one shared default is harmless
     map_address: int | None = None,
 ) -> bytes:
     """A map section as a linker would lay it out (records 8-aligned, zero padding).
