@@ -56,9 +56,19 @@ class Binary:
     def elf_type(self) -> str:
         return str(self.elf["e_type"])
 
+    @cached_property
+    def _section_index(self) -> dict[str, int]:
+        # From the headers alone: pyelftools' own name map builds every section object, and
+        # building a hash section parses the whole table.
+        out: dict[str, int] = {}
+        for i in range(self.elf.num_sections()):
+            header = self.elf._get_section_header(i)
+            out.setdefault(self.elf._get_section_name(header), i)
+        return out
+
     def section(self, name: str) -> Section | None:
-        sec: Section | None = self.elf.get_section_by_name(name)
-        return sec
+        i = self._section_index.get(name)
+        return None if i is None else self.elf.get_section(i)
 
     def sections_of_type(self, sh_type: int | str) -> list[Section]:
         return [s for s in self.elf.iter_sections() if s["sh_type"] == sh_type]
@@ -150,9 +160,12 @@ class Binary:
                     continue
         return None
 
-    @cached_property
     def text_address_ranges(self) -> list[tuple[int, int]]:
         """[start, end) of every allocated executable section, file addresses."""
+        return self._text_ranges
+
+    @cached_property
+    def _text_ranges(self) -> list[tuple[int, int]]:
         out = []
         for sec in self.elf.iter_sections():
             flags = sec["sh_flags"]

@@ -40,7 +40,7 @@ class Session:
                 self._bad[mod.path] = str(e)
                 continue
             file_address = address - mod.bias
-            for lo, hi in index.binary.text_address_ranges:
+            for lo, hi in index.binary.text_address_ranges():
                 if lo <= file_address < hi:
                     return mod, index
         return None

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The main job: debug a program that crashes inside a cold fragment, in gdb and in lldb, with the
+# plugin loaded; show `bt` and `bb where`. On a terminal it then leaves you in a live gdb session
+# at the crash (DEMO_INTERACTIVE=0 skips that; DEMO_VARIANT picks another fixture variant).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+variant=${DEMO_VARIANT:-gcc-pgo}
+prog=fixtures/build/$variant/crash
+[ -x "$prog" ] || { echo "demo: $prog is missing: run 'make fixtures'" >&2; exit 1; }
+export PYTHONPATH=$PWD/plugin
+
+banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+banner "$variant: what the fragments are (unsplit where, no debugger)"
+nm "$prog" | grep -E '\.(cold|warm|__part)' || true
+
+banner "gdb, without the plugin: $prog crash"
+gdb -nx -q -batch -iex "set debuginfod enabled off" -ex run -ex bt --args "$prog" crash 2>&1 \
+    | grep -v '^\[' || true
+
+banner "gdb, with the plugin"
+gdb -nx -q -batch -iex "set debuginfod enabled off" -x gdb/unsplit_gdb.py \
+    -ex run -ex bt -ex "bb where" --args "$prog" crash 2>&1 | grep -v '^\[' || true
+
+banner "lldb-22, without the plugin"
+lldb-22 --no-lldbinit -b -o "process launch" -o bt -- "$prog" crash 2>&1 || true
+
+banner "lldb-22, with the plugin"
+lldb-22 --no-lldbinit -b -o "command script import lldb/unsplit_lldb.py" \
+    -o "process launch" -o bt -o "bb where" -- "$prog" crash 2>&1 || true
+
+core=fixtures/build/$variant/crash.core
+if [ -f "$core" ]; then
+    banner "post-mortem: gdb $prog $core, with the plugin"
+    gdb -nx -q -batch -iex "set debuginfod enabled off" -x gdb/unsplit_gdb.py \
+        -ex bt -ex "bb where" "$prog" "$core" 2>&1 | grep -v '^\[' || true
+fi
+
+if [ -t 0 ] && [ -t 1 ] && [ "${DEMO_INTERACTIVE:-1}" != 0 ]; then
+    banner "your turn: a live gdb session stopped at the crash (try: bt, bb where, bb frame, quit)"
+    exec gdb -nx -q -iex "set debuginfod enabled off" -x gdb/unsplit_gdb.py -ex run \
+        --args "$prog" crash
+fi

@@ -1,0 +1,87 @@
+"""End-to-end fixtures: the zoo (built once, cached) and real debugger sessions.
+
+`debugger` is parametrized over gdb and lldb, so one scenario table drives both; each session
+logs to a file that is printed when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def zoo() -> dict[str, Any]:
+    """fixtures/build/index.json after building whatever is missing (a no-op when cached)."""
+    subprocess.run([sys.executable, str(ROOT / "fixtures" / "build.py")], cwd=ROOT, check=True,
+                   capture_output=True)
+    index = json.loads((ROOT / "fixtures" / "build" / "index.json").read_text())
+    variants: dict[str, Any] = index["variants"]
+    return variants
+
+
+def facts(zoo: dict[str, Any], variant: str, program: str) -> dict[str, Any]:
+    if variant not in zoo or program not in zoo[variant]["programs"]:
+        pytest.skip(f"{variant}/{program} is not in the zoo")
+    entry = zoo[variant]["programs"][program]
+    data: dict[str, Any] = json.loads((ROOT / entry["facts"]).read_text())
+    data["_entry"] = entry
+    return data
+
+
+def _driver_class(name: str) -> Any:
+    if name == "gdb":
+        if shutil.which("gdb") is None:
+            pytest.skip("gdb not installed")
+        from .driver_gdb import GdbDriver
+
+        return GdbDriver
+    if shutil.which("lldb-22") is None:
+        pytest.skip("lldb-22 not installed")
+    from .driver_lldb import LldbDriver
+
+    return LldbDriver
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(params=["gdb", "lldb"])
+def debugger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory: debugger(binary, core=None, args=(), plugin=True) -> a started session."""
+    cls = _driver_class(request.param)
+    sessions: list[Any] = []
+    logs: list[Path] = []
+
+    def start(binary: str | Path, **kwargs: Any) -> Any:
+        log_path = tmp_path / f"{request.param}-{len(logs)}.log"
+        logs.append(log_path)
+        log = log_path.open("w")
+        session = cls(str(binary), log=log, **kwargs)
+        sessions.append(session)
+        return session
+
+    start.name = request.param  # type: ignore[attr-defined]
+    yield start
+    for s in sessions:
+        try:
+            s.close()
+        except Exception:  # a dead session is reported by the test itself
+            pass
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for path in logs:
+            print(f"----- {path.name} -----\n{path.read_text(errors='replace')[-20000:]}")

@@ -1,0 +1,89 @@
+"""One scenario table, both debuggers: a crash inside a cold fragment, live and post-mortem.
+
+For every zoo variant the program `crash` dies inside `transfer`'s cold fragment, called from
+`run`'s and `main`'s cold fragments. The expected procedure, fragment and line of every frame
+come from the variant's facts (computed by fixtures/build.py with nm and llvm-symbolizer, not
+by unsplit).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .conftest import ROOT, facts
+
+pytestmark = pytest.mark.e2e
+
+CRASH_VARIANTS = [
+    "gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-mfs-nodebug", "clang-bbsections",
+    "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg",
+    "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+]
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _start(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> Any:
+    binary = ROOT / f["binary"]
+    if mode == "core":
+        return debugger(binary, core=str(ROOT / f["crash"]["core"]))
+    session = debugger(binary, args=["crash"])
+    session.run()
+    return session
+
+
+@pytest.mark.parametrize("mode", ["live", "core"])
+@pytest.mark.parametrize("variant", CRASH_VARIANTS)
+def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                variant: str, mode: str) -> None:
+    f = facts(zoo, variant, "crash")
+    crash = f["crash"]
+    session = _start(debugger, f, mode)
+
+    where = _json_lines(session.command("bb where --json"))
+    assert len(where) == 1, where
+    loc = where[0]
+    assert (loc["procedure"], loc["fragment"]) == (crash["procedure"], crash["fragment"])
+    assert loc["fragment_symbol"] == crash["symbol"]
+    if f["has_debug_info"]:
+        assert (loc["file"].rsplit("/", 1)[-1], loc["line"]) == ("crash.c", crash["line"])
+
+    text = session.command("bb where")
+    assert f"{crash['procedure']} [{crash['fragment']}]" in text
+
+    # Every frame in moved code is named by its procedure and fragment in `bt`.
+    bt = session.backtrace()
+    for frame in crash["frames"]:
+        if frame["procedure"] and frame["fragment"] not in (None, "hot"):
+            assert f"{frame['procedure']} [{frame['fragment']}]" in bt, frame
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "bolt-all"])
+def test_errors_leave_the_session_usable(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                         variant: str) -> None:
+    f = facts(zoo, variant, "crash")
+    session = _start(debugger, f, "core")
+    for bad in ("bb where no_such_symbol_anywhere", "bb where 0x10", "bb where --bogus",
+                "bb nosuchcommand"):
+        out = session.command(bad).strip()
+        assert out, bad
+        assert "Traceback" not in out, out
+        assert len([line for line in out.splitlines() if line.strip()]) <= 2, out
+    loc = _json_lines(session.command("bb where --json"))[0]
+    assert loc["procedure"] == f["crash"]["procedure"]
+
+
+def test_fully_stripped_binary_is_explained(debugger: Callable[..., Any],
+                                            zoo: dict[str, Any]) -> None:
+    """No symbols and no DWARF: say so plainly rather than guess."""
+    f = facts(zoo, "gcc-pgo-stripped", "crash")
+    session = _start(debugger, f, "core")
+    out = session.command("bb where")
+    assert "outside every known procedure" in out or "not in the code" in out, out
+    assert "Traceback" not in out
