@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import struct
 from array import array
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from unsplit.errors import DecodeError, UnsupportedVersion
 from unsplit.formats import bat
 from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, sleb128, uleb128
@@ -137,6 +137,19 @@ def table_from_dump(text: str, bb_indices: dict[int, list[int]] | None = None) -
     return bat.build_table(bat.CURRENT, maps, tuple(hot))
 
 
+def mk(
+    address: int,
+    outs: list[int],
+    values: list[int],
+    hashes: list[int],
+    indices: list[int],
+    **kw: Any,
+) -> bat.BatMap:
+    kind = "cold" if kw.get("parent") is not None else "hot"
+    columns = array("I", outs), array("I", values), array("Q", hashes), array("I", indices)
+    return bat.BatMap(address, kind, *columns, **kw)
+
+
 def t_bolt() -> bat.BatTable:
     return table_from_dump(T_BOLT_DUMP, {0x800000: [0, 4]})
 
@@ -224,10 +237,11 @@ def test_wrapped_deltas_hot_index_bb_index_and_address() -> None:
     """A cold fragment below the previous record, a HotIndex going back, a reversed BB index:
     all three are 10-byte ULEBs of 2^64 - k that the reader must wrap."""
     maps = {
-        0x2000: bat.BatMap(0x2000, "hot", array("I", [0]), array("I", [0]), array("Q", [7]), array("I", [0]), func_hash=1, num_blocks=1),
-        0x3000: bat.BatMap(0x3000, "hot", array("I", [0, 4]), array("I", [0, 0x10 << 1]), array("Q", [8, 9]), array("I", [0, 5]), func_hash=2, num_blocks=6),
-        0x1000: bat.BatMap(0x1000, "cold", array("I", [0, 2]), array("I", [0x20 << 1, 0x8 << 1]), array("Q", [1, 2]), array("I", [7, 2]), parent=0x3000, input_skew=0x20),
-        0x1800: bat.BatMap(0x1800, "cold", array("I", [0]), array("I", [0x30 << 1]), array("Q", [3]), array("I", [1]), parent=0x2000, input_skew=0x30),
+        0x2000: mk(0x2000, [0], [0], [7], [0], func_hash=1, num_blocks=1),
+        0x3000: mk(0x3000, [0, 4], [0, 0x10 << 1], [8, 9], [0, 5], func_hash=2, num_blocks=6),
+        0x1000: mk(0x1000, [0, 2], [0x20 << 1, 0x8 << 1], [1, 2], [7, 2], parent=0x3000,
+                   input_skew=0x20),
+        0x1800: mk(0x1800, [0], [0x30 << 1], [3], [1], parent=0x2000, input_skew=0x30),
     }  # fmt: skip
     table = bat.build_table(bat.CURRENT, maps, (0x2000, 0x3000))
     enc = bat.encode_payload(table)
