@@ -1,0 +1,130 @@
+"""`__llvm_mipmap` (shared/seeds/machine-ir-profile-mip.txt): the seed's `_Z3foov` record
+assembled by hand, PC-relative fields resolved, round trips, random bytes."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats import mip
+from unsplit.formats.mip import MipFunction, MipHeader
+
+RAW = 0x404000  # sh_addr of __llvm_mipraw
+FOO = 0x401130  # _Z3foov
+MAP = 0x7000_0000  # where the map would be if it were loaded: only differences matter
+
+
+def _seed_example() -> bytes:
+    """The seed's `_Z3foov$MAP`, field by field, after a 24-byte map header."""
+    header = struct.pack("<IHHIIII", 0x50494DFB, 8, 2, 1, 0xDEADBEEF, 0, 24)
+    ref = MAP + 24
+    record = struct.pack(
+        "<iiiIIIIII",
+        RAW - ref,  # __start___llvm_mipraw - .Lref
+        RAW + 3 - ref,  # _Z3foov$RAW - .Lref (its byte is the 4th of the raw section)
+        FOO - ref,  # _Z3foov - .Lref
+        0x30,  # [[FOO_END]] - _Z3foov
+        0x70C9FA27,  # CFG signature
+        2,  # non-entry block count
+        0x0C,  # block 0 offset
+        0x20,  # block 1 offset
+        7,  # name length
+    )
+    return header + record + b"_Z3foov"
+
+
+FOO_FUNC = MipFunction("_Z3foov", FOO, 0x30, 0x70C9FA27, (0x0C, 0x20), 3)
+
+
+def test_seed_example_decodes() -> None:
+    m = mip.decode(_seed_example(), RAW)
+    assert m.header == MipHeader(8, 2, 1, 0xDEADBEEF)
+    assert m.functions == (FOO_FUNC,)
+    assert m.functions[0].offset == 24
+
+
+def test_seed_example_encodes_byte_for_byte() -> None:
+    assert mip.encode([FOO_FUNC], RAW, MipHeader(8, 2, 1, 0xDEADBEEF), MAP) == _seed_example()
+
+
+def test_without_raw_address_addresses_are_relative_to_it() -> None:
+    [f] = mip.decode(_seed_example()).functions
+    assert f.address == FOO - RAW and f.raw_offset == 3
+
+
+def test_blocks_and_procedures() -> None:
+    [proc] = mip.procedures(mip.decode(_seed_example(), RAW))
+    assert proc.name == "_Z3foov" and proc.entry == FOO and not proc.is_split
+    assert proc.fragments[0].source == "mip"
+    assert [(b.id, b.start - FOO, b.end - FOO) for b in proc.blocks] == [
+        (0, 0, 0x0C),
+        (1, 0x0C, 0x20),
+        (2, 0x20, 0x30),
+    ]
+
+
+def test_records_are_eight_aligned() -> None:
+    bar = MipFunction("bar", FOO + 0x40, 8, 1, (), 4)
+    data = mip.encode([FOO_FUNC, bar], RAW)
+    # 24 + 36 + 7 = 67: the second record starts at 72, after five bytes of padding.
+    assert data[67:72] == bytes(5)
+    m = mip.decode(data, RAW)
+    assert m.functions == (FOO_FUNC, bar) and m.functions[1].offset == 72
+    assert mip.decode(data + bytes(13), RAW) == m  # trailing padding is ignored
+
+
+@pytest.mark.parametrize(
+    ("patch", "error", "offset", "words"),
+    [
+        ((0, b"\xfcMIP"), DecodeError, 0, "bad magic"),
+        ((6, b"\x01\x00"), DecodeError, 6, "file type"),
+        ((20, b"\x20\x00\x00\x00"), UnsupportedVersion, 20, "24-byte header"),
+    ],
+)
+def test_bad_header(
+    patch: tuple[int, bytes], error: type[DecodeError], offset: int, words: str
+) -> None:
+    data = bytearray(_seed_example())
+    at, value = patch
+    data[at : at + len(value)] = value
+    with pytest.raises(error, match=words) as e:
+        mip.decode(bytes(data))
+    assert e.value.section == "__llvm_mipmap" and e.value.offset == offset
+
+
+@pytest.mark.parametrize("cut", [10, 30, 50, 60, 66])
+def test_truncated(cut: int) -> None:
+    with pytest.raises(DecodeError, match="truncated"):
+        mip.decode(_seed_example()[:cut])
+
+
+_func = st.builds(
+    MipFunction,
+    st.text(min_size=1, max_size=12),
+    st.integers(RAW - 0x10000, RAW + 0x10000),
+    st.integers(0, 0x1000),
+    st.integers(0, 0xFFFFFFFF),
+    st.lists(st.integers(0, 0x1000), max_size=5).map(tuple),
+    st.integers(0, 0x1000),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_func, max_size=6), st.integers(0, 0xFFFF))
+def test_round_trip(funcs: list[MipFunction], module_hash: int) -> None:
+    header = MipHeader(8, 2, 1, module_hash)
+    m = mip.decode(mip.encode(funcs, RAW, header), RAW)
+    assert m.header == header and list(m.functions) == funcs
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=120))
+def test_random_bytes_only_raise_decode_error(data: bytes) -> None:
+    for blob in (data, _seed_example()[:24] + data):
+        try:
+            mip.decode(blob, RAW)
+        except DecodeError:
+            pass
