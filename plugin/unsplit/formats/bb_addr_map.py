@@ -312,7 +312,7 @@ class _Reader:
                 msg = f"unable to decode LEB128 at offset 0x{pos:08x}: uleb128 too big for uint64"
             else:
                 bits = 32 if limit == _U32 else 64
-                msg = f"ULEB128 value at offset 0x{pos:X} exceeds UINT{bits}_MAX (0x{value:X})"
+                msg = f"ULEB128 value at offset {pos:#x} exceeds UINT{bits}_MAX ({value:#x})"
             if count:
                 raise DecodeError(self.section, pos, msg)
             self.fail(pos, msg)
