@@ -1,0 +1,69 @@
+"""unsplit's GDB adapter (GDB 13+): commands, the `unsplit` frame filter, the stop printer.
+
+    host.py      unsplit.host.Host for GDB (modules and biases from `info files`)
+    locator.py   per-PC cache between the hooks and unsplit.session.Session
+    commands.py  `bb` and one subcommand per unsplit.commands.COMMANDS entry
+    frames.py    the frame filter/decorator (`bt`)
+    stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)
+
+:func:`register` is idempotent: the state lives in this module, which Python imports once, so
+sourcing gdb/unsplit_gdb.py again finds everything in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from unsplit.session import Session
+
+import gdb  # type: ignore[import-not-found]
+
+from . import commands, frames
+from .host import GdbHost
+from .locator import Locator
+from .stop import StopPrinter
+
+
+@dataclass(slots=True)
+class Plugin:
+    session: Session
+    host: GdbHost
+    locator: Locator
+    stop_printer: StopPrinter
+    commands: list[Any]
+
+
+_plugin: Plugin | None = None
+
+
+def _set_frame_naming(flag: bool) -> None:
+    frames.set_enabled(flag)
+    if _plugin is not None:
+        _plugin.stop_printer.enabled = flag
+
+
+def register() -> Plugin:
+    """Install everything once; later calls return the existing plugin."""
+    global _plugin
+    if _plugin is not None:
+        return _plugin
+    session = Session()
+    host = GdbHost()
+    host.naming_switch = _set_frame_naming
+    locator = Locator(session, host)
+    stop_printer = StopPrinter(locator)
+    plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host))
+    frames.install(locator)
+    for registry in ("new_objfile", "clear_objfiles", "free_objfile", "exited"):
+        events = getattr(gdb.events, registry, None)  # free_objfile is GDB 13+
+        if events is not None:
+            events.connect(host.invalidate)
+    gdb.events.stop.connect(stop_printer.on_stop)
+    gdb.events.before_prompt.connect(stop_printer.on_prompt)
+    _plugin = plugin
+    return plugin
+
+
+def plugin() -> Plugin | None:
+    return _plugin

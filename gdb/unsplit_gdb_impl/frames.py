@@ -1,0 +1,100 @@
+"""The `unsplit` frame filter (GDB's gdb.frames API, gdb/python/lib/gdb/FrameDecorator.py).
+
+Frames whose PC lies in a non-entry fragment are named by their logical procedure with a
+fragment tag (``transfer [cold]``), and get a file and line from the core when GDB has none
+(no DWARF for that code). Every other frame is passed through untouched. GDB applies frame
+filters to ``bt`` only (not to the stop line or ``frame``); stop.py covers the stop line.
+
+``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
+``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found]
+from unsplit.model import Location
+
+import gdb  # type: ignore[import-not-found]
+
+from .locator import Locator
+from .report import report_internal
+
+NAME = "unsplit"
+
+
+class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
+    """A frame in moved code, named as the procedure it belongs to."""
+
+    def __init__(self, base: Any, loc: Location) -> None:
+        super().__init__(base)
+        self._loc = loc
+
+    def function(self) -> str:
+        return self._loc.label()
+
+    def _gdb_has_line(self) -> bool:
+        sal = self.inferior_frame().find_sal()
+        return bool(sal.symtab and sal.symtab.filename)
+
+    def filename(self) -> Any:
+        if not self._gdb_has_line() and self._loc.file and self._loc.line:
+            return self._loc.file
+        return super().filename()
+
+    def line(self) -> Any:
+        if not self._gdb_has_line() and self._loc.file and self._loc.line:
+            return self._loc.line
+        return super().line()
+
+
+class UnsplitFrameFilter:
+    """Registered as gdb.frame_filters["unsplit"]."""
+
+    def __init__(self, locator: Locator) -> None:
+        self.name = NAME
+        self.priority = 100
+        self.enabled = True
+        self.locator = locator
+
+    def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
+        for decorator in frame_iter:
+            yield self._decorate(decorator)
+
+    def _decorate(self, decorator: Any) -> Any:
+        try:
+            frame = decorator.inferior_frame()
+            if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
+                return decorator
+            loc = self.locator.moved(frame)
+            if loc is None:
+                return decorator
+            if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
+                return decorator  # a function inlined into moved code keeps its own name
+            return MovedCodeDecorator(decorator, loc)
+        except Exception as e:  # a bug here must never cost the user their backtrace
+            report_internal(e, once=True)
+            return decorator
+
+
+def _names_procedure(decorator: Any, loc: Location) -> bool:
+    name = decorator.function()
+    return isinstance(name, str) and name in (loc.procedure, loc.fragment_symbol)
+
+
+def install(locator: Locator) -> UnsplitFrameFilter:
+    """Register the filter (replacing an earlier one of ours: loading twice is harmless)."""
+    frame_filter = UnsplitFrameFilter(locator)
+    old = gdb.frame_filters.get(NAME)
+    if old is not None:
+        frame_filter.enabled = old.enabled
+    gdb.frame_filters[NAME] = frame_filter
+    return frame_filter
+
+
+def set_enabled(flag: bool) -> None:
+    frame_filter = gdb.frame_filters.get(NAME)
+    if frame_filter is not None:
+        frame_filter.enabled = flag

@@ -1,0 +1,179 @@
+"""The GDB implementation of unsplit.host.Host: modules with load biases, the selected PC,
+address expressions, and the switch for frame naming.
+
+GDB 13's Python API has no load address for an objfile (``Objfile`` lacks it;
+``Progspace.objfile_for_address`` arrives in 14), so the module list comes from ``info files``:
+it gives the runtime range of every section of the executable and of each shared library, live,
+on a core and before ``run``. The bias of a module is then the runtime start of one of its
+sections minus that section's ``sh_addr`` in the ELF file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped]
+from unsplit.errors import UsageError
+from unsplit.host import LoadedModule
+
+import gdb  # type: ignore[import-not-found]
+
+_RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
+_EXEC_FILE = re.compile(r"^\s*`(.+)', file type")
+
+
+@dataclass(slots=True)
+class MappedModule:
+    """One module as `info files` shows it: its sections' runtime ranges, and its bias."""
+
+    path: str
+    sections: dict[str, tuple[int, int]] = field(default_factory=dict)
+    bias: int | None = None
+
+    def contains(self, address: int) -> bool:
+        return any(lo <= address < hi for lo, hi in self.sections.values())
+
+
+def parse_info_files(text: str) -> list[MappedModule]:
+    """Sections per file from `info files`; the executable first, core segments skipped."""
+    modules: dict[str, MappedModule] = {}
+    block = ""
+    exe: str | None = None
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            block = line
+            continue
+        if block.startswith("Local exec file") and exe is None:
+            m = _EXEC_FILE.match(line)
+            if m:
+                exe = m.group(1)
+                continue
+        m = _RANGE.match(line)
+        if m is None:
+            continue
+        lo, hi, name, path = int(m.group(1), 16), int(m.group(2), 16), m.group(3), m.group(4)
+        if path is None:
+            if not block.startswith("Local exec file") or exe is None:
+                continue  # a core's load segments, a remote target's sections
+            path = exe
+        mod = modules.setdefault(path, MappedModule(path))
+        mod.sections.setdefault(name, (lo, hi))
+    return list(modules.values())
+
+
+_SECTION_CACHE: dict[tuple[str, int, int], dict[str, int]] = {}
+
+
+def _file_sections(path: str) -> dict[str, int]:
+    """sh_addr of every allocated section of the ELF file at `path` ({} if unreadable)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    key = (path, st.st_size, st.st_mtime_ns)
+    found = _SECTION_CACHE.get(key)
+    if found is None:
+        found = {}
+        try:
+            with open(path, "rb") as stream:
+                for sec in ELFFile(stream).iter_sections():
+                    if sec["sh_flags"] & 0x2:  # SHF_ALLOC
+                        found.setdefault(sec.name, sec["sh_addr"])
+        except Exception:  # not an ELF we can read: the module is simply not ours to explain
+            found = {}
+        _SECTION_CACHE[key] = found
+    return found
+
+
+def _bias(mod: MappedModule) -> int | None:
+    file_sections = _file_sections(mod.path)
+    names = sorted(mod.sections, key=lambda n: n != ".text")  # .text first, then any other
+    for name in names:
+        if name in file_sections:
+            return mod.sections[name][0] - file_sections[name]
+    return None
+
+
+class GdbHost:
+    """Host for the GDB that loaded the plugin (one per GDB process)."""
+
+    def __init__(self) -> None:
+        self._mapped: list[MappedModule] | None = None
+        self._key: tuple[object, ...] | None = None
+        self.generation = 0  # bumped whenever the module list changes; frame caches follow it
+        self.naming_switch: Callable[[bool], None] | None = None
+
+    # -- modules ------------------------------------------------------------------------
+
+    def invalidate(self, *_event: object) -> None:
+        """Forget the module list (connected to new_objfile, clear_objfiles, exited ...)."""
+        self._mapped = None
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        inferior = gdb.selected_inferior()
+        return (inferior.num, inferior.pid, gdb.current_progspace().filename,
+                len(gdb.objfiles()))
+
+    def mapped(self) -> list[MappedModule]:
+        key = self._fingerprint()
+        if self._mapped is None or key != self._key:
+            text = gdb.execute("info files", to_string=True)
+            mapped = [m for m in parse_info_files(text) if os.path.isfile(m.path)]
+            for mod in mapped:
+                mod.bias = _bias(mod)
+            self._mapped = [m for m in mapped if m.bias is not None]
+            self._key = key
+            self.generation += 1
+        return self._mapped
+
+    def modules(self) -> list[LoadedModule]:
+        return [LoadedModule(m.path, m.bias or 0) for m in self.mapped()]
+
+    def module_at(self, address: int) -> LoadedModule | None:
+        """The module whose mapped sections hold runtime `address` (a cheap pre-filter)."""
+        for mod in self.mapped():
+            if mod.contains(address):
+                return LoadedModule(mod.path, mod.bias or 0)
+        return None
+
+    # -- frames and expressions ---------------------------------------------------------
+
+    def selected_pc(self) -> int:
+        try:
+            return int(gdb.selected_frame().pc())
+        except gdb.error:
+            raise UsageError("no process or core file: give an address") from None
+
+    def evaluate_address(self, expression: str) -> int:
+        try:
+            value = gdb.parse_and_eval(expression)
+            if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+                value = value.address
+            return int(value) & ((1 << 64) - 1)
+        except gdb.error as e:
+            raise UsageError(f"cannot evaluate {expression!r}: {e}") from None
+
+    def set_frame_naming(self, flag: bool) -> None:
+        if self.naming_switch is not None:
+            self.naming_switch(flag)
+
+
+@dataclass(slots=True)
+class OneModuleHost:
+    """A Host that knows only the module holding one address: lets the frame filter and the
+    stop printer ask the core without indexing every library in the process."""
+
+    host: GdbHost
+    module: LoadedModule
+
+    def modules(self) -> list[LoadedModule]:
+        return [self.module]
+
+    def selected_pc(self) -> int:
+        return self.host.selected_pc()
+
+    def evaluate_address(self, expression: str) -> int:
+        return self.host.evaluate_address(expression)

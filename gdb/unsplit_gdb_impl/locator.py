@@ -1,0 +1,51 @@
+"""Per-PC answers for the hot paths (every `bt` frame, every stop), cached until the module
+list changes, so a backtrace costs one dictionary look-up per frame once warm."""
+
+from __future__ import annotations
+
+from unsplit.model import Location
+from unsplit.session import Session
+
+import gdb  # type: ignore[import-not-found]
+
+from .host import GdbHost, OneModuleHost
+
+
+class Locator:
+    def __init__(self, session: Session, host: GdbHost) -> None:
+        self.session = session
+        self.host = host
+        self._cache: dict[int, Location | None] = {}
+        self._generation = -1
+
+    def locate(self, address: int) -> Location | None:
+        module = self.host.module_at(address)  # refreshes the module list when it changed
+        if self.host.generation != self._generation:
+            self._cache.clear()
+            self._generation = self.host.generation
+        if address in self._cache:
+            return self._cache[address]
+        loc = None
+        if module is not None:
+            loc = self.session.locate(OneModuleHost(self.host, module), address)
+        self._cache[address] = loc
+        return loc
+
+    def moved(self, frame: gdb.Frame) -> Location | None:
+        """Location of `frame` when it is in moved code (a non-entry fragment), else None."""
+        loc = self.locate(address_in_block(frame))
+        return loc if loc is not None and loc.in_moved_code else None
+
+
+def address_in_block(frame: gdb.Frame) -> int:
+    """The PC to look a frame up by: a caller's PC minus one, as GDB does, since a call that
+    ends a fragment returns to the first byte after it (possibly another fragment)."""
+    pc = int(frame.pc())
+    newer = frame.newer()
+    while newer is not None and newer.type() == gdb.INLINE_FRAME:
+        newer = newer.newer()
+    if newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
+        gdb.NORMAL_FRAME, gdb.INLINE_FRAME
+    ):
+        return pc - 1
+    return pc
