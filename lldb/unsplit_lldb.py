@@ -1,0 +1,75 @@
+"""unsplit for LLDB: `bb` commands and logical frame names for hot/cold split code.
+
+Put this line in ~/.lldbinit:
+
+    command script import /path/to/unsplit/lldb/unsplit_lldb.py
+
+Importing makes the core (``<repo>/plugin``) and the adapter (``unsplit_lldb_impl`` next to
+this file) importable, adds the repository's virtualenv site-packages (pyelftools) for the
+running interpreter, and registers the ``bb`` container, one ``bb NAME`` per entry of
+``unsplit.commands.COMMANDS``, and the ``${script.frame:unsplit_lldb.…}`` frame-name callbacks
+in ``frame-format``/``thread-format``. Importing twice registers nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.dirname(_HERE)
+
+
+def _add_paths() -> None:
+    for path in (os.path.join(_REPO, "plugin"), _HERE):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    venv = os.path.join(_REPO, ".venv", "lib", version, "site-packages")
+    if os.path.isdir(venv) and venv not in sys.path:
+        site.addsitedir(venv)
+
+
+def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
+    _add_paths()
+    try:
+        from unsplit_lldb_impl import commands, naming
+    except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
+        print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
+        return
+    problems = commands.register(debugger, sys.modules[__name__])
+    problems += naming.install(debugger)
+    for line in problems:
+        print(line, file=sys.stderr)
+
+
+# -- ${script.frame:unsplit_lldb.NAME} callbacks: LLDB calls NAME(frame, internal_dict) --------
+
+def frame_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+    """The function part of `frame-format`: `transfer [cold]+0x1f` in moved code."""
+    from unsplit_lldb_impl import naming
+
+    return naming.guarded_name(frame, "frame_function")
+
+
+def thread_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+    """The function part of `thread-format`."""
+    from unsplit_lldb_impl import naming
+
+    return naming.guarded_name(frame, "thread_function")
+
+
+def thread_stop_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+    """The function part of `thread-stop-format`, when the user's has one."""
+    from unsplit_lldb_impl import naming
+
+    return naming.guarded_name(frame, "thread_stop_function")
+
+
+def frame_line(frame: Any, internal_dict: dict[str, Any]) -> str:
+    """` at file:line` from unsplit when LLDB has no line for the frame (BOLT without DWARF)."""
+    from unsplit_lldb_impl import naming
+
+    return naming.guarded_line(frame)

@@ -1,0 +1,10 @@
+"""The LLDB adapter's modules: imported by ``lldb/unsplit_lldb.py``, never by the core.
+
+- :mod:`.host`     the core's Host protocol over SBTarget/SBFrame
+- :mod:`.formats`  pure rewriting of LLDB format strings (``frame-format``, ``thread-format``)
+- :mod:`.naming`   the ``${script.frame:…}`` callbacks and installing/restoring the formats
+- :mod:`.commands` the ``bb`` container and one class per entry of ``unsplit.commands.COMMANDS``
+- :mod:`.provider` the probe for ``SBTarget.RegisterScriptedFrameProvider``
+
+State that must survive ``command script import`` running twice lives in :mod:`.state`.
+"""

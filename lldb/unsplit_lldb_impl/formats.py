@@ -1,0 +1,112 @@
+"""Rewriting LLDB format strings (``settings set frame-format`` / ``thread-format``).
+
+Grammar (lldb/source/Core/FormatEntity.cpp): ``${variable}`` entries, ``{ … }`` scopes that
+print only when every entry inside them resolves, and backslash escapes (``\\n``, ``\\```).
+We find the *function part* (from ``${function.name…}`` to the end of its innermost scope,
+e.g. ``${function.name-with-args}{${frame.no-debug}${function.pc-offset}}``) and replace it
+with a ``${script.frame:…}`` entry whose callback renders that same part natively for frames
+outside moved code, so the user's taste survives. A second entry goes right after the line
+scope (``{ at ${line.file.basename}…}``) to supply file:line when LLDB has none.
+
+Pure string functions: no lldb import, so unit tests can exercise them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_FUNCTION_TOKENS = ("${function.name", "${function.mangled-name")
+_LINE_TOKENS = ("${line.file", "${line.number")
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A format with our entries in it, and the part they replaced (rendered natively)."""
+
+    text: str
+    function_part: str
+
+
+def _scan(text: str) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Brace structure: {open index: close index} of scopes, and (start, end) of ${…} entries."""
+    scopes: dict[int, int] = {}
+    entries: list[tuple[int, int]] = []
+    stack: list[int] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "$" and text.startswith("${", i):
+            end = text.find("}", i + 2)
+            if end < 0:
+                break
+            entries.append((i, end + 1))
+            i = end + 1
+            continue
+        if ch == "{":
+            stack.append(i)
+        elif ch == "}" and stack:
+            scopes[stack.pop()] = i
+        i += 1
+    return scopes, entries
+
+
+def _innermost_scope(scopes: dict[int, int], position: int) -> tuple[int, int] | None:
+    best: tuple[int, int] | None = None
+    for start, end in scopes.items():
+        if start < position < end and (best is None or start > best[0]):
+            best = (start, end)
+    return best
+
+
+def _first_entry(text: str, entries: list[tuple[int, int]], prefixes: tuple[str, ...]) -> int:
+    for start, _ in entries:
+        if text.startswith(prefixes, start):
+            return start
+    return -1
+
+
+def rewrite(text: str, function_entry: str, line_entry: str | None = None) -> Rewrite | None:
+    """`text` with its function part replaced by `function_entry` (None: no function part).
+
+    `line_entry` is inserted after the scope holding the line (when there is one), so the two
+    never both print: the callback returns "" whenever LLDB has a line of its own.
+    """
+    if function_entry in text:
+        return None  # already ours
+    scopes, entries = _scan(text)
+    start = _first_entry(text, entries, _FUNCTION_TOKENS)
+    if start < 0:
+        return None
+    scope = _innermost_scope(scopes, start)
+    end = scope[1] if scope is not None else _end_of_top_level_run(text, entries, start)
+    part = text[start:end]
+    out = text[:start] + function_entry + text[end:]
+    if line_entry is not None:
+        out = _insert_after_line_scope(out, line_entry)
+    return Rewrite(out, part)
+
+
+def _end_of_top_level_run(text: str, entries: list[tuple[int, int]], start: int) -> int:
+    # A function entry outside any scope: take just that entry.
+    for s, e in entries:
+        if s == start:
+            return e
+    return start
+
+
+def _insert_after_line_scope(text: str, line_entry: str) -> str:
+    scopes, entries = _scan(text)
+    start = _first_entry(text, entries, _LINE_TOKENS)
+    if start < 0:
+        return text
+    # The innermost scope holding the file name: ` at file:line:col` in LLDB's defaults.
+    holders = [(s, e) for s, e in scopes.items() if s < start < e]
+    if not holders:
+        return text
+    s, e = max(holders)
+    if "${script.frame:" in text[s:e]:
+        return text
+    return text[: e + 1] + line_entry + text[e + 1 :]

@@ -1,0 +1,126 @@
+"""The core's :class:`unsplit.host.Host` over LLDB's SB API.
+
+Everything comes from the execution context LLDB hands a command (or from the SBFrame a
+``${script.frame:…}`` callback gets), never from ``lldb.debugger``/``lldb.frame`` globals,
+which are only set in the interactive ``script`` interpreter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unsplit.errors import UsageError
+from unsplit.host import LoadedModule
+
+from . import state as state_mod
+
+_INVALID = 0xFFFFFFFFFFFFFFFF  # LLDB_INVALID_ADDRESS
+
+
+def module_bias(target: Any, module: Any) -> int:
+    """Load address minus file address of the first loaded section (0 before the run)."""
+    for section in module.section_iter():
+        load = section.GetLoadAddress(target)
+        if load != _INVALID:
+            return int(load) - int(section.GetFileAddress())
+    return 0
+
+
+def loaded_modules(target: Any) -> list[LoadedModule]:
+    """Every module of `target`, cached until the stop id or the module count changes."""
+    st = state_mod.for_debugger(target.GetDebugger().GetID())
+    process = target.GetProcess()
+    key = (target.GetExecutable().fullpath,
+           process.GetProcessID() if process.IsValid() else 0,
+           process.GetStopID() if process.IsValid() else 0,
+           target.GetNumModules())
+    if key != st.modules_key:
+        mods = []
+        for module in target.module_iter():
+            path = module.GetFileSpec().fullpath
+            if path:
+                mods.append(LoadedModule(path, module_bias(target, module)))
+        if mods != st.modules_cache:
+            st.locations.clear()  # the pc -> location cache holds only for one mapping
+        st.modules_cache, st.modules_key = mods, key
+    return list(st.modules_cache)
+
+
+def _first_line(message: str | None) -> str:
+    text = (message or "").strip().splitlines()
+    line = text[0] if text else "failed"
+    return line.removeprefix("error: ").strip()
+
+
+class LldbHost:
+    """Host for one command invocation (or one frame callback)."""
+
+    def __init__(self, debugger: Any, target: Any, frame: Any | None = None) -> None:
+        self.debugger = debugger
+        self.target = target
+        self.frame = frame if frame is not None and frame.IsValid() else None
+        self.notes: list[str] = []  # warnings for the command's result
+
+    @classmethod
+    def from_exe_ctx(cls, debugger: Any, exe_ctx: Any) -> LldbHost:
+        target = exe_ctx.GetTarget()
+        if not target.IsValid():
+            target = debugger.GetSelectedTarget()
+        frame = exe_ctx.GetFrame()
+        if not frame.IsValid():
+            thread = exe_ctx.GetThread()
+            if thread.IsValid():
+                frame = thread.GetSelectedFrame()
+        return cls(debugger, target, frame)
+
+    def modules(self) -> list[LoadedModule]:
+        if not self.target.IsValid():
+            return []
+        return loaded_modules(self.target)
+
+    def selected_pc(self) -> int:
+        process = self.target.GetProcess() if self.target.IsValid() else None
+        if process is None or not process.IsValid() or self.frame is None:
+            raise UsageError("no process: run the program, load a core, or give an address")
+        return int(self.frame.GetPC())
+
+    def evaluate_address(self, expression: str) -> int:
+        text = expression.strip()
+        try:
+            return int(text, 0)
+        except ValueError:
+            pass
+        if not self.target.IsValid():
+            raise UsageError(f"cannot evaluate {text!r}: no target")
+        if self.frame is not None:
+            value = self.frame.EvaluateExpression(text)
+        else:
+            value = self.target.EvaluateExpression(text)
+        if value.GetError().Success():
+            if value.GetType().IsFunctionType():
+                address = value.GetAddress().GetLoadAddress(self.target)
+                if address == _INVALID:
+                    address = value.GetAddress().GetFileAddress()
+                return int(address)
+            return int(value.GetValueAsUnsigned())
+        # Names the expression parser cannot spell, such as `transfer.cold`.
+        address = self._symbol_address(text)
+        if address is not None:
+            return address
+        raise UsageError(f"cannot evaluate {text!r}: {_first_line(value.GetError().GetCString())}")
+
+    def _symbol_address(self, name: str) -> int | None:
+        found = self.target.FindSymbols(name)
+        for context in found:
+            symbol = context.GetSymbol()
+            if not symbol.IsValid():
+                continue
+            start = symbol.GetStartAddress()
+            address = start.GetLoadAddress(self.target)
+            return int(address if address != _INVALID else start.GetFileAddress())
+        return None
+
+    def set_frame_naming(self, flag: bool) -> None:
+        from . import naming
+
+        self.notes.extend(naming.set_enabled(self.debugger, flag))

@@ -1,0 +1,187 @@
+"""Frame names in LLDB's ``bt`` and stop line, through ``${script.frame:…}`` format entries.
+
+LLDB 22 calls ``unsplit_lldb.frame_function(frame, internal_dict)`` (and friends) for every
+frame it prints with ``frame-format``/``thread-format`` and prints the string returned. These
+callbacks name a frame in moved code by its logical procedure and fragment (``transfer [cold]``)
+and render everything else with the user's own format text, so nothing else changes.
+
+They run for every frame of every ``bt``: locations are cached by pc (see
+:func:`unsplit_lldb_impl.host.loaded_modules` for when the cache is dropped), and a callback
+never raises: an exception would print a traceback into the backtrace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+from unsplit.model import Location
+
+import lldb
+
+from . import state as state_mod
+from .formats import rewrite
+from .host import LldbHost
+
+# setting -> the callback (in module unsplit_lldb) that replaces its function part
+CALLBACKS = {
+    "frame-format": "frame_function",
+    "thread-format": "thread_function",
+    "thread-stop-format": "thread_stop_function",
+}
+LINE_CALLBACK = "frame_line"
+_MODULE = "unsplit_lldb"
+DEFAULT_PART = "${function.name-with-args}{${frame.no-debug}${function.pc-offset}}"
+
+_formats: dict[str, Any] = {}  # format text -> SBFormat
+
+
+def entry(callback: str) -> str:
+    return "${script.frame:" + _MODULE + "." + callback + "}"
+
+
+# -- settings -------------------------------------------------------------------------------
+
+def get_setting(debugger: Any, name: str) -> str:
+    return str(debugger.GetSetting(name).GetStringValue(1 << 20))
+
+
+def set_setting(debugger: Any, name: str, value: str) -> str | None:
+    """Set a format setting; returns LLDB's error text, or None."""
+    error = lldb.SBDebugger.SetInternalVariable(name, value, debugger.GetInstanceName())
+    return None if error.Success() else str(error.GetCString())
+
+
+def install(debugger: Any) -> list[str]:
+    """Put our entries into the user's current formats (idempotent); returns warnings."""
+    fs = state_mod.for_debugger(debugger.GetID()).formats
+    notes = []
+    for setting, callback in CALLBACKS.items():
+        current = get_setting(debugger, setting)
+        if fs.installed.get(setting) == current:
+            continue  # still ours
+        rewritten = rewrite(current, entry(callback), entry(LINE_CALLBACK))
+        if rewritten is None:
+            continue  # no function name in this format (thread-stop-format by default)
+        error = set_setting(debugger, setting, rewritten.text)
+        if error:
+            notes.append(f"unsplit: could not set {setting}: {error}")
+            continue
+        fs.saved[setting] = current
+        fs.installed[setting] = get_setting(debugger, setting)
+        fs.parts[callback] = rewritten.function_part
+    return notes
+
+
+def restore(debugger: Any) -> list[str]:
+    """Give the user's formats back, unless they changed them since; returns warnings."""
+    fs = state_mod.for_debugger(debugger.GetID()).formats
+    notes = []
+    for setting, saved in list(fs.saved.items()):
+        if get_setting(debugger, setting) == fs.installed.get(setting):
+            error = set_setting(debugger, setting, saved)
+            if error:
+                notes.append(f"unsplit: could not restore {setting}: {error}")
+                continue
+        else:
+            notes.append(f"unsplit: {setting} was changed after unsplit set it; left as it is")
+        del fs.saved[setting]
+        fs.installed.pop(setting, None)
+    return notes
+
+
+def set_enabled(debugger: Any, flag: bool) -> list[str]:
+    state_mod.for_debugger(debugger.GetID()).session.enabled = flag
+    return install(debugger) if flag else restore(debugger)
+
+
+# -- the callbacks --------------------------------------------------------------------------
+
+def _state_of(frame: Any) -> tuple[state_mod.DebuggerState, Any]:
+    target = frame.GetThread().GetProcess().GetTarget()
+    return state_mod.for_debugger(target.GetDebugger().GetID()), target
+
+
+def locate_frame(frame: Any) -> tuple[Location | None, int]:
+    """The frame's Location and how far its pc lies past the address looked up.
+
+    A caller's pc is a return address, which may already be the first byte of the next
+    fragment; like LLDB's own symbolication we look up pc - 1 for every frame but the first.
+    """
+    st, target = _state_of(frame)
+    host = LldbHost(target.GetDebugger(), target, frame)
+    host.modules()  # refreshes the module list and drops stale locations
+    pc = int(frame.GetPC())
+    lookup = pc - 1 if frame.GetFrameID() > 0 else pc
+    if lookup not in st.locations:
+        st.locations[lookup] = st.session.locate(host, lookup)
+    return st.locations[lookup], pc - lookup
+
+
+def render_native(frame: Any, text: str) -> str:
+    fmt = _formats.get(text)
+    if fmt is None:
+        error = lldb.SBError()
+        fmt = lldb.SBFormat(text, error)
+        if error.Fail():
+            return str(frame.GetDisplayFunctionName() or "")
+        _formats[text] = fmt
+    stream = lldb.SBStream()
+    if frame.GetDescriptionWithFormat(fmt, stream).Fail():
+        return str(frame.GetDisplayFunctionName() or "")
+    return str(stream.GetData() or "")
+
+
+def logical_name(frame: Any, callback: str) -> str:
+    st, _ = _state_of(frame)
+    native = render_native(frame, st.formats.parts.get(callback, DEFAULT_PART))
+    if not st.session.enabled:
+        return native
+    loc, delta = locate_frame(frame)
+    if loc is None or not loc.in_moved_code or loc.procedure is None:
+        return native
+    if frame.GetFunction().IsValid() and native.startswith(loc.procedure + "("):
+        # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
+        return loc.label() + native[len(loc.procedure):]
+    return f"{loc.label()}+{(loc.offset or 0) + delta:#x}"
+
+
+def source_line(frame: Any) -> str:
+    """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
+    st, _ = _state_of(frame)
+    if not st.session.enabled:
+        return ""
+    line_entry = frame.GetLineEntry()
+    if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return ""
+    loc, _ = locate_frame(frame)
+    if loc is None or loc.file is None or not loc.line:
+        return ""
+    column = f":{loc.column}" if loc.column else ""
+    return f" at {os.path.basename(loc.file)}:{loc.line}{column}"
+
+
+def guarded_name(frame: Any, callback: str) -> str:
+    try:
+        return logical_name(frame, callback)
+    except Exception:
+        _report()
+        try:
+            return str(frame.GetDisplayFunctionName() or "??")
+        except Exception:
+            return "??"
+
+
+def guarded_line(frame: Any) -> str:
+    try:
+        return source_line(frame)
+    except Exception:
+        _report()
+        return ""
+
+
+def _report() -> None:
+    if os.environ.get("UNSPLIT_DEBUG"):
+        traceback.print_exc(file=sys.stderr)

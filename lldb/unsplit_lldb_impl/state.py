@@ -1,0 +1,41 @@
+"""Process-wide adapter state, kept out of ``unsplit_lldb`` so a second ``command script import``
+(which reloads that module) finds what the first one registered and registers nothing twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from unsplit.model import Location
+from unsplit.session import Session
+
+
+@dataclass
+class FormatState:
+    """One debugger's format settings: the user's own values and the ones we installed."""
+
+    saved: dict[str, str] = field(default_factory=dict)  # setting -> user's value
+    installed: dict[str, str] = field(default_factory=dict)  # setting -> our value
+    parts: dict[str, str] = field(default_factory=dict)  # callback name -> native part
+
+
+@dataclass
+class DebuggerState:
+    session: Session = field(default_factory=Session)
+    formats: FormatState = field(default_factory=FormatState)
+    registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
+    # pc -> Location (or None), valid while the module list is `modules_key`
+    locations: dict[int, Location | None] = field(default_factory=dict)
+    modules_key: tuple[Any, ...] = ()
+    modules_cache: list[Any] = field(default_factory=list)
+    provider_note: str = ""
+
+
+_STATES: dict[int, DebuggerState] = {}
+
+
+def for_debugger(debugger_id: int) -> DebuggerState:
+    state = _STATES.get(debugger_id)
+    if state is None:
+        state = _STATES[debugger_id] = DebuggerState()
+    return state
