@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(gdb lldb-22 python3-lldb-22 clang-22 lld-22 llvm-22 llvm-22-tools bolt-22
+PACKAGES=(gdb lldb-22 python3-lldb-22 clang-22 libclang-rt-22-dev lld-22 llvm-22 llvm-22-tools bolt-22
           gcc g++ make binutils libc6-dev python3 python3-venv python3-pip)
 
 as_root() {
