@@ -17,16 +17,15 @@ SourceFn = Callable[[Binary], list[Procedure]]
 
 
 def registered() -> list[tuple[str, SourceFn]]:
-    """(name, function) of every source, most precise first."""
-    from . import symbols
+    """(name, function) of every source, most precise first.
 
-    found: list[tuple[str, SourceFn]] = []
-    # Formats that describe the original layout exactly come before naming conventions.
-    for name in ("split_info", "bat", "bb_addr_map"):
-        try:
-            module = __import__(f"{__name__}.{name}", fromlist=["procedures"])
-        except ModuleNotFoundError:
-            continue
-        found.append((name, module.procedures))
-    found.append(("symbols", symbols.procedures))
-    return found
+    Formats that record the original layout exactly come before naming conventions.
+    """
+    from . import bat, bb_addr_map, split_info, symbols
+
+    return [
+        ("split_info", split_info.procedures),
+        ("bat", bat.procedures),
+        ("bb_addr_map", bb_addr_map.procedures),
+        ("symbols", symbols.procedures),
+    ]
