@@ -58,11 +58,17 @@ class Feature(IntFlag):
 
 PGO_FEATURES = Feature.FUNC_ENTRY_COUNT | Feature.BB_FREQ | Feature.BR_PROB
 _KNOWN_FEATURES = 0xFF
+
+# Plain-int copies of the bits for the decoding loops: IntFlag arithmetic costs an enum
+# construction per operation, which was most of the time on a 2 MB map.
+_FEC, _BBFREQ, _BRPROB, _MULTI, _OMIT, _CALLSITES, _HASH, _POSTLINK = (
+    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80)
+_PGO = _FEC | _BBFREQ | _BRPROB
 # Minimum version per feature bit, with the words LLVM uses in its message (§4).
 _MIN_VERSION = (
-    (Feature.CALLSITE_OFFSETS, 3, "callsite offsets"),
-    (Feature.BB_HASH, 4, "basic block hash"),
-    (Feature.POST_LINK_CFG, 5, "post link cfg"),
+    (0x20, 3, "callsite offsets"),
+    (0x40, 4, "basic block hash"),
+    (0x80, 5, "post link cfg"),
 )
 
 
@@ -363,7 +369,7 @@ class _Reader:
     def function(self, versioned: bool) -> FunctionMap:
         start = self.pos
         version, feature = self.header(versioned)
-        if feature & Feature.MULTI_BB_RANGE:
+        if feature & _MULTI:
             num_ranges = self.uleb(_U32, count=True)
             if num_ranges == 0:
                 self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
@@ -372,7 +378,7 @@ class _Reader:
             num_ranges = 1
         ranges = tuple(self.bb_range(version, feature) for _ in range(num_ranges))
         pgo = None
-        if feature & PGO_FEATURES:
+        if feature & _PGO:
             pgo = self.pgo(feature, sum(len(r.entries) for r in ranges))
         return FunctionMap(version, feature, ranges, pgo, start)
 
@@ -380,12 +386,12 @@ class _Reader:
         address_offset = self.pos
         base = self.address()
         num_blocks = self.uleb(_U32, count=True)
-        if feature & Feature.OMIT_BB_ENTRIES:
+        if feature & _OMIT:
             return BBRange(base, num_blocks, (), address_offset)
         has_ids = version is not None and version >= 2
         delta = version is not None and version >= 1  # V0 and version 0: absolute offsets
-        callsites = bool(feature & Feature.CALLSITE_OFFSETS)
-        hashed = bool(feature & Feature.BB_HASH)
+        callsites = bool(feature & _CALLSITES)
+        hashed = bool(feature & _HASH)
         # LLVM ≤16 did not validate metadata; version ≥2 data comes from LLVM 17+, which does.
         validate = has_ids or self.strict
         uleb = self.uleb
@@ -419,12 +425,12 @@ class _Reader:
 
     def pgo(self, feature: int, total_blocks: int) -> PGOAnalysis:
         uleb = self.uleb
-        entry_count = uleb(_U64) if feature & Feature.FUNC_ENTRY_COUNT else None
+        entry_count = uleb(_U64) if feature & _FEC else None
         blocks: list[PGOBlock] = []
-        if feature & (Feature.BB_FREQ | Feature.BR_PROB):
-            freq_on = bool(feature & Feature.BB_FREQ)
-            prob_on = bool(feature & Feature.BR_PROB)
-            post_link = bool(feature & Feature.POST_LINK_CFG)
+        if feature & (_BBFREQ | _BRPROB):
+            freq_on = bool(feature & _BBFREQ)
+            prob_on = bool(feature & _BRPROB)
+            post_link = bool(feature & _POSTLINK)
             for _ in range(total_blocks):
                 freq = uleb(_U64) if freq_on else None
                 # LLVM 22 reads this whenever PostLinkCfg is set, even without BBFreq (§7 quirk).
@@ -494,12 +500,12 @@ def encode(
         if version is not None:
             out.append(version)
             out += feature.to_bytes(2 if version >= 5 else 1, order)
-        if feature & Feature.MULTI_BB_RANGE:
+        if feature & _MULTI:
             out += u(len(fm.ranges))
         for rng in fm.ranges:
             out += rng.base_address.to_bytes(address_size, order)
-            out += u(rng.num_blocks if feature & Feature.OMIT_BB_ENTRIES else len(rng.entries))
-            if feature & Feature.OMIT_BB_ENTRIES:
+            out += u(rng.num_blocks if feature & _OMIT else len(rng.entries))
+            if feature & _OMIT:
                 continue
             prev_end = 0
             for e in rng.entries:
@@ -508,31 +514,31 @@ def encode(
                 delta = version is not None and version >= 1
                 out += u((e.offset - prev_end) & _U32 if delta else e.offset)
                 last = 0
-                if feature & Feature.CALLSITE_OFFSETS:
+                if feature & _CALLSITES:
                     out += u(len(e.callsite_offsets))
                     for cs in e.callsite_offsets:
                         out += u((cs - last) & _U32)
                         last = cs
                 out += u((e.size - last) & _U32)
                 out += u(e.metadata)
-                if feature & Feature.BB_HASH:
+                if feature & _HASH:
                     out += (e.hash or 0).to_bytes(8, order)
                 prev_end = (e.offset + e.size) & _U32
-        if feature & PGO_FEATURES:
+        if feature & _PGO:
             pgo = fm.pgo or PGOAnalysis()
-            if feature & Feature.FUNC_ENTRY_COUNT:
+            if feature & _FEC:
                 out += u(pgo.func_entry_count or 0)
-            if feature & (Feature.BB_FREQ | Feature.BR_PROB):
+            if feature & (_BBFREQ | _BRPROB):
                 for blk in pgo.blocks:
-                    if feature & Feature.BB_FREQ:
+                    if feature & _BBFREQ:
                         out += u(blk.frequency or 0)
-                    if feature & Feature.POST_LINK_CFG:
+                    if feature & _POSTLINK:
                         out += u(blk.post_link_frequency or 0)
-                    if feature & Feature.BR_PROB:
+                    if feature & _BRPROB:
                         succs = blk.successors or ()
                         out += u(len(succs))
                         for s in succs:
                             out += u(s.id) + u(s.probability)
-                            if feature & Feature.POST_LINK_CFG:
+                            if feature & _POSTLINK:
                                 out += u(s.post_link_frequency or 0)
     return bytes(out)
