@@ -385,3 +385,57 @@ def test_elf_line_rows(annotated: Annotated) -> None:
     assert lines.lookup(work[1] - 1).line == 11  # type: ignore[union-attr]
     assert lines.lookup(work[1]) is None and lines.lookup(cold[1]) is None
     assert source.line_info(binary).partial == {}
+
+
+# --- unsplit annotate / ranges / lines on the same program --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gcc_g(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _need("gcc", "llvm-objdump-22", "llvm-objcopy-22")
+    d = tmp_path_factory.mktemp("annotate")
+    (d / "prog.c").write_text(PROG)
+    subprocess.run(["gcc", "-O2", "-g", "-o", d / "prog", d / "prog.c"], check=True)
+    return d / "prog"
+
+
+def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
+    import argparse
+
+    from unsplit.binary import Binary
+    from unsplit.lines import DwarfLines
+    from unsplit.sources import split_info as source
+    from unsplit.tools import annotate
+
+    out = gcc_g.with_name("prog.annotated")
+    text = annotate.annotate(str(gcc_g), str(out))
+    assert "1 split procedures" in text
+    with pytest.raises(Exception, match="OUT must not be IN"):
+        annotate.annotate(str(gcc_g), str(gcc_g))
+
+    binary = Binary(str(out))
+    [sp] = source.split_procedures(binary)
+    assert sp.name == "work" and len(sp.records) == 1
+    esl_lines, dwarf = source.EslLines(binary), DwarfLines(Binary(str(gcc_g)))
+    branch = range(sp.records[0].branch_addr, sp.records[0].branch_end)
+    for r in sp.ranges:  # every address outside the branch: the same line as DWARF says
+        for a in range(r.start, r.end):
+            if a in branch:
+                continue
+            want, got = dwarf.lookup(a), esl_lines.lookup(a)
+            assert want is not None and got is not None
+            assert (got.file, got.line, got.column) == (want.file, want.line, want.column), a
+
+    [ranges] = annotate.ranges_json(str(out), "work")
+    assert ranges["procedure"] == "work" and ranges["entry"] == hex(sp.start)
+    assert ranges["logical_size"] == sp.size
+    assert ranges["ranges"] == [{"start": hex(r.start), "end": hex(r.end)} for r in sp.ranges]
+    rows = annotate.lines_json(str(out), "work")
+    assert rows and {r["source"] for r in rows} == {"esl"}
+    assert set(rows[0]) == {"procedure", "address", "file", "line", "column", "source"}
+    assert [int(r["address"], 16) for r in rows] == sorted(int(r["address"], 16) for r in rows)
+
+    parser = argparse.ArgumentParser()
+    annotate.add_cli(parser.add_subparsers())
+    args = parser.parse_args(["ranges", str(out), "--json"])
+    assert args.handler(args).startswith("[")
