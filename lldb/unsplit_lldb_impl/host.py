@@ -7,6 +7,7 @@ which are only set in the interactive ``script`` interpreter.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from unsplit.errors import UsageError
@@ -46,10 +47,12 @@ def loaded_modules(target: Any) -> list[LoadedModule]:
     return list(st.modules_cache)
 
 
-def _first_line(message: str | None) -> str:
-    text = (message or "").strip().splitlines()
-    line = text[0] if text else "failed"
-    return line.removeprefix("error: ").strip()
+def _first_error(message: str | None) -> str:
+    """The line that says what went wrong, without LLDB's notes and source excerpt."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    line = (errors or lines or ["failed"])[0].removeprefix("error:").strip()
+    return re.sub(r"^<user expression \d+>:\d+:\d+:\s*", "", line)
 
 
 class LldbHost:
@@ -107,7 +110,7 @@ class LldbHost:
         address = self._symbol_address(text)
         if address is not None:
             return address
-        raise UsageError(f"cannot evaluate {text!r}: {_first_line(value.GetError().GetCString())}")
+        raise UsageError(f"cannot evaluate {text!r}: {_first_error(value.GetError().GetCString())}")
 
     def _symbol_address(self, name: str) -> int | None:
         found = self.target.FindSymbols(name)
