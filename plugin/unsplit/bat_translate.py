@@ -164,8 +164,13 @@ class BatIndex:
     # -- input -> output ---------------------------------------------------------------------
 
     def fragments_of(self, procedure: str) -> list[FragmentInfo]:
+        """The fragments of ``procedure`` (the first of that name), main fragment first."""
         hot = self.procedures.get(procedure)
-        if hot is None:
+        return [] if hot is None else self.fragments_at(hot)
+
+    def fragments_at(self, hot: int) -> list[FragmentInfo]:
+        """The fragments of the input function whose main fragment starts at ``hot``."""
+        if hot not in self.fragments:
             return []
         return [self.fragments[a] for a in (hot, *self.table.split_fragments(hot))]
 

@@ -34,6 +34,27 @@ _MAX_DIR_FILES = 2000  # a directory scan reads headers only, but never without 
 _FUNCS: weakref.WeakKeyDictionary[Binary, dict[str, tuple[int, int]]] = weakref.WeakKeyDictionary()
 
 
+_INPUTS: weakref.WeakKeyDictionary[Binary, Binary | None] = weakref.WeakKeyDictionary()
+
+
+def input_for(binary: Binary) -> Binary | None:
+    """The input of ``binary``: the one :func:`set_input` named, else :func:`find_input`'s
+    answer, searched once per Binary and cached."""
+    if binary not in _INPUTS:
+        _INPUTS[binary] = find_input(binary)
+    return _INPUTS[binary]
+
+
+def set_input(binary: Binary, path: str | None) -> Binary | None:
+    """``bb input PATH`` / ``--input PATH``: verify and remember; None forgets (search again)."""
+    if path is None:
+        _INPUTS.pop(binary, None)
+        return None
+    found = find_input(binary, path)
+    _INPUTS[binary] = found
+    return found
+
+
 def input_build_id(output_build_id: bytes) -> bytes:
     """The input's build-id: BOLT flipped the last bit of it (spec §1)."""
     if not output_build_id:
@@ -104,7 +125,7 @@ def verify(binary: Binary, candidate: Binary) -> None:
             f"{candidate.path}: not the input of {binary.path}: build-id {in_id.hex()}, "
             f"expected {input_build_id(out_id).hex()}"
         )
-    problem = _mismatch(binary, candidate)
+    problem = mismatch(binary, candidate)
     if problem:
         raise BinaryError(f"{candidate.path}: not the input of {binary.path}: {problem}")
 
@@ -118,7 +139,7 @@ def function_address(input_binary: Binary, name: str) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _mismatch(binary: Binary, candidate: Binary) -> str | None:
+def mismatch(binary: Binary, candidate: Binary) -> str | None:
     """Why ``candidate`` cannot be the input of ``binary`` (None if it can)."""
     try:
         index = bat_translate.load(binary)
@@ -145,7 +166,7 @@ def _mismatch(binary: Binary, candidate: Binary) -> str | None:
 
 
 def _verified(binary: Binary, candidate: Binary) -> bool:
-    return _mismatch(binary, candidate) is None
+    return mismatch(binary, candidate) is None
 
 
 def _build_id_matches(binary: Binary, candidate: Binary) -> bool:

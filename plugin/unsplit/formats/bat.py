@@ -376,9 +376,17 @@ def _decode_function(
     acc = 0  # (input offset << 1) | BRANCHENTRY, as the u32 LLVM inserts in its multimap
     bb_index = 0
     last_out = -1
+    data, end = r.data, r.end
+    from_bytes = int.from_bytes
     for j in range(n):
-        entry_at = r.pos
-        prev = (prev + r.uleb("output address delta")) & _M64
+        # The common one-byte LEB128s and the u64 hash are read inline: this loop runs once
+        # per entry, a million times for a 10 MB table.
+        entry_at = pos = r.pos
+        if pos < end and data[pos] < 0x80:
+            prev = (prev + data[pos]) & _M64
+            r.pos = pos + 1
+        else:
+            prev = (prev + r.uleb("output address delta")) & _M64
         out = (prev - address) & _M32
         if out < last_out:
             raise r.fail(entry_at, f"output offset {out:#x} goes backwards (after {last_out:#x})")
@@ -386,16 +394,27 @@ def _decode_function(
         if j < eq:
             acc = ((((out + skew) & _M32) << 1) | ((mask >> j) & 1)) & _M32
         else:
-            acc = (acc + r.sleb("input offset delta")) & _M32
+            pos = r.pos
+            if pos < end and data[pos] < 0x40:  # one-byte non-negative SLEB
+                acc = (acc + data[pos]) & _M32
+                r.pos = pos + 1
+            else:
+                acc = (acc + r.sleb("input offset delta")) & _M32
         outs.append(out)
         values.append(acc)
         if acc & BRANCHENTRY:
             hashes.append(0)
             indices.append(0)
+            continue
+        pos = r.pos
+        if pos + 9 <= end and data[pos + 8] < 0x80:
+            hashes.append(from_bytes(data[pos : pos + 8], "little"))
+            bb_index = (bb_index + data[pos + 8]) & _M64
+            r.pos = pos + 9
         else:
             hashes.append(r.u64("block hash"))
             bb_index = (bb_index + r.uleb("block index delta")) & _M64
-            indices.append(bb_index & _M32)
+        indices.append(bb_index & _M32)
     sec: list[int] = []
     off = 0
     for _ in range(n_sec):

@@ -36,7 +36,8 @@ def procedures(binary: Binary) -> list[Procedure]:
         return []
     if index is None:
         return []
-    return [_procedure(index, name) for name in index.procedures]
+    # By main-fragment address, not name: two static functions may share a name.
+    return [_procedure(index, hot) for hot in index.table.hot]
 
 
 def problem(binary: Binary) -> DecodeError | None:
@@ -50,9 +51,10 @@ def input_offset(
     """(procedure, input offset, input function address) of a BOLTed output address.
 
     The input offset follows BOLT's own rule (spec §3.2). The input function address is the
-    procedure's address in the pre-BOLT ``input_binary`` (see :mod:`unsplit.prebolt`); it is
-    None when that binary is not given or lacks the symbol. None overall when the address is not
-    in code BAT describes (including lite-mode functions BOLT left unchanged).
+    procedure's address in the pre-BOLT binary: ``input_binary`` if given, else the one
+    :func:`unsplit.prebolt.input_for` finds or was told; None when there is none. None
+    overall when the address is not in code BAT describes (including lite-mode functions
+    BOLT left unchanged).
     """
     try:
         index = bat_translate.load(binary)
@@ -61,11 +63,11 @@ def input_offset(
     tr = None if index is None else index.translate(file_address)
     if tr is None:
         return None
-    address = None
-    if input_binary is not None:
-        from ..prebolt import function_address
+    from .. import prebolt
 
-        address = function_address(input_binary, tr.procedure)
+    if input_binary is None:
+        input_binary = prebolt.input_for(binary)
+    address = None if input_binary is None else prebolt.function_address(input_binary, tr.procedure)
     return tr.procedure, tr.input_offset, address
 
 
@@ -84,8 +86,9 @@ def _order(name: str, start: int) -> tuple[int, int, int]:
     return (2, 0, start) if m.group(2) is None else (3, int(m.group(2)), start)
 
 
-def _procedure(index: bat_translate.BatIndex, name: str) -> Procedure:
-    infos = sorted(index.fragments_of(name), key=lambda f: _order(f.name, f.start))
+def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
+    infos = sorted(index.fragments_at(hot), key=lambda f: _order(f.name, f.start))
+    name = infos[0].procedure
     fragments: list[Fragment] = []
     blocks: list[Block] = []
     logical = 0
