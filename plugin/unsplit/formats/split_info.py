@@ -21,6 +21,7 @@ import bisect
 import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import DecodeError, UnsupportedVersion
 
@@ -177,21 +178,31 @@ def sp_init(
 
     owner: dict[SplitRecord, tuple[int, int, str]] = {}
     for r in records:
-        seen = {r}
+        # Walk up through the moved ranges holding each branch; every record on the way gets
+        # the same owner, so the whole walk is linear in the number of records.
+        path = [r]
+        on_path = {r}
         top = r
+        func = None
         while (parent := container(top)) is not None:
-            if parent in seen:
+            if parent in owner:
+                func = owner[parent]
+                break
+            if parent in on_path:
                 raise DecodeError(
                     section, r.offset, f"moved ranges form a cycle through {r.branch_addr:#x}"
                 )
-            seen.add(parent)
+            path.append(parent)
+            on_path.add(parent)
             top = parent
-        func = _function_at(funcs, top.branch_addr)
+        if func is None:
+            func = _function_at(funcs, top.branch_addr)
         if func is None:
             raise DecodeError(
                 section, top.offset, f"branch_addr {top.branch_addr:#x} is in no procedure"
             )
-        owner[r] = func
+        for q in path:
+            owner[q] = func
 
     by_func: dict[tuple[int, int, str], list[SplitRecord]] = {}
     for r in records:
@@ -271,21 +282,27 @@ def _layout(name: str, start: int, end: int, records: list[SplitRecord]) -> Spli
             ranges.append(Range(lo, hi, logical))
             logical += hi - lo
 
-    def expand(lo: int, hi: int) -> None:
-        # Recursion depth is bounded by the nesting depth, which cycles cannot make infinite
-        # (sp_init rejected them) and overlap checks keep to one record per moved byte.
-        inside = sorted(
-            (r for r in records if lo <= r.branch_addr < hi), key=lambda r: r.branch_addr
-        )
-        cur = lo
-        for r in inside:
-            emit(cur, r.branch_addr)
-            branches.append((r.branch_addr, r.branch_end, logical))
-            expand(r.vaddr, r.moved_end)
-            cur = max(cur, r.branch_end)
-        emit(cur, hi)
+    by_branch = sorted(records, key=lambda r: r.branch_addr)
+    keys = [r.branch_addr for r in by_branch]
 
-    expand(start, end)
+    def inside(lo: int, hi: int) -> list[SplitRecord]:
+        return by_branch[bisect.bisect_left(keys, lo) : bisect.bisect_left(keys, hi)]
+
+    # Depth-first expansion with an explicit stack: the nesting depth comes from the file, and
+    # a crafted one must not exhaust Python's recursion limit. Frame: [records, next, cur, hi].
+    stack: list[list[Any]] = [[inside(start, end), 0, start, end]]
+    while stack:
+        frame = stack[-1]
+        kids, i, cur, hi = frame
+        if i == len(kids):
+            emit(cur, hi)
+            stack.pop()
+            continue
+        r = kids[i]
+        emit(cur, r.branch_addr)
+        branches.append((r.branch_addr, r.branch_end, logical))
+        frame[1], frame[2] = i + 1, max(cur, r.branch_end)
+        stack.append([inside(r.vaddr, r.moved_end), 0, r.vaddr, r.moved_end])
     branches.sort()
     return SplitProcedure(
         name,
