@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from unsplit import bat_translate, prebolt
 from unsplit.binary import Binary
-from unsplit.errors import BinaryError
+from unsplit.errors import BinaryError, DecodeError
 from unsplit.formats import bat
 from unsplit.sources import bat as bat_source
 
@@ -345,3 +345,23 @@ def test_symbol_check_without_build_ids(built: Built, tmp_path: Path) -> None:
     assert prebolt.mismatch(binary, Binary(str(built.input))) is None
     why = prebolt.mismatch(binary, Binary(str(built.other)))
     assert why is not None and "missing from its symbols" in why
+
+
+def test_corrupt_note_falls_back_to_symbols(built: Built, tmp_path: Path) -> None:
+    """A malformed note: the bat source gives no procedures and keeps a one-line DecodeError
+    naming the section offset; translation reports the same error, nothing else."""
+    data = bytearray(built.outputs["all"].read_bytes())
+    binary = Binary(str(built.outputs["all"]))
+    sec = binary.section(bat.SECTION)
+    assert sec is not None
+    at = sec["sh_offset"] + 20  # the hot function count, first byte of the descriptor
+    data[at : at + 3] = b"\xff\xff\x7f"
+    bad = tmp_path / "t.bad"
+    bad.write_bytes(bytes(data))
+    broken = Binary(str(bad))
+    assert bat_source.procedures(broken) == []
+    problem = bat_source.problem(broken)
+    assert problem is not None and problem.offset == 20 and "\n" not in str(problem)
+    assert bat_source.input_offset(broken, 0x800000) is None
+    with pytest.raises(DecodeError, match="hot function count"):
+        bat_translate.translate(broken, 0x800000)
