@@ -11,9 +11,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__
+from .commands import COMMANDS
 from .errors import UnsplitError
 from .host import LoadedModule, StaticHost
 from .render import where_text
@@ -36,6 +37,16 @@ def _where(args: argparse.Namespace) -> str:
     return "\n".join(out)
 
 
+def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
+    """A `bb` command run on one binary with no debugger (file addresses)."""
+
+    def handler(args: argparse.Namespace) -> str:
+        host = StaticHost([LoadedModule(args.exe, 0)])
+        return COMMANDS[name].run(Session(), host, args)
+
+    return handler
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="unsplit", description="Explain hot/cold split code: procedures, fragments, lines.")
@@ -47,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--json", action="store_true", help="one JSON object per line")
     where.add_argument("address", nargs="+", help="file virtual addresses (0x… or decimal)")
     where.set_defaults(handler=_where)
+
+    blocks = sub.add_parser("blocks", help="list a procedure's basic blocks")
+    blocks.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
+    COMMANDS["blocks"].arguments(blocks)
+    blocks.set_defaults(handler=_core_command("blocks"))
 
     for module in _tool_modules():
         module.add_cli(sub)
@@ -70,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unsplit: internal error: {type(e).__name__}: {e} "
               "(set UNSPLIT_DEBUG=1 for the traceback)", file=sys.stderr)
         return 2
-    if text:
-        print(text)
+    try:
+        if text:
+            print(text)
+    except BrokenPipeError:  # `unsplit … | head`
+        sys.stderr.close()
     return 0

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from .errors import UsageError
+from .errors import AddressLookupError, UsageError
 from .host import Host
-from .render import frame_text, where_text
+from .render import blocks_text, frame_text, where_text
 from .session import Session
 
 
@@ -100,6 +100,38 @@ def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
     return json.dumps(loc.to_json()) if args.json else frame_text(0, loc)
 
 
+# -- bb blocks ------------------------------------------------------------------------------
+
+def _blocks_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("procedure", help="a procedure name, as written in the source")
+    p.add_argument("--json", action="store_true", help="a JSON list of blocks")
+
+
+def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
+    found = session.find_procedure(host, args.procedure)
+    if found is None:
+        raise AddressLookupError(f"no procedure named {args.procedure!r} in any loaded module")
+    module, proc = found
+    rows = []
+    for block in sorted(proc.blocks, key=lambda b: b.start):
+        frag = proc.fragment_at(block.start)
+        rows.append({
+            "block": block.id, "fragment": frag.name if frag else None,
+            "start": hex(module.bias + block.start), "end": hex(module.bias + block.end),
+            "offset": proc.logical_offset(block.start), "flags": list(block.flags),
+            "frequency": block.frequency,
+            "successors": [{"block": b, "probability": p} for b, p in block.successors],
+        })
+    if args.json:
+        return json.dumps(rows)
+    if not rows:
+        return (f"{proc.name}: no basic-block information (the binary has no bb address map, "
+                f"BAT or split_info for it); fragments: "
+                + ", ".join(f"{f.name} {module.bias + f.start:#x}-{module.bias + f.end:#x}"
+                            for f in proc.fragments))
+    return blocks_text(proc.name, rows)
+
+
 # -- bb enable / disable ------------------------------------------------------------------
 
 def _no_args(p: argparse.ArgumentParser) -> None:
@@ -124,6 +156,8 @@ COMMANDS: dict[str, Command] = {
                 "block and source line.", _where_args, _where),
         Command("frame", "Show the selected frame as the procedure it belongs to.",
                 _frame_args, _frame),
+        Command("blocks", "List a procedure's basic blocks in address order, with fragment, "
+                "ID, range, flags and frequency.", _blocks_args, _blocks),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",
                 _no_args, _set_enabled(True)),
         Command("disable", "Restore the debugger's own frame names and formats.",

@@ -164,4 +164,9 @@ class Location:
             out["block"] = self.block.id
             out["block_offset"] = self.file_address - self.block.start
             out["block_flags"] = list(self.block.flags)
+            if self.block.frequency is not None:
+                out["block_frequency"] = self.block.frequency
+            if self.block.successors:
+                out["successors"] = [{"block": b, "probability": p}
+                                     for b, p in self.block.successors]
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from .model import Location
 
@@ -42,3 +43,17 @@ def frame_text(number: int, loc: Location) -> str:
     pos = source_position(loc)
     at = f" at {pos}" if pos else f" from {os.path.basename(loc.module)}"
     return f"#{number:<2} {loc.address:#018x} in {loc.label()}+{loc.offset or 0:#x}{at}"
+
+
+def blocks_text(procedure: str, rows: list[dict[str, Any]]) -> str:
+    """The table `bb blocks` prints (rows as in its --json output)."""
+    lines = [f"{procedure}: {len(rows)} blocks",
+             f"  {'block':<7}{'fragment':<10}{'range':<37}{'offset':>8}  {'freq':>8}  flags"]
+    for r in rows:
+        freq = "" if r["frequency"] is None else f"{r['frequency']:.3g}"
+        succ = " ".join(f"->%{s['block']}({s['probability']:.0%})" for s in r["successors"])
+        offset = "" if r["offset"] is None else f"{r['offset']:#x}"
+        lines.append(f"  %{r['block']:<6}{r['fragment'] or '?':<10}"
+                     f"{r['start'] + '-' + r['end']:<37}{offset:>8}  {freq:>8}  "
+                     f"{' '.join(r['flags'])} {succ}".rstrip())
+    return "\n".join(lines)

@@ -11,7 +11,7 @@ import os
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
-from .model import Location
+from .model import Location, Procedure
 
 
 class Session:
@@ -43,6 +43,19 @@ class Session:
             for lo, hi in index.binary.text_address_ranges():
                 if lo <= file_address < hi:
                     return mod, index
+        return None
+
+    def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:
+        """The first loaded module (executable first) that defines procedure `name`."""
+        for mod in host.modules():
+            if not mod.path or not os.path.exists(mod.path):
+                continue
+            try:
+                proc = self.index(mod.path).procedures.get(name)
+            except UnsplitError:
+                continue
+            if proc is not None:
+                return mod, proc
         return None
 
     def locate(self, host: Host, address: int) -> Location | None:

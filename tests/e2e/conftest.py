@@ -6,36 +6,13 @@ logs to a file that is printed when a test fails.
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def zoo() -> dict[str, Any]:
-    """fixtures/build/index.json after building whatever is missing (a no-op when cached)."""
-    subprocess.run([sys.executable, str(ROOT / "fixtures" / "build.py")], cwd=ROOT, check=True,
-                   capture_output=True)
-    index = json.loads((ROOT / "fixtures" / "build" / "index.json").read_text())
-    variants: dict[str, Any] = index["variants"]
-    return variants
-
-
-def facts(zoo: dict[str, Any], variant: str, program: str) -> dict[str, Any]:
-    if variant not in zoo or program not in zoo[variant]["programs"]:
-        pytest.skip(f"{variant}/{program} is not in the zoo")
-    entry = zoo[variant]["programs"][program]
-    data: dict[str, Any] = json.loads((ROOT / entry["facts"]).read_text())
-    data["_entry"] = entry
-    return data
 
 
 def _driver_class(name: str) -> Any:

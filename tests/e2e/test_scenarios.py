@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT, facts
+from ..conftest import ROOT, facts
 
 pytestmark = pytest.mark.e2e
 

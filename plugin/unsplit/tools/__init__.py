@@ -11,5 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    found: list[Tool] = []
-    return found
+    from . import bbmap
+
+    return [bbmap]

@@ -1,0 +1,73 @@
+"""`unsplit where` on every zoo variant: each split function's fragments, against the facts the
+build recipe computed with nm and llvm-symbolizer (not with unsplit)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+
+VARIANTS = [
+    "gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-mfs-nodebug", "clang-bbsections",
+    "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg", "bolt-profile2",
+    "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+]
+PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
+
+
+def _where(binary: str, addresses: list[str]) -> list[dict[str, Any]]:
+    out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--json", "--exe", binary,
+                          *addresses], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "plugin")}).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_fragment_is_named(zoo: dict[str, Any], variant: str, program: str) -> None:
+    f = facts(zoo, variant, program)
+    expected, addresses = [], []
+    for proc, info in f["split_functions"].items():
+        for frag in info["fragments"]:
+            for address in (frag["start"], hex(int(frag["end"], 16) - 1)):
+                addresses.append(address)
+                expected.append((proc, frag["fragment"], frag["symbol"]))
+            if "sample" in frag:
+                addresses.append(frag["sample"]["address"])
+                expected.append((proc, frag["fragment"], frag["symbol"]))
+    assert addresses, f"{variant}/{program} has no split function"
+    got = _where(str(ROOT / f["binary"]), addresses)
+    assert [(g["procedure"], g["fragment"], g["fragment_symbol"]) for g in got] == expected
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if "nodebug" not in v])
+def test_sample_lines(zoo: dict[str, Any], variant: str) -> None:
+    f = facts(zoo, variant, "crash")
+    if not f["has_debug_info"]:
+        pytest.skip("no DWARF in this variant (lines come from the pre-BOLT binary: issue 4)")
+    samples = [frag["sample"] for info in f["split_functions"].values()
+               for frag in info["fragments"] if frag.get("sample", {}).get("line")]
+    assert samples
+    got = _where(str(ROOT / f["binary"]), [s["address"] for s in samples])
+    assert [(g["file"].rsplit("/", 1)[-1], g["line"]) for g in got] == \
+        [(s["file"], s["line"]) for s in samples]
+
+
+def test_blocks_of_a_multi_range_procedure(zoo: dict[str, Any]) -> None:
+    """clang MFS: `unsplit blocks` lists the blocks of both ranges, each inside its fragment."""
+    f = facts(zoo, "clang-mfs", "crash")
+    out = subprocess.run([sys.executable, "-m", "unsplit", "blocks", "--json", "--exe",
+                          str(ROOT / f["binary"]), "run"], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(ROOT / "plugin")}).stdout
+    blocks = json.loads(out)
+    frags = {fr["fragment"]: fr for fr in f["split_functions"]["run"]["fragments"]}
+    assert {b["fragment"] for b in blocks} == set(frags)
+    for b in blocks:
+        fr = frags[b["fragment"]]
+        assert int(fr["start"], 16) <= int(b["start"], 16) < int(b["end"], 16) <= int(fr["end"], 16)
+    assert sorted(b["block"] for b in blocks) == list(range(len(blocks)))
