@@ -436,8 +436,7 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
 
 def test_deep_nesting_is_neither_recursive_nor_quadratic() -> None:
     chain = [SplitRecord(0x1000, 0x100000, 0x10, 1)] + [
-        SplitRecord(0x100000 + i * 0x100, 0x100000 + (i + 1) * 0x100, 0x10, 1)
-        for i in range(5000)
+        SplitRecord(0x100000 + i * 0x100, 0x100000 + (i + 1) * 0x100, 0x10, 1) for i in range(5000)
     ]
     [proc] = si.sp_init(si.decode(si.encode(chain)), [("f", 0x1000, 4)])
     assert len(proc.ranges) == 5002 and proc.address_of(proc.size - 1) == 0x1003
