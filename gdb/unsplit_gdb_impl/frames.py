@@ -50,6 +50,21 @@ class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
         return super().line()
 
 
+class UnknownFunctionDecorator(FrameDecorator):  # type: ignore[misc]
+    """A frame GDB cannot name at all. Its own `bt` says `??`, but once any frame filter is
+    active GDB prints an unresolvable address as an empty name; keep the `??`."""
+
+    def function(self) -> str:
+        return "??"
+
+
+def _has_symbol(address: int) -> bool:
+    format_address = getattr(gdb, "format_address", None)  # GDB 13+
+    if format_address is None:
+        return True
+    return "<" in format_address(address)
+
+
 class UnsplitFrameFilter:
     """Registered as gdb.frame_filters["unsplit"]."""
 
@@ -70,6 +85,8 @@ class UnsplitFrameFilter:
                 return decorator
             loc = self.locator.moved(frame)
             if loc is None:
+                if frame.function() is None and not _has_symbol(int(frame.pc())):
+                    return UnknownFunctionDecorator(decorator)
                 return decorator
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
                 return decorator  # a function inlined into moved code keeps its own name

@@ -1,0 +1,371 @@
+"""The GDB adapter in a real gdb 13 session: `bb` commands, frame naming in `bt` and the stop
+line, errors, cores, shared libraries, idempotent loading.
+
+Binaries come from the fixture zoo (fixtures/build/index.json) when it is built; otherwise the
+gcc-pgo crash program is compiled here. Lines are found by marker text, never by number. The
+scenarios both debuggers share belong in the lead's scenario table; these are GDB-specific.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .driver_gdb import PLUGIN, REPO, GdbDriver
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+]
+
+SRC = Path(REPO) / "fixtures" / "src"
+ZOO_INDEX = Path(REPO) / "fixtures" / "build" / "index.json"
+CORE_VARIANTS = ("gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-bbsections", "bolt-all",
+                 "bolt-all-dbg", "bolt-cdsplit")
+UNIT_BT_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.+?) \(", re.M)
+
+
+def markers(source: Path) -> dict[str, int]:
+    """marker text -> line number, from `/* BB: text */` comments."""
+    found = {}
+    for number, line in enumerate(source.read_text().splitlines(), 1):
+        m = re.search(r"/\* BB: (.+?) \*/", line)
+        if m:
+            found[m.group(1)] = number
+    return found
+
+
+CRASH_MARKERS = markers(SRC / "crash.c")
+# Lines the crashing code in transfer's cold fragment may be attributed to.
+COLD_TRANSFER_LINES = range(CRASH_MARKERS["transfer cold path"],
+                            CRASH_MARKERS["transfer cold return"] + 1)
+
+
+@dataclass
+class Crash:
+    """The crash program of one variant: what the tests may assume about it."""
+
+    variant: str
+    binary: str
+    core: str | None
+    args: list[str]
+    has_debug_info: bool
+    frames: list[dict[str, Any]] = field(default_factory=list)  # innermost first
+    line: int | None = None
+
+
+def _from_zoo(variant: str) -> Crash | None:
+    if not ZOO_INDEX.exists():
+        return None
+    entry = json.loads(ZOO_INDEX.read_text())["variants"].get(variant, {}).get(
+        "programs", {}).get("crash")
+    if not entry:
+        return None
+    facts = json.loads((Path(REPO) / entry["facts"]).read_text())
+    crash = facts["crash"]
+    core = entry.get("core")
+    return Crash(variant, str(Path(REPO) / entry["binary"]),
+                 str(Path(REPO) / core) if core else None, list(crash["argv"][1:]),
+                 bool(facts.get("has_debug_info")), crash["frames"][:3], crash.get("line"))
+
+
+def _build_gcc_pgo(work: Path) -> Crash:
+    """The zoo's gcc-pgo crash, made here when the zoo is not built."""
+    if shutil.which("gcc") is None:
+        pytest.skip("no fixture zoo and no gcc")
+    src = work / "crash.c"
+    shutil.copy(SRC / "crash.c", src)
+    exe = work / "crash"
+    flags = ["gcc", "-O2", "-g", str(src), "-o", str(exe)]
+    subprocess.run([*flags, "-fprofile-generate"], check=True, cwd=work)
+    subprocess.run([str(exe), "train"], check=True, cwd=work, capture_output=True)
+    subprocess.run([*flags, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
+    core = work / "crash.core"
+    subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+                    "-ex", "run", "-ex", f"generate-core-file {core}", "--args", str(exe),
+                    "crash"], check=True, cwd=work, capture_output=True, timeout=120)
+    frames = [{"procedure": p, "fragment": "cold"} for p in ("transfer", "run", "main")]
+    return Crash("gcc-pgo (local)", str(exe), str(core), ["crash"], True, frames,
+                 CRASH_MARKERS["crash site"])
+
+
+@pytest.fixture(scope="module")
+def gcc_pgo(tmp_path_factory: pytest.TempPathFactory) -> Crash:
+    return _from_zoo("gcc-pgo") or _build_gcc_pgo(tmp_path_factory.mktemp("gcc-pgo"))
+
+
+@pytest.fixture
+def gdb_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The session transcript, printed when the test fails (pytest shows captured output)."""
+    path = tmp_path / "gdb.log"
+    with path.open("w") as log:
+        yield log
+    print(f"--- gdb session log ({path}) ---\n{path.read_text()}")
+
+
+def label(procedure: str, fragment: str) -> str:
+    return procedure if fragment == "hot" else f"{procedure} [{fragment}]"
+
+
+def bt_names(bt: str) -> list[str]:
+    return [m.group(2) for m in UNIT_BT_FRAME.finditer(bt)]
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one line, got:\n{text}"
+    return lines[0]
+
+
+def line_of(text: str) -> int | None:
+    m = re.search(r"crash\.c:(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+# -- live session ---------------------------------------------------------------------------
+
+@pytest.fixture
+def crashed(gcc_pgo: Crash, gdb_log: Any) -> Iterator[tuple[GdbDriver, str]]:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        yield gdb, gdb.run()
+
+
+def test_stop_line_names_the_procedure_and_fragment(crashed: tuple[GdbDriver, str]) -> None:
+    _, stop = crashed
+    assert "SIGSEGV" in stop
+    corrected = [line for line in stop.splitlines() if "transfer [cold]+0x" in line]
+    assert len(corrected) == 1, stop
+    assert corrected[0].startswith("#0  0x")
+    assert line_of(corrected[0]) in COLD_TRANSFER_LINES
+
+
+def test_bb_where_at_the_crash(crashed: tuple[GdbDriver, str], gcc_pgo: Crash) -> None:
+    gdb, _ = crashed
+    out = gdb.command("bb where")
+    assert re.search(r"^0x[0-9a-f]+ is in transfer \[cold\] \(crash\)$", out, re.M), out
+    assert re.search(r"^  procedure transfer\+0x[0-9a-f]+ ", out, re.M), out
+    assert re.search(r"^  fragment  cold  \(transfer\.cold\+0x", out, re.M), out
+    assert line_of(out) in COLD_TRANSFER_LINES
+    if gcc_pgo.line is not None:
+        assert line_of(out) == gcc_pgo.line
+    pc = int(gdb.command("output/x $pc"), 16)
+    assert out.startswith(f"{pc:#x} is in")
+
+
+def test_bt_names_every_split_frame(crashed: tuple[GdbDriver, str], gcc_pgo: Crash) -> None:
+    gdb, _ = crashed
+    names = bt_names(gdb.backtrace())
+    assert names[:3] == [label(f["procedure"], f["fragment"]) for f in gcc_pgo.frames]
+
+
+def test_bb_frame_and_json(crashed: tuple[GdbDriver, str]) -> None:
+    gdb, _ = crashed
+    frame = one_line(gdb.command("bb frame"))
+    assert re.match(r"#0\s+0x[0-9a-f]+ in transfer \[cold\]\+0x[0-9a-f]+ at crash\.c:\d+", frame)
+    record = json.loads(one_line(gdb.command("bb where --json $pc")))
+    assert (record["procedure"], record["fragment"]) == ("transfer", "cold")
+    assert record["fragment_symbol"] == "transfer.cold"
+    assert int(record["address"], 16) != int(record["file_address"], 16)  # PIE: biased
+
+
+def test_bb_where_of_expressions(crashed: tuple[GdbDriver, str]) -> None:
+    gdb, _ = crashed
+    assert gdb.command("bb where main").startswith(
+        f"{int(gdb.command('output/x &main'), 16):#x} is in main (crash)")
+    assert "is in transfer [cold]" in gdb.command("bb where $pc + 1")
+    assert "(libc.so.6)" in gdb.command("bb where printf").splitlines()[0]
+
+
+def test_disable_and_enable(crashed: tuple[GdbDriver, str]) -> None:
+    gdb, _ = crashed
+    assert "disabled" in gdb.command("bb disable")
+    assert bt_names(gdb.backtrace())[:3] == ["transfer", "run", "main"]
+    assert re.search(r"unsplit\s*$", gdb.command("info frame-filter"), re.M)
+    assert re.search(r"No\s+unsplit", gdb.command("info frame-filter"))
+    assert "enabled" in gdb.command("bb enable")
+    assert bt_names(gdb.backtrace())[0] == "transfer [cold]"
+    gdb.command("disable frame-filter global unsplit")
+    assert bt_names(gdb.backtrace())[0] == "transfer"
+    gdb.command("enable frame-filter global unsplit")
+    assert bt_names(gdb.backtrace())[0] == "transfer [cold]"
+
+
+def test_stop_line_follows_disable(gcc_pgo: Crash, gdb_log: Any) -> None:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        gdb.command("bb disable")
+        assert "[cold]" not in gdb.run()
+
+
+def test_help(gcc_pgo: Crash, gdb_log: Any) -> None:
+    from unsplit.commands import COMMANDS
+
+    with GdbDriver(gcc_pgo.binary, log=gdb_log) as gdb:
+        helptext = gdb.command("help bb")
+        assert "hot/cold" in helptext
+        for name, command in COMMANDS.items():
+            assert f"bb {name} -- {command.summary}" in helptext
+        usage = gdb.command("bb where --help")
+        assert usage.startswith("usage: bb where")
+        assert "--json" in usage
+        assert gdb.command("help bb where").startswith(COMMANDS["where"].summary)
+        assert "Subcommands:" in gdb.command("bb")
+        assert gdb.command("complete bb w") == "bb where"
+        assert gdb.command("complete bb where --j") == "bb where --json"
+
+
+def test_errors_are_one_line_and_the_session_survives(gcc_pgo: Crash, gdb_log: Any) -> None:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        assert "no process" in one_line(gdb.command("bb where"))  # nothing running yet
+        assert "no process" in one_line(gdb.command("bb frame"))
+        gdb.run()
+        assert one_line(gdb.command("bb where 0xdeadbeef")) == (
+            "0xdeadbeef is not in the code of any loaded module")
+        assert "cannot evaluate 'no_such_symbol'" in one_line(
+            gdb.command("bb where no_such_symbol"))
+        assert "unknown bb command 'nope'" in one_line(gdb.command("bb nope"))
+        assert "unrecognized arguments: --bogus" in one_line(gdb.command("bb where --bogus"))
+        assert "No closing quotation" in one_line(gdb.command("bb where 'main"))
+        assert gdb.alive()
+        assert "is in transfer [cold]" in gdb.command("bb where")
+
+
+def test_internal_errors_are_one_line(gcc_pgo: Crash, gdb_log: Any) -> None:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        gdb.run()
+        gdb.command("python import unsplit_gdb_impl as p; "
+                    "p.plugin().host.modules = lambda: 1 // 0")
+        out = one_line(gdb.command("bb where"))
+        assert out == ("unsplit: internal error: ZeroDivisionError: integer division or modulo "
+                       "by zero (set UNSPLIT_DEBUG=1 for the traceback)")
+        gdb.command("python p.plugin().locator.locate = lambda pc: 1 // 0")
+        bt = gdb.backtrace()  # the filter's bug costs the names, never the backtrace
+        assert bt_names(bt)[:3] == ["transfer", "run", "main"]
+        assert bt.count("unsplit: internal error") == 1
+        assert gdb.alive()
+
+
+def test_loading_twice_registers_once(gcc_pgo: Crash, gdb_log: Any) -> None:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        gdb.command(f"source {PLUGIN}")
+        gdb.command(f"source {PLUGIN}")
+        assert gdb.command("help bb").count("bb where --") == 1
+        assert gdb.command("info frame-filter").count("unsplit") == 1
+        stop = gdb.run()
+        assert stop.count("transfer [cold]+0x") == 1
+        assert bt_names(gdb.backtrace())[0] == "transfer [cold]"
+
+
+def test_without_the_plugin(gcc_pgo: Crash, gdb_log: Any) -> None:
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, plugin=False, log=gdb_log) as gdb:
+        assert "[cold]+" not in gdb.run()
+        assert bt_names(gdb.backtrace())[:3] == ["transfer", "run", "main"]
+        assert "Undefined command" in gdb.command("bb where")
+
+
+def test_backtrace_cost(gcc_pgo: Crash, gdb_log: Any) -> None:
+    """`bt` with the filter stays close to plain `bt` (warm caches, a few frames)."""
+    timings = {}
+    for plugin in (False, True):
+        with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, plugin=plugin, log=gdb_log) as gdb:
+            gdb.run()
+            gdb.backtrace()
+            start = time.perf_counter()
+            for _ in range(10):
+                gdb.backtrace()
+            timings[plugin] = time.perf_counter() - start
+    assert timings[True] < 3 * timings[False] + 0.5, timings
+
+
+# -- core files -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", CORE_VARIANTS)
+def test_core(variant: str, gcc_pgo: Crash, gdb_log: Any) -> None:
+    crash = gcc_pgo if variant == "gcc-pgo" else _from_zoo(variant)
+    if crash is None or crash.core is None or not os.path.exists(crash.core):
+        pytest.skip(f"{variant}: not in the fixture zoo (make fixtures)")
+    with GdbDriver(crash.binary, core=crash.core, log=gdb_log) as gdb:
+        first = crash.frames[0]
+        expected = label(first["procedure"], first["fragment"])
+        assert "#0  0x" in gdb.startup and f"in {expected}+0x" in gdb.startup, gdb.startup
+        names = bt_names(gdb.backtrace())
+        assert names[:3] == [label(f["procedure"], f["fragment"]) for f in crash.frames]
+        where = gdb.command("bb where")
+        assert f" is in {expected} (crash)" in where.splitlines()[0]
+        assert f"  fragment  {first['fragment']}" in where
+        if crash.has_debug_info and crash.line is not None:
+            assert line_of(where) == crash.line
+
+
+# -- shared libraries -----------------------------------------------------------------------
+
+LIB_C = """\
+#include <stdio.h>
+static volatile long sink;
+__attribute__((noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
+__attribute__((noinline)) long work(long *p, int mode)
+{
+    if (mode == 0)
+        return *p + 1;
+    note(mode); /* BB: lib cold */
+    sink = mode;
+    *(volatile long *)0 = mode; /* BB: lib crash */
+    return sink;
+}
+"""
+MAIN_C = """\
+#include <string.h>
+long work(long *p, int mode);
+int main(int argc, char **argv)
+{
+    long v = 1, t = 0;
+    for (int i = 0; i < 100000; i++)
+        t += work(&v, 0);
+    if (argc > 1 && strcmp(argv[1], "crash") == 0)
+        t += work(&v, 1);
+    return (int)(t & 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A program whose crash is in the cold fragment of a function in a shared library."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    work = tmp_path_factory.mktemp("solib")
+    (work / "lib.c").write_text(LIB_C)
+    (work / "main.c").write_text(MAIN_C)
+    lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
+    exe = ["gcc", "-O2", "-g", "main.c", "-L.", "-lw", f"-Wl,-rpath,{work}", "-o", "m"]
+    subprocess.run([*lib, "-fprofile-generate"], check=True, cwd=work)
+    subprocess.run([*exe, "-fprofile-generate"], check=True, cwd=work)
+    subprocess.run([str(work / "m")], check=False, cwd=work)
+    subprocess.run([*lib, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
+    subprocess.run(exe, check=True, cwd=work)  # the final program: not instrumented
+    symbols = subprocess.run(["nm", "libw.so"], check=True, cwd=work, capture_output=True,
+                             text=True).stdout
+    if "work.cold" not in symbols:
+        pytest.skip("gcc did not split work() in the library")
+    return work
+
+
+def test_shared_library_bias(split_library: Path, gdb_log: Any) -> None:
+    lines = markers(split_library / "lib.c")
+    with GdbDriver(str(split_library / "m"), args=["crash"], log=gdb_log) as gdb:
+        stop = gdb.run()
+        assert "work [cold]+0x" in stop
+        where = gdb.command("bb where")
+        assert re.match(r"0x7f[0-9a-f]+ is in work \[cold\] \(libw\.so\)", where), where
+        assert f"lib.c:{lines['lib crash']}" in where
+        assert bt_names(gdb.backtrace())[:2] == ["work [cold]", "main"]
+        assert "is in work (libw.so)" in gdb.command("bb where work")
