@@ -1,0 +1,289 @@
+"""The LLDB adapter in a real lldb-22: `bb` commands, frame names, formats, errors, re-import.
+
+The shared scenario table (test_scenarios.py) checks what both debuggers must agree on; this
+file checks what only LLDB has: `frame-format`/`thread-format` rewriting and restoring, the
+stop line, `help bb`, core files opened with `target create --core`, and `command script import`
+run twice. Expected lines come from the source markers (``/* BB: crash site */``) through the
+zoo's facts, never from hard-coded numbers.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from unsplit.commands import COMMANDS
+
+from ..conftest import facts
+from .driver_lldb import PLUGIN, REPO, LldbDriver
+
+ROOT = Path(REPO)
+
+sys.path.insert(0, str(ROOT / "lldb"))
+from unsplit_lldb_impl.formats import rewrite  # noqa: E402  (pure: no lldb import)
+
+e2e = pytest.mark.e2e
+
+LIVE_VARIANTS = ["gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "bolt-all", "bolt-all-dbg"]
+CORE_VARIANTS = ["gcc-pgo", "clang-mfs-nodebug", "bolt-all", "bolt-random2-dbg"]
+FORMATS = ("frame-format", "thread-format", "thread-stop-format")
+FUNCTION_ENTRY = "${script.frame:unsplit_lldb.frame_function}"
+LINE_ENTRY = "${script.frame:unsplit_lldb.frame_line}"
+DEFAULT_FRAME_FORMAT = (
+    "frame #${frame.index}: {${ansi.fg.cyan}${frame.pc}${ansi.normal} }"
+    "{${module.file.basename}{\\`}}{${function.name-with-args}{${frame.no-debug}"
+    "${function.pc-offset}}}{ at ${ansi.fg.cyan}${line.file.basename}${ansi.normal}:"
+    "${ansi.fg.yellow}${line.number}${ansi.normal}{:${ansi.fg.yellow}${line.column}"
+    "${ansi.normal}}}${frame.kind}{${function.is-optimized} [opt]}\\n"
+)
+
+
+@pytest.fixture
+def lldb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., LldbDriver]]:
+    """A factory of LLDB sessions; their transcripts are printed when the test fails."""
+    if not Path("/usr/bin/lldb-22").exists() and not _which("lldb-22"):
+        pytest.skip("lldb-22 not installed")
+    sessions: list[LldbDriver] = []
+    logs: list[Path] = []
+
+    def start(binary: str | Path, **kwargs: Any) -> LldbDriver:
+        path = tmp_path / f"lldb-{len(logs)}.log"
+        logs.append(path)
+        session = LldbDriver(str(binary), log=path.open("w"), **kwargs)
+        sessions.append(session)
+        return session
+
+    yield start
+    for s in sessions:
+        s.close()
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for path in logs:
+            print(f"----- {path.name} -----\n{path.read_text(errors='replace')[-20000:]}")
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+def _crash(zoo: dict[str, Any], variant: str) -> dict[str, Any]:
+    return facts(zoo, variant, "crash")
+
+
+def _crash_line(f: dict[str, Any]) -> int:
+    return int(f["markers"]["crash.c"]["crash site"])
+
+
+def _label(frame: dict[str, Any]) -> str:
+    return f"{frame['procedure']} [{frame['fragment']}]"
+
+
+def _frame_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if re.search(r"frame #\d+:", line)]
+
+
+def _one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def _moved_frames(f: dict[str, Any]) -> list[dict[str, Any]]:
+    return [fr for fr in f["crash"]["frames"] if fr["procedure"] and fr["fragment"] != "hot"]
+
+
+def _names(line: str, name: str) -> bool:
+    """Whether a frame line names `name` as its function (after `module`` or `: `)."""
+    return re.search(rf"(`|: ){re.escape(name)}(?=[\s(+]|$)", line) is not None
+
+
+def _check_backtrace(bt: str, f: dict[str, Any]) -> None:
+    """Every frame in moved code is named `proc [fragment]`, in the order of the call chain."""
+    frames = _frame_lines(bt)
+    position = 0
+    for expected in _moved_frames(f):
+        hits = [i for i, line in enumerate(frames) if _names(line, _label(expected))]
+        assert hits and hits[-1] >= position, (expected, bt)
+        position = hits[0]
+        line = frames[hits[0]]
+        assert not _names(line, expected["symbol"]), line  # not `transfer.cold + 26`
+        assert not re.search(r"`\w+ - \d+", line), line  # not `transfer - 930`
+    if f["has_debug_info"]:
+        assert f"crash.c:{_crash_line(f)}" in frames[0], frames[0]
+
+
+def _check_where(where: str, f: dict[str, Any]) -> None:
+    crash = f["crash"]
+    assert f"is in {_label(crash)} " in where, where
+    assert f"procedure {crash['procedure']}+0x" in where, where
+    assert re.search(rf"fragment\s+{re.escape(crash['fragment'])}\s", where), where
+    if f["has_debug_info"]:
+        assert re.search(rf"line\s+crash\.c:{_crash_line(f)}\b", where), where
+
+
+# -- live and post-mortem ------------------------------------------------------------------
+
+@e2e
+@pytest.mark.parametrize("variant", LIVE_VARIANTS)
+def test_live_crash_stop_line_bt_and_where(lldb: Callable[..., LldbDriver],
+                                           zoo: dict[str, Any], variant: str) -> None:
+    f = _crash(zoo, variant)
+    session = lldb(ROOT / f["binary"], args=["crash"])
+    stop = session.run()
+    assert "stopped" in stop and "SIGSEGV" in stop, stop
+    stop_frame = _frame_lines(stop)[0]
+    assert _names(stop_frame, _label(f["crash"])), stop_frame
+    _check_where(session.command("bb where"), f)
+    _check_backtrace(session.backtrace(), f)
+
+
+@e2e
+@pytest.mark.parametrize("variant", CORE_VARIANTS)
+def test_core_file_bt_and_where(lldb: Callable[..., LldbDriver], zoo: dict[str, Any],
+                                variant: str) -> None:
+    f = _crash(zoo, variant)
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    _check_backtrace(session.backtrace(), f)
+    _check_where(session.command("bb where"), f)
+    # Load bias of a PIE core: the runtime pc, not the link-time one, is in the fragment.
+    assert session.command("bb where --json").count(f'"{f["crash"]["fragment"]}"') >= 1
+
+
+@e2e
+def test_where_without_process_uses_file_addresses(lldb: Callable[..., LldbDriver],
+                                                   zoo: dict[str, Any]) -> None:
+    f = _crash(zoo, "gcc-pgo")
+    session = lldb(ROOT / f["binary"])
+    assert _one_line(session.command("bb where")).startswith("error: no process")
+    cold = f["split_functions"]["transfer"]["fragments"][1]
+    out = session.command(f"bb where {cold['start']}")
+    assert f"is in transfer [{cold['fragment']}]" in out, out
+    out = session.command(f"bb where {cold['symbol']}")  # a name the C parser cannot spell
+    assert f"is in transfer [{cold['fragment']}]" in out, out
+
+
+# -- help and errors ------------------------------------------------------------------------
+
+@e2e
+def test_help(lldb: Callable[..., LldbDriver], zoo: dict[str, Any]) -> None:
+    f = _crash(zoo, "gcc-pgo")
+    session = lldb(ROOT / f["binary"])
+    top = session.command("help bb")
+    assert "hot/cold split" in top, top
+    for name, command in COMMANDS.items():
+        assert re.search(rf"^\s+{name}\s+-- ", top, re.M), (name, top)
+        assert command.summary.split(".")[0] in top
+    assert "usage: bb where" in session.command("help bb where")
+    own = session.command("bb where --help")
+    assert own.startswith("usage: bb where") and "error" not in own, own
+
+
+@e2e
+def test_errors_are_one_line_and_the_session_survives(lldb: Callable[..., LldbDriver],
+                                                      zoo: dict[str, Any]) -> None:
+    f = _crash(zoo, "gcc-pgo")
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    for bad, expected in (("bb where no_such_symbol_anywhere", "cannot evaluate"),
+                          ("bb where 1+", "cannot evaluate"),
+                          ("bb where --bogus", "unrecognized arguments"),
+                          ('bb where "unclosed', "bb where:")):
+        line = _one_line(session.command(bad))
+        assert line.startswith("error: ") and expected in line, (bad, line)
+    assert "not in the code of any loaded module" in session.command("bb where 0x10")
+    # A bug in a command: one line that says how to see more, and LLDB carries on.
+    session.command("script import dataclasses, unsplit.commands as c; "
+                    "c.COMMANDS['frame'] = dataclasses.replace(c.COMMANDS['frame'], "
+                    "run=lambda s, h, a: 1 // 0)")
+    line = _one_line(session.command("bb frame"))
+    assert line.startswith("error: unsplit: internal error: ZeroDivisionError"), line
+    assert "UNSPLIT_DEBUG=1" in line
+    assert session.alive()
+    _check_where(session.command("bb where"), f)
+
+
+# -- formats: installed, restored, re-installed, imported twice -----------------------------
+
+def _formats(session: LldbDriver) -> dict[str, str]:
+    return {name: session.command(f"settings show {name}") for name in FORMATS}
+
+
+@e2e
+@pytest.mark.parametrize("user_format", [None, "frame #${frame.index}: ${function.name}"
+                                         "{ at ${line.file.basename}:${line.number}} MINE\\n"])
+def test_disable_restores_the_users_formats(lldb: Callable[..., LldbDriver],
+                                            zoo: dict[str, Any], user_format: str | None) -> None:
+    f = _crash(zoo, "gcc-pgo-nodebug")
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]), plugin=False)
+    if user_format is not None:
+        session.command(f"settings set frame-format {user_format}")
+    before = _formats(session)
+    assert session.command(f'command script import "{PLUGIN}"') == ""
+    installed = _formats(session)
+    assert "unsplit_lldb.frame_function" in installed["frame-format"]
+    assert "unsplit_lldb.thread_function" in installed["thread-format"]
+    bt = session.backtrace()
+    _check_backtrace(bt, f)
+    if user_format is not None:
+        assert all(line.endswith("MINE") for line in _frame_lines(bt)), bt
+
+    assert "disabled" in session.command("bb disable")
+    assert _formats(session) == before
+    assert "[cold]" not in session.backtrace()
+
+    assert "enabled" in session.command("bb enable")
+    assert _formats(session) == installed
+    _check_backtrace(session.backtrace(), f)
+    session.command("bb disable")
+    assert _formats(session) == before
+
+
+@e2e
+def test_importing_twice_registers_once(lldb: Callable[..., LldbDriver],
+                                        zoo: dict[str, Any]) -> None:
+    f = _crash(zoo, "gcc-pgo")
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]), plugin=False)
+    before = _formats(session)
+    for _ in range(2):
+        assert session.command(f'command script import "{PLUGIN}"') == ""
+    top = session.command("help bb")
+    for name in COMMANDS:
+        assert len(re.findall(rf"^\s+{name}\s+-- ", top, re.M)) == 1, top
+    frame_format = session.command("settings show frame-format")
+    assert frame_format.count("unsplit_lldb.frame_function") == 1, frame_format
+    assert frame_format.count("unsplit_lldb.frame_line") == 1, frame_format
+    _check_backtrace(session.backtrace(), f)
+    _check_where(session.command("bb where"), f)
+    session.command("bb disable")
+    assert _formats(session) == before
+
+
+# -- the format rewriting itself (pure, no debugger) ---------------------------------------
+
+def test_rewrite_default_frame_format() -> None:
+    done = rewrite(DEFAULT_FRAME_FORMAT, FUNCTION_ENTRY, LINE_ENTRY)
+    assert done is not None
+    assert done.function_part == ("${function.name-with-args}{${frame.no-debug}"
+                                  "${function.pc-offset}}")
+    assert "{" + FUNCTION_ENTRY + "}" in done.text
+    # The line entry follows the whole ` at file:line:col` scope, outside it.
+    assert ("${line.column}${ansi.normal}}}" + LINE_ENTRY + "${frame.kind}") in done.text
+    assert rewrite(done.text, FUNCTION_ENTRY, LINE_ENTRY) is None  # already ours
+
+
+def test_rewrite_leaves_formats_without_a_function_alone() -> None:
+    assert rewrite("thread #${thread.index}{, stop reason = ${thread.stop-reason}}\\n",
+                   FUNCTION_ENTRY) is None
+
+
+def test_rewrite_respects_escapes_and_bare_entries() -> None:
+    text = "\\{ ${function.name} \\} ${line.number}"
+    done = rewrite(text, FUNCTION_ENTRY, LINE_ENTRY)
+    assert done is not None
+    assert done.function_part == "${function.name}"
+    assert done.text == "\\{ " + FUNCTION_ENTRY + " \\} ${line.number}"  # no scope: no line entry
