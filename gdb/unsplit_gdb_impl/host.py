@@ -97,6 +97,16 @@ def _bias(mod: MappedModule) -> int | None:
     return None
 
 
+_SYMBOL_LIKE = re.compile(r"^[A-Za-z_.$][\w.$@]*$")
+
+
+def _address_value(expression: str) -> int:
+    value = gdb.parse_and_eval(expression)
+    if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+        value = value.address
+    return int(value) & ((1 << 64) - 1)
+
+
 class GdbHost:
     """Host for the GDB that loaded the plugin (one per GDB process)."""
 
@@ -149,11 +159,15 @@ class GdbHost:
 
     def evaluate_address(self, expression: str) -> int:
         try:
-            value = gdb.parse_and_eval(expression)
-            if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
-                value = value.address
-            return int(value) & ((1 << 64) - 1)
+            return _address_value(expression)
         except gdb.error as e:
+            # Fragment symbols (`transfer.cold`, `foo.cold.1`) need GDB's quotes, which the
+            # command line's shlex has already removed: try the name quoted.
+            if _SYMBOL_LIKE.match(expression):
+                try:
+                    return _address_value(f"'{expression}'")
+                except gdb.error:
+                    pass
             raise UsageError(f"cannot evaluate {expression!r}: {e}") from None
 
     def set_frame_naming(self, flag: bool) -> None:

@@ -9,6 +9,7 @@ line once.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from unsplit.render import frame_text
@@ -20,9 +21,10 @@ from .report import report_internal
 
 
 def _styled(text: str, label: str) -> str:
-    """Colour the procedure name as GDB colours function names, when styling is on."""
+    """Colour the procedure name as GDB colours function names, when styling is on (GDB itself
+    does not style output to a pipe, whatever `set style enabled` says)."""
     try:
-        if not gdb.parameter("style enabled"):
+        if not gdb.parameter("style enabled") or not os.isatty(1):
             return text
         colour = str(gdb.parameter("style function foreground") or "yellow")
     except (gdb.error, RuntimeError):

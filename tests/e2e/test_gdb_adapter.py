@@ -184,6 +184,8 @@ def test_bb_where_of_expressions(crashed: tuple[GdbDriver, str]) -> None:
         f"{int(gdb.command('output/x &main'), 16):#x} is in main (crash)")
     assert "is in transfer [cold]" in gdb.command("bb where $pc + 1")
     assert "(libc.so.6)" in gdb.command("bb where printf").splitlines()[0]
+    # a fragment symbol needs GDB's quotes, which the command line strips: retried quoted
+    assert "fragment  cold  (transfer.cold+0x0," in gdb.command("bb where transfer.cold")
 
 
 def test_disable_and_enable(crashed: tuple[GdbDriver, str]) -> None:
