@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from . import __version__
+from . import __version__, prebolt
 from .commands import COMMANDS
 from .errors import UnsplitError
 from .host import LoadedModule, StaticHost
@@ -25,6 +25,8 @@ from .tools import Tool, tools
 def _where(args: argparse.Namespace) -> str:
     session = Session()
     index = session.index(args.exe)
+    if args.input:
+        prebolt.set_input(index.binary, args.input)
     host = StaticHost([LoadedModule(args.exe, 0)])
     out = []
     for text in args.address:
@@ -56,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     where = sub.add_parser("where", help="explain file addresses of a binary")
     where.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
     where.add_argument("--json", action="store_true", help="one JSON object per line")
+    where.add_argument("--input", metavar="PRE_BOLT",
+                       help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
     where.add_argument("address", nargs="+", help="file virtual addresses (0x… or decimal)")
     where.set_defaults(handler=_where)
 

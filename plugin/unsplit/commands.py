@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
+from . import bat_translate, prebolt
 from .errors import AddressLookupError, UsageError
 from .host import Host
 from .render import blocks_text, frame_text, where_text
@@ -132,6 +134,36 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
     return blocks_text(proc.name, rows)
 
 
+# -- bb input -------------------------------------------------------------------------------
+
+def _input_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help="the pre-BOLT binary (omit to show what is in use)")
+    p.add_argument("--module", help="the BOLTed module it belongs to (default: the executable)")
+
+
+def _input(session: Session, host: Host, args: argparse.Namespace) -> str:
+    modules = [m for m in host.modules() if m.path]
+    if args.module:
+        modules = [m for m in modules if m.path == args.module
+                   or os.path.basename(m.path) == args.module]
+        if not modules:
+            raise UsageError(f"bb input: no loaded module named {args.module!r}")
+    if args.path is None:
+        lines = []
+        for mod in modules:
+            binary = session.index(mod.path).binary
+            if bat_translate.has_bat(binary):
+                found = prebolt.input_for(binary)
+                lines.append(f"{mod.path}: pre-BOLT input "
+                             + (found.path if found else "not found (bb input PATH)"))
+        return "\n".join(lines) or "no loaded module was optimized by BOLT"
+    index = session.index(modules[0].path) if modules else None
+    if index is None:
+        raise UsageError("bb input: no module loaded")
+    found = prebolt.set_input(index.binary, os.path.expanduser(args.path))
+    return f"{index.binary.path}: pre-BOLT input {found.path if found else args.path}"
+
+
 # -- bb enable / disable ------------------------------------------------------------------
 
 def _no_args(p: argparse.ArgumentParser) -> None:
@@ -158,6 +190,8 @@ COMMANDS: dict[str, Command] = {
                 _frame_args, _frame),
         Command("blocks", "List a procedure's basic blocks in address order, with fragment, "
                 "ID, range, flags and frequency.", _blocks_args, _blocks),
+        Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
+                "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",
                 _no_args, _set_enabled(True)),
         Command("disable", "Restore the debugger's own frame names and formats.",

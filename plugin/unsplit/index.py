@@ -9,12 +9,16 @@ import os
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
+from dataclasses import replace
 
+from . import prebolt
 from .binary import Binary
-from .errors import AddressLookupError
+from .errors import AddressLookupError, UnsplitError
 from .lines import DwarfLines
 from .model import Fragment, LineRow, Location, Procedure
+from .sources import bat as bat_source
 from .sources import registered
+from .sources.split_info import EslLines
 
 LineSource = Callable[[int], LineRow | None]
 
@@ -25,6 +29,8 @@ class ModuleIndex:
     def __init__(self, binary: Binary) -> None:
         self.binary = binary
         self.sources_used: list[str] = []
+        self.warnings: list[str] = []
+        self._input_lines: DwarfLines | None = None
         self.procedures: dict[str, Procedure] = {}
         self._merge_sources()
         fragments = sorted(
@@ -34,17 +40,53 @@ class ModuleIndex:
         self._starts = array("Q", (f.start for f in fragments))
         self._fragments = fragments
         self.dwarf_lines = DwarfLines(binary)
-        # Sources with better lines than the binary's DWARF (ESL, BAT + pre-BOLT DWARF) put
-        # themselves in front of it.
-        self.line_sources: list[LineSource] = [self.dwarf_lines.lookup]
+        self.line_sources = self._line_sources()
 
     @classmethod
     def open(cls, path: str) -> ModuleIndex:
         return cls(Binary(path))
 
+    def _line_sources(self) -> list[LineSource]:
+        """Most precise first: ESL programs, the binary's DWARF, then for BOLTed code the
+        pre-BOLT binary's DWARF through BAT (BOLT drops DWARF unless asked to update it)."""
+        out: list[LineSource] = []
+        try:
+            esl = EslLines(self.binary)
+            if esl.available:
+                out.append(esl.lookup)
+        except UnsplitError as e:
+            self.warnings.append(str(e))
+        out.append(self.dwarf_lines.lookup)
+        if "bat" in self.sources_used:
+            out.append(self._bat_line)
+        return out
+
+    def _bat_line(self, file_address: int) -> LineRow | None:
+        found = self.input_location(file_address)
+        if found is None or found[2] is None:
+            return None
+        input_binary = prebolt.input_for(self.binary)
+        if input_binary is None:
+            return None
+        if self._input_lines is None or self._input_lines.binary is not \
+                (input_binary.dwarf_binary or input_binary):
+            self._input_lines = DwarfLines(input_binary)
+        row = self._input_lines.lookup(found[2] + found[1])
+        return None if row is None else replace(row, address=file_address, source="bat")
+
+    def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
+        """(procedure, input offset, input function address) for BOLTed code, else None."""
+        if "bat" not in self.sources_used:
+            return None
+        return bat_source.input_offset(self.binary, file_address)
+
     def _merge_sources(self) -> None:
         for name, fn in registered():
-            found = fn(self.binary)
+            try:
+                found = fn(self.binary)
+            except UnsplitError as e:  # one bad section must not hide what the others know
+                self.warnings.append(f"{name}: {e}")
+                continue
             if found:
                 self.sources_used.append(name)
             for proc in found:
@@ -76,9 +118,10 @@ class ModuleIndex:
         return proc
 
     def line_at(self, address: int) -> LineRow | None:
+        """The best line row for `address`; line 0 ("no source") lets the next source answer."""
         for source in self.line_sources:
             row = source(address)
-            if row is not None:
+            if row is not None and row.line:
                 return row
         return None
 
@@ -92,6 +135,12 @@ class ModuleIndex:
                             file=row.file if row else None, line=row.line if row else None,
                             column=row.column if row else None, path=row.path if row else None)
         proc = self.procedures[frag.procedure]
+        offset = frag.logical_start + file_address - frag.start
+        input_address = None
+        bolted = self.input_location(file_address)
+        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
+            offset = bolted[1]
+            input_address = None if bolted[2] is None else bolted[2] + bolted[1]
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -100,7 +149,8 @@ class ModuleIndex:
             fragment=frag.name,
             fragment_symbol=frag.symbol,
             fragment_start=bias + frag.start,
-            offset=frag.logical_start + file_address - frag.start,
+            offset=offset,
+            input_address=input_address,
             file=row.file if row else None,
             line=row.line if row else None,
             column=row.column if row else None,

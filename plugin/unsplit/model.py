@@ -131,6 +131,7 @@ class Location:
     line: int | None = None
     column: int | None = None
     path: str | None = None
+    input_address: int | None = None  # BOLT: where this code was in the pre-BOLT binary
     block: Block | None = None
     sources: tuple[str, ...] = ()
 
@@ -158,6 +159,8 @@ class Location:
             "line": self.line,
             "column": self.column,
         }
+        if self.input_address is not None:
+            out["input_address"] = hex(self.input_address)
         if self.file_address != self.address:
             out["file_address"] = hex(self.file_address)
         if self.block is not None:

@@ -28,5 +28,6 @@ def test_core_imports_no_debugger() -> None:
 def test_adapter_folders_are_not_packages() -> None:
     root = CORE.parents[1]
     for folder in ("gdb", "lldb"):
-        assert not (root / folder / "__init__.py").exists(), f"{folder}/__init__.py shadows {folder}"
+        init = root / folder / "__init__.py"
+        assert not init.exists(), f"{init} would shadow the real {folder} module"
         assert not (root / folder / "unsplit.py").exists()

@@ -71,3 +71,22 @@ def test_blocks_of_a_multi_range_procedure(zoo: dict[str, Any]) -> None:
         fr = frags[b["fragment"]]
         assert int(fr["start"], 16) <= int(b["start"], 16) < int(b["end"], 16) <= int(fr["end"], 16)
     assert sorted(b["block"] for b in blocks) == list(range(len(blocks)))
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2", "bolt-profile2", "bolt-cdsplit"])
+def test_bolted_code_without_dwarf_gets_true_lines(zoo: dict[str, Any], variant: str) -> None:
+    """BOLT dropped the DWARF: lines come from the pre-BOLT binary (found by build-id) via BAT.
+
+    The truth is the source's markers: the crash site, and the cold call sites of the callers
+    (a caller's PC is a return address, so ask for PC - 1).
+    """
+    f = facts(zoo, variant, "crash")
+    assert not f["has_debug_info"]
+    markers = f["markers"]["crash.c"]
+    frames = f["crash"]["frames"][:3]
+    addresses = [frames[0]["link_pc"]] + [hex(int(fr["link_pc"], 16) - 1) for fr in frames[1:]]
+    got = _where(str(ROOT / f["binary"]), addresses)
+    assert [(g["procedure"], g["line"]) for g in got] == [
+        ("transfer", markers["crash site"]), ("run", markers["run cold call"]),
+        ("main", markers["main cold call"])]
+    assert all(g["input_address"] for g in got)

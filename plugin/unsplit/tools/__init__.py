@@ -11,6 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import bbmap
+    from . import annotate, bbmap
 
-    return [bbmap]
+    return [bbmap, annotate]
