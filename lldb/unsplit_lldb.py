@@ -35,12 +35,14 @@ def _add_paths() -> None:
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
     try:
-        from unsplit_lldb_impl import commands, naming
+        from unsplit_lldb_impl import commands, naming, provider, state
     except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
         print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
         return
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
+    # Probed, not registered yet: see unsplit_lldb_impl/provider.py for why.
+    state.for_debugger(debugger.GetID()).provider_note = provider.probe()
     for line in problems:
         print(line, file=sys.stderr)
 
