@@ -17,7 +17,7 @@ from typing import Any
 
 from unsplit.session import Session
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from . import commands, frames
 from .host import GdbHost

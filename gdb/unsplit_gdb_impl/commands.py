@@ -16,7 +16,7 @@ from unsplit import commands as core
 from unsplit.errors import UnsplitError
 from unsplit.session import Session
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .host import GdbHost
 from .report import internal_message

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found]
+from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .locator import Locator
 from .report import report_internal

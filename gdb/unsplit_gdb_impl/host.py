@@ -15,11 +15,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped]
+from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
 _EXEC_FILE = re.compile(r"^\s*`(.+)', file type")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from unsplit.model import Location
 from unsplit.session import Session
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .host import GdbHost, OneModuleHost
 

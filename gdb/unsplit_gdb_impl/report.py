@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import traceback
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 _said: set[str] = set()
 

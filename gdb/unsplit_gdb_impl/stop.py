@@ -14,7 +14,7 @@ from typing import Any
 
 from unsplit.render import frame_text
 
-import gdb  # type: ignore[import-not-found]
+import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .locator import Locator
 from .report import report_internal
