@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from unsplit.session import Session
-
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.session import Session
 
 from . import commands, frames
 from .host import GdbHost

@@ -12,11 +12,10 @@ import os
 import traceback
 from typing import Any
 
+import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit import commands as core
 from unsplit.errors import UnsplitError
 from unsplit.session import Session
-
-import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .host import GdbHost
 from .report import internal_message

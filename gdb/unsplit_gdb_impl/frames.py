@@ -14,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
-
-import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .locator import Locator
 from .report import report_internal

@@ -15,11 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
-
-import gdb  # type: ignore[import-not-found, unused-ignore]
 
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
 _EXEC_FILE = re.compile(r"^\s*`(.+)', file type")
@@ -156,6 +155,21 @@ class GdbHost:
             return int(gdb.selected_frame().pc())
         except gdb.error:
             raise UsageError("no process or core file: give an address") from None
+
+    def selected_frame_is_caller(self) -> bool:
+        from .locator import address_in_block
+
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            return False
+        return address_in_block(frame) != int(frame.pc())
+
+    def selected_frame_level(self) -> int:
+        try:
+            return int(gdb.selected_frame().level())
+        except gdb.error:
+            return 0
 
     def evaluate_address(self, expression: str) -> int:
         try:

@@ -3,10 +3,9 @@ list changes, so a backtrace costs one dictionary look-up per frame once warm.""
 
 from __future__ import annotations
 
+import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
 from unsplit.session import Session
-
-import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from .host import GdbHost, OneModuleHost
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from unsplit.render import frame_text
-
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.render import frame_text
 
 from .locator import Locator
 from .report import report_internal

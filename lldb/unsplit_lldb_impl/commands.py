@@ -12,10 +12,9 @@ import traceback
 from types import ModuleType
 from typing import Any, ClassVar
 
+import lldb
 from unsplit.commands import COMMANDS, dispatch
 from unsplit.errors import UnsplitError
-
-import lldb
 
 from . import state as state_mod
 from .host import LldbHost

@@ -87,6 +87,23 @@ class LldbHost:
             raise UsageError("no process: run the program, load a core, or give an address")
         return int(self.frame.GetPC())
 
+    def selected_frame_level(self) -> int:
+        return 0 if self.frame is None else int(self.frame.GetFrameID())
+
+    def selected_frame_is_caller(self) -> bool:
+        """A caller's PC is a return address (not so above a signal trampoline)."""
+        frame = self.frame
+        if frame is None or frame.GetFrameID() == 0:
+            return False
+        thread = frame.GetThread()
+        # Inlined frames share their caller's PC: only a frame whose PC differs from the
+        # innermost one holds a return address.
+        if frame.GetPC() == thread.GetFrameAtIndex(0).GetPC():
+            return False
+        below = thread.GetFrameAtIndex(frame.GetFrameID() - 1)
+        name = (below.GetFunctionName() or "") if below.IsValid() else ""
+        return "sigtramp" not in name and "__restore_rt" not in name
+
     def evaluate_address(self, expression: str) -> int:
         text = expression.strip()
         try:
@@ -123,7 +140,7 @@ class LldbHost:
             return int(address if address != _INVALID else start.GetFileAddress())
         return None
 
-    def set_frame_naming(self, flag: bool) -> None:
+    def set_frame_naming(self, flag: bool) -> list[str]:
         from . import naming
 
-        self.notes.extend(naming.set_enabled(self.debugger, flag))
+        return list(naming.set_enabled(self.debugger, flag))

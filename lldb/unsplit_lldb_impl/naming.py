@@ -17,9 +17,8 @@ import sys
 import traceback
 from typing import Any
 
-from unsplit.model import Location
-
 import lldb
+from unsplit.model import Location
 
 from . import state as state_mod
 from .formats import rewrite

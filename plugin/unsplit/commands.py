@@ -11,12 +11,13 @@ import json
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from . import bat_translate, prebolt
 from .errors import AddressLookupError, UsageError
 from .host import Host
+from .model import Location
 from .render import blocks_text, frame_text, where_text
 from .session import Session
 
@@ -76,16 +77,36 @@ def _addresses(host: Host, exprs: list[str]) -> list[int]:
         return [host.evaluate_address(" ".join(exprs))]
 
 
+def _selected(session: Session, host: Host) -> tuple[int, Location | None]:
+    """The selected frame's PC and where it is; a caller's PC is a return address, so its
+    code is that of PC - 1 (the call), reported at PC."""
+    pc = host.selected_pc()
+    is_caller = getattr(host, "selected_frame_is_caller", None)
+    if is_caller is None or not is_caller():
+        return pc, session.locate(host, pc)
+    loc = session.locate(host, pc - 1)
+    if loc is not None:
+        loc = replace(loc, address=pc, file_address=loc.file_address + 1,
+                      offset=None if loc.offset is None else loc.offset + 1)
+    return pc, loc
+
+
 def _where(session: Session, host: Host, args: argparse.Namespace) -> str:
     out = []
+    if not args.address:
+        pc, loc = _selected(session, host)
+        return json.dumps(_json(loc, pc)) if args.json else where_text(loc, pc)
     for address in _addresses(host, args.address):
         loc = session.locate(host, address)
         if args.json:
-            out.append(json.dumps(loc.to_json() if loc else {"address": hex(address),
-                                                              "procedure": None}))
+            out.append(json.dumps(_json(loc, address)))
         else:
             out.append(where_text(loc, address))
     return "\n".join(out)
+
+
+def _json(loc: Location | None, address: int) -> dict[str, object]:
+    return loc.to_json() if loc else {"address": hex(address), "procedure": None}
 
 
 # -- bb frame -------------------------------------------------------------------------------
@@ -95,11 +116,11 @@ def _frame_args(p: argparse.ArgumentParser) -> None:
 
 
 def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
-    pc = host.selected_pc()
-    loc = session.locate(host, pc)
+    pc, loc = _selected(session, host)
     if loc is None:
         return f"{pc:#x} is not in the code of any loaded module"
-    return json.dumps(loc.to_json()) if args.json else frame_text(0, loc)
+    level = getattr(host, "selected_frame_level", None)
+    return json.dumps(loc.to_json()) if args.json else frame_text(level() if level else 0, loc)
 
 
 # -- bb blocks ------------------------------------------------------------------------------
@@ -174,9 +195,10 @@ def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], st
     def run(session: Session, host: Host, args: argparse.Namespace) -> str:
         session.enabled = flag
         apply = getattr(host, "set_frame_naming", None)
-        if apply is not None:  # a live adapter installs or restores its frame formats
-            apply(flag)
-        return "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
+        # A live adapter installs or restores its frame formats, and may have warnings.
+        warnings = (apply(flag) if apply is not None else None) or []
+        said = "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
+        return "\n".join([*warnings, said])
 
     return run
 
@@ -207,13 +229,18 @@ PREFIX_HELP = (
 )
 
 
+RAW_QUOTES = {"where"}
+"""Commands whose words are debugger expressions: quotes are the expression's own."""
+
+
 def dispatch(session: Session, host: Host, name: str, argument: str) -> str:
     """Run `bb NAME ARGUMENT`; returns the text to print (help text for --help)."""
     command = COMMANDS.get(name)
     if command is None:
         raise UsageError(f"unknown bb command {name!r}; try: {', '.join(COMMANDS)}")
     try:
-        words = shlex.split(argument)
+        # Address expressions keep their quotes: GDB needs 'transfer.cold'+4 quoted.
+        words = shlex.split(argument, posix=name not in RAW_QUOTES)
     except ValueError as e:
         raise UsageError(f"bb {name}: {e}") from None
     try:

@@ -34,6 +34,14 @@ class Host(Protocol):
         """Evaluate a user's address expression (`$pc`, `0x401000`, `main+4`)."""
         ...
 
+    # Optional, probed with getattr (an adapter may lack them):
+    #   selected_frame_is_caller() -> bool: the selected frame's PC is a return address
+    #     (frame 1 and up, unless the frame below is a signal trampoline), so its code and line
+    #     are those of PC - 1, as both debuggers show.
+    #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
+    #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
+    #     returns warnings to show.
+
 
 @dataclass(slots=True)
 class StaticHost:

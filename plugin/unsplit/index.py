@@ -161,17 +161,28 @@ class ModuleIndex:
 
 
 class IndexCache:
-    """One ModuleIndex per file, rebuilt only when the file changes on disk."""
+    """One Binary and (when first asked for) one ModuleIndex per file; both are dropped when
+    the file changes on disk."""
 
     def __init__(self) -> None:
-        self._by_path: dict[str, tuple[tuple[int, int], ModuleIndex]] = {}
+        self._by_path: dict[str, tuple[tuple[int, int], Binary, ModuleIndex | None]] = {}
 
-    def get(self, path: str) -> ModuleIndex:
+    def _entry(self, path: str) -> tuple[tuple[int, int], Binary, ModuleIndex | None]:
         st = os.stat(path)
         stamp = (st.st_size, st.st_mtime_ns)
         hit = self._by_path.get(path)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        index = ModuleIndex.open(path)
-        self._by_path[path] = (stamp, index)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, Binary(path), None)
+            self._by_path[path] = hit
+        return hit
+
+    def binary(self, path: str) -> Binary:
+        """The opened file alone: cheap, for questions like "is this address its code"."""
+        return self._entry(path)[1]
+
+    def get(self, path: str) -> ModuleIndex:
+        stamp, binary, index = self._entry(path)
+        if index is None:
+            index = ModuleIndex(binary)
+            self._by_path[path] = (stamp, binary, index)
         return index

@@ -29,20 +29,25 @@ class Session:
         except OSError as e:
             raise BinaryError(f"{path}: {e.strerror}") from None
 
+    def _holds(self, path: str, file_address: int) -> bool:
+        """Is `file_address` in the code of `path`? Reads section headers only."""
+        try:
+            ranges = self.indexes.binary(path).text_address_ranges()
+        except (OSError, UnsplitError):
+            return False
+        return any(lo <= file_address < hi for lo, hi in ranges)
+
     def module_of(self, host: Host, address: int) -> tuple[LoadedModule, ModuleIndex] | None:
         """The loaded module whose code contains runtime `address`."""
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path) or mod.path in self._bad:
                 continue
+            if not self._holds(mod.path, address - mod.bias):
+                continue
             try:
-                index = self.index(mod.path)
+                return mod, self.index(mod.path)
             except UnsplitError as e:
                 self._bad[mod.path] = str(e)
-                continue
-            file_address = address - mod.bias
-            for lo, hi in index.binary.text_address_ranges():
-                if lo <= file_address < hi:
-                    return mod, index
         return None
 
     def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 
-
 def _driver_class(name: str) -> Any:
     if name == "gdb":
         if shutil.which("gdb") is None:

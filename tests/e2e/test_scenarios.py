@@ -57,6 +57,15 @@ def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any
     text = session.command("bb where")
     assert f"{crash['procedure']} [{crash['fragment']}]" in text
 
+    # A caller's PC is a return address: `bb where` there names the call's line, as `bt` does.
+    session.command("up")
+    caller = _json_lines(session.command("bb where --json"))[0]
+    assert (caller["procedure"], caller["fragment"]) == \
+        (crash["frames"][1]["procedure"], crash["frames"][1]["fragment"])
+    if loc["line"] is not None:
+        assert caller["line"] == f["markers"]["crash.c"]["run cold call"]
+    session.command("down")
+
     # Every frame in moved code is named by its procedure and fragment in `bt`.
     bt = session.backtrace()
     for frame in crash["frames"]:
