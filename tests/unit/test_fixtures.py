@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "fixtures" / "build"
 VARIANTS = [
     "gcc-pgo", "gcc-pgo-nodebug", "gcc-pgo-stripped", "clang-mfs", "clang-mfs-nodebug",
-    "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg",
-    "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+    "clang-mfs-pgomap", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
+    "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
 ]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 HEX = re.compile(r"^0x[0-9a-f]+$")
@@ -108,8 +108,10 @@ def test_facts_are_well_formed(index: dict[str, Any], variant: str, prog: str) -
 def test_variant_properties(index: dict[str, Any]) -> None:
     for v in VARIANTS:
         f = _facts(index, v, "crash")
-        assert f["has_debug_info"] == (v in ("gcc-pgo", "clang-mfs", "clang-bbsections")
-                                       or v.endswith("-dbg")), v
+        assert f["has_debug_info"] == (
+            v in ("gcc-pgo", "clang-mfs", "clang-mfs-pgomap", "clang-bbsections")
+            or v.endswith("-dbg")), v
+        assert f["has_bb_addr_map"] == v.startswith("clang-"), v
         assert f["has_symtab"] == (v != "gcc-pgo-stripped"), v
         assert f["has_bat"] == v.startswith("bolt-"), v
         if v.startswith("bolt-"):
@@ -122,6 +124,34 @@ def test_bbsections_has_a_three_way_split(index: dict[str, Any]) -> None:
     f = _facts(index, "clang-bbsections", "crash")
     assert [x["fragment"] for x in f["split_functions"]["run"]["fragments"]] == [
         "hot", "part.1", "cold"]
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_pgomap_block_facts(index: dict[str, Any], prog: str) -> None:
+    """clang-mfs-pgomap: every split function lists its blocks, which tile its fragments."""
+    f = _facts(index, "clang-mfs-pgomap", prog)
+    assert "-pgo-analysis-map=func-entry-count,bb-freq,br-prob" in f["compile"]
+    for proc, info in f["split_functions"].items():
+        assert isinstance(info["entry_count"], int), proc
+        blocks = info["blocks"]
+        assert blocks and blocks[0]["block_id"] == 0 and blocks[0]["frequency"] == 1.0, proc
+        assert len({b["block_id"] for b in blocks}) == len(blocks), proc
+        starts = [int(b["start"], 16) for b in blocks]
+        assert starts == sorted(starts), proc
+        for frag in info["fragments"]:
+            inside = [b for b in blocks if b["fragment"] == frag["fragment"]]
+            assert inside and inside[0]["start"] == frag["start"], (proc, frag)
+            assert max(int(b["end"], 16) for b in inside) <= int(frag["end"], 16)
+        for b in blocks:
+            assert HEX.match(b["start"]) and int(b["start"], 16) < int(b["end"], 16)
+            assert b["frequency"] >= 0
+            probs = [s["probability"] for s in b["successors"]]
+            assert not probs or abs(sum(probs) - 1) < 1e-6, (proc, b)
+    if prog == "crash":
+        cold = [b for b in f["split_functions"]["transfer"]["blocks"] if b["fragment"] != "hot"]
+        link_pc = int(f["crash"]["link_pc"], 16)
+        assert [b for b in cold if int(b["start"], 16) <= link_pc < int(b["end"], 16)]
+        assert all(b["frequency"] < 0.01 for b in cold)
 
 
 def test_training_run_exits_zero(index: dict[str, Any]) -> None:
