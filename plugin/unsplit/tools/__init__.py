@@ -11,6 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import annotate, bbmap
+    from . import annotate, bbmap, symbolize
 
-    return [bbmap, annotate]
+    return [bbmap, annotate, symbolize]

@@ -1,0 +1,485 @@
+"""`unsplit symbolize --exe BINARY`: llvm-symbolizer's output, with split code named truly.
+
+Reads addresses on stdin and answers each one as soon as its line is read (flushed), so it works
+as a co-process in a crash pipeline exactly as ``llvm-symbolizer-22 --obj=BINARY`` does:
+
+    FUNCTION
+    PATH:LINE:COLUMN
+    <blank line>
+
+Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-symbolizer-22):
+
+- Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled): the
+  ELF symbol that covers the address, as LLVM overrides the DWARF name with it. In *moved* code
+  (``foo.cold``, ``foo.cold.3``, ``foo.warm``, ``foo.__part.1``) we print the logical procedure
+  ``foo`` instead of the fragment symbol, so that crash pipelines group the frames of one
+  function under one name; the fragment appears only in ``--json`` (``procedure``,
+  ``fragment``, ``fragment_symbol``, ``offset``) and, on request, as ``foo [cold]`` with
+  ``--fragments``. Everywhere else the text is byte-identical to llvm-symbolizer's.
+- Without ``--inlines`` the output is that of ``llvm-symbolizer --no-inlines``; with it, that of
+  llvm-symbolizer's default: the inlined frames of the DWARF ``DW_TAG_inlined_subroutine`` chain
+  covering the address, innermost first, each outer frame at its ``DW_AT_call_*`` location.
+  Only the compile unit covering the address is read, once.
+- Input lines: an address (``0x1119``, ``4377``, ``CODE 0x1119``) as llvm-symbolizer reads them;
+  else the first ``MODULE+0xOFF`` token (sanitizers, ``MODULE(+0xOFF)`` glibc backtraces) whose
+  MODULE is the binary's file name — a module-relative offset — or ``SYMBOL+0xOFF`` of a function
+  symbol; else the first ``0xADDR`` token (a file address). A line with no address gets
+  llvm-symbolizer's answer to an unreadable line, ``??`` / ``??:0:0``.
+- ``--relative``: addresses are offsets from the lowest PT_LOAD page of the binary (what
+  ``MODULE+0xOFF`` means in sanitizer and glibc traces). For a PIE this is the file address and
+  agrees with llvm-symbolizer's ``--relative-address``; llvm-symbolizer 22 adds an image base only
+  for COFF, so for a non-PIE ELF the two differ (ours is what the trace tokens mean).
+- BOLTed binaries: lines (and inlined frames) of code BAT describes come from the pre-BOLT input
+  binary (``--input`` or found by build-id, unsplit.prebolt) at the BAT input offset, whenever
+  the binary's own DWARF is absent or says line 0 there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import re
+import sys
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import IO, Any
+
+from elftools.common.exceptions import DWARFError, ELFError
+
+from ..binary import Binary, FunctionSymbol
+from ..errors import UnsplitError, UsageError
+from ..index import ModuleIndex
+from ..lines import DwarfLines
+from ..model import Location
+
+PAGE = 0x1000
+UNKNOWN = "??"
+
+
+# --- names -----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _cxa_demangle() -> Any:
+    """libstdc++'s __cxa_demangle through ctypes (None when not loadable)."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        fn = lib.__cxa_demangle
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                   ctypes.POINTER(ctypes.c_int)]
+    return fn
+
+
+_CLONE = re.compile(r" \[clone (\.[^\]]+)\]")
+
+
+@lru_cache(maxsize=4096)
+def demangle(name: str) -> str:
+    """An Itanium name as llvm-symbolizer prints it (``f(int) (.cold)``); others unchanged."""
+    if not name.startswith("_Z"):
+        return name
+    fn = _cxa_demangle()
+    if fn is None:
+        return name
+    status = ctypes.c_int(0)
+    ptr = fn(name.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not ptr:
+        return name
+    try:
+        text = ctypes.string_at(ptr).decode("utf-8", "replace")
+    finally:
+        ctypes.CDLL(None).free(ctypes.c_void_p(ptr))
+    # libstdc++ says "[clone .cold]" where LLVM's demangler says "(.cold)".
+    return _CLONE.sub(r" (\1)", text)
+
+
+# --- DWARF inlined chains --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One line of llvm-symbolizer's answer: a function and where in it."""
+
+    function: str
+    path: str | None  # None: llvm-symbolizer's "??"
+    line: int
+    column: int
+    start_line: int = 0
+    start_address: int | None = None
+
+
+_SUBROUTINES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
+_DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError)
+
+
+class InlineChains:
+    """DW_TAG_subprogram / DW_TAG_inlined_subroutine chains of one binary, per CU, lazily."""
+
+    def __init__(self, lines: DwarfLines) -> None:
+        self.lines = lines
+        self._subprograms: dict[int, list[tuple[int, int, Any]]] = {}
+        self._files: dict[int, list[str]] = {}
+
+    def chain(self, address: int) -> tuple[list[Any], list[str]]:
+        """(DIEs innermost first, ending with the subprogram; the CU's file paths) or ([], [])."""
+        cu_offset = self.lines.cu_offset_at(address)
+        if cu_offset is None:
+            return [], []
+        try:
+            subs = self._subprograms_of(cu_offset)
+            found = [die for lo, hi, die in subs if lo <= address < hi]
+            if not found:
+                return [], []
+            outer = [found[-1]]  # nested subprograms (rare) come after their parent
+            while True:
+                inner = _inlined_child(outer[-1], address, self._base(cu_offset))
+                if inner is None:
+                    break
+                outer.append(inner)
+            if cu_offset not in self._files:
+                self._files[cu_offset] = self.lines.file_paths(cu_offset)
+        except _DWARF_ERRORS:
+            return [], []
+        return outer[::-1], self._files[cu_offset]
+
+    def _base(self, cu_offset: int) -> int:
+        top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+        return int(top["DW_AT_low_pc"].value) if "DW_AT_low_pc" in top else 0
+
+    def _subprograms_of(self, cu_offset: int) -> list[tuple[int, int, Any]]:
+        subs = self._subprograms.get(cu_offset)
+        if subs is None:
+            base = self._base(cu_offset)
+            cu = self.lines.binary.dwarf.get_CU_at(cu_offset)
+            subs = [(lo, hi, die) for die in cu.iter_DIEs() if die.tag == "DW_TAG_subprogram"
+                    for lo, hi in die_ranges(die, base)]
+            self._subprograms[cu_offset] = subs
+        return subs
+
+
+def _inlined_child(die: Any, address: int, base: int) -> Any:
+    """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`."""
+    for child in die.iter_children():
+        if child.tag == "DW_TAG_inlined_subroutine":
+            if any(lo <= address < hi for lo, hi in die_ranges(child, base)):
+                return child
+        elif child.tag != "DW_TAG_subprogram" and child.has_children:
+            ranges = die_ranges(child, base)
+            if not ranges or any(lo <= address < hi for lo, hi in ranges):
+                found = _inlined_child(child, address, base)
+                if found is not None:
+                    return found
+    return None
+
+
+def die_ranges(die: Any, base: int) -> list[tuple[int, int]]:
+    """[lo, hi) code ranges of a DIE; `base` is its CU's DW_AT_low_pc."""
+    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
+
+    attrs = die.attributes
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        lo = int(attrs["DW_AT_low_pc"].value)
+        hi = attrs["DW_AT_high_pc"]
+        end = int(hi.value) if hi.form == "DW_FORM_addr" else lo + int(hi.value)
+        return [(lo, end)] if end > lo else []
+    if "DW_AT_ranges" not in attrs:
+        return []
+    rl = die.dwarfinfo.range_lists()
+    if rl is None:
+        return []
+    out = []
+    for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu):
+        if isinstance(e, BaseAddressEntry):
+            base = e.base_address
+        elif isinstance(e, RangeEntry):
+            lo, hi = e.begin_offset, e.end_offset
+            if not e.is_absolute:
+                lo, hi = lo + base, hi + base
+            if hi > lo:
+                out.append((lo, hi))
+    return out
+
+
+def _find(die: Any, names: tuple[str, ...]) -> Any:
+    """An attribute of `die` or of what it refers to (abstract origin, specification)."""
+    seen = 0
+    while die is not None and seen < 8:
+        for name in names:
+            if name in die.attributes:
+                return die.attributes[name]
+        ref = next((r for r in ("DW_AT_abstract_origin", "DW_AT_specification")
+                    if r in die.attributes), None)
+        die = die.get_DIE_from_attribute(ref) if ref else None
+        seen += 1
+    return None
+
+
+def _die_name(die: Any) -> str:
+    attr = _find(die, ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"))
+    if attr is None:
+        attr = _find(die, ("DW_AT_name",))
+    if attr is None:
+        return UNKNOWN
+    value = attr.value
+    return demangle(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value))
+
+
+def _int_attr(die: Any, name: str) -> int:
+    attr = _find(die, (name,)) if name == "DW_AT_decl_line" else die.attributes.get(name)
+    return int(attr.value) if attr is not None else 0
+
+
+# --- the symbolizer --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """Everything said about one address."""
+
+    address: int  # file address
+    frames: list[Frame]  # innermost first; never empty
+    location: Location | None
+
+
+class Symbolizer:
+    """Symbolizes file addresses of one binary (and its pre-BOLT input, for BOLTed code)."""
+
+    def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False) -> None:
+        self.index = ModuleIndex.open(exe)
+        self.binary = self.index.binary
+        self.fragments = fragments
+        self.base = _lowest_load(self.binary)
+        self._own = InlineChains(self.index.dwarf_lines)
+        self._input: tuple[Binary, DwarfLines, InlineChains] | None = None
+        self._bat = False
+        self._functions: dict[str, int] | None = None
+        self._symbols: list[FunctionSymbol] | None = None
+        self._symbol_starts: list[int] = []
+        from .. import bat_translate, prebolt
+
+        if bat_translate.has_bat(self.binary):
+            self._bat = True
+            found = (prebolt.set_input(self.binary, input_path) if input_path
+                     else prebolt.input_for(self.binary))
+            if found is not None:
+                lines = DwarfLines(found)
+                self._input = (found, lines, InlineChains(lines))
+        elif input_path:
+            raise UsageError(f"{exe} has no BOLT address translation: --input is for BOLTed "
+                             "binaries")
+
+    # -- reading input ------------------------------------------------------------------------
+
+    def parse(self, text: str, relative: bool) -> int | None:
+        """The file address one input line asks about, or None."""
+        line = text.strip()
+        words = line.split()
+        if len(words) == 2 and words[0] == "CODE":
+            line = words[1]
+        value = _number(line)
+        if value is not None:
+            return value + self.base if relative else value
+        name = os.path.basename(self.binary.path)
+        for m in _MODULE_OFFSET.finditer(text):  # glibc: `./crash(+0x1119) [0x5555…]`
+            if os.path.basename(m["module"]) == name:
+                return self.base + int(m["offset"], 16)
+        for m in _NAME_OFFSET.finditer(text):
+            offset = int(m["offset"], 16)
+            if os.path.basename(m["name"]) == name:
+                return self.base + offset
+            start = self._function_address(m["name"])
+            if start is not None:
+                return start + offset
+        hexa = _HEX.search(text)
+        if hexa is not None:
+            value = int(hexa[0], 16)
+            return value + self.base if relative else value
+        return None
+
+    def _function_address(self, name: str) -> int | None:
+        if self._functions is None:
+            self._functions = {}
+            for f in self.binary.functions:
+                self._functions.setdefault(f.name, f.value)
+        return self._functions.get(name)
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def answer(self, address: int, inlines: bool) -> Answer:
+        loc = self.index.locate(address)
+        frames: list[Frame] = []
+        for source, at in self._dwarf_sources(address):
+            found = self._dwarf_frames(source, at, inlines)
+            if found and (not frames or found[0].line):
+                frames = found
+            if frames and frames[0].line:
+                break
+        if not frames:
+            # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
+            sym = self._symbol_at(address)
+            file = sym.file if sym is not None and sym.local and sym.file else None
+            frames = [Frame(UNKNOWN, file, 0, 0)]
+        name, start = self._outer_name(loc)
+        outer = frames[-1]
+        frames[-1] = Frame(name if name is not None else outer.function, outer.path,
+                           outer.line, outer.column, outer.start_line,
+                           start if name is not None else outer.start_address)
+        return Answer(address, frames, loc if loc.procedure is not None else None)
+
+    def _symbol_at(self, address: int) -> FunctionSymbol | None:
+        if self._symbols is None:
+            self._symbols = sorted(self.binary.functions, key=lambda f: f.value)
+            self._symbol_starts = [f.value for f in self._symbols]
+        i = bisect_right(self._symbol_starts, address) - 1
+        while i >= 0 and address - self._symbols[i].value < 1 << 20:
+            if address < self._symbols[i].value + self._symbols[i].size:
+                return self._symbols[i]
+            i -= 1
+        return None
+
+    def _outer_name(self, loc: Location) -> tuple[str | None, int | None]:
+        """The name llvm-symbolizer takes from the symbol table, with moved code renamed."""
+        if loc.procedure is None:
+            return None, None
+        name = demangle(loc.procedure)
+        if loc.in_moved_code:
+            proc = self.index.procedures[loc.procedure]
+            if self.fragments:
+                name = f"{name} [{loc.fragment}]"
+            return name, proc.entry
+        return name, loc.fragment_start
+
+    def _dwarf_sources(self, address: int) -> list[tuple[InlineChains, int]]:
+        out = [(self._own, address)] if self._own.lines.available else []
+        if self._bat and self._input is not None:
+            from ..sources import bat as bat_source
+
+            found = bat_source.input_offset(self.binary, address, self._input[0])
+            if found is not None and found[2] is not None:
+                out.append((self._input[2], found[2] + found[1]))
+        return out
+
+    def _dwarf_frames(self, chains: InlineChains, address: int, inlines: bool) -> list[Frame]:
+        row = chains.lines.lookup(address)
+        path = None if row is None else row.path
+        line, column = (0, 0) if row is None else (row.line, row.column)
+        dies, files = chains.chain(address)
+        if not dies:
+            return [Frame(UNKNOWN, path, line, column)] if row is not None else []
+        if not inlines:
+            return [Frame(_die_name(dies[0]), path, line, column,
+                          _int_attr(dies[-1], "DW_AT_decl_line"))]
+        frames = []
+        for k, die in enumerate(dies):
+            frames.append(Frame(_die_name(die), path, line, column,
+                                _int_attr(die, "DW_AT_decl_line")))
+            # The next frame out is at this one's call site.
+            call_file = _int_attr(die, "DW_AT_call_file")
+            if k + 1 < len(dies):
+                path = files[call_file] if 0 <= call_file < len(files) and files[call_file] \
+                    else None
+                line = _int_attr(die, "DW_AT_call_line")
+                column = _int_attr(die, "DW_AT_call_column")
+        return frames
+
+    # -- printing -----------------------------------------------------------------------------
+
+    def text(self, answer: Answer) -> str:
+        out = []
+        for f in answer.frames:
+            where = f"{f.path}:{f.line}:{f.column}" if f.path else f"{UNKNOWN}:0:0"
+            out.append(f"{f.function}\n{where}\n")
+        return "".join(out) + "\n"
+
+    def json(self, answer: Answer, shown: int) -> str:
+        symbols = [{
+            "Column": f.column, "Discriminator": 0, "FileName": f.path or "",
+            "FunctionName": "" if f.function == UNKNOWN else f.function, "Line": f.line,
+            "StartAddress": "" if f.start_address is None else hex(f.start_address),
+            "StartFileName": "", "StartLine": f.start_line,
+        } for f in answer.frames]
+        loc = answer.location
+        obj: dict[str, Any] = {"Address": hex(shown), "ModuleName": self.binary.path,
+                               "Symbol": symbols}
+        obj["procedure"] = None if loc is None else loc.procedure
+        obj["fragment"] = None if loc is None else loc.fragment
+        obj["fragment_symbol"] = None if loc is None else loc.fragment_symbol
+        obj["offset"] = None if loc is None else loc.offset
+        return json.dumps(obj, separators=(",", ":")) + "\n"
+
+
+_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]+|[0-9]+)$")
+_HEX = re.compile(r"(?<![\w+])0[xX][0-9a-fA-F]+\b")
+# `module+0xOFF` (sanitizers, Breakpad-style) or `symbol+0xOFF`; glibc's `module(+0xOFF)`.
+_NAME_OFFSET = re.compile(r"(?P<name>[^\s()\[\]<>'\"+,;]+)\+0x(?P<offset>[0-9a-fA-F]+)\b")
+_MODULE_OFFSET = re.compile(r"(?P<module>[^\s()\[\]<>'\"]+)\(\+0x(?P<offset>[0-9a-fA-F]+)\)")
+
+
+def _number(word: str) -> int | None:
+    if not _NUMBER.match(word):
+        return None
+    return int(word, 16) if word[:2].lower() == "0x" else int(word, 10)
+
+
+def _lowest_load(binary: Binary) -> int:
+    """Page of the lowest PT_LOAD: the module base that `MODULE+0xOFF` offsets count from."""
+    vaddrs = [seg["p_vaddr"] for seg in binary.elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+    return min(vaddrs) & ~(PAGE - 1) if vaddrs else 0
+
+
+def stream(symbolizer: Symbolizer, lines: IO[str], out: IO[str], *, relative: bool,
+           inlines: bool, as_json: bool) -> int:
+    """Answer every line of `lines` on `out`, flushing after each; returns how many."""
+    count = 0
+    while True:
+        text = lines.readline()
+        if not text:
+            return count
+        address = symbolizer.parse(text, relative)
+        if address is None:
+            answer = Answer(0, [Frame(UNKNOWN, None, 0, 0)], None)
+            shown = 0
+        else:
+            answer = symbolizer.answer(address, inlines)
+            shown = address - symbolizer.base if relative else address
+        out.write(symbolizer.json(answer, shown) if as_json else symbolizer.text(answer))
+        out.flush()
+        count += 1
+
+
+def _run(args: argparse.Namespace) -> str:
+    symbolizer = Symbolizer(args.exe, args.input, args.fragments)
+    try:
+        stream(symbolizer, sys.stdin, sys.stdout, relative=args.relative, inlines=args.inlines,
+               as_json=args.json)
+    except BrokenPipeError:
+        sys.stderr.close()
+    except UnicodeDecodeError as e:
+        raise UnsplitError(f"stdin: not text ({e.reason})") from None
+    return ""
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register `unsplit symbolize`; answers stream to stdout, the handler returns ""."""
+    p = subparsers.add_parser(
+        "symbolize", help="llvm-symbolizer for split code: addresses on stdin",
+        description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
+    p.add_argument("--input", metavar="PRE_BOLT",
+                   help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
+    p.add_argument("--relative", action="store_true",
+                   help="addresses are offsets from the binary's lowest PT_LOAD page")
+    p.add_argument("--inlines", action="store_true", help="print inlined frames too")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per address (llvm-symbolizer's keys plus procedure, "
+                        "fragment, fragment_symbol, offset)")
+    p.add_argument("--fragments", action="store_true",
+                   help="name moved code `foo [cold]` rather than `foo`")
+    p.set_defaults(handler=_run)
