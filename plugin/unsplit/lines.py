@@ -69,6 +69,28 @@ class DwarfLines:
         hi = bisect_right(table.addresses, end - 1)
         return [r for r in table.rows[lo:hi] if r is not None]
 
+    def cu_offset_at(self, address: int) -> int | None:
+        """Offset in .debug_info of the CU whose ranges cover `address` (None if none does)."""
+        return self._cu_offset_at(address) if self.available else None
+
+    def file_paths(self, cu_offset: int) -> list[str]:
+        """Full paths of a CU's line-table files, by DW_AT_decl_file/call_file number.
+
+        DWARF 5 numbers files from 0, earlier versions from 1 (index 0 is then "").
+        """
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            return []
+        version = program.header["version"]
+        top = cu.get_top_DIE().attributes
+        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
+            if "DW_AT_comp_dir" in top else ""
+        paths = [_file_name(program, e, version, comp_dir)[1]
+                 for e in program.header["file_entry"]]
+        return paths if version >= 5 else ["", *paths]
+
     # -- which CU -------------------------------------------------------------------------
 
     def _cu_offset_at(self, address: int) -> int | None:
