@@ -1,6 +1,9 @@
-"""`unsplit where --json` and `unsplit blocks --json` on the zoo's clang-mfs-pgomap variant: the
-block, its frequency relative to the entry and its successors, against the facts the recipe took
-from llvm-readobj-22 (fixtures/README.md), for every block of every split function."""
+"""The bb address maps of the fixture zoo.
+
+`unsplit where --json` and `unsplit blocks --json` on the clang-mfs-pgomap variant: the block, its
+frequency relative to the entry and its successors, against the facts the recipe took from
+llvm-readobj-22 (fixtures/README.md), for every block of every split function; and
+`unsplit bbmap --json` against llvm-readobj-22 on every zoo binary."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import sys
 from typing import Any
 
 import pytest
+from unsplit.tools.bbmap import readobj
 
 from ..conftest import ROOT, facts
+from .test_bb_addr_map_archive import readobj22_warnings
+from .test_bb_addr_map_oracle import reference
 
 VARIANT = "clang-mfs-pgomap"
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
@@ -89,3 +95,23 @@ def test_blocks_lists_the_facts(zoo: dict[str, Any], program: str) -> None:
     for proc, info in f["split_functions"].items():
         out = _cli("blocks", "--json", "--exe", str(ROOT / f["binary"]), proc)
         assert got_blocks(json.loads(out)) == expected_blocks(info), proc
+
+
+ZOO_VARIANTS = [
+    "gcc-pgo", "gcc-pgo-nodebug", "gcc-pgo-stripped", "clang-mfs", "clang-mfs-nodebug",
+    "clang-mfs-pgomap", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
+    "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+]
+
+
+@pytest.mark.parametrize("variant", ZOO_VARIANTS)
+def test_bbmap_json_equals_llvm_readobj_on_the_zoo(zoo: dict[str, Any], variant: str) -> None:
+    """The differential test of `unsplit bbmap --json` on every zoo binary (most have no map:
+    both then print nothing)."""
+    for program in PROGRAMS:
+        f = facts(zoo, variant, program)
+        binary = ROOT / f["binary"]
+        ours, warnings = readobj(str(binary))
+        assert ours == reference(binary), program
+        assert warnings == readobj22_warnings(binary), program
+        assert bool(ours) == f["has_bb_addr_map"], program
