@@ -11,6 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import annotate, bbmap, symbolize, unwind
+    from . import annotate, bbmap, frames, symbolize, unwind
 
-    return [bbmap, annotate, symbolize, unwind]
+    return [bbmap, annotate, symbolize, frames, unwind]

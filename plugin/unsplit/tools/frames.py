@@ -1,0 +1,475 @@
+"""`unsplit frames CORE --exe BINARY`: the backtrace of a core file, every frame named truly.
+
+For CI crash triage, without a debugger UI. A debugger in batch mode does the unwinding only
+(``gdb -nx -batch`` running a few lines of its Python API, or LLDB's ``lldb`` module under the
+system Python): it gives each thread's physical frames as raw PCs. Everything else is read here
+and named by the core: the module map comes from the core's own ``NT_FILE`` note (with
+``AT_ENTRY`` from ``NT_AUXV`` as the fallback for the executable), so a frame's module and load
+bias never depend on debugger output formats; each frame is then named with
+:class:`unsplit.tools.symbolize.Symbolizer` (procedure, fragment, logical offset, file:line;
+BOLTed code through BAT and the pre-BOLT input).
+
+A caller frame's PC is a return address: as GDB does, it is looked up at ``pc - 1`` (the call
+instruction), which is what puts a caller in the right fragment when the call is the last
+instruction of a cold fragment.
+
+Bad input gives one line each on stderr (exit status 1) after whatever can still be shown:
+a missing binary or core, a core of another binary (the build-id note in the core's copy of the
+executable's first page against the binary's own, and GDB's "core file may not match" warning),
+a truncated core (segments past the end of the file), a debugger that cannot be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from ..binary import Binary
+from ..errors import BinaryError, UnsplitError, UsageError
+from .symbolize import Answer, Symbolizer
+
+MARK = "UNSPLIT-FRAMES "
+_AT_ENTRY = 9
+_NT_GNU_BUILD_ID = 3
+_MAX_FRAMES = 512
+TIMEOUT = 60
+
+
+# --- the core file ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Mapping:
+    """One file mapping of the crashed process (NT_FILE)."""
+
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+@dataclass(slots=True)
+class Core:
+    """What the core file itself says: mappings, entry point, memory, problems."""
+
+    path: str
+    mappings: list[Mapping] = field(default_factory=list)
+    entry: int | None = None
+    segments: list[tuple[int, int, int]] = field(default_factory=list)  # vaddr, filesz, offset
+    problems: list[str] = field(default_factory=list)
+    _data: bytes = b""
+
+    def read(self, address: int, size: int) -> bytes | None:
+        """`size` bytes of the process's memory at `address`, if the core holds them."""
+        for vaddr, filesz, offset in self.segments:
+            if vaddr <= address and address + size <= vaddr + filesz:
+                start = offset + address - vaddr
+                chunk = self._data[start:start + size]
+                return chunk if len(chunk) == size else None
+        return None
+
+
+def read_core(path: str) -> Core:
+    """Parse a core's segments and notes; raises BinaryError when it is no ELF core at all."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+    core = Core(path, _data=data)
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        if elf["e_type"] != "ET_CORE":
+            raise BinaryError(f"{path}: not a core file ({elf['e_type']})")
+        for seg in elf.iter_segments():
+            end = seg["p_offset"] + seg["p_filesz"]
+            if seg["p_type"] == "PT_LOAD":
+                core.segments.append((seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]))
+            if end > len(data) and not core.problems:
+                core.problems.append(f"{path}: truncated core: {len(data)} bytes, its segments "
+                                     f"reach {end}")
+            if seg["p_type"] == "PT_NOTE" and end <= len(data):
+                _read_notes(core, seg, elf.elfclass)
+    except (ELFError, struct.error, ValueError) as e:
+        raise BinaryError(f"{path}: not a readable ELF core ({e})") from None
+    return core
+
+
+def _read_notes(core: Core, seg: Any, elfclass: int) -> None:
+    for note in seg.iter_notes():
+        if note["n_type"] == "NT_FILE":
+            desc = note["n_desc"]
+            for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"], strict=False):
+                text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+                core.mappings.append(Mapping(entry["vm_start"], entry["vm_end"],
+                                             entry["page_offset"] * desc["page_size"], text))
+        elif note["n_type"] == "NT_AUXV":
+            raw = note["n_desc"]
+            fmt = "<QQ" if elfclass == 64 else "<II"
+            if isinstance(raw, bytes | bytearray):
+                size = struct.calcsize(fmt)
+                for i in range(0, len(raw) - size + 1, size):
+                    key, value = struct.unpack_from(fmt, raw, i)
+                    if key == _AT_ENTRY:
+                        core.entry = value
+            else:  # pyelftools decoded it
+                for item in raw:
+                    if item["a_type"] == "AT_ENTRY":
+                        core.entry = item["a_val"]
+
+
+def memory_build_id(core: Core, header: int) -> bytes | None:
+    """The GNU build-id of the ELF image whose header the process mapped at `header`."""
+    ehdr = core.read(header, 64)
+    if ehdr is None or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+        return None
+    phoff, = struct.unpack_from("<Q", ehdr, 32)
+    phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+    phdrs = core.read(header + phoff, phentsize * phnum)
+    if phdrs is None:
+        return None
+    loads, notes = [], []
+    for i in range(phnum):
+        p_type, _, _, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", phdrs, i * phentsize)
+        if p_type == 1:
+            loads.append(vaddr)
+        elif p_type == 4:
+            notes.append((vaddr, filesz))
+    if not loads:
+        return None
+    bias = header - (min(loads) & ~0xFFF)
+    for vaddr, size in notes:
+        blob = core.read(bias + vaddr, size)
+        if blob is None:
+            continue
+        pos = 0
+        while pos + 12 <= len(blob):
+            namesz, descsz, kind = struct.unpack_from("<III", blob, pos)
+            name_at = pos + 12
+            desc_at = name_at + (namesz + 3) // 4 * 4
+            if kind == _NT_GNU_BUILD_ID and blob[name_at:name_at + namesz] == b"GNU\0":
+                return blob[desc_at:desc_at + descsz]
+            pos = desc_at + (descsz + 3) // 4 * 4
+    return None
+
+
+# --- the modules of the process --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    path: str
+    bias: int
+    start: int
+    end: int
+    named: bool  # False: a binary we cannot trust (another build), frames shown raw
+
+
+def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]:
+    """Every file-backed module of the core with its load bias; the executable first.
+
+    The executable is the mapping that holds AT_ENTRY; `exe` stands for it when its name
+    matches (it may be a copy elsewhere). A file whose build-id differs from the one the core
+    holds in its copy of that file's first page is listed but not trusted for names.
+    """
+    by_path: dict[str, list[Mapping]] = {}
+    for m in core.mappings:
+        by_path.setdefault(m.path, []).append(m)
+    main = next((path for path, maps in by_path.items()
+                 if core.entry is not None and any(m.start <= core.entry < m.end for m in maps)),
+                None)
+    if exe is not None and main is not None and not _same_file(exe.path, main):
+        problems.append(f"{core.path} is not a core of {exe.path}: the crashed program was "
+                        f"{main}")
+        exe = None
+    out: list[Module] = []
+    for path, maps in by_path.items():
+        start, end = min(m.start for m in maps), max(m.end for m in maps)
+        header = min((m for m in maps if m.offset == 0), key=lambda m: m.start, default=None)
+        binary = exe if path == main and exe is not None else _open(path)
+        if binary is None or header is None:
+            out.append(Module(path, 0, start, end, False))
+            continue
+        seen, want = memory_build_id(core, header.start), binary.build_id
+        named = seen is None or want is None or seen == want
+        if not named and path == main:
+            assert seen is not None and want is not None
+            problems.append(f"{core.path} is a core of another build of "
+                            f"{os.path.basename(binary.path)}: build-id {seen.hex()} in the "
+                            f"core, {want.hex()} in {binary.path}")
+        module = Module(binary.path, header.start - _lowest_page(binary), start, end, named)
+        out.insert(0, module) if path == main else out.append(module)
+    if not by_path and exe is not None and core.entry is not None and exe.elf["e_entry"]:
+        # No NT_FILE note: the executable alone, placed by its entry point.
+        out.append(Module(exe.path, core.entry - exe.elf["e_entry"], 0, 1 << 64, True))
+    return out
+
+
+def _same_file(given: str, mapped: str) -> bool:
+    return (os.path.realpath(given) == os.path.realpath(mapped)
+            or os.path.basename(given) == os.path.basename(mapped))
+
+
+def _open(path: str) -> Binary | None:
+    try:
+        return Binary(path) if os.path.isfile(path) else None
+    except BinaryError:
+        return None
+
+
+def _lowest_page(binary: Binary) -> int:
+    vaddrs = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    return min(vaddrs) & ~0xFFF if vaddrs else 0
+
+
+# --- the debuggers ---------------------------------------------------------------------------
+
+_GDB_SCRIPT = r'''
+import json
+import gdb
+out = {"threads": []}
+try:
+    threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
+except gdb.error as e:
+    threads, out["error"] = [], str(e)
+for t in threads:
+    t.switch()
+    frames, error = [], None
+    try:
+        f = gdb.newest_frame()
+        while f is not None and len(frames) < LIMIT:
+            if f.type() != gdb.INLINE_FRAME:
+                frames.append([f.pc(), f.type() == gdb.SIGTRAMP_FRAME])
+            f = f.older()
+    except gdb.error as e:
+        error = str(e)
+    out["threads"].append({"num": t.num, "lwp": t.ptid[1], "frames": frames, "error": error})
+print("MARK" + json.dumps(out))
+'''
+
+_LLDB_SCRIPT = r'''
+import json, sys
+import lldb
+dbg = lldb.SBDebugger.Create()
+dbg.SetAsync(False)
+exe, core = sys.argv[1], sys.argv[2]
+target = dbg.CreateTarget(exe) if exe else dbg.CreateTarget("")
+process = target.LoadCore(core)
+out = {"threads": []}
+if not process.IsValid():
+    out["error"] = "lldb cannot load the core"
+for t in (process.threads if process.IsValid() else []):
+    frames = [[f.GetPC(), False] for f in t.frames if not f.IsInlined()][:LIMIT]
+    out["threads"].append({"num": t.GetIndexID(), "lwp": t.GetThreadID(), "frames": frames,
+                           "error": None})
+print("MARK" + json.dumps(out))
+'''
+
+
+@dataclass(slots=True)
+class Unwound:
+    threads: list[dict[str, Any]]
+    warnings: list[str]
+
+
+def unwind(core: str, exe: str | None, debugger: str) -> Unwound:
+    """Each thread's physical frame PCs, from gdb or lldb in batch mode."""
+    if debugger == "gdb":
+        tool = shutil.which("gdb")
+        if tool is None:
+            raise UsageError("gdb not found on PATH (try --debugger lldb)")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(_GDB_SCRIPT.replace("MARK", MARK).replace("LIMIT", str(_MAX_FRAMES)))
+        try:
+            cmd = [tool, "-nx", "-batch", "-iex", "set debuginfod enabled off",
+                   "-iex", "set auto-load no", "-ex", f"source {f.name}"]
+            cmd += [exe, core] if exe else ["-c", core]
+            proc = _run(cmd)
+        finally:
+            os.unlink(f.name)
+    else:
+        python = shutil.which("python3", path="/usr/bin") or "python3"
+        script = _LLDB_SCRIPT.replace("MARK", MARK).replace("LIMIT", str(_MAX_FRAMES))
+        proc = _run([python, "-c", script, exe or "", core])
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            data = json.loads(line[len(MARK):])
+            warnings = [w.strip() for w in proc.stderr.splitlines()
+                        if "may not match" in w or "not a core dump" in w]
+            if data.get("error"):
+                warnings.append(f"{debugger}: {data['error']}")
+            return Unwound(data["threads"], warnings)
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    raise UnsplitError(f"{debugger} could not read {core}: {last}")
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                              stdin=subprocess.DEVNULL, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise UnsplitError(f"{cmd[0]} took more than {TIMEOUT} s") from None
+    except OSError as e:
+        raise UnsplitError(f"cannot run {cmd[0]}: {e.strerror}") from None
+
+
+# --- naming ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NamedFrame:
+    index: int
+    pc: int
+    module: str | None
+    answer: Answer | None  # None: no module we can name it in
+
+    def to_json(self) -> dict[str, Any]:
+        loc = self.answer.location if self.answer is not None else None
+        line = self.answer.frames[-1] if self.answer is not None else None
+        return {
+            "index": self.index, "pc": hex(self.pc), "module": self.module,
+            "procedure": None if loc is None else loc.procedure,
+            "fragment": None if loc is None else loc.fragment,
+            "fragment_symbol": None if loc is None else loc.fragment_symbol,
+            "offset": None if loc is None else loc.offset,
+            "file": None if line is None or line.path is None else line.path,
+            "line": None if line is None or line.path is None else line.line,
+            "inlined": [] if self.answer is None else
+            [{"function": f.function, "file": f.path, "line": f.line}
+             for f in self.answer.frames[:-1]],
+        }
+
+
+class Namer:
+    """Names runtime PCs through the modules of one core (one Symbolizer per module)."""
+
+    def __init__(self, mods: list[Module], input_path: str | None) -> None:
+        self.mods = mods
+        self.input_path = input_path
+        self._symbolizers: dict[str, Symbolizer | None] = {}
+
+    def name(self, index: int, pc: int, lookup: int) -> NamedFrame:
+        mod = next((m for m in self.mods if m.start <= pc < m.end), None)
+        if mod is None:
+            return NamedFrame(index, pc, None, None)
+        sym = self._symbolizer(mod) if mod.named else None
+        if sym is None:
+            return NamedFrame(index, pc, mod.path, None)
+        return NamedFrame(index, pc, mod.path, sym.answer(lookup - mod.bias, inlines=True))
+
+    def _symbolizer(self, mod: Module) -> Symbolizer | None:
+        if mod.path not in self._symbolizers:
+            try:
+                first = mod is self.mods[0]
+                self._symbolizers[mod.path] = Symbolizer(
+                    mod.path, self.input_path if first else None)
+            except UnsplitError:
+                self._symbolizers[mod.path] = None
+        return self._symbolizers[mod.path]
+
+
+def name_threads(unwound: Unwound, namer: Namer) -> list[dict[str, Any]]:
+    out = []
+    for t in unwound.threads:
+        frames = []
+        previous_sigtramp = True  # frame 0's PC is where it stopped, not a return address
+        for i, (pc, sigtramp) in enumerate(t["frames"]):
+            lookup = pc if previous_sigtramp else pc - 1
+            frames.append(namer.name(i, pc, lookup))
+            previous_sigtramp = bool(sigtramp)
+        out.append({"thread": t["num"], "lwp": t["lwp"], "frames": frames, "error": t["error"]})
+    return out
+
+
+def table(threads: list[dict[str, Any]]) -> str:
+    lines = []
+    for t in threads:
+        lines.append(f"Thread {t['thread']} (LWP {t['lwp']}):")
+        for f in t["frames"]:
+            lines.append("  " + _frame_text(f))
+        if t["error"]:
+            lines.append(f"  (unwinding stopped: {t['error']})")
+    return "\n".join(lines)
+
+
+def _frame_text(f: NamedFrame) -> str:
+    head = f"#{f.index:<3} {f.pc:#018x}"
+    module = f"  ({os.path.basename(f.module)})" if f.module else ""
+    if f.answer is None or f.answer.location is None:
+        return f"{head}  ??{module}"
+    loc = f.answer.location
+    offset = "" if loc.offset is None else f"+{loc.offset:#x}"
+    outer = f.answer.frames[-1]
+    where = f"  {outer.path}:{outer.line}" if outer.path else ""
+    inl = "".join(f"  [inlined {g.function} at {os.path.basename(g.path or '??')}:{g.line}]"
+                  for g in f.answer.frames[:-1])
+    return f"{head}  {loc.label()}  {offset}{where}{inl}{module}"
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def frames(core_path: str, exe_path: str, input_path: str | None = None,
+           debugger: str = "gdb") -> tuple[list[dict[str, Any]], list[str]]:
+    """(threads with named frames, one-line problems); raises only when nothing can be shown."""
+    problems: list[str] = []
+    core = read_core(core_path)
+    problems += core.problems
+    exe: Binary | None
+    try:
+        exe = Binary(exe_path)
+    except BinaryError as e:
+        problems.append(str(e))
+        exe = None
+    mods = modules(core, exe, problems)
+    main = mods[0] if mods and mods[0].named and mods[0].start <= (core.entry or 0) < mods[0].end \
+        else None
+    unwound = unwind(core_path, main.path if main is not None else None, debugger)
+    for w in unwound.warnings:
+        if problems and ("may not match" in w or "not a core dump" in w):
+            continue  # said already, better
+        problems.append(w if "may not match" not in w else
+                        f"{core_path}: {debugger}: {w.removeprefix('warning: ')}")
+    namer = Namer(mods, input_path)
+    return name_threads(unwound, namer), problems
+
+
+def _run_cli(args: argparse.Namespace) -> str:
+    threads, problems = frames(args.core, args.exe, args.input, args.debugger)
+    if args.json:
+        text = json.dumps([{**t, "frames": [f.to_json() for f in t["frames"]]} for t in threads])
+    else:
+        text = table(threads)
+    if not problems:
+        return text
+    if text:
+        print(text, flush=True)
+    for p in problems[:-1]:
+        print(f"unsplit: {p}", file=sys.stderr)
+    raise UnsplitError(problems[-1])
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register `unsplit frames`; the handler returns the table (or JSON)."""
+    p = subparsers.add_parser(
+        "frames", help="the backtrace of a core file, split code named truly",
+        description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("core", metavar="CORE", help="the core file")
+    p.add_argument("--exe", required=True, metavar="BINARY", help="the crashed executable")
+    p.add_argument("--input", metavar="PRE_BOLT", help="the pre-BOLT binary of a BOLTed BINARY")
+    p.add_argument("--json", action="store_true", help="a JSON list of threads and frames")
+    p.add_argument("--debugger", choices=("gdb", "lldb"), default="gdb",
+                   help="what unwinds the stacks (default gdb)")
+    p.set_defaults(handler=_run_cli)
