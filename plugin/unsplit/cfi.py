@@ -76,7 +76,8 @@ class CfaRule:
     def describe(self) -> str:
         if self.register is None:
             return describe_expression(self.expr)
-        return f"{register_name(self.register)}{self.offset:+d}"
+        name = register_name(self.register)
+        return f"{name}{self.offset:+d}" if self.offset else name
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,11 +229,12 @@ class Core:
             bias = self.exe_bias(binary)
             self.check_build_id(binary, bias)
             exe_real = os.path.realpath(exe)
+            self.check_same_code(binary, exe_real)
         finally:
             binary.close()
         out = [LoadedModule(exe, bias)]
         libs = self._libraries_from_files(exe_real) if self.mappings else \
-            self._libraries_from_link_map(exe, bias)
+            self.link_map_modules(exe, bias)
         out.extend(libs)
         return out
 
@@ -265,6 +266,25 @@ class Core:
                 return
         # The first page is not in the core: the entry point check is all there is.
 
+    def check_same_code(self, binary: Binary, exe_real: str) -> None:
+        """Raise when the file the core says it ran (NT_FILE, at AT_ENTRY) is still on disk
+        and its code differs from `binary`'s: build-ids do not tell BOLT outputs of one input
+        apart (shared/NOTES.md), and a stripped copy of the same code is fine."""
+        entry = self.auxv.get(AT_ENTRY, -1)
+        ran = next((m.path for m in self.mappings if m.start <= entry < m.end), None)
+        if ran is None or os.path.realpath(ran) == exe_real or not os.path.isfile(ran):
+            return
+        try:
+            other = Binary(ran)
+        except BinaryError:
+            return
+        try:
+            if _code(other) != _code(binary):
+                raise BinaryError(f"{self.path} is not a core of {binary.path}: it ran {ran}, "
+                                  "whose code differs")
+        finally:
+            other.close()
+
     def _libraries_from_files(self, exe_real: str) -> list[LoadedModule]:
         entry = self.auxv.get(AT_ENTRY, -1)
         # The executable, under whatever name it ran as: the file mapped around AT_ENTRY.
@@ -281,7 +301,7 @@ class Core:
                 out.append(LoadedModule(m.path, bias))
         return out
 
-    def _libraries_from_link_map(self, exe: str, bias: int) -> list[LoadedModule]:
+    def link_map_modules(self, exe: str, bias: int) -> list[LoadedModule]:
         binary = Binary(exe)
         try:
             dynamic = next((s for s in binary.elf.iter_segments()
@@ -331,6 +351,12 @@ def _build_id(notes: bytes) -> bytes | None:
             return notes[desc_at:desc_at + descsz]
         pos = desc_at + _align4(descsz)
     return None
+
+
+def _code(binary: Binary) -> list[tuple[int, bytes]]:
+    """(vaddr, bytes) of every executable PT_LOAD segment."""
+    return [(seg["p_vaddr"], seg.data()) for seg in binary.elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
 
 
 def _bias_of(m: Mapping) -> int | None:
