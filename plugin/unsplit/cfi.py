@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import struct
+import weakref
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
@@ -104,6 +105,14 @@ class FrameDescription:
     def row_at(self, address: int) -> Row | None:
         i = bisect_right([r.address for r in self.rows], address) - 1
         return self.rows[i] if i >= 0 else None
+
+
+def registers_from_names(values: dict[str, int]) -> dict[int, int]:
+    """DWARF-numbered registers from a debugger's names (`rax`…`r15`, `rip`, `pc`, `sp`; any
+    case, LLDB's and GDB's spellings); other names are ignored."""
+    numbers = {n.lower(): i for i, n in enumerate(REGISTER_NAMES)}
+    numbers.update(pc=RIP, sp=RSP)
+    return {numbers[k.lower()]: v for k, v in values.items() if k.lower() in numbers}
 
 
 def register_name(number: int) -> str:
@@ -254,14 +263,15 @@ class CfiTable:
         return [(s.name, a) for s in self.sections for a in s.starts]
 
 
-_TABLES: dict[tuple[str, int, int], CfiTable] = {}
+_TABLES: weakref.WeakKeyDictionary[Binary, CfiTable] = weakref.WeakKeyDictionary()
 
 
 def table_for(binary: Binary) -> CfiTable:
-    """The CfiTable of `binary`, one per file (by path, size and mtime) for the session."""
-    table = _TABLES.get(binary.identity)
+    """The CfiTable of `binary`, made once and kept as long as the Binary lives (the index
+    cache keeps one Binary per file for the session)."""
+    table = _TABLES.get(binary)
     if table is None:
-        table = _TABLES[binary.identity] = CfiTable(binary)
+        table = _TABLES[binary] = CfiTable(binary)
     return table
 
 

@@ -250,3 +250,14 @@ def backtrace_text(frames: list[Frame]) -> str:
     if frames and frames[-1].stop_reason:
         lines.append(f"   ({frames[-1].stop_reason})")
     return "\n".join(lines)
+
+
+def report(frames: list[Frame], native_pcs: list[int] | None = None) -> str:
+    """`bb bt`'s text: the CFI's frames, then where the debugger's own list differs, if given."""
+    text = backtrace_text(frames)
+    if native_pcs is None:
+        return text
+    diff = compare(native_pcs, frames)
+    if not diff:
+        return text
+    return text + "\nthe debugger's own backtrace differs:\n" + "\n".join(f"  {d}" for d in diff)

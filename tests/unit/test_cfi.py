@@ -8,6 +8,7 @@ import re
 import shutil
 import struct
 import subprocess
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unsplit.binary import Binary
 from unsplit.cfi import (
+    CfiTable,
     ExpressionError,
     FrameDescription,
     MemoryReadError,
@@ -72,7 +74,11 @@ def ours(row: Row) -> tuple[str, dict[str, str]]:
 
 def _compare(path: str) -> int:
     fdes = dwarfdump_fdes(path)
-    table = table_for(Binary(path))
+    with closing(Binary(path)) as binary:
+        return _compare_fdes(path, fdes, table_for(binary))
+
+
+def _compare_fdes(path: str, fdes: dict[tuple[int, int], Table], table: CfiTable) -> int:
     assert sorted(a for s, a in table.fde_starts() if s == ".eh_frame") == \
         sorted(start for start, end in fdes if end > start)
     for (start, end), rows in fdes.items():
@@ -99,7 +105,11 @@ def test_cold_fragments_have_their_own_fde(zoo: dict[str, Any], variant: str) ->
     cold fragments) the rules in effect are not those of a function entry (CFA=RSP+8, only RIP
     saved), which is what LLDB's assembly profiler assumes."""
     f = facts(zoo, variant, "crash")
-    table = table_for(Binary(str(ROOT / f["binary"])))
+    with closing(Binary(str(ROOT / f["binary"]))) as binary:
+        _check_cold_fragments(f, table_for(binary))
+
+
+def _check_cold_fragments(f: dict[str, Any], table: CfiTable) -> None:
     checked = 0
     for proc in ("transfer", "run", "main"):
         for frag in f["split_functions"][proc]["fragments"]:
@@ -159,7 +169,11 @@ def test_random_expressions_raise_only_our_errors(expr: bytes) -> None:
 def test_unwind_step_in_a_cold_fragment(zoo: dict[str, Any]) -> None:
     """From the first instruction of run.cold (gcc-pgo): rsp + CFA offset, RA from the stack."""
     f = facts(zoo, "gcc-pgo", "crash")
-    binary = Binary(str(ROOT / f["binary"]))
+    with closing(Binary(str(ROOT / f["binary"]))) as binary:
+        _step_from_run_cold(f, binary)
+
+
+def _step_from_run_cold(f: dict[str, Any], binary: Binary) -> None:
     frag = next(x for x in f["split_functions"]["run"]["fragments"] if x["fragment"] == "cold")
     start = int(frag["start"], 16)
     fd = table_for(binary).fde_at(start)
@@ -183,9 +197,10 @@ def test_corrupt_eh_frame_raises_only_decode_error(
         tmp_path_factory: pytest.TempPathFactory, zoo: dict[str, Any], data: st.DataObject) -> None:
     f = facts(zoo, "gcc-pgo", "crash")
     original = ROOT / f["binary"]
-    sec = Binary(str(original)).section(".eh_frame")
-    assert sec is not None
-    offset, size = sec["sh_offset"], sec["sh_size"]
+    with closing(Binary(str(original))) as clean:
+        sec = clean.section(".eh_frame")
+        assert sec is not None
+        offset, size = sec["sh_offset"], sec["sh_size"]
     raw = bytearray(original.read_bytes())
     for _ in range(data.draw(st.integers(1, 8))):
         k = data.draw(st.integers(0, size - 1))

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from unsplit.cfi import registers_from_names
 from unsplit.corefile import NT_FILE, Core
 from unsplit.errors import UnsplitError
 from unsplit.index import IndexCache
-from unsplit.unwind import Frame, backtrace, compare
+from unsplit.unwind import Frame, backtrace, compare, report
 
 from ..conftest import ROOT, facts
 from .test_cfi import dwarfdump_fdes
@@ -215,3 +216,14 @@ def test_core_errors_are_unsplit_errors(tmp_path: Path) -> None:
     path.write_bytes(b"\x7fELF\x02\x01" + bytes(58))
     with pytest.raises(UnsplitError):
         Core(str(path))
+
+
+def test_report_and_register_names(zoo: dict[str, Any]) -> None:
+    _, binary, core = _crash(zoo, "gcc-pgo")
+    frames = _frames(binary, core)
+    pcs = [fr.pc for fr in frames]
+    assert report(frames, pcs[:3]) == report(frames)
+    assert report(frames, [pcs[0], pcs[2]]).endswith(
+        f"differs:\n  the debugger skips frame #1 ({pcs[1]:#x}, run [cold])")
+    assert registers_from_names({"RIP": 1, "rsp": 2, "r12": 3, "eflags": 4}) == \
+        {16: 1, 7: 2, 12: 3}
