@@ -28,7 +28,9 @@ class _CULines:
     """The rows of one CU: sorted addresses; rows[i] is None where a sequence ended."""
 
     def __init__(self, rows: list[tuple[int, LineRow | None]]) -> None:
-        rows.sort(key=lambda r: r[0])  # stable: keeps the program's order at equal addresses
+        # A sequence may begin exactly where another ended: its end marker must sort before the
+        # new sequence's rows. Stable otherwise: the program's order at equal addresses.
+        rows.sort(key=lambda r: (r[0], r[1] is not None))
         self.addresses = array("Q", (a for a, _ in rows))
         self.rows = [r for _, r in rows]
 
@@ -91,6 +93,31 @@ class DwarfLines:
                  for e in program.header["file_entry"]]
         return paths if version >= 5 else ["", *paths]
 
+    def statements(self, file: str, line: int) -> list[LineRow]:
+        """Where `file`:`line` begins: the first is_stmt row of each run of that line, in every
+        CU whose line table names the file. `file` may be a base name, a path suffix or a full
+        path."""
+        if not self.available:
+            return []
+        out: list[LineRow] = []
+        for cu_offset in self._cu_offsets():
+            table = self._lines_of(cu_offset)
+            previous: LineRow | None = None
+            for row in table.rows:
+                if row is not None and row.line == line and row.is_stmt and \
+                        _same_file(row, file) and not (
+                            previous is not None and previous.line == line
+                            and previous.file == row.file):
+                    out.append(row)
+                previous = row
+        return sorted(out, key=lambda r: r.address)
+
+    def _cu_offsets(self) -> list[int]:
+        try:
+            return [cu.cu_offset for cu in self.binary.dwarf.iter_CUs()]
+        except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
+            raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
+
     # -- which CU -------------------------------------------------------------------------
 
     def _cu_offset_at(self, address: int) -> int | None:
@@ -148,17 +175,29 @@ class DwarfLines:
         comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
             if "DW_AT_comp_dir" in top else ""
         names = [_file_name(program, e, version, comp_dir) for e in program.header["file_entry"]]
+        sequence: list[tuple[int, LineRow | None]] = []
         for entry in program.get_entries():
             state = entry.state
             if state is None:
                 continue
             if state.end_sequence:
+                # Rows at the end address describe no byte of this sequence.
+                yield from (r for r in sequence if r[0] < state.address)
                 yield state.address, None
+                sequence = []
                 continue
             index = state.file if version >= 5 else state.file - 1
             name, path = names[index] if 0 <= index < len(names) else ("??", "??")
-            yield state.address, LineRow(state.address, name, state.line, state.column,
-                                         "dwarf", bool(state.is_stmt), path)
+            sequence.append((state.address, LineRow(state.address, name, state.line,
+                                                    state.column, "dwarf", bool(state.is_stmt),
+                                                    path)))
+        yield from sequence
+
+
+def _same_file(row: LineRow, wanted: str) -> bool:
+    if wanted in (row.file, row.path):
+        return True
+    return row.path.endswith("/" + wanted.lstrip("./"))
 
 
 def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:

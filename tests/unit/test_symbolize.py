@@ -17,7 +17,6 @@ import sys
 from typing import Any
 
 import pytest
-from elftools.elf.elffile import ELFFile
 from unsplit.tools.symbolize import Symbolizer, stream
 
 from ..conftest import ROOT, facts
@@ -46,34 +45,6 @@ def _llvm(exe: str, lines: list[str], *flags: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
-def _abutting_sequence_starts(exe: str) -> set[int]:
-    """Addresses where one line sequence starts exactly where another ends, up to the start's
-    next row: ``lines.DwarfLines`` answers "no line" there (see test_known_core_line_bug)."""
-    with open(exe, "rb") as f:
-        elf = ELFFile(f)
-        if not elf.has_dwarf_info():
-            return set()
-        dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-        sequences: list[list[int]] = []
-        for cu in dwarf.iter_CUs():
-            program = dwarf.line_program_for_CU(cu)
-            current: list[int] = []
-            for entry in program.get_entries() if program else []:
-                if entry.state is None:
-                    continue
-                current.append(entry.state.address)
-                if entry.state.end_sequence:
-                    sequences.append(current)
-                    current = []
-    ends = {s[-1] for s in sequences}
-    out: set[int] = set()
-    for s in sequences:
-        if s[0] in ends:
-            nxt = next((a for a in s if a > s[0]), s[0])
-            out.update(range(s[0], nxt))
-    return out
-
-
 def _split(text: str) -> list[str]:
     return text.split("\n\n")[:-1]
 
@@ -86,9 +57,8 @@ def test_unsplit_code_is_byte_identical_to_llvm_symbolizer(
         f = facts(zoo, variant, program)
         exe = str(ROOT / f["binary"])
         index = Symbolizer(exe).index
-        skip = _abutting_sequence_starts(exe)
         addresses = [a for p in index.procedures.values() for fr in p.fragments
-                     if fr.name == "hot" for a in range(fr.start, fr.end) if a not in skip]
+                     if fr.name == "hot" for a in range(fr.start, fr.end)]
         lines = [hex(a) for a in addresses]
         for ours, theirs in ((_ours(exe, lines), _llvm(exe, lines, "--no-inlines")),
                              (_ours(exe, lines, inlines=True), _llvm(exe, lines, "--inlines"))):
@@ -101,9 +71,7 @@ def test_unsplit_code_is_byte_identical_to_llvm_symbolizer(
     assert compared > 1000
 
 
-@pytest.mark.xfail(strict=True, reason="core: lines._CULines sorts an end_sequence row after "
-                   "the rows of a sequence starting at the same address (gcc-pgo loop main)")
-def test_known_core_line_bug(zoo: dict[str, Any]) -> None:
+def test_a_sequence_starting_where_another_ends(zoo: dict[str, Any]) -> None:
     f = facts(zoo, "gcc-pgo", "loop")
     exe = str(ROOT / f["binary"])
     entry = f["split_functions"]["main"]["fragments"][0]["start"]
@@ -117,10 +85,8 @@ def test_moved_code_names_the_procedure_and_its_true_line(
     for program in PROGRAMS:
         f = facts(zoo, variant, program)
         exe = str(ROOT / f["binary"])
-        skip = _abutting_sequence_starts(exe)  # the core's line bug, pinned above
         samples = [(proc, info["demangled"], frag) for proc, info in f["split_functions"].items()
-                   for frag in info["fragments"] if frag.get("sample", {}).get("line")
-                   and int(frag["sample"]["address"], 16) not in skip]
+                   for frag in info["fragments"] if frag.get("sample", {}).get("line")]
         if not samples:
             continue
         lines = [frag["sample"]["address"] for _, _, frag in samples]

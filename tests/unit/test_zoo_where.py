@@ -13,7 +13,8 @@ import pytest
 from ..conftest import ROOT, facts
 
 VARIANTS = [
-    "gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-mfs-nodebug", "clang-bbsections",
+    "gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-mfs-nodebug", "clang-mfs-pgomap",
+    "clang-bbsections",
     "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg", "bolt-profile2",
     "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
 ]
