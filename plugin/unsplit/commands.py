@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, prebolt
+from . import bat_translate, breakpoints, prebolt
 from .errors import AddressLookupError, UsageError
 from .host import Host
 from .model import Location
@@ -155,6 +155,30 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
     return blocks_text(proc.name, rows)
 
 
+# -- bb break -------------------------------------------------------------------------------
+
+def _break_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("location", help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE")
+    p.add_argument("-a", "--all-fragments", action="store_true",
+                   help="with PROC: also stop at the first instruction of every other fragment")
+    p.add_argument("--pending", action="store_true",
+                   help="set it even if no loaded module has the location yet (a library "
+                        "that loads later)")
+
+
+def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
+    spec = breakpoints.parse(args.location, args.all_fragments)
+    sites = session.resolve_breakpoint(host, spec)
+    if not sites and not args.pending:
+        raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "
+                                 "nothing set (--pending to set it for a library loaded later)")
+    create = getattr(host, "create_breakpoint", None)
+    if create is None:
+        raise UsageError("bb break: this debugger adapter cannot set breakpoints")
+    text: str = create(spec, sites)
+    return text
+
+
 # -- bb input -------------------------------------------------------------------------------
 
 def _input_args(p: argparse.ArgumentParser) -> None:
@@ -212,6 +236,8 @@ COMMANDS: dict[str, Command] = {
                 _frame_args, _frame),
         Command("blocks", "List a procedure's basic blocks in address order, with fragment, "
                 "ID, range, flags and frequency.", _blocks_args, _blocks),
+        Command("break", "Break in a procedure as written: its entry (and every fragment), "
+                "an original offset, a basic block or a source line.", _break_args, _break),
         Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
                 "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",

@@ -38,6 +38,9 @@ class Host(Protocol):
     #   selected_frame_is_caller() -> bool: the selected frame's PC is a return address
     #     (frame 1 and up, unless the frame below is a signal trampoline), so its code and line
     #     are those of PC - 1, as both debuggers show.
+    #   create_breakpoint(spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+    #     one native breakpoint for `bb break` at the sites the core resolved now, re-resolved
+    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print.
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.

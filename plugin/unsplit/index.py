@@ -18,6 +18,7 @@ from .lines import DwarfLines
 from .model import Fragment, LineRow, Location, Procedure
 from .sources import bat as bat_source
 from .sources import registered
+from .sources import split_info as split_info_source
 from .sources.split_info import EslLines
 
 LineSource = Callable[[int], LineRow | None]
@@ -73,6 +74,24 @@ class ModuleIndex:
             self._input_lines = DwarfLines(input_binary)
         row = self._input_lines.lookup(found[2] + found[1])
         return None if row is None else replace(row, address=file_address, source="bat")
+
+    def esl_statements(self, file: str, line: int) -> list[LineRow]:
+        """ESL rows where file:line begins (the first row of each run of that line)."""
+        out: list[LineRow] = []
+        previous: LineRow | None = None
+        for row in self._esl_rows():
+            if row.line == line and (file in (row.file, row.path)
+                                     or row.file.endswith("/" + file)) and not (
+                    previous is not None and previous.line == line
+                    and previous.file == row.file):
+                out.append(row)
+            previous = row
+        return out
+
+    def _esl_rows(self) -> list[LineRow]:
+        if ".split_info" not in self.binary._section_index:
+            return []
+        return split_info_source.line_rows(self.binary)
 
     def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
         """(procedure, input offset, input function address) for BOLTed code, else None."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from . import breakpoints
+from .breakpoints import BreakSpec, Site
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
@@ -62,6 +64,19 @@ class Session:
             if proc is not None:
                 return mod, proc
         return None
+
+    def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
+        """Every site of `spec` in every loaded module (runtime address = bias + site)."""
+        out: list[tuple[LoadedModule, Site]] = []
+        for mod in host.modules():
+            if not mod.path or not os.path.exists(mod.path):
+                continue
+            try:
+                index = self.index(mod.path)
+            except UnsplitError:
+                continue
+            out.extend((mod, site) for site in breakpoints.resolve(index, spec))
+        return out
 
     def locate(self, host: Host, address: int) -> Location | None:
         """Where runtime `address` is, or None when no loaded module has code there."""
