@@ -75,3 +75,13 @@ def frame_line(frame: Any, internal_dict: dict[str, Any]) -> str:
     from unsplit_lldb_impl import naming
 
     return naming.guarded_line(frame)
+
+
+def __getattr__(name: str) -> Any:
+    """`unsplit_lldb.SplitResolver`: the `bb break` resolver class, by the name LLDB's
+    `breakpoint set -P` and BreakpointCreateFromScript look up (imported on first use)."""
+    if name == "SplitResolver":
+        from unsplit_lldb_impl.breakpoints import SplitResolver
+
+        return SplitResolver
+    raise AttributeError(name)

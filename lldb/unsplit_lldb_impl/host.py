@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
 
@@ -139,6 +140,12 @@ class LldbHost:
             address = start.GetLoadAddress(self.target)
             return int(address if address != _INVALID else start.GetFileAddress())
         return None
+
+    def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+        """One LLDB breakpoint with a scripted resolver (see .breakpoints)."""
+        from . import breakpoints
+
+        return breakpoints.create(self.target, spec, sites)
 
     def set_frame_naming(self, flag: bool) -> list[str]:
         from . import naming

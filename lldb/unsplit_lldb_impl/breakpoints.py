@@ -1,0 +1,123 @@
+"""`bb break` in LLDB: one native breakpoint whose locations a scripted resolver computes.
+
+LLDB 22 lets a Python class resolve a breakpoint (``SBTarget.BreakpointCreateFromScript``, or
+``breakpoint set -P CLASS -k KEY -v VALUE``; see lldb/examples/python/scripted_breakpoint.py
+and ``help(lldb.SBTarget.BreakpointCreateFromScript)``). LLDB constructs the class with the
+breakpoint and its ``extra_args``, then calls ``__callback__`` once per module whenever it
+searches for locations: at creation, when a module loads (a shared library, the executable
+relocated at launch) and when the process restarts. The callback asks the core
+(:func:`unsplit.breakpoints.resolve`) for the module's file addresses and adds them with
+``SBBreakpoint.AddLocation``. Everything else is LLDB's own: ``breakpoint list``, ``disable``,
+``delete``, ``modify -c``, hit counts, pending breakpoints, PIE and library load addresses.
+
+The class is reachable by name from LLDB's script interpreter as
+``unsplit_lldb.SplitResolver`` (``lldb/unsplit_lldb.py`` re-exports it), so a user can also
+write ``breakpoint set -P unsplit_lldb.SplitResolver -k location -v 'crash.c:32'``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+import lldb
+from unsplit import breakpoints as core
+from unsplit.breakpoints import BreakSpec, Site
+from unsplit.errors import UnsplitError, UsageError
+from unsplit.host import LoadedModule
+
+from . import state as state_mod
+
+CLASS_NAME = "unsplit_lldb.SplitResolver"
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _arg(extra_args: Any, key: str) -> str:
+    value = extra_args.GetValueForKey(key) if extra_args is not None else None
+    if value is None or not value.IsValid():
+        return ""
+    return str(value.GetStringValue(4096) or "")
+
+
+class SplitResolver:
+    """Scripted breakpoint resolver: the sites of one `bb break` location in every module.
+
+    extra_args: ``location`` (PROC, PROC+OFFSET, PROC:%ID, FILE:LINE) and ``all_fragments``
+    ("1" to stop at the start of every fragment of PROC).
+    """
+
+    def __init__(self, bkpt: Any, extra_args: Any, internal_dict: Any = None) -> None:
+        self.bkpt = bkpt
+        self.location = _arg(extra_args, "location")
+        self.all_fragments = _arg(extra_args, "all_fragments").lower() in _TRUE
+        self.spec: BreakSpec | None = None
+        self.error = ""
+        try:
+            self.spec = core.parse(self.location, self.all_fragments)
+        except UnsplitError as e:
+            self.error = str(e)  # shown by `breakpoint list`: LLDB has no other channel here
+
+    def __get_depth__(self) -> int:
+        return int(lldb.eSearchDepthModule)
+
+    def get_short_help(self) -> str:
+        text = f"unsplit: bb break {self.location}"
+        if self.all_fragments:
+            text += " --all-fragments"
+        return text + (f" ({self.error})" if self.error else "")
+
+    def __callback__(self, sym_ctx: Any) -> None:
+        # Never raise: LLDB would print a traceback for every module it searches.
+        try:
+            self._resolve(sym_ctx.GetModule())
+        except Exception as e:  # one line, kept for `breakpoint list`
+            self.error = " ".join(f"{type(e).__name__}: {e}".split())
+
+    def _resolve(self, module: Any) -> None:
+        if self.spec is None or not module.IsValid():
+            return
+        path = module.GetFileSpec().fullpath
+        if not path or not os.path.exists(path):
+            return  # [vdso] and friends: no file to read
+        debugger_id = self.bkpt.GetTarget().GetDebugger().GetID()
+        session = state_mod.for_debugger(debugger_id).session
+        try:
+            sites = core.resolve(session.index(path), self.spec)
+        except UnsplitError:
+            return  # a module without what this spec needs (no bb map, unreadable file)
+        seen: set[int] = set()
+        for site in sites:
+            if site.file_address in seen:
+                continue
+            seen.add(site.file_address)
+            address = module.ResolveFileAddress(site.file_address)
+            if address.IsValid():
+                self.bkpt.AddLocation(address)
+
+
+def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+    """Make the breakpoint; returns `Breakpoint N: 2 locations: 0x… in transfer (entry), …`."""
+    if not target.IsValid():
+        raise UsageError("bb break: no target")
+    args = lldb.SBStructuredData()
+    # Strings, as `breakpoint set -P … -k KEY -v VALUE` passes them.
+    error = args.SetFromJSON(json.dumps({"location": spec.text,
+                                         "all_fragments": "1" if spec.all_fragments else "0"}))
+    if not error.Success():
+        raise UsageError(f"bb break: {error.GetCString()}")
+    bkpt = target.BreakpointCreateFromScript(CLASS_NAME, args, lldb.SBFileSpecList(),
+                                             lldb.SBFileSpecList(), False)
+    if not bkpt.IsValid():
+        raise UsageError(f"bb break: LLDB did not create a breakpoint for {spec.text}")
+    if not sites:
+        return (f"Breakpoint {bkpt.GetID()}: {spec.text}: pending (no loaded module has it "
+                "yet; resolved when one loads)")
+    placed = [dataclasses.replace(site, file_address=mod.bias + site.file_address)
+              for mod, site in sites]
+    text = f"Breakpoint {bkpt.GetID()}: {core.describe(placed)}"
+    modules = {os.path.basename(mod.path) for mod, _ in sites}
+    if len(modules) > 1:
+        text += f" (in {', '.join(sorted(modules))})"
+    return text
