@@ -23,6 +23,8 @@ CRASH_VARIANTS = [
     "clang-bbsections",
     "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg",
     "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+    "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
+    "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
 ]
 
 

@@ -17,6 +17,8 @@ VARIANTS = [
     "clang-bbsections",
     "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg", "bolt-profile2",
     "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
+    "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
+    "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
 ]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 
@@ -74,7 +76,7 @@ def test_blocks_of_a_multi_range_procedure(zoo: dict[str, Any]) -> None:
     assert sorted(b["block"] for b in blocks) == list(range(len(blocks)))
 
 
-@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2", "bolt-profile2", "bolt-cdsplit"])
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v[:5] == "bolt-" and "dbg" not in v])
 def test_bolted_code_without_dwarf_gets_true_lines(zoo: dict[str, Any], variant: str) -> None:
     """BOLT dropped the DWARF: lines come from the pre-BOLT binary (found by build-id) via BAT.
 
