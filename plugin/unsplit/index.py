@@ -8,17 +8,18 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
-from . import prebolt
-from .binary import Binary
+from . import bat_translate, prebolt
+from .binary import Binary, FunctionSymbol
 from .errors import AddressLookupError, UnsplitError
 from .lines import DwarfLines
-from .model import Fragment, LineRow, Location, Procedure
+from .model import HOT, Fragment, LineRow, Location, Procedure
 from .sources import bat as bat_source
 from .sources import registered
 from .sources import split_info as split_info_source
+from .sources import symbols as symbols_source
 from .sources.split_info import EslLines
 
 LineSource = Callable[[int], LineRow | None]
@@ -32,14 +33,15 @@ class ModuleIndex:
         self.sources_used: list[str] = []
         self.warnings: list[str] = []
         self._input_lines: DwarfLines | None = None
-        self.procedures: dict[str, Procedure] = {}
-        self._merge_sources()
+        merged = self._merge_sources()
         fragments = sorted(
-            (f for p in self.procedures.values() for f in p.fragments),
+            (f for p in merged.values() for f in p.fragments),
             key=lambda f: (f.start, -f.end),
         )
         self._starts = array("Q", (f.start for f in fragments))
         self._fragments = fragments
+        self.procedures = ProcedureTable(
+            merged, [f for f in symbols_source.plain(binary) if f.name not in merged])
         self.dwarf_lines = DwarfLines(binary)
         self.line_sources = self._line_sources()
 
@@ -99,7 +101,8 @@ class ModuleIndex:
             return None
         return bat_source.input_offset(self.binary, file_address)
 
-    def _merge_sources(self) -> None:
+    def _merge_sources(self) -> dict[str, Procedure]:
+        merged: dict[str, Procedure] = {}
         for name, fn in registered():
             try:
                 found = fn(self.binary)
@@ -109,26 +112,32 @@ class ModuleIndex:
             if found:
                 self.sources_used.append(name)
             for proc in found:
-                have = self.procedures.get(proc.name)
+                have = merged.get(proc.name)
                 if have is None:
-                    self.procedures[proc.name] = proc
+                    merged[proc.name] = proc
                 elif not have.blocks and proc.blocks:
                     have.blocks = proc.blocks
+        return merged
 
     # -- questions ----------------------------------------------------------------------
 
     def fragment_at(self, address: int) -> Fragment | None:
         """The innermost fragment that contains file address `address`."""
+        found = self._lookup(address)
+        return None if found is None else found[1]
+
+    def _lookup(self, address: int) -> tuple[Procedure, Fragment] | None:
         i = bisect_right(self._starts, address) - 1
         # Fragments may nest (an alias symbol over a range); walk back to one that contains it.
         while i >= 0:
             frag = self._fragments[i]
             if frag.contains(address):
-                return frag
+                return self.procedures[frag.procedure], frag
             if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
                 break
             i -= 1
-        return None
+        proc = self.procedures.plain_at(address)
+        return None if proc is None else (proc, proc.fragments[0])
 
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
@@ -146,20 +155,22 @@ class ModuleIndex:
 
     def locate(self, file_address: int, bias: int = 0) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones."""
-        frag = self.fragment_at(file_address)
+        found = self._lookup(file_address)
         row = self.line_at(file_address)
         module = self.binary.path
-        if frag is None:
+        if found is None:
             return Location(bias + file_address, file_address, module, None,
                             file=row.file if row else None, line=row.line if row else None,
                             column=row.column if row else None, path=row.path if row else None)
-        proc = self.procedures[frag.procedure]
+        proc, frag = found
         offset = frag.logical_start + file_address - frag.start
         input_address = None
+        bat_facts: dict[str, object] = {}
         bolted = self.input_location(file_address)
         if bolted is not None:  # BOLT: the offset in the input function, as BAT says
             offset = bolted[1]
             input_address = None if bolted[2] is None else bolted[2] + bolted[1]
+            bat_facts = self._bat_facts(file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -176,7 +187,76 @@ class ModuleIndex:
             path=row.path if row else None,
             block=proc.block_at(file_address),
             sources=(frag.source,) + ((row.source,) if row else ()),
+            warnings=tuple(self.warnings),
+            **bat_facts,  # type: ignore[arg-type]
         )
+
+    def _bat_facts(self, file_address: int) -> dict[str, object]:
+        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None:
+            return {}
+        return {
+            "input_offset": tr.input_offset,
+            "bat_entry": "branch" if tr.is_branch else "block",
+            "bat_entry_distance": file_address - tr.anchor_output,
+            "bat_block": tr.bb_index,
+            "fragment_kind": tr.fragment.split(".")[0],
+        }
+
+
+class ProcedureTable(Mapping[str, Procedure]):
+    """Procedures by name: the split ones (and any a precise source knows) as objects, functions
+    in one piece as sorted arrays, made into a Procedure only when asked for."""
+
+    def __init__(self, known: dict[str, Procedure], plain: list[FunctionSymbol]) -> None:
+        self._known = known
+        plain = sorted(plain, key=lambda f: f.value)
+        self._starts = array("Q", (f.value for f in plain))
+        self._ends = array("Q", (f.value + f.size for f in plain))
+        self._names = [f.name for f in plain]
+        self._by_name: dict[str, int] | None = None
+        self._made: dict[int, Procedure] = {}
+
+    def _make(self, i: int) -> Procedure:
+        proc = self._made.get(i)
+        if proc is None:
+            name, start, end = self._names[i], self._starts[i], self._ends[i]
+            proc = Procedure(name, [Fragment(name, HOT, start, end, name, 0, "symbols")])
+            self._made[i] = proc
+        return proc
+
+    def plain_at(self, address: int) -> Procedure | None:
+        """The one-piece function that contains `address`, if any."""
+        i = bisect_right(self._starts, address) - 1
+        return self._make(i) if i >= 0 and address < self._ends[i] else None
+
+    def _index_of(self, name: str) -> int | None:
+        if self._by_name is None:
+            self._by_name = {}
+            for i, n in enumerate(self._names):
+                self._by_name.setdefault(n, i)
+        return self._by_name.get(name)
+
+    def __getitem__(self, name: str) -> Procedure:
+        proc = self._known.get(name)
+        if proc is not None:
+            return proc
+        i = self._index_of(name)
+        if i is None:
+            raise KeyError(name)
+        return self._make(i)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._known
+        seen = set(self._known)
+        for n in self._names:
+            if n not in seen:
+                seen.add(n)
+                yield n
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class IndexCache:

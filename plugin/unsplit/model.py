@@ -134,6 +134,14 @@ class Location:
     input_address: int | None = None  # BOLT: where this code was in the pre-BOLT binary
     block: Block | None = None
     sources: tuple[str, ...] = ()
+    # BOLT (BAT): the input offset (== offset, said explicitly), the kind of the anchor entry
+    # ("block" or "branch", spec §3.1), its distance, and the fragment kind (hot/warm/cold).
+    input_offset: int | None = None
+    bat_entry: str | None = None
+    bat_entry_distance: int | None = None
+    bat_block: int | None = None  # input basic-block index of the nearest block entry
+    fragment_kind: str | None = None
+    warnings: tuple[str, ...] = ()  # one line each: what the module's index could not read
 
     @property
     def in_moved_code(self) -> bool:
@@ -161,6 +169,14 @@ class Location:
         }
         if self.input_address is not None:
             out["input_address"] = hex(self.input_address)
+        if self.bat_entry is not None:
+            out["input_offset"] = self.input_offset
+            out["bat_entry"] = self.bat_entry
+            out["bat_entry_distance"] = self.bat_entry_distance
+            out["bat_block"] = self.bat_block
+            out["fragment_kind"] = self.fragment_kind
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         if self.file_address != self.address:
             out["file_address"] = hex(self.file_address)
         if self.block is not None:

@@ -20,11 +20,13 @@ def where_text(loc: Location | None, address: int) -> str:
     if loc is None:
         return f"{address:#x} is not in the code of any loaded module"
     module = os.path.basename(loc.module)
+    # What the index could not read, one line each, before the answer it weakens.
+    warned = [f"warning: {module}: {w}" for w in loc.warnings]
     if loc.procedure is None:
         text = f"{address:#x} is in {module}, outside every known procedure"
         pos = source_position(loc)
-        return text + (f"\n  line      {pos}" if pos else "")
-    lines = [f"{loc.address:#x} is in {loc.label()} ({module})"]
+        return "\n".join([*warned, text + (f"\n  line      {pos}" if pos else "")])
+    lines = [*warned, f"{loc.address:#x} is in {loc.label()} ({module})"]
     lines.append(f"  procedure {loc.procedure}+{loc.offset:#x}  (offset in the original layout)")
     frag = loc.fragment
     if loc.fragment_symbol and loc.fragment_start is not None:
@@ -34,8 +36,22 @@ def where_text(loc: Location | None, address: int) -> str:
     if loc.block is not None:
         flags = f" [{', '.join(loc.block.flags)}]" if loc.block.flags else ""
         lines.append(f"  block     %{loc.block.id}+{loc.file_address - loc.block.start:#x}{flags}")
+    if loc.bat_entry is not None:
+        lines.append(f"  bolt      {bat_text(loc)}")
     lines.append(f"  line      {source_position(loc) or 'unknown (no line information)'}")
     return "\n".join(lines)
+
+
+def bat_text(loc: Location) -> str:
+    """`input main+0x33 at 0x401183 (block entry %4 +0x2, cold fragment)`: what BAT says."""
+    at = "" if loc.input_address is None else f" at {loc.input_address:#x}"
+    entry = f"{loc.bat_entry} entry"
+    if loc.bat_entry == "block" and loc.bat_block is not None:
+        entry += f" %{loc.bat_block}"
+    if loc.bat_entry_distance:
+        entry += f" +{loc.bat_entry_distance:#x}"
+    return (f"input {loc.procedure}+{loc.input_offset or 0:#x}{at} "
+            f"({entry}, {loc.fragment_kind} fragment)")
 
 
 def frame_text(number: int, loc: Location) -> str:
