@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
@@ -170,6 +171,18 @@ class GdbHost:
             return int(gdb.selected_frame().level())
         except gdb.error:
             return 0
+
+    # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
+
+    def cannot_run(self) -> str | None:
+        from .stepping import cannot_run
+
+        return cannot_run()
+
+    def step_logical(self, plan: Any) -> Any:
+        from .stepping import Stepper
+
+        return Stepper().apply(plan)
 
     def evaluate_address(self, expression: str) -> int:
         try:

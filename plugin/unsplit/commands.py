@@ -227,6 +227,30 @@ def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], st
     return run
 
 
+# -- bb next / step / finish / until / advance / stepi (policy: unsplit.stepping) -----------
+
+def _step_args(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _line_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("line", nargs="?", type=int,
+                   help="a line of the procedure (default: the next line, never backwards)")
+
+
+def _advance_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("line", type=int, help="a line of the procedure, in any of its fragments")
+
+
+def _stepper(kind: str) -> Callable[[Session, Host, argparse.Namespace], str]:
+    def run(session: Session, host: Host, args: argparse.Namespace) -> str:
+        from . import stepping
+
+        return stepping.run(session, host, kind, getattr(args, "line", None))
+
+    return run
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
@@ -244,6 +268,18 @@ COMMANDS: dict[str, Command] = {
                 _no_args, _set_enabled(True)),
         Command("disable", "Restore the debugger's own frame names and formats.",
                 _no_args, _set_enabled(False)),
+        Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
+                _step_args, _stepper("next")),
+        Command("step", "Step to the next line of the procedure, in any fragment, into calls "
+                "that have lines.", _step_args, _stepper("step")),
+        Command("finish", "Run until the procedure returns, from any of its fragments.",
+                _step_args, _stepper("finish")),
+        Command("until", "Like next, but never stop at a line before this one (loops); "
+                "with LINE: run to that line of the procedure.", _line_args, _stepper("until")),
+        Command("advance", "Run to LINE of the procedure, wherever its code lives (or until "
+                "the procedure returns).", _advance_args, _stepper("advance")),
+        Command("stepi", "Execute one instruction; show its fragment, block and line.",
+                _step_args, _stepper("stepi")),
     )
 }
 

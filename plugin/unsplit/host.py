@@ -44,6 +44,10 @@ class Host(Protocol):
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.
+    #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.stepping's
+    #     CORE_FILE, NOT_RUNNING), None when it can.
+    #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
+    #     (run to its targets or the frame's return, with a frame check) and say how it ended.
 
 
 @dataclass(slots=True)

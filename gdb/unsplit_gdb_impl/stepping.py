@@ -1,0 +1,189 @@
+"""GDB mechanism of the core's step plans (unsplit.stepping.StepPlan): internal breakpoints.
+
+A line plan puts one internal breakpoint on every target (the starts of the procedure's other
+lines, in every fragment) and one on the return address, then `continue`s. Each breakpoint's
+``stop()`` checks the frame, so a recursive activation of the same procedure runs through: a
+target counts only when the newest frame's CFA (its caller's SP) is the stepping frame's, the
+return only when SP is back at that CFA. `step` also breaks on the call instructions of the
+current line (found with ``Architecture.disassemble``) and single-steps into the callee. A stop
+that none of these explains (a user's breakpoint, a signal, the exit) ends the step as it is.
+All breakpoints are deleted after the stop, whatever happened.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.stepping import StepOutcome, StepPlan
+
+_CALL = re.compile(r"^\s*(call|callq|bl|blr|jalr?)\b")
+
+
+def _sp(frame: Any) -> int:
+    return int(frame.read_register("sp"))
+
+
+def _cfa(frame: Any) -> int | None:
+    """The CFA of `frame`: the SP its caller has once it returns."""
+    older = frame.older()
+    return None if older is None else _sp(older)
+
+
+class _Site(gdb.Breakpoint):  # type: ignore[misc]
+    """One internal breakpoint of a plan; `stop` decides with the frame, records a hit."""
+
+    def __init__(self, stepper: Stepper, address: int, role: str) -> None:
+        super().__init__(f"*{address:#x}", gdb.BP_BREAKPOINT, internal=True)
+        self.silent = True
+        self.stepper = stepper
+        self.role = role
+
+    def stop(self) -> bool:
+        try:
+            return self.stepper.hit(self)
+        except gdb.error:
+            return True  # a frame GDB cannot unwind: stop rather than run away
+
+
+class Stepper:
+    """Applies one plan at a time (`apply`), for the GdbHost."""
+
+    def __init__(self) -> None:
+        self.cfa: int | None = None
+        self.hit_site: _Site | None = None
+        self.event: Any = None
+        self.exited = False
+
+    def hit(self, site: _Site) -> bool:
+        frame = gdb.newest_frame()
+        if site.role == "return":
+            ok = self.cfa is None or _sp(frame) >= self.cfa
+        else:
+            ok = self.cfa is None or _cfa(frame) == self.cfa
+        if ok and self.hit_site is None:
+            self.hit_site = site
+        return ok
+
+    # -- run control ------------------------------------------------------------------------
+
+    def _on_stop(self, event: Any) -> None:
+        self.event = event
+
+    def _on_exit(self, event: Any) -> None:
+        self.exited = True
+
+    def _resume(self, command: str) -> str:
+        self.hit_site, self.event, self.exited = None, None, False
+        gdb.events.stop.connect(self._on_stop)
+        gdb.events.exited.connect(self._on_exit)
+        try:
+            return str(gdb.execute(command, to_string=True) or "")
+        finally:
+            gdb.events.stop.disconnect(self._on_stop)
+            gdb.events.exited.disconnect(self._on_exit)
+
+    def _foreign(self, text: str) -> StepOutcome | None:
+        """The stop as GDB reported it, when something other than our sites caused it."""
+        if self.exited:
+            return StepOutcome("stopped", None, text.strip())
+        event = self.event
+        ours = self.hit_site is not None
+        if isinstance(event, gdb.BreakpointEvent):
+            others = [b for b in event.breakpoints if not isinstance(b, _Site)]
+            if others or not ours:
+                return StepOutcome("stopped", _pc(), text.strip())
+            return None
+        if ours and not isinstance(event, gdb.SignalEvent):
+            return None
+        return StepOutcome("stopped", _pc(), text.strip())
+
+    def apply(self, plan: StepPlan) -> StepOutcome:
+        if plan.mode == "instruction":
+            return self._one_instruction("done")
+        frame = gdb.newest_frame()
+        self.cfa = _cfa(frame)
+        older = frame.older()
+        sites: list[_Site] = []
+        try:
+            if older is not None:
+                sites.append(_Site(self, int(older.pc()), "return"))
+            if plan.mode == "line":
+                sites += [_Site(self, t, "target") for t in plan.targets]
+                if plan.step_into:
+                    calls = _calls(frame, plan.call_ranges)
+                    if int(frame.pc()) in calls:  # a breakpoint here would be stepped over
+                        return self._step_into()
+                    sites += [_Site(self, c, "call") for c in calls]
+            text = self._resume("continue")
+        finally:
+            for site in sites:
+                if site.is_valid():
+                    site.delete()
+        foreign = self._foreign(text)
+        if foreign is not None:
+            return foreign
+        assert self.hit_site is not None
+        role = self.hit_site.role
+        if role == "call":
+            return self._step_into()
+        return StepOutcome("target" if role == "target" else "returned", _pc())
+
+    def _step_into(self) -> StepOutcome:
+        return self._one_instruction("called")
+
+    def _one_instruction(self, kind: str) -> StepOutcome:
+        # GDB prints the frame of a stepi that enters a function whatever to_string says;
+        # the core prints where the step ended, so GDB's own notification is held back.
+        quiet = _parameter("suppress-cli-notifications")
+        if quiet is False:
+            gdb.execute("set suppress-cli-notifications on", to_string=True)
+        try:
+            text = self._resume("stepi")
+        finally:
+            if quiet is False:
+                gdb.execute("set suppress-cli-notifications off", to_string=True)
+        if self.exited:
+            return StepOutcome("stopped", None, text.strip() or "The program exited.")
+        if isinstance(self.event, gdb.SignalEvent):
+            return StepOutcome("stopped", _pc(), text.strip()
+                               or f"Program received signal {self.event.stop_signal}.")
+        return StepOutcome(kind, _pc())
+
+
+def _parameter(name: str) -> Any:
+    try:
+        return gdb.parameter(name)
+    except (gdb.error, RuntimeError):
+        return None
+
+
+def _pc() -> int:
+    return int(gdb.newest_frame().pc())
+
+
+def _calls(frame: Any, ranges: tuple[tuple[int, int], ...]) -> list[int]:
+    """Addresses of the call instructions in `ranges`."""
+    arch = frame.architecture()
+    out = []
+    for lo, hi in ranges:
+        if hi <= lo:
+            continue
+        for insn in arch.disassemble(lo, hi - 1):
+            if _CALL.match(insn["asm"]):
+                out.append(int(insn["addr"]))
+    return out
+
+
+def cannot_run() -> str | None:
+    """Why the program cannot be stepped (a core file, no process), or None."""
+    from unsplit.stepping import CORE_FILE, NOT_RUNNING
+
+    inferior = gdb.selected_inferior()
+    connection = getattr(inferior, "connection", None)
+    if connection is not None and getattr(connection, "type", None) == "core":
+        return CORE_FILE
+    if inferior.pid == 0:
+        return NOT_RUNNING
+    return None

@@ -1,0 +1,414 @@
+"""Stepping across moved code: the policy of `bb next`, `bb step`, `bb finish`, `bb until`,
+`bb advance` and `bb stepi`.
+
+A line step treats the logical procedure as one piece of code: it runs until the stepping frame
+reaches the *start of a different line* of the same procedure, in any fragment (a jump hot ->
+cold -> hot is not a new frame and not the end of the procedure), or until that frame returns
+(then `next`/`step` go on to the caller's next line, `finish` stops). This module computes, for a
+PC, the addresses that matter (:class:`StepPlan`); the adapters only apply a plan once and say
+how it ended (:class:`StepOutcome`): GDB with internal breakpoints on the targets and the return
+address, LLDB with a scripted thread plan. :func:`run` chains plans (return to the caller, a call
+stepped into, a callee without lines stepped out of).
+
+Lines come from the best source of the module (unsplit.index.ModuleIndex.line_at: ESL, DWARF,
+the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
+row of those sources inside the procedure's fragments, BAT entries with the pre-BOLT rows they
+carry, and basic-block starts; a *line start* is a candidate whose best row begins there, is a
+statement, and names another line than the code before it in the same fragment. With no line
+information a step goes by basic block (bb map, BAT); with neither, by one instruction.
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from . import prebolt
+from .errors import AddressLookupError, UnsplitError, UsageError
+from .host import Host, LoadedModule
+from .index import ModuleIndex
+from .lines import DwarfLines
+from .model import LineRow, Location, Procedure
+from .render import frame_text
+from .session import Session
+from .sources import split_info as split_info_source
+
+LINE_KINDS = ("next", "step", "until")
+KINDS = ("next", "step", "finish", "until", "advance", "stepi")
+MAX_LEGS = 256  # plans chained by one command (returns, calls stepped into or out of)
+
+# What Host.cannot_run() answers, so both debuggers say the same words.
+CORE_FILE = "cannot step in a core file: there is no live process"
+NOT_RUNNING = "the program is not being run"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """File addresses [start, end) of one fragment that run under one line (or none)."""
+
+    start: int
+    end: int
+    file: str | None
+    line: int | None
+    starts_line: bool  # a step that reaches `start` from another line stops here
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        return None if self.file is None or self.line is None else (self.file, self.line)
+
+
+@dataclass(slots=True)
+class ProcedureLines:
+    """A procedure's code cut into line spans, every fragment, in address order."""
+
+    procedure: Procedure
+    spans: list[Span]
+    has_lines: bool
+    _starts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._starts = [s.start for s in self.spans]
+
+    def span_at(self, address: int) -> Span | None:
+        i = bisect_right(self._starts, address) - 1
+        if i >= 0 and address < self.spans[i].end:
+            return self.spans[i]
+        return None
+
+    def line_starts(self) -> list[Span]:
+        return [s for s in self.spans if s.starts_line]
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """What an adapter applies once (runtime addresses throughout).
+
+    mode "line": run until the stepping frame (the newest one when the plan is applied) reaches
+      one of `targets` (a frame check keeps recursion apart), or returns; with `step_into`, also
+      stop at the first instruction of a function called from `call_ranges`.
+    mode "finish": run until the stepping frame returns.
+    mode "instruction": execute one instruction.
+    """
+
+    kind: str  # the user's command: next, step, finish, until, advance, stepi
+    mode: str  # line, finish, instruction
+    pc: int
+    procedure: str | None = None
+    ranges: tuple[tuple[int, int], ...] = ()  # the logical procedure: every fragment
+    line_ranges: tuple[tuple[int, int], ...] = ()  # the code of the current line
+    call_ranges: tuple[tuple[int, int], ...] = ()  # where a call is stepped into (step)
+    targets: tuple[int, ...] = ()
+    step_into: bool = False
+    line: str | None = None  # "crash.c:29" for messages
+    note: str = ""  # said to the user: how this step had to be made
+    at_line_start: bool = False  # `pc` is where a line of the procedure begins
+
+    def in_procedure(self, address: int) -> bool:
+        return any(lo <= address < hi for lo, hi in self.ranges)
+
+    def is_target(self, address: int) -> bool:
+        return address in self.targets
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """How an adapter's application of a plan ended.
+
+    target:   the stepping frame reached a target
+    returned: the stepping frame returned (pc is in its caller)
+    called:   `step_into`: the first instruction of a callee (pc)
+    stopped:  something else stopped the program (breakpoint, signal, exit): `message` says what
+    done:     an instruction plan executed its instruction
+    """
+
+    kind: str
+    pc: int | None = None
+    message: str = ""
+
+
+# -- the lines of a procedure ---------------------------------------------------------------
+
+_CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[str, ProcedureLines]] = \
+    weakref.WeakKeyDictionary()
+_INPUT_LINES: weakref.WeakKeyDictionary[ModuleIndex, DwarfLines | None] = \
+    weakref.WeakKeyDictionary()
+
+
+def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
+    """The line spans of `proc` in `index` (cached per index)."""
+    per_index = _CACHE.setdefault(index, {})
+    found = per_index.get(proc.name)
+    if found is None:
+        found = per_index[proc.name] = _build(index, proc)
+    return found
+
+
+def _build(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
+    spans: list[Span] = []
+    has_lines = False
+    for frag in sorted(proc.fragments, key=lambda f: f.start):
+        stmts = _candidates(index, proc, frag.start, frag.end)
+        points = sorted(stmts)
+        previous: tuple[str, int] | None = None
+        for k, point in enumerate(points):
+            end = points[k + 1] if k + 1 < len(points) else frag.end
+            row = index.line_at(point)
+            key = None if row is None else (row.file, row.line)
+            # GCC puts several rows at one address, the last often not a statement: the
+            # address begins a statement if any of its rows says so (GDB's rule too).
+            starts = row is not None and row.address == point and (stmts[point] or row.is_stmt) \
+                and (k == 0 or key != previous)
+            if row is not None:
+                has_lines = True
+            if spans and spans[-1].end == point and spans[-1].key == key and not starts:
+                last = spans[-1]  # one span per run of a line: fewer, larger ranges
+                spans[-1] = Span(last.start, end, last.file, last.line, last.starts_line)
+            else:
+                spans.append(Span(point, end, row.file if row else None,
+                                  row.line if row else None, starts))
+            previous = key
+    return ProcedureLines(proc, spans, has_lines)
+
+
+def _candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> dict[int, bool]:
+    """Addresses in [start, end) where the line may change -> whether a row there is a
+    statement (a line-table row with is_stmt and a line)."""
+    out: dict[int, bool] = {start: False}
+
+    def add(rows: list[LineRow] | set[LineRow]) -> None:
+        for r in rows:
+            if start <= r.address < end:
+                out[r.address] = out.get(r.address, False) or (r.is_stmt and r.line != 0)
+
+    add(index.dwarf_lines.rows_in(start, end))
+    for b in proc.blocks:
+        if start <= b.start < end:
+            out.setdefault(b.start, False)
+    if ".split_info" in index.binary._section_index:
+        add(_esl_rows(index))
+    if "bat" in index.sources_used:
+        add(_bat_candidates(index, proc, start, end))
+    return out
+
+
+def _esl_rows(index: ModuleIndex) -> list[LineRow]:
+    try:
+        return split_info_source.line_rows(index.binary)
+    except UnsplitError:
+        return []
+
+
+def _input_lines(index: ModuleIndex) -> DwarfLines | None:
+    if index not in _INPUT_LINES:
+        input_binary = prebolt.input_for(index.binary)
+        _INPUT_LINES[index] = None if input_binary is None else DwarfLines(input_binary)
+    return _INPUT_LINES[index]
+
+
+def _bat_candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> set[LineRow]:
+    """The pre-BOLT rows of each BAT-described block, carried to where the block is now."""
+    lines = _input_lines(index)
+    out: set[LineRow] = set()
+    if lines is None:
+        return out
+    anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start})
+    for k, anchor in enumerate(anchors):
+        stop = anchors[k + 1] if k + 1 < len(anchors) else end
+        found = index.input_location(anchor)
+        if found is None or found[2] is None:
+            continue
+        input_start = found[2] + found[1]
+        for row in lines.rows_in(input_start, input_start + (stop - anchor)):
+            out.add(replace(row, address=anchor + row.address - input_start))
+    return out
+
+
+# -- plans -----------------------------------------------------------------------------------
+
+def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
+                                                             Procedure] | None:
+    found = session.module_of(host, pc)
+    if found is None:
+        return None
+    mod, index = found
+    frag = index.fragment_at(pc - mod.bias)
+    if frag is None:
+        return None
+    return mod, index, index.procedures[frag.procedure]
+
+
+def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and merged[-1][1] == lo:
+            merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple((bias + lo, bias + hi) for lo, hi in merged)
+
+
+def line_plan(session: Session, host: Host, kind: str, pc: int,
+              line: int | None = None) -> StepPlan:
+    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
+    found = _where(session, host, pc)
+    if found is None:
+        if line is not None:
+            raise AddressLookupError(f"bb {kind}: {pc:#x} is in no known procedure")
+        return StepPlan(kind, "instruction", pc,
+                        note=f"{pc:#x} is in no known procedure: stepped one instruction")
+    mod, index, proc = found
+    lines = procedure_lines(index, proc)
+    file_pc = pc - mod.bias
+    here = lines.span_at(file_pc)
+    ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
+    common = {"pc": pc, "procedure": proc.name, "ranges": ranges, "step_into": kind == "step"}
+    if line is not None:
+        return _to_line_plan(kind, lines, mod.bias, line, here, common)
+    if not lines.has_lines:
+        return _block_plan(kind, proc, mod.bias, file_pc, common)
+    key = here.key if here is not None else None
+    current = [(s.start, s.end) for s in lines.spans if s.key == key]
+    unnamed = [(s.start, s.end) for s in lines.spans if s.key is None]
+    targets = [s.start for s in lines.line_starts() if s.key != key]
+    if kind == "until":
+        # `until` never stops at a line that lies before this one (the loop's jump back).
+        offset = proc.logical_offset(file_pc) or 0
+        targets = [t for t in targets if (proc.logical_offset(t) or 0) > offset] or targets
+    return StepPlan(kind, "line", line_ranges=_runtime(mod.bias, current),
+                    call_ranges=_runtime(mod.bias, current + unnamed),
+                    targets=tuple(sorted(mod.bias + t for t in targets)),
+                    line=None if key is None else f"{key[0]}:{key[1]}",
+                    at_line_start=here is not None and here.starts_line
+                    and here.start == file_pc, **common)  # type: ignore[arg-type]
+
+
+def _to_line_plan(kind: str, lines: ProcedureLines, bias: int, line: int, here: Span | None,
+                  common: dict[str, object]) -> StepPlan:
+    file = here.file if here is not None and here.file else None
+    starts = [s for s in lines.spans if s.line == line and (file is None or s.file == file)]
+    starts = [s for s in starts if s.starts_line] or starts[:1]
+    if not starts:
+        name = lines.procedure.name
+        raise AddressLookupError(f"bb {kind}: line {line} has no code in {name}"
+                                 + ("" if lines.has_lines else " (no line information)"))
+    where = f"{starts[0].file}:{line}"
+    return StepPlan(kind, "line", targets=tuple(sorted(bias + s.start for s in starts)),
+                    line=where, **{**common, "step_into": False})  # type: ignore[arg-type]
+
+
+def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
+                common: dict[str, object]) -> StepPlan:
+    if not proc.blocks:
+        return StepPlan(kind, "instruction", file_pc + bias, procedure=proc.name,
+                        note=f"no line or block information for {proc.name}: "
+                             "stepped one instruction")
+    block = proc.block_at(file_pc)
+    targets = [b.start for b in proc.blocks if block is None or b.start != block.start]
+    current = [] if block is None else [(block.start, block.end)]
+    return StepPlan(kind, "line", line_ranges=_runtime(bias, current),
+                    call_ranges=_runtime(bias, current),
+                    targets=tuple(sorted(bias + t for t in targets)),
+                    note=f"no line information for {proc.name}: stepped by basic block",
+                    **common)  # type: ignore[arg-type]
+
+
+def finish_plan(session: Session, host: Host, kind: str, pc: int) -> StepPlan:
+    found = _where(session, host, pc)
+    name = found[2].name if found else None
+    ranges = _runtime(found[0].bias, [(f.start, f.end) for f in found[2].fragments]) \
+        if found else ()
+    return StepPlan(kind, "finish", pc, procedure=name, ranges=ranges)
+
+
+def has_lines(session: Session, host: Host, pc: int) -> bool:
+    found = session.module_of(host, pc)
+    return found is not None and found[1].line_at(pc - found[0].bias) is not None
+
+
+Apply = Callable[[StepPlan], StepOutcome]
+"""Host.step_logical: apply one plan, say how it ended."""
+
+
+# -- one command -----------------------------------------------------------------------------
+
+def run(session: Session, host: Host, kind: str, line: int | None = None) -> str:
+    """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown step kind {kind!r}")
+    refusal = getattr(host, "cannot_run", None)
+    reason = refusal() if refusal is not None else None
+    if reason:
+        raise UsageError(f"bb {kind}: {reason}")
+    apply: Apply | None = getattr(host, "step_logical", None)
+    if apply is None:
+        raise UsageError(f"bb {kind}: this debugger adapter cannot step")
+    pc = host.selected_pc()
+    notes: list[str] = []
+    if kind == "stepi":
+        outcome = apply(StepPlan(kind, "instruction", pc))
+    elif kind == "finish":
+        outcome = apply(finish_plan(session, host, kind, pc))
+    else:
+        outcome = _line_steps(session, host, apply, kind, pc, line, notes)
+    return _report(session, host, kind, outcome, notes)
+
+
+def _line_steps(session: Session, host: Host, apply: Apply, kind: str, pc: int,
+                line: int | None, notes: list[str]) -> StepOutcome:
+    plan = line_plan(session, host, kind, pc, line)
+    for _ in range(MAX_LEGS):
+        if plan.note and plan.note not in notes:
+            notes.append(plan.note)
+        outcome = apply(plan)
+        if outcome.kind != "returned" and outcome.kind != "called":
+            return outcome
+        assert outcome.pc is not None
+        if outcome.kind == "returned":
+            # `until LINE`/`advance` stop when the frame returns, as GDB's do; a line step goes
+            # on to the caller's next line, which may be in a fragment of its own.
+            if line is not None or not has_lines(session, host, outcome.pc):
+                return outcome
+            plan = line_plan(session, host, kind, outcome.pc)
+            if plan.at_line_start:  # the call ended its line: the caller's next one is here
+                return StepOutcome("target", outcome.pc)
+            continue
+        # `step` reached a callee: stop at its entry if it has lines (optimized code has no
+        # prologue to skip; GDB stops there too), else run it to its return and go on with the
+        # line being stepped.
+        if has_lines(session, host, outcome.pc):
+            return outcome
+        back = apply(finish_plan(session, host, kind, outcome.pc))
+        if back.kind != "returned" or back.pc is None:
+            return back
+        plan = line_plan(session, host, kind, back.pc)
+    return StepOutcome("stopped", None, f"bb {kind}: gave up after {MAX_LEGS} legs")
+
+
+def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
+            notes: list[str]) -> str:
+    lines = list(notes)
+    if outcome.kind == "stopped":
+        if outcome.message:
+            lines.append(outcome.message)
+        if outcome.pc is None:
+            return "\n".join(lines)
+    try:
+        pc = host.selected_pc()
+    except UnsplitError:
+        return "\n".join(lines)
+    text = stop_text(session.locate(host, pc), pc)
+    if not lines or lines[-1].splitlines()[-1] != text:  # GDB's stop printer may have said it
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def stop_text(loc: Location | None, pc: int) -> str:
+    """Where a step stopped: the frame line, procedure named as written."""
+    if loc is None:
+        return f"#0  {pc:#018x} in ??"
+    text = frame_text(0, loc)
+    if loc.block is not None:
+        text += f"  (block %{loc.block.id}+{loc.file_address - loc.block.start:#x})"
+    return text
