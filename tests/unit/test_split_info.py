@@ -346,17 +346,23 @@ def test_elf_procedures(annotated: Annotated) -> None:
     [proc] = source.procedures(binary)
     work, cold, (baddr, bsize) = annotated.work, annotated.cold, annotated.branch
     assert proc.name == "work"
+    # Fragments are the code as it lies: the body with its branch, and the moved piece.
     assert [(f.name, f.start, f.end, f.symbol, f.source) for f in proc.fragments] == [
-        ("hot", work[0], baddr, "work", "split_info"),
+        ("hot", work[0], work[1], "work", "split_info"),
         ("cold", cold[0], cold[1], "work.cold", "split_info"),
-        ("part.2", baddr + bsize, work[1], None, "split_info"),
     ]
     before = baddr - work[0]
-    assert [f.logical_start for f in proc.fragments] == [0, before, before + cold[1] - cold[0]]
+    assert [f.logical_start for f in proc.fragments] == [0, before]
     assert proc.logical_offset(cold[0] + 3) == before + 3
-    assert proc.addresses_of(before + 3) == [cold[0] + 3]
     [sp] = source.split_procedures(binary)
     assert sp.logical_offset(baddr) == before
+    # The exact §1 mapping, past the branch too, is the source's.
+    after = before + cold[1] - cold[0]
+    assert source.logical_offset(binary, baddr + bsize) == after
+    assert source.logical_offset(binary, baddr + 1) == before
+    assert source.address_of(binary, work[0], after) == baddr + bsize
+    assert source.address_of(binary, work[0], before + 3) == cold[0] + 3
+    assert source.logical_offset(binary, work[1]) is None
 
 
 def test_elf_line_rows(annotated: Annotated) -> None:

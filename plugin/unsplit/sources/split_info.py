@@ -5,9 +5,11 @@ Specification: shared/specs/split-info-and-esl.md §1 (ownership and logical lay
 :mod:`unsplit.formats.split_info` and :mod:`unsplit.formats.esl`; this module only joins them
 with the symbol table and turns them into model records:
 
-- :func:`procedures`: one Procedure per split procedure, a Fragment per logical range in
-  original order (``hot`` holds the entry; the others are named after their symbol's suffix,
-  ``foo.cold`` -> ``cold``, else ``part.N`` with N the range's index), source ``split_info``;
+- :func:`procedures`: one Procedure per split procedure, a Fragment per contiguous piece of
+  its code (:func:`pieces`: ``hot`` is the body holding the entry, branches included; a moved
+  piece is named after its symbol's suffix, ``foo.cold`` -> ``cold``, else ``part.N``), in
+  logical order, source ``split_info``; :func:`logical_offset` / :func:`address_of` give the
+  exact §1 mapping, which a piece's linear ``logical_start`` only approximates past a branch;
 - :func:`line_rows`: every ESL row at its address (source ``esl``), sorted by address;
 - :class:`EslLines`: look-ups bounded by each procedure's code, for ModuleIndex.line_sources.
 """
@@ -80,22 +82,67 @@ def procedures(binary: Binary) -> list[Procedure]:
 def _procedure(sp: si.SplitProcedure, starts: dict[int, list[str]]) -> Procedure:
     frags: list[Fragment] = []
     used: set[str] = set()
-    for i, r in enumerate(sp.ranges):
+    for i, (lo, hi) in enumerate(pieces(sp)):
+        logical = sp.logical_offset(lo)
+        assert logical is not None  # every piece starts in a range or a branch
         symbol: str | None = None
-        if r.start == sp.start and r.logical_start == 0:
+        if lo <= sp.start < hi:
             name, symbol = HOT, sp.name
         else:
             name = f"part.{i}"
-            for sym in starts.get(r.start, ()):
+            for sym in starts.get(lo, ()):
                 # foo.cold -> cold; foo.cold.2 -> cold.2: the name a user knows from bt.
                 if sym.startswith(sp.name + ".") and sym[len(sp.name) + 1 :] not in used:
                     name, symbol = sym[len(sp.name) + 1 :], sym
                     break
-            if name in used:  # two ranges cannot share a name: fall back to the index
+            if name in used:  # two pieces cannot share a name: fall back to the index
                 name = f"part.{i}"
         used.add(name)
-        frags.append(Fragment(sp.name, name, r.start, r.end, symbol, r.logical_start, "split_info"))
+        frags.append(Fragment(sp.name, name, lo, hi, symbol, logical, "split_info"))
+    frags.sort(key=lambda f: (f.name != HOT, f.logical_start))
     return Procedure(sp.name, frags)
+
+
+def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
+    """The procedure's code as it lies now: its ranges and branches, abutting ones merged.
+
+    A fragment is a contiguous piece of code (as the other sources have it): the procedure's
+    own body, branches included, is one piece, and each moved range (with the branches to
+    nested moves inside it) another. Logical ranges would leave the branch bytes in no
+    fragment and name the code after a branch ``part.N`` instead of ``hot``. The exact
+    logical offset of an address is :func:`logical_offset`'s (a piece's bytes after a branch
+    do not continue its logical run).
+    """
+    spans = sorted([(r.start, r.end) for r in sp.ranges] + [(lo, hi) for lo, hi, _ in sp.branches])
+    out: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def split_procedure_at(binary: Binary, address: int) -> si.SplitProcedure | None:
+    """The split procedure whose ranges or branches hold `address`, if any."""
+    for sp in split_procedures(binary):
+        if sp.contains(address):
+            return sp
+    return None
+
+
+def logical_offset(binary: Binary, address: int) -> int | None:
+    """§1's logical offset of `address` in its split procedure (a branch: its moved code's)."""
+    sp = split_procedure_at(binary, address)
+    return None if sp is None else sp.logical_offset(address)
+
+
+def address_of(binary: Binary, entry: int, offset: int) -> int | None:
+    """The one address that logical `offset` of the split procedure at `entry` maps to."""
+    for sp in split_procedures(binary):
+        if sp.start == entry:
+            return sp.address_of(offset)
+    return None
 
 
 # --- lines -----------------------------------------------------------------------------------
@@ -142,8 +189,9 @@ def _add_proc(
     rows = []
     for placed in esl.map_rows(result.rows, ranges, branches):
         row = placed.row
-        name = proc.files[row.file - 1]
-        rows.append(LineRow(placed.address, name, row.line, row.column, "esl", True, name))
+        path = proc.files[row.file - 1]
+        name = path.rsplit("/", 1)[-1]  # `file` is the name, as DWARF rows have it
+        rows.append(LineRow(placed.address, name, row.line, row.column, "esl", True, path))
     info.rows.extend(rows)
     info.rows_by_procedure[proc.entry] = rows
     if size or sp is not None:

@@ -6,11 +6,19 @@ ESL programs); the JSON schemas are those of issue 5:
 - ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
   ``[{"procedure", "entry", "logical_size", "ranges": [{"start", "end"}]}]``, addresses as hex;
 - ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
-  ``[{"procedure", "address", "file", "line", "column", "source"}]`` (source esl or dwarf);
+  ``[{"procedure", "address", "file", "line", "column", "source"}]``; source ``esl`` (an ESL
+  program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the pre-BOLT binary's
+  DWARF through BAT); a procedure whose ESL program stopped early, or has none, gets a one-line
+  warning (on stderr with --json);
 - ``annotate IN -o OUT``: a copy of IN (never IN itself) with `.split_info` and `.opt_table`
-  derived from what IN says: its fragments (``foo.cold`` symbols, bb address maps), the jump
-  that reaches each moved fragment (found with llvm-objdump-22: it is the record's branch) and
-  its DWARF lines, so that the copy debugs with true lines once its DWARF is stripped.
+  derived from what IN says, so that the copy debugs with true procedures and lines with no
+  DWARF and (BOLT) no pre-BOLT binary. Compiler splits: the fragments (``foo.cold`` symbols,
+  bb address maps), the jump that reaches each moved fragment (found with llvm-objdump-22: it
+  is the record's branch) and the DWARF lines (IN's, or ``--debug PATH``'s). BOLTed binaries:
+  the fragments BAT names and the pre-BOLT binary's DWARF through BAT, see
+  :mod:`unsplit.tools.annotate_bolt` for what a range means there. It prints the bytes added
+  next to the size of IN built with DWARF (BOLT: ``--update-debug-sections``) when that build
+  is at hand.
 
 Handlers return the text to print; errors are UnsplitErrors, as everywhere in the core.
 """
@@ -23,18 +31,23 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from bisect import bisect_left
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
+from .. import bat_translate, prebolt
 from ..binary import Binary
-from ..errors import AddressLookupError, UsageError
+from ..errors import AddressLookupError, UnsplitError, UsageError
 from ..formats import esl
 from ..formats import split_info as si
 from ..index import ModuleIndex
 from ..lines import DwarfLines
-from ..model import LineRow, Procedure
+from ..model import HOT, Fragment, LineRow, Procedure
 from ..sources import split_info as source
+from . import annotate_bolt
 
 OBJCOPY = "llvm-objcopy-22"
 OBJDUMP = "llvm-objdump-22"
@@ -53,16 +66,23 @@ def _split_procedures(index: ModuleIndex, name: str | None) -> list[Procedure]:
 
 
 def ranges_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
-    index = ModuleIndex(Binary(path))
+    binary = Binary(path)
+    index = ModuleIndex(binary)
+    exact = {sp.start: sp for sp in source.split_procedures(binary)}
     out = []
     for p in _split_procedures(index, name):
-        frags = sorted(p.fragments, key=lambda f: f.logical_start)
+        sp = exact.get(p.entry)
+        if sp is not None and p.fragments[0].source == "split_info":  # §1's own ranges
+            spans, size = [(r.start, r.end) for r in sp.ranges], sp.size
+        else:  # other sources: the fragments, in the order they lay before the split
+            frags = sorted(p.fragments, key=lambda f: f.logical_start)
+            spans, size = [(f.start, f.end) for f in frags], p.logical_size
         out.append(
             {
                 "procedure": p.name,
                 "entry": hex(p.entry),
-                "logical_size": p.logical_size,
-                "ranges": [{"start": hex(f.start), "end": hex(f.end)} for f in frags],
+                "logical_size": size,
+                "ranges": [{"start": hex(lo), "end": hex(hi)} for lo, hi in spans],
             }
         )
     return out
@@ -86,23 +106,52 @@ def _ranges(args: argparse.Namespace) -> str:
 # --- lines -----------------------------------------------------------------------------------
 
 
+def _row_sources(binary: Binary) -> Callable[[Procedure], list[LineRow]]:
+    """Rows of one procedure from the best source: its ESL program, else the binary's DWARF,
+    else (BOLTed code) the pre-BOLT binary's DWARF through BAT, one row per line change."""
+    info = source.line_info(binary)
+    dwarf = DwarfOracle(DwarfLines(binary))
+    bolt: list[annotate_bolt.BoltLines | None] = []  # made on first need (runs objdump)
+
+    def rows(p: Procedure) -> list[LineRow]:
+        have = info.rows_by_procedure.get(p.entry)
+        if have is not None:
+            return have
+        frags = sorted(p.fragments, key=lambda f: f.start)
+        if dwarf.available:
+            return [r for f in frags for r in dwarf.dwarf.rows_in(f.start, f.end)]
+        if not bolt:
+            found = prebolt.input_for(binary) if bat_translate.has_bat(binary) else None
+            bolt.append(
+                None
+                if found is None
+                else annotate_bolt.BoltLines(binary, found, _instructions(binary.path))
+            )
+        oracle = bolt[0]
+        return [] if oracle is None else [r for f in frags for r in oracle.rows_in(f.start, f.end)]
+
+    return rows
+
+
 def lines_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
+    return _lines_data(path, name)[0]
+
+
+def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows in the issue's schema, warnings about partial or missing ESL programs)."""
     binary = Binary(path)
     index = ModuleIndex(binary)
     info = source.line_info(binary)
     procs = {p.entry: p for p in _split_procedures(index, name)}
     if name is None:  # every procedure an ESL program describes, split or not
-        for p in index.procedures.values():
+        for p in all_procedures(binary, index):
             if p.entry in info.rows_by_procedure:
                 procs.setdefault(p.entry, p)
-    dwarf = DwarfLines(binary)
+    rows_of = _row_sources(binary)
     out: list[dict[str, Any]] = []
     for entry in sorted(procs):
         p = procs[entry]
-        rows = info.rows_by_procedure.get(entry)
-        if rows is None:
-            rows = [r for f in p.fragments for r in dwarf.rows_in(f.start, f.end)]
-        for r in sorted(rows, key=lambda r: r.address):  # stable: the later row stays later
+        for r in sorted(rows_of(p), key=lambda r: r.address):  # stable: later stays later
             out.append(
                 {
                     "procedure": p.name,
@@ -113,27 +162,46 @@ def lines_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
                     "source": r.source,
                 }
             )
-    return out
+    names = {e: p.name for e, p in procs.items()}
+    warnings = [
+        f"warning: {names.get(e, hex(e))}: ESL lines partial ({err})"
+        for e, err in sorted(info.partial.items())
+        if name is None or e in names
+    ]
+    warnings += [
+        f"warning: {names.get(e, hex(e))}: PROC {e:#x} has no ESL program"
+        for e in info.without_esl
+        if name is None or e in names
+    ]
+    return out, warnings
 
 
 def _lines(args: argparse.Namespace) -> str:
-    data = lines_json(args.binary, args.proc)
-    if args.json:
+    data, warnings = _lines_data(args.binary, args.proc)
+    if args.json:  # stdout stays one JSON document; the warnings go to stderr
+        for w in warnings:
+            print(w, file=sys.stderr)
         return json.dumps(data, indent=1)
     return "\n".join(
-        f"{r['procedure']:<24} {r['address']:>12}  {r['file']}:{r['line']}:{r['column']}"
-        f"  [{r['source']}]"
-        for r in data
+        warnings
+        + [
+            f"{r['procedure']:<24} {r['address']:>12}  {r['file']}:{r['line']}:{r['column']}"
+            f"  [{r['source']}]"
+            for r in data
+        ]
     )
 
 
 # --- annotate --------------------------------------------------------------------------------
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
-_TARGET = re.compile(r"^(?:0x)?([0-9a-f]+)\b")
+_TARGET = re.compile(r"(?:0x)?([0-9a-f]+) <")
+_AARCH64_BRANCHES = ("b", "cbz", "cbnz", "tbz", "tbnz")
+
+Insn = tuple[int, str, str]
 
 
-def _instructions(path: str) -> list[tuple[int, str, str]]:
+def _instructions(path: str) -> list[Insn]:
     """(address, mnemonic, operands) of every instruction in IN's executable sections."""
     if shutil.which(OBJDUMP) is None:
         raise UsageError(f"annotate needs {OBJDUMP} to find the branches to moved code")
@@ -145,76 +213,148 @@ def _instructions(path: str) -> list[tuple[int, str, str]]:
         m = _INSN.match(line)
         if m:
             out.append((int(m[1], 16), m[2], m[3]))
+    out.sort()
     return out
 
 
-def derive_records(
-    procs: list[Procedure], insns: list[tuple[int, str, str]]
-) -> tuple[list[si.SplitRecord], list[str]]:
-    """One record per moved fragment: the first jump to its start from its procedure's code.
+def branch_target(mnemonic: str, operands: str) -> int | None:
+    """The target of a direct jump (x86 j*, AArch64 b/b.cond/cbz/tbz), else None."""
+    if not (mnemonic.startswith(("j", "b.")) or mnemonic in _AARCH64_BRANCHES):
+        return None
+    ops = operands.split("#", 1)[0]  # an indirect jump's comment names data, not a target
+    if "*" in ops:
+        return None
+    t = _TARGET.search(ops)
+    return int(t[1], 16) if t else None
 
-    The jump's address and length become branch_addr and branch_size, which places the moved
-    code, logically, where control leaves for it (§1); GCC's cold code jumps back right after
-    that branch, so this is also where it came from. Returns (records, notes).
+
+Fallback = Callable[[Procedure, Fragment], int]
+
+
+def derive_records(
+    procs: list[Procedure], insns: list[Insn], fallback: Fallback | None = None
+) -> tuple[list[si.SplitRecord], list[str]]:
+    """One record per moved fragment, placed where control first leaves for it.
+
+    A fragment's branch is the first direct jump into it from code already placed: the hot part
+    by address, then the fragments placed before, in placement order (so a fragment reached only
+    from another moved one becomes a nested move, §1). Branch address and length become
+    branch_addr and branch_size. A fragment no jump reaches gets a zero-size record at
+    ``fallback(proc, fragment)`` (a pure insertion point), or is left out without a fallback.
+    Returns (records, notes).
     """
     addrs = [a for a, _, _ in insns]
-    records, notes = [], []
+    records: list[si.SplitRecord] = []
+    notes: list[str] = []
     for p in procs:
         frags = sorted(p.fragments, key=lambda f: f.logical_start)
-        for frag in frags[1:]:
-            branch = None
-            for other in frags:  # the hot part first: then earlier moved parts (nesting)
-                if other is frag:
-                    continue
-                i = bisect_left(addrs, other.start)
-                while i + 1 < len(insns) and insns[i][0] < other.end:
-                    a, mnemonic, ops = insns[i]
-                    t = _TARGET.match(ops)
-                    if mnemonic.startswith(("j", "b")) and t and int(t[1], 16) == frag.start:
-                        branch = (a, insns[i + 1][0] - a)
-                        break
-                    i += 1
-                if branch:
-                    break
-            if branch is None:
-                notes.append(f"{p.name}: no jump to {frag.symbol or hex(frag.start)}: left out")
+        placed, pending = frags[:1], frags[1:]
+        while pending:
+            progress = False
+            for frag in list(pending):
+                branch = _first_jump_into(frag, placed, insns, addrs)
+                if branch is not None:
+                    records.append(si.SplitRecord(branch[0], frag.start, frag.size, branch[1]))
+                    placed.append(frag)
+                    pending.remove(frag)
+                    progress = True
+            if not progress:
+                break
+        for frag in pending:
+            label = frag.symbol or hex(frag.start)
+            if fallback is None:
+                notes.append(f"{p.name}: no jump to {label}: left out")
                 continue
-            records.append(si.SplitRecord(branch[0], frag.start, frag.size, branch[1]))
+            at = fallback(p, frag)
+            notes.append(f"{p.name}: no jump to {label}: inserted at {at:#x} (input order)")
+            records.append(si.SplitRecord(at, frag.start, frag.size, 0))
     return records, notes
 
 
+def _first_jump_into(
+    frag: Fragment, placed: list[Fragment], insns: list[Insn], addrs: list[int]
+) -> tuple[int, int] | None:
+    for other in placed:
+        i = bisect_left(addrs, other.start)
+        while i + 1 < len(insns) and insns[i][0] < other.end:
+            a, mnemonic, ops = insns[i]
+            target = branch_target(mnemonic, ops)
+            if target is not None and frag.start <= target < frag.end:
+                return a, insns[i + 1][0] - a
+            i += 1
+    return None
+
+
+class LineOracle(Protocol):
+    """Rows at the binary's own addresses for code in [lo, hi), in address order."""
+
+    @property
+    def available(self) -> bool: ...
+
+    def rows_in(self, lo: int, hi: int) -> list[LineRow]: ...
+
+
+class DwarfOracle:
+    """Compiler splits: the DWARF rows of the range, plus the row in force at its start."""
+
+    def __init__(self, dwarf: DwarfLines) -> None:
+        self.dwarf = dwarf
+
+    @property
+    def available(self) -> bool:
+        return self.dwarf.available
+
+    def rows_in(self, lo: int, hi: int) -> list[LineRow]:
+        found = self.dwarf.rows_in(lo, hi)
+        if not found or found[0].address != lo:
+            first = self.dwarf.lookup(lo)
+            if first is not None:
+                found = [replace(first, address=lo), *found]
+        return found
+
+
+def all_procedures(binary: Binary, index: ModuleIndex) -> list[Procedure]:
+    """Every procedure the index knows plus every sized function in one piece."""
+    procs = dict(index.procedures)
+    starts = {f.start for p in procs.values() for f in p.fragments}
+    for f in binary.functions:
+        if f.size and f.value not in starts and f.name not in procs:
+            starts.add(f.value)
+            procs[f.name] = Procedure(
+                f.name, [Fragment(f.name, HOT, f.value, f.value + f.size, f.name)]
+            )
+    return sorted(procs.values(), key=lambda p: p.entry)
+
+
 def derive_opt_table(
-    binary: Binary, split: list[si.SplitProcedure], procs: list[Procedure]
+    binary: Binary, split: list[si.SplitProcedure], procs: list[Procedure], lines: LineOracle
 ) -> tuple[bytes, int]:
-    """`.opt_table` with one ESL program per procedure that has DWARF lines; (bytes, rows)."""
-    dwarf = DwarfLines(binary)
-    if not dwarf.available:
-        raise UsageError(f"{binary.path}: no DWARF lines to derive .opt_table from")
+    """`.opt_table` with one ESL program per procedure that has lines; (bytes, rows).
+
+    Rows are made in logical order (each range's rows at its logical offsets), and a row equal
+    to the one before it is dropped: it would change neither a look-up nor a FILE:LINE site.
+    """
     unit = 4 if binary.elf["e_machine"] == EM_AARCH64 else 1
     by_entry = {sp.start: sp for sp in split}
     files: dict[str, int] = {}
     pending: list[tuple[int, list[esl.EslRow]]] = []
-    for p in sorted(procs, key=lambda p: p.entry):
+    for p in procs:
         sp = by_entry.get(p.entry)
         if sp is not None:
             spans = [(r.start, r.end, r.logical_start) for r in sp.ranges]
         else:
             hot = p.fragments[0]
             spans = [(hot.start, hot.end, 0)]
-        rows = []
+        rows: list[esl.EslRow] = []
         for lo, hi, lstart in spans:
-            found = dwarf.rows_in(lo, hi)
-            if not found or found[0].address != lo:  # the row that covers the range's start
-                first = dwarf.lookup(lo)
-                found = [LineRow(lo, first.file, first.line, first.column)] if first else []
-                found += dwarf.rows_in(lo, hi)
-            for r in found:
+            for r in lines.rows_in(lo, hi):
                 if r.line < 1:  # no line: the previous row goes on covering it
                     continue
-                number = files.setdefault(r.file, len(files) + 1)
+                number = files.setdefault(r.path or r.file, len(files) + 1)
                 rows.append(esl.EslRow(lstart + r.address - lo, number, r.line, r.column))
+        rows.sort(key=lambda r: r.pc)  # stable: rows at one pc keep their order
+        rows = [r for i, r in enumerate(rows) if i == 0 or _key(r) != _key(rows[i - 1])]
         if rows:
-            rows.sort(key=lambda r: r.pc)
             pending.append((p.entry, rows))
     table = tuple(files)
     if unit > 1 and any(r.pc % unit for _, rows in pending for r in rows):
@@ -233,28 +373,77 @@ def derive_opt_table(
     return esl.encode_opt_table(procs_out), sum(len(r) for _, r in pending)
 
 
-def annotate(src: str, dst: str) -> str:
-    """Write DST: a copy of SRC with `.split_info` and `.opt_table`; returns a summary."""
-    if os.path.exists(dst) and os.path.samefile(src, dst):
-        raise UsageError("annotate writes a copy: OUT must not be IN")
-    if shutil.which(OBJCOPY) is None:
-        raise UsageError(f"annotate needs {OBJCOPY}")
-    binary = Binary(src)
-    if binary.section(si.SECTION) is not None or binary.section(esl.SECTION) is not None:
-        raise UsageError(f"{src} already has {si.SECTION} or {esl.SECTION}")
+def _key(r: esl.EslRow) -> tuple[int, int, int]:
+    return r.file, r.line, r.column
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """What annotate adds to a copy of IN, and how it got there."""
+
+    split_info: bytes
+    opt_table: bytes
+    split_count: int
+    records: int
+    rows: int
+    lines_from: str  # the file whose DWARF gave the lines
+    bolted: bool
+    notes: tuple[str, ...]
+
+
+def derive(binary: Binary, input_path: str | None = None, debug_path: str | None = None) -> Derived:
+    """`.split_info` and `.opt_table` for `binary`: from BAT and the pre-BOLT binary's DWARF
+    when it has BAT, else from its fragments, jumps and DWARF (its own or `debug_path`'s)."""
     index = ModuleIndex(binary)
-    split_procs = [p for p in index.procedures.values() if p.is_split]
-    records, notes = derive_records(split_procs, _instructions(src))
+    insns = _instructions(binary.path)
+    procs = all_procedures(binary, index)
+    split_procs = [p for p in procs if p.is_split]
+    lines: LineOracle
+    if bat_translate.has_bat(binary):
+        if input_path is not None:
+            source = prebolt.set_input(binary, input_path)
+        else:
+            source = prebolt.input_for(binary)
+        if source is None:
+            raise UsageError(
+                f"{binary.path}: BOLTed, and no pre-BOLT binary found for its lines "
+                "(give it with --input PATH)"
+            )
+        lines = annotate_bolt.BoltLines(binary, source, insns)
+
+        def fallback(p: Procedure, f: Fragment) -> int:
+            return annotate_bolt.insertion_point(binary, p, f.start, insns)
+
+        records, notes = derive_records(split_procs, insns, fallback)
+    else:
+        source = binary
+        if debug_path is not None:
+            source = Binary(debug_path)
+            if source.build_id != binary.build_id:
+                raise UsageError(f"{debug_path}: build-id differs from {binary.path}'s")
+        lines = DwarfOracle(DwarfLines(source))
+        records, notes = derive_records(split_procs, insns, None)
+    if not lines.available:
+        raise UsageError(
+            f"{source.path}: no DWARF lines to derive {esl.SECTION} from"
+            + ("" if bat_translate.has_bat(binary) else " (name a build with DWARF: --debug PATH)")
+        )
     funcs = [(f.name, f.value, f.size) for f in binary.functions]
     split = si.sp_init(records, funcs)
-    table, nrows = derive_opt_table(binary, split, list(index.procedures.values()))
-    split_bytes = si.encode(records)
+    table, nrows = derive_opt_table(binary, split, procs, lines)
+    return Derived(
+        si.encode(records), table, len(split), len(records), nrows, source.path,
+        bat_translate.has_bat(binary), tuple(notes),
+    )  # fmt: skip
+
+
+def _write(src: str, dst: str, derived: Derived) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         si_path, ot_path = os.path.join(tmp, "split_info"), os.path.join(tmp, "opt_table")
         with open(si_path, "wb") as f:
-            f.write(split_bytes)
+            f.write(derived.split_info)
         with open(ot_path, "wb") as f:
-            f.write(table)
+            f.write(derived.opt_table)
         # llvm-objcopy-22 sets alignments before it adds sections: a second pass gives
         # .split_info the alignment of 8 that §1 asks for (the copy is ours to rewrite).
         for cmd in (
@@ -265,18 +454,92 @@ def annotate(src: str, dst: str) -> str:
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode:
                 raise UsageError(f"{OBJCOPY} failed: {done.stderr.strip()}")
-    binary.close()
+
+
+def twin_candidates(src: str, compare: str | None, debug_path: str | None) -> list[str]:
+    """Files that may be IN built with DWARF: --compare, then the zoo's `<dir>-dbg/<name>`
+    (BOLT's --update-debug-sections build), then --debug."""
+    here = os.path.dirname(os.path.abspath(src))
+    found = [compare] if compare else []
+    found.append(os.path.join(here + "-dbg", os.path.basename(src)))
+    if debug_path:
+        found.append(debug_path)
+    return found
+
+
+def size_report(src: str, dst: str, derived: Derived, twin: str | None) -> str:
+    """"added N bytes (...); the --update-debug-sections build is M bytes larger" (one line)."""
+    added = os.path.getsize(dst) - os.path.getsize(src)
+    text = (
+        f"added {added} bytes ({si.SECTION} {len(derived.split_info)}, "
+        f"{esl.SECTION} {len(derived.opt_table)})"
+    )
+    if twin is None:
+        return text + "; no build with DWARF to compare with (--compare PATH)"
+    what = "the --update-debug-sections build" if derived.bolted else "the build with DWARF"
+    debug = _debug_bytes(twin)
+    return (
+        f"{text}; {what} ({twin}) is {os.path.getsize(twin) - os.path.getsize(src)} bytes "
+        f"larger than {os.path.basename(src)}, {debug} of them .debug_* sections"
+    )
+
+
+def _debug_bytes(path: str) -> int:
+    b = Binary(path)
+    try:
+        return sum(s["sh_size"] for s in b.elf.iter_sections() if s.name.startswith(".debug_"))
+    finally:
+        b.close()
+
+
+def _twin(src: Binary, candidates: list[str]) -> str | None:
+    for path in candidates:
+        if not os.path.isfile(path) or os.path.samefile(path, src.path):
+            continue
+        try:
+            other = Binary(path)
+        except UnsplitError:
+            continue
+        try:
+            if other.build_id == src.build_id and other.has_dwarf:
+                return path
+        finally:
+            other.close()
+    return None
+
+
+def annotate(
+    src: str,
+    dst: str,
+    input_path: str | None = None,
+    debug_path: str | None = None,
+    compare: str | None = None,
+) -> str:
+    """Write DST: a copy of SRC with `.split_info` and `.opt_table`; returns a summary."""
+    if os.path.exists(dst) and os.path.samefile(src, dst):
+        raise UsageError("annotate writes a copy: OUT must not be IN")
+    if shutil.which(OBJCOPY) is None:
+        raise UsageError(f"annotate needs {OBJCOPY}")
+    binary = Binary(src)
+    try:
+        if binary.section(si.SECTION) is not None or binary.section(esl.SECTION) is not None:
+            raise UsageError(f"{src} already has {si.SECTION} or {esl.SECTION}")
+        derived = derive(binary, input_path, debug_path)
+        _write(src, dst, derived)
+        twin = _twin(binary, twin_candidates(src, compare, debug_path))
+    finally:
+        binary.close()
     summary = [
-        f"wrote {dst}: {len(split)} split procedures ({len(records)} moved ranges), "
-        f"{nrows} line rows",
-        f"  {si.SECTION} {len(split_bytes)} bytes, {esl.SECTION} {len(table)} bytes; "
-        f"file {os.path.getsize(dst)} bytes (input {os.path.getsize(src)})",
+        f"wrote {dst}: {derived.split_count} split procedures ({derived.records} moved ranges), "
+        f"{derived.rows} line rows from {'BAT + ' if derived.bolted else ''}"
+        f"{derived.lines_from}",
+        "  " + size_report(src, dst, derived, twin),
     ]
-    return "\n".join(summary + [f"  note: {n}" for n in notes])
+    return "\n".join(summary + [f"  note: {n}" for n in derived.notes])
 
 
 def _annotate(args: argparse.Namespace) -> str:
-    return annotate(args.input, args.output)
+    return annotate(args.input, args.output, args.prebolt, args.debug, args.compare)
 
 
 # --- registration ----------------------------------------------------------------------------
@@ -290,7 +553,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="a JSON list (issue 5 schema)")
     p.set_defaults(handler=_ranges)
 
-    p = subparsers.add_parser("lines", help="line rows of split procedures (ESL, else DWARF)")
+    p = subparsers.add_parser("lines", help="line rows of split procedures (ESL, DWARF or BAT)")
     p.add_argument("binary", metavar="BINARY")
     p.add_argument("proc", metavar="PROC", nargs="?", help="one procedure")
     p.add_argument("--json", action="store_true", help="a JSON list (issue 5 schema)")
@@ -301,4 +564,11 @@ def add_cli(subparsers: Any) -> None:
     )
     p.add_argument("input", metavar="IN")
     p.add_argument("-o", "--output", required=True, metavar="OUT")
+    p.add_argument("--input", dest="prebolt", metavar="PATH",
+                   help="BOLTed IN: its pre-BOLT binary (default: searched as `bb input` does)")
+    p.add_argument("--debug", metavar="PATH",
+                   help="take DWARF lines from PATH (same build-id: the unstripped build)")
+    p.add_argument("--compare", metavar="PATH",
+                   help="report sizes against PATH, IN built with DWARF (default: "
+                        "<dir>-dbg/<name>, then --debug)")
     p.set_defaults(handler=_annotate)
