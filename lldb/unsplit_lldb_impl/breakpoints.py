@@ -38,7 +38,12 @@ def _arg(extra_args: Any, key: str) -> str:
     value = extra_args.GetValueForKey(key) if extra_args is not None else None
     if value is None or not value.IsValid():
         return ""
-    return str(value.GetStringValue(4096) or "")
+    if value.GetType() == lldb.eStructuredDataTypeString:
+        return str(value.GetStringValue(4096) or "")
+    # `-k all_fragments -v 1` arrives as the integer 1 (LLDB reads values as JSON scalars).
+    stream = lldb.SBStream()
+    value.GetAsJSON(stream)
+    return str(stream.GetData() or "")
 
 
 class SplitResolver:
