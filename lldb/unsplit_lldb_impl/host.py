@@ -147,6 +147,25 @@ class LldbHost:
 
         return breakpoints.create(self.target, spec, sites)
 
+    # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
+
+    def cannot_run(self) -> str | None:
+        from . import stepping
+
+        return stepping.cannot_run(self.target)
+
+    def step_logical(self, plan: Any) -> Any:
+        from . import stepping
+
+        process = self.target.GetProcess()
+        thread = self.frame.GetThread() if self.frame is not None else \
+            process.GetSelectedThread()
+        outcome = stepping.apply(self.debugger, thread, plan)
+        # The frame this host was made with is gone: later questions are about the new stop.
+        frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
+        self.frame = frame if frame is not None and frame.IsValid() else None
+        return outcome
+
     def set_frame_naming(self, flag: bool) -> list[str]:
         from . import naming
 
