@@ -5,6 +5,7 @@
 - :mod:`.naming`   the ``${script.frame:…}`` callbacks and installing/restoring the formats
 - :mod:`.commands` the ``bb`` container and one class per entry of ``unsplit.commands.COMMANDS``
 - :mod:`.provider` the probe for ``SBTarget.RegisterScriptedFrameProvider``
+- :mod:`.breakpoints` ``bb break``: one breakpoint whose scripted resolver asks the core
 
 State that must survive ``command script import`` running twice lives in :mod:`.state`.
 """
