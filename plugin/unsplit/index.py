@@ -65,17 +65,79 @@ class ModuleIndex:
         return out
 
     def _bat_line(self, file_address: int) -> LineRow | None:
-        found = self.input_location(file_address)
-        if found is None or found[2] is None:
-            return None
         input_binary = prebolt.input_for(self.binary)
         if input_binary is None:
+            return None
+        found = self.input_location(file_address)
+        if found is None:
+            input_address = self._unmoved(file_address, input_binary)
+        elif found[2] is None:
+            return None
+        elif self._inserted_jump(file_address):
+            # BOLT rebuilds unconditional jumps when it lays blocks out: they come from no input
+            # instruction (BAT has no entry for them, spec §2.3) and BOLT's own line table
+            # continues the row of the code before them. So do we: that code is the branch BAT
+            # anchors (whose size BOLT may have changed: jne rel8 -> rel32), or else the byte
+            # before is the last byte of an input instruction translated from the same anchor.
+            anchor = self._branch_right_before(file_address)
+            before = self.input_location(file_address - 1 if anchor is None else anchor)
+            input_address = None if before is None or before[2] is None \
+                else before[2] + before[1]
+        else:
+            input_address = found[2] + found[1]
+        if input_address is None:
             return None
         if self._input_lines is None or self._input_lines.binary is not \
                 (input_binary.dwarf_binary or input_binary):
             self._input_lines = DwarfLines(input_binary)
-        row = self._input_lines.lookup(found[2] + found[1])
+        row = self._input_lines.lookup(input_address)
         return None if row is None else replace(row, address=file_address, source="bat")
+
+    def _inserted_jump(self, file_address: int) -> bool:
+        """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every
+        control-flow instruction BOLT kept from the input has a branch entry)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None or tr.exact or self.binary.elf["e_machine"] != "EM_X86_64":
+            return False
+        return self._code_byte(file_address) in (0xE9, 0xEB)
+
+    def _branch_right_before(self, file_address: int) -> int | None:
+        """The anchor of ``file_address`` if it is a conditional jump ending right there."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None or not tr.is_branch:
+            return None
+        first = self._code_byte(tr.anchor_output)
+        size = 2 if first is not None and 0x70 <= first <= 0x7F else None
+        if first == 0x0F:
+            second = self._code_byte(tr.anchor_output + 1)
+            size = 6 if second is not None and 0x80 <= second <= 0x8F else None
+        return tr.anchor_output if size == file_address - tr.anchor_output else None
+
+    def _code_byte(self, file_address: int) -> int | None:
+        for sec in self.binary.elf.iter_sections():
+            lo = sec["sh_addr"]
+            if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and \
+                    lo <= file_address < lo + sec["sh_size"]:
+                self.binary._stream.seek(sec["sh_offset"] + file_address - lo)
+                data = self.binary._stream.read(1)
+                return data[0] if data else None
+        return None
+
+    def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
+        """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
+        function symbol around it has the same name, address and size in the input (lite mode
+        leaves unprofiled functions in place, spec §2.3, §3.5)."""
+        frag = self.fragment_at(file_address)
+        if frag is None or frag.symbol is None:
+            return None
+        theirs = prebolt.function_address(input_binary, frag.symbol)
+        ours = next((f for f in self.binary.functions if f.name == frag.symbol
+                     and f.value == frag.start), None)
+        mine = next((f for f in input_binary.functions if f.name == frag.symbol
+                     and f.value == theirs), None)
+        if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
+            return None
+        return file_address
 
     def esl_statements(self, file: str, line: int) -> list[LineRow]:
         """ESL rows where file:line begins (the first row of each run of that line)."""

@@ -15,6 +15,7 @@ A local fragment belongs to the function of the same base name in the same STT_F
 from __future__ import annotations
 
 import re
+import weakref
 from collections import defaultdict
 
 from ..binary import Binary, FunctionSymbol
@@ -42,7 +43,31 @@ def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
 
 
 def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per function symbol that is not itself a fragment."""
+    """One Procedure per function that has moved fragments (and per orphaned fragment).
+
+    Functions in one piece are left to :func:`plain`: the index keeps those as compact arrays
+    and makes a Procedure only when one is asked for (a clang-size binary has 150k of them).
+    """
+    return _grouped(binary)[0]
+
+
+def plain(binary: Binary) -> list[FunctionSymbol]:
+    """Function symbols that have no fragment and are not fragments themselves."""
+    return _grouped(binary)[1]
+
+
+_GROUPED: weakref.WeakKeyDictionary[Binary, tuple[list[Procedure], list[FunctionSymbol]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _grouped(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
+    hit = _GROUPED.get(binary)
+    if hit is None:
+        hit = _GROUPED[binary] = _group(binary)
+    return hit
+
+
+def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
     parents: dict[tuple[str | None, str], FunctionSymbol] = {}
     parts: dict[tuple[str | None, str], list[FunctionSymbol]] = defaultdict(list)
     seen: set[tuple[str, int]] = set()
@@ -66,11 +91,15 @@ def procedures(binary: Binary) -> list[Procedure]:
             by_parent[id(parent)].extend(syms)
 
     out = []
+    alone = []
     for parent in parents.values():
+        if id(parent) not in by_parent:
+            alone.append(parent)
+            continue
         fragments = [Fragment(parent.name, HOT, parent.value, parent.value + parent.size,
                               parent.name, 0, "symbols")]
         logical = parent.size
-        for sym in sorted(by_parent.get(id(parent), ()), key=_order_key):
+        for sym in sorted(by_parent[id(parent)], key=_order_key):
             split = split_fragment_name(sym.name)
             assert split is not None
             fragments.append(Fragment(parent.name, split[1], sym.value, sym.value + sym.size,
@@ -82,4 +111,4 @@ def procedures(binary: Binary) -> list[Procedure]:
         base, name = split_fragment_name(sym.name) or (sym.name, HOT)
         out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
                                              sym.name, 0, "symbols")]))
-    return out
+    return out, alone
