@@ -110,9 +110,14 @@ class Stepper:
             if older is not None:
                 sites.append(_Site(self, int(older.pc()), "return"))
             if plan.mode == "line":
-                sites += [_Site(self, t, "target") for t in plan.targets]
+                starts, all_calls = _decode(frame, plan.ranges)
+                # A breakpoint inside an instruction would corrupt it: keep instruction starts
+                # (lines carried through BAT are placed by offset in the block).
+                sites += [_Site(self, t, "target") for t in plan.targets
+                          if t in starts or not plan.in_procedure(t)]
                 if plan.step_into:
-                    calls = _calls(frame, plan.call_ranges)
+                    calls = [c for c in all_calls
+                             if any(lo <= c < hi for lo, hi in plan.call_ranges)]
                     if int(frame.pc()) in calls:  # a breakpoint here would be stepped over
                         return self._step_into()
                     sites += [_Site(self, c, "call") for c in calls]
@@ -163,17 +168,27 @@ def _pc() -> int:
     return int(gdb.newest_frame().pc())
 
 
-def _calls(frame: Any, ranges: tuple[tuple[int, int], ...]) -> list[int]:
-    """Addresses of the call instructions in `ranges`."""
+_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[set[int], list[int]]] = {}
+
+
+def _decode(frame: Any, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], list[int]]:
+    """Instruction starts and call instructions in `ranges` (cached per process)."""
+    key = (gdb.selected_inferior().pid, ranges)
+    found = _decoded.get(key)
+    if found is not None:
+        return found
     arch = frame.architecture()
-    out = []
+    starts: set[int] = set()
+    calls: list[int] = []
     for lo, hi in ranges:
         if hi <= lo:
             continue
         for insn in arch.disassemble(lo, hi - 1):
+            starts.add(int(insn["addr"]))
             if _CALL.match(insn["asm"]):
-                out.append(int(insn["addr"]))
-    return out
+                calls.append(int(insn["addr"]))
+    _decoded[key] = (starts, calls)
+    return starts, calls
 
 
 def cannot_run() -> str | None:

@@ -322,6 +322,13 @@ def finish_plan(session: Session, host: Host, kind: str, pc: int) -> StepPlan:
     return StepPlan(kind, "finish", pc, procedure=name, ranges=ranges)
 
 
+def procedure_has_lines(session: Session, host: Host, pc: int) -> bool:
+    """Whether `pc` is in a procedure with line information (the return address itself may
+    be in code of line 0)."""
+    found = _where(session, host, pc)
+    return found is not None and procedure_lines(found[1], found[2]).has_lines
+
+
 def has_lines(session: Session, host: Host, pc: int) -> bool:
     found = session.module_of(host, pc)
     return found is not None and found[1].line_at(pc - found[0].bias) is not None
@@ -368,7 +375,7 @@ def _line_steps(session: Session, host: Host, apply: Apply, kind: str, pc: int,
         if outcome.kind == "returned":
             # `until LINE`/`advance` stop when the frame returns, as GDB's do; a line step goes
             # on to the caller's next line, which may be in a fragment of its own.
-            if line is not None or not has_lines(session, host, outcome.pc):
+            if line is not None or not procedure_has_lines(session, host, outcome.pc):
                 return outcome
             plan = line_plan(session, host, kind, outcome.pc)
             if plan.at_line_start:  # the call ended its line: the caller's next one is here
