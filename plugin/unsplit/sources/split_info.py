@@ -104,7 +104,7 @@ def _procedure(sp: si.SplitProcedure, starts: dict[int, list[str]]) -> Procedure
 
 
 def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
-    """The procedure's code as it lies now: its ranges and branches, abutting ones merged.
+    """The procedure's code as it lies now: its body and each moved range, by address.
 
     A fragment is a contiguous piece of code (as the other sources have it): the procedure's
     own body, branches included, is one piece, and each moved range (with the branches to
@@ -113,14 +113,8 @@ def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
     logical offset of an address is :func:`logical_offset`'s (a piece's bytes after a branch
     do not continue its logical run).
     """
-    spans = sorted([(r.start, r.end) for r in sp.ranges] + [(lo, hi) for lo, hi, _ in sp.branches])
-    out: list[tuple[int, int]] = []
-    for lo, hi in spans:
-        if out and out[-1][1] == lo:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
+    moved = [(r.vaddr, r.moved_end) for r in sp.records if r.size]
+    return sorted([(sp.start, sp.end), *moved])
 
 
 def split_procedure_at(binary: Binary, address: int) -> si.SplitProcedure | None:

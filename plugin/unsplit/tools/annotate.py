@@ -142,9 +142,10 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
     binary = Binary(path)
     index = ModuleIndex(binary)
     info = source.line_info(binary)
+    every = all_procedures(binary, index)
     procs = {p.entry: p for p in _split_procedures(index, name)}
     if name is None:  # every procedure an ESL program describes, split or not
-        for p in all_procedures(binary, index):
+        for p in every:
             if p.entry in info.rows_by_procedure:
                 procs.setdefault(p.entry, p)
     rows_of = _row_sources(binary)
@@ -162,16 +163,17 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
                     "source": r.source,
                 }
             )
-    names = {e: p.name for e, p in procs.items()}
+    names = {p.entry: p.name for p in every}
+    wanted = set(procs) if name is not None else None
     warnings = [
         f"warning: {names.get(e, hex(e))}: ESL lines partial ({err})"
         for e, err in sorted(info.partial.items())
-        if name is None or e in names
+        if wanted is None or e in wanted
     ]
     warnings += [
         f"warning: {names.get(e, hex(e))}: PROC {e:#x} has no ESL program"
         for e in info.without_esl
-        if name is None or e in names
+        if wanted is None or e in wanted
     ]
     return out, warnings
 
