@@ -4,6 +4,7 @@ list changes, so a backtrace costs one dictionary look-up per frame once warm.""
 from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit import prebolt
 from unsplit.model import Location
 from unsplit.session import Session
 
@@ -15,13 +16,15 @@ class Locator:
         self.session = session
         self.host = host
         self._cache: dict[int, Location | None] = {}
-        self._generation = -1
+        self._generation: tuple[int, int] = (-1, -1)
 
     def locate(self, address: int) -> Location | None:
         module = self.host.module_at(address)  # refreshes the module list when it changed
-        if self.host.generation != self._generation:
+        # Lines change with the module list and with `bb input` (the pre-BOLT binary).
+        generation = (self.host.generation, prebolt.generation())
+        if generation != self._generation:
             self._cache.clear()
-            self._generation = self.host.generation
+            self._generation = generation
         if address in self._cache:
             return self._cache[address]
         loc = None

@@ -18,6 +18,7 @@ import traceback
 from typing import Any
 
 import lldb
+from unsplit import prebolt
 from unsplit.model import Location
 
 from . import state as state_mod
@@ -103,6 +104,9 @@ def _state_of(frame: Any) -> tuple[state_mod.DebuggerState, Any]:
     return state_mod.for_debugger(target.GetDebugger().GetID()), target
 
 
+_input_generation = [-1]
+
+
 def locate_frame(frame: Any) -> tuple[Location | None, int]:
     """The frame's Location and how far its pc lies past the address looked up.
 
@@ -112,6 +116,9 @@ def locate_frame(frame: Any) -> tuple[Location | None, int]:
     st, target = _state_of(frame)
     host = LldbHost(target.GetDebugger(), target, frame)
     host.modules()  # refreshes the module list and drops stale locations
+    if _input_generation[0] != prebolt.generation():  # `bb input` changed BOLTed lines
+        st.locations.clear()
+        _input_generation[0] = prebolt.generation()
     pc = int(frame.GetPC())
     lookup = pc - 1 if frame.GetFrameID() > 0 else pc
     if lookup not in st.locations:

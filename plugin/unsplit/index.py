@@ -34,6 +34,9 @@ class ModuleIndex:
         self.warnings: list[str] = []
         self._input_lines: DwarfLines | None = None
         merged = self._merge_sources()
+        bad_bat = bat_source.problem(binary)
+        if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
+            self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
         fragments = sorted(
             (f for p in merged.values() for f in p.fragments),
             key=lambda f: (f.start, -f.end),
@@ -223,7 +226,8 @@ class ModuleIndex:
         if found is None:
             return Location(bias + file_address, file_address, module, None,
                             file=row.file if row else None, line=row.line if row else None,
-                            column=row.column if row else None, path=row.path if row else None)
+                            column=row.column if row else None, path=row.path if row else None,
+                            warnings=tuple(self.warnings))
         proc, frag = found
         offset = frag.logical_start + file_address - frag.start
         input_address = None

@@ -35,6 +35,12 @@ _FUNCS: weakref.WeakKeyDictionary[Binary, dict[str, tuple[int, int]]] = weakref.
 
 
 _INPUTS: weakref.WeakKeyDictionary[Binary, Binary | None] = weakref.WeakKeyDictionary()
+_GENERATION = [0]  # bumped by set_input: adapters drop the locations they cached by pc
+
+
+def generation() -> int:
+    """Changes whenever :func:`set_input` changes which input a binary has."""
+    return _GENERATION[0]
 
 
 def input_for(binary: Binary) -> Binary | None:
@@ -47,6 +53,7 @@ def input_for(binary: Binary) -> Binary | None:
 
 def set_input(binary: Binary, path: str | None) -> Binary | None:
     """``bb input PATH`` / ``--input PATH``: verify and remember; None forgets (search again)."""
+    _GENERATION[0] += 1
     if path is None:
         _INPUTS.pop(binary, None)
         return None
