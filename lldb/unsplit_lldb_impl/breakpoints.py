@@ -17,7 +17,6 @@ write ``breakpoint set -P unsplit_lldb.SplitResolver -k location -v 'crash.c:32'
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from typing import Any
@@ -103,11 +102,12 @@ class SplitResolver:
 
 
 def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
-    """Make the breakpoint; returns `Breakpoint N: 2 locations: 0x… in transfer (entry), …`."""
+    """Make the breakpoint; returns `Breakpoint N (bb break transfer -a), 2 locations: 0x… in
+    transfer (entry), 0x… in transfer [cold] (cold start)`."""
     if not target.IsValid():
         raise UsageError("bb break: no target")
     args = lldb.SBStructuredData()
-    # Strings, as `breakpoint set -P … -k KEY -v VALUE` passes them.
+    # The keys a user gives `breakpoint set -P unsplit_lldb.SplitResolver -k KEY -v VALUE`.
     error = args.SetFromJSON(json.dumps({"location": spec.text,
                                          "all_fragments": "1" if spec.all_fragments else "0"}))
     if not error.Success():
@@ -116,13 +116,10 @@ def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]])
                                              lldb.SBFileSpecList(), False)
     if not bkpt.IsValid():
         raise UsageError(f"bb break: LLDB did not create a breakpoint for {spec.text}")
+    # Worded as the GDB adapter words it, so one expected text serves both debuggers.
+    text = spec.text + (" --all-fragments" if spec.all_fragments else "")
     if not sites:
-        return (f"Breakpoint {bkpt.GetID()}: {spec.text}: pending (no loaded module has it "
-                "yet; resolved when one loads)")
-    placed = [dataclasses.replace(site, file_address=mod.bias + site.file_address)
-              for mod, site in sites]
-    text = f"Breakpoint {bkpt.GetID()}: {core.describe(placed)}"
-    modules = {os.path.basename(mod.path) for mod, _ in sites}
-    if len(modules) > 1:
-        text += f" (in {', '.join(sorted(modules))})"
-    return text
+        return f"Breakpoint {bkpt.GetID()} (bb break {text}): pending, no loaded module has it yet"
+    where = ", ".join(core.describe([site], mod.bias).split(": ", 1)[1] for mod, site in sites)
+    count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
+    return f"Breakpoint {bkpt.GetID()} (bb break {text}), {count}: {where}"
