@@ -3,7 +3,9 @@
 Every decoder here returns ``(value, next_offset)`` and raises :class:`DecodeError` naming the
 section and the offset where the number *started* when the buffer ends inside it, or when it does
 not fit in ``bits`` bits (LLVM's DataExtractor refuses such numbers too, so accepting them would
-make us read notes that LLVM itself rejects).
+make us read notes that LLVM itself rejects). ``what`` names the field in those messages
+(``"truncated ULEB128 (entry count)"``), and ``base`` is added to the offset they report when
+``data`` is a slice that starts ``base`` bytes into the section.
 """
 
 from __future__ import annotations
@@ -11,46 +13,55 @@ from __future__ import annotations
 from ..errors import DecodeError
 
 
-def uleb128(data: bytes, offset: int, section: str, bits: int = 64) -> tuple[int, int]:
+def uleb128(
+    data: bytes, offset: int, section: str, bits: int = 64, what: str = "", base: int = 0
+) -> tuple[int, int]:
     """Unsigned LEB128 at ``data[offset:]`` -> (value, offset after it)."""
-    start = offset
-    end = len(data)
-    value = 0
-    shift = 0
-    while True:
-        if offset >= end:
-            raise DecodeError(section, start, "truncated ULEB128")
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            break
-    if value >> bits:
-        raise DecodeError(section, start, f"ULEB128 does not fit in {bits} bits")
-    return value, offset
+    return leb128(data, offset, section, False, bits, what, base)
 
 
-def sleb128(data: bytes, offset: int, section: str, bits: int = 64) -> tuple[int, int]:
+def sleb128(
+    data: bytes, offset: int, section: str, bits: int = 64, what: str = "", base: int = 0
+) -> tuple[int, int]:
     """Signed LEB128 at ``data[offset:]`` -> (value, offset after it)."""
-    start = offset
+    return leb128(data, offset, section, True, bits, what, base)
+
+
+def leb128(
+    data: bytes, offset: int, section: str, signed: bool, bits: int = 64, what: str = "",
+    base: int = 0,
+) -> tuple[int, int]:
+    """Either kind of LEB128 at ``data[offset:]``: the one loop behind :func:`uleb128` and
+    :func:`sleb128`, called directly (positionally) where a decoder reads millions of them."""
     end = len(data)
+    # Fast path: most numbers are one byte, and a non-negative one in a signed LEB128.
+    if offset < end and data[offset] < (0x40 if signed else 0x80) and bits >= 7:
+        return data[offset], offset + 1
+    start = offset
     value = 0
     shift = 0
     while True:
         if offset >= end:
-            raise DecodeError(section, start, "truncated SLEB128")
+            raise DecodeError(section, base + start, f"truncated {_name(signed, what)}")
         byte = data[offset]
         offset += 1
         value |= (byte & 0x7F) << shift
         shift += 7
         if byte < 0x80:
             break
-    if byte & 0x40:
+    if signed and byte & 0x40:
         value -= 1 << shift
-    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-        raise DecodeError(section, start, f"SLEB128 does not fit in {bits} bits")
+    # It fits when every bit above the top one (unsigned) or the sign bit (signed) equals it.
+    if value >> (bits - 1 if signed else bits) not in (0, -1):
+        raise DecodeError(
+            section, base + start, f"{_name(signed, what)} does not fit in {bits} bits"
+        )
     return value, offset
+
+
+def _name(signed: bool, what: str) -> str:
+    name = "SLEB128" if signed else "ULEB128"
+    return f"{name} ({what})" if what else name
 
 
 def encode_uleb128(value: int) -> bytes:
