@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import DecodeError, UnsupportedVersion
+from .leb128 import encode_sleb128, encode_uleb128, leb128
 
 SECTION = ".note.bolt_bat"
 NOTE_OWNER = b"BOLT"
@@ -253,43 +254,11 @@ class _Reader:
         return DecodeError(self.section, self.base + at, message)
 
     def uleb(self, what: str) -> int:
-        data, pos = self.data, self.pos
-        # Fast path: most deltas fit in one byte.
-        if pos < self.end and data[pos] < 0x80:
-            self.pos = pos + 1
-            return data[pos]
-        start, value, shift = pos, 0, 0
-        while True:
-            if pos >= self.end:
-                raise self.fail(start, f"truncated ULEB128 ({what})")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
-        if value > _M64:
-            raise self.fail(start, f"ULEB128 ({what}) does not fit in 64 bits")
-        self.pos = pos
+        value, self.pos = leb128(self.data, self.pos, self.section, False, 64, what, self.base)
         return value
 
     def sleb(self, what: str) -> int:
-        data, pos = self.data, self.pos
-        start, value, shift = pos, 0, 0
-        while True:
-            if pos >= self.end:
-                raise self.fail(start, f"truncated SLEB128 ({what})")
-            byte = data[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
-        if byte & 0x40:
-            value -= 1 << shift
-        if not -(1 << 63) <= value < (1 << 63):
-            raise self.fail(start, f"SLEB128 ({what}) does not fit in 64 bits")
-        self.pos = pos
+        value, self.pos = leb128(self.data, self.pos, self.section, True, 64, what, self.base)
         return value
 
     def u64(self, what: str) -> int:
@@ -376,17 +345,19 @@ def _decode_function(
     acc = 0  # (input offset << 1) | BRANCHENTRY, as the u32 LLVM inserts in its multimap
     bb_index = 0
     last_out = -1
-    data, end = r.data, r.end
+    data, end, section, base = r.data, r.end, r.section, r.base
     from_bytes = int.from_bytes
     for j in range(n):
-        # The common one-byte LEB128s and the u64 hash are read inline: this loop runs once
-        # per entry, a million times for a 10 MB table.
+        # The common one-byte LEB128s and the u64 hash are read inline, the others with
+        # leb128() itself rather than through the reader: this loop runs once per entry, a
+        # million times for a 10 MB table.
         entry_at = pos = r.pos
         if pos < end and data[pos] < 0x80:
             prev = (prev + data[pos]) & _M64
             r.pos = pos + 1
         else:
-            prev = (prev + r.uleb("output address delta")) & _M64
+            delta, r.pos = leb128(data, pos, section, False, 64, "output address delta", base)
+            prev = (prev + delta) & _M64
         out = (prev - address) & _M32
         if out < last_out:
             raise r.fail(entry_at, f"output offset {out:#x} goes backwards (after {last_out:#x})")
@@ -399,7 +370,8 @@ def _decode_function(
                 acc = (acc + data[pos]) & _M32
                 r.pos = pos + 1
             else:
-                acc = (acc + r.sleb("input offset delta")) & _M32
+                delta, r.pos = leb128(data, pos, section, True, 64, "input offset delta", base)
+                acc = (acc + delta) & _M32
         outs.append(out)
         values.append(acc)
         if acc & BRANCHENTRY:
@@ -574,8 +546,6 @@ def encode_payload(table: BatTable) -> bytes:
     Hot records in ``table.hot`` order, cold records by address; EqualElems is recomputed as
     the longest prefix with ``output == input - skew``.
     """
-    from .leb128 import encode_sleb128, encode_uleb128
-
     out = bytearray()
     prev = 0
     hot_pos = {a: i for i, a in enumerate(table.hot)}
