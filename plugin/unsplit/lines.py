@@ -144,7 +144,7 @@ class DwarfLines:
                         covered.add(entry.info_offset)
             for cu in dwarf.iter_CUs():
                 if cu.cu_offset not in covered:
-                    spans.extend((lo, hi, cu.cu_offset) for lo, hi in _die_ranges(dwarf, cu))
+                    spans.extend((lo, hi, cu.cu_offset) for lo, hi in _cu_ranges(dwarf, cu))
         except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
             raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
         spans.sort()
@@ -212,31 +212,48 @@ def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[s
     return name, os.path.normpath(path)
 
 
-def _die_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:
-    """[lo, hi) ranges of a DIE (its CU's top DIE here); pyelftools resolves DW_FORM_rnglistx."""
-    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
-
+def _cu_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of a CU's top DIE. Its DW_AT_low_pc is the range list's base address, and
+    its DW_AT_ranges is taken before a low/high pair should it (wrongly) have both."""
     top = cu.get_top_DIE()
     attrs = top.attributes
+    base = attrs["DW_AT_low_pc"].value if "DW_AT_low_pc" in attrs else 0
     if "DW_AT_ranges" in attrs:
-        rl = dwarf.range_lists()
-        if rl is None:
-            return []
-        base = attrs["DW_AT_low_pc"].value if "DW_AT_low_pc" in attrs else 0
-        out = []
-        for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=cu):
-            if isinstance(e, BaseAddressEntry):
-                base = e.base_address
-            elif isinstance(e, RangeEntry):
-                lo, hi = e.begin_offset, e.end_offset
-                if not e.is_absolute:
-                    lo, hi = lo + base, hi + base
-                if hi > lo:
-                    out.append((lo, hi))
-        return out
+        return _range_list(dwarf, top, base)
+    return die_ranges(dwarf, top, base)
+
+
+def die_ranges(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
+    """[lo, hi) code ranges of a DIE, as LLVM's ``DWARFDie::getAddressRanges`` finds them: its
+    DW_AT_low_pc/DW_AT_high_pc pair, else its DW_AT_ranges list, which starts from ``base`` (the
+    CU's DW_AT_low_pc)."""
+    attrs = die.attributes
     if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
-        lo = attrs["DW_AT_low_pc"].value
+        lo = int(attrs["DW_AT_low_pc"].value)
         hi = attrs["DW_AT_high_pc"]
-        end = hi.value if hi.form == "DW_FORM_addr" else lo + hi.value
+        end = int(hi.value) if hi.form == "DW_FORM_addr" else lo + int(hi.value)
         return [(lo, end)] if end > lo else []
-    return []
+    return _range_list(dwarf, die, base)
+
+
+def _range_list(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
+    """The non-empty entries of a DIE's DW_AT_ranges; pyelftools resolves DW_FORM_rnglistx."""
+    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
+
+    attrs = die.attributes
+    if "DW_AT_ranges" not in attrs:
+        return []
+    rl = dwarf.range_lists()
+    if rl is None:
+        return []
+    out = []
+    for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu):
+        if isinstance(e, BaseAddressEntry):
+            base = e.base_address
+        elif isinstance(e, RangeEntry):
+            lo, hi = e.begin_offset, e.end_offset
+            if not e.is_absolute:
+                lo, hi = lo + base, hi + base
+            if hi > lo:
+                out.append((lo, hi))
+    return out

@@ -53,7 +53,7 @@ from elftools.common.exceptions import DWARFError, ELFError
 from ..binary import Binary, FunctionSymbol
 from ..errors import UnsplitError, UsageError
 from ..index import ModuleIndex
-from ..lines import DwarfLines
+from ..lines import DwarfLines, die_ranges
 from ..model import Location
 
 PAGE = 0x1000
@@ -159,7 +159,7 @@ class InlineChains:
             base = self._base(cu_offset)
             cu = self.lines.binary.dwarf.get_CU_at(cu_offset)
             subs = [(lo, hi, die) for die in cu.iter_DIEs() if die.tag == "DW_TAG_subprogram"
-                    for lo, hi in die_ranges(die, base)]
+                    for lo, hi in die_ranges(cu.dwarfinfo, die, base)]
             self._subprograms[cu_offset] = subs
         return subs
 
@@ -168,43 +168,15 @@ def _inlined_child(die: Any, address: int, base: int) -> Any:
     """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`."""
     for child in die.iter_children():
         if child.tag == "DW_TAG_inlined_subroutine":
-            if any(lo <= address < hi for lo, hi in die_ranges(child, base)):
+            if any(lo <= address < hi for lo, hi in die_ranges(child.dwarfinfo, child, base)):
                 return child
         elif child.tag != "DW_TAG_subprogram" and child.has_children:
-            ranges = die_ranges(child, base)
+            ranges = die_ranges(child.dwarfinfo, child, base)
             if not ranges or any(lo <= address < hi for lo, hi in ranges):
                 found = _inlined_child(child, address, base)
                 if found is not None:
                     return found
     return None
-
-
-def die_ranges(die: Any, base: int) -> list[tuple[int, int]]:
-    """[lo, hi) code ranges of a DIE; `base` is its CU's DW_AT_low_pc."""
-    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
-
-    attrs = die.attributes
-    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
-        lo = int(attrs["DW_AT_low_pc"].value)
-        hi = attrs["DW_AT_high_pc"]
-        end = int(hi.value) if hi.form == "DW_FORM_addr" else lo + int(hi.value)
-        return [(lo, end)] if end > lo else []
-    if "DW_AT_ranges" not in attrs:
-        return []
-    rl = die.dwarfinfo.range_lists()
-    if rl is None:
-        return []
-    out = []
-    for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu):
-        if isinstance(e, BaseAddressEntry):
-            base = e.base_address
-        elif isinstance(e, RangeEntry):
-            lo, hi = e.begin_offset, e.end_offset
-            if not e.is_absolute:
-                lo, hi = lo + base, hi + base
-            if hi > lo:
-                out.append((lo, hi))
-    return out
 
 
 def _find(die: Any, names: tuple[str, ...]) -> Any:
