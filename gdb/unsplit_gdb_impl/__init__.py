@@ -5,6 +5,7 @@
     commands.py  `bb` and one subcommand per unsplit.commands.COMMANDS entry
     frames.py    the frame filter/decorator (`bt`)
     stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)
+    breakpoints.py  `bb break`: a group of native breakpoints, kept in step with module loads
 
 :func:`register` is idempotent: the state lives in this module, which Python imports once, so
 sourcing gdb/unsplit_gdb.py again finds everything in place.
@@ -19,6 +20,7 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.session import Session
 
 from . import commands, frames
+from .breakpoints import Breakpoints
 from .host import GdbHost
 from .locator import Locator
 from .stop import StopPrinter
@@ -31,6 +33,7 @@ class Plugin:
     locator: Locator
     stop_printer: StopPrinter
     commands: list[Any]
+    breakpoints: Breakpoints
 
 
 _plugin: Plugin | None = None
@@ -52,14 +55,23 @@ def register() -> Plugin:
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)
     stop_printer = StopPrinter(locator)
-    plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host))
+    breaks = Breakpoints(session, host)
+    host.breakpoint_maker = breaks.create
+    plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
+                    breaks)
     frames.install(locator)
     for registry in ("new_objfile", "clear_objfiles", "free_objfile", "exited"):
         events = getattr(gdb.events, registry, None)  # free_objfile is GDB 13+
         if events is not None:
             events.connect(host.invalidate)
+    gdb.events.new_objfile.connect(breaks.on_new_objfile)  # after host.invalidate
+    if hasattr(gdb.events, "free_objfile"):
+        gdb.events.free_objfile.connect(breaks.on_free_objfile)
+    gdb.events.breakpoint_modified.connect(breaks.on_modified)
+    gdb.events.breakpoint_deleted.connect(breaks.on_deleted)
     gdb.events.stop.connect(stop_printer.on_stop)
     gdb.events.before_prompt.connect(stop_printer.on_prompt)
+    gdb.events.before_prompt.connect(breaks.flush)
     _plugin = plugin
     return plugin
 

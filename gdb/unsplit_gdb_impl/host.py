@@ -18,6 +18,7 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
+from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
 
@@ -115,6 +116,8 @@ class GdbHost:
         self._key: tuple[object, ...] | None = None
         self.generation = 0  # bumped whenever the module list changes; frame caches follow it
         self.naming_switch: Callable[[bool], None] | None = None
+        self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
+            = None  # breakpoints.Breakpoints.create, set by register()
 
     # -- modules ------------------------------------------------------------------------
 
@@ -200,6 +203,11 @@ class GdbHost:
     def set_frame_naming(self, flag: bool) -> None:
         if self.naming_switch is not None:
             self.naming_switch(flag)
+
+    def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+        if self.breakpoint_maker is None:
+            raise UsageError("bb break: breakpoints are not set up in this GDB")
+        return self.breakpoint_maker(spec, sites)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,340 @@
+"""`bb break` in GDB: each one is a group of ordinary GDB breakpoints, one per address.
+
+GDB 13's Python cannot give one gdb.Breakpoint several arbitrary addresses: a breakpoint's
+locations are whatever GDB's own linespec resolves, and ``Breakpoint.locations`` is read-only.
+So the core resolves the sites (unsplit.breakpoints) and this module makes one native
+breakpoint per site, which ``info breakpoints`` lists, each with its own number. The first one
+(the procedure's entry, or the first site) is the group's *head*: disabling or enabling it,
+giving it a condition, commands, ``silent``, a thread or a task does the same to every other
+breakpoint of the group, and deleting it deletes them all (``breakpoint_modified`` /
+``breakpoint_deleted`` events). The others can still be handled one by one, like the locations
+``N.1``, ``N.2`` of a native breakpoint.
+
+A group whose location no loaded module has yet (``bb break work --pending``, a library loaded
+later) has a placeholder for head: a ``catch load`` of a library name no library has
+(``load of library matching ^unsplit: bb break work$``), which never stops. A pending
+breakpoint would not do: GDB re-parses it at every load and, once it has a condition, disables
+it for failing. A condition on the placeholder needs ``condition -force`` when it names local
+variables (GDB parses it where no code is). When a module loads (``gdb.events.new_objfile``)
+every group is resolved again in that module and the new sites join the group.
+
+Addresses in the executable are handed to GDB as ``*'SYMBOL'+OFFSET`` (the fragment's
+symbol, checked to land on the right address), so GDB moves them itself when it relocates a PIE
+at ``run``, as it does for its own ``break *main+4``; a ``break *ADDRESS`` set before ``run``
+would stay at the unrelocated file address. Sites in libraries, and sites with no symbol to
+name them, are set at their runtime address; GDB keeps those across a re-run (the library comes
+back at the same address), and a module that comes back elsewhere gets them set again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit import breakpoints as policy
+from unsplit.breakpoints import BreakSpec, Site
+from unsplit.errors import UnsplitError
+from unsplit.host import LoadedModule
+from unsplit.session import Session
+
+from .host import GdbHost
+from .report import report_internal
+
+# What a group's head passes on to the rest of the group when the user changes it.
+_MIRRORED = ("enabled", "silent", "thread", "task", "condition", "commands")
+
+Key = tuple[str, int]  # (module path, file address)
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    breakpoint: Any  # gdb.Breakpoint
+    symbolic: bool  # set as *'SYMBOL'+OFFSET (GDB relocates it) rather than *ADDRESS
+    address: int  # the runtime address it was set at
+    # While its library is unloaded (between a program's exit and the next load), the
+    # member is disabled, lest GDB try to insert it at `run`; this is the state to restore.
+    parked: bool | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Group:
+    spec: BreakSpec
+    text: str  # the location as the user wrote it, with its options
+    head: Any  # gdb.Breakpoint: the first site's, or a `catch load` placeholder
+    members: dict[Key, Member] = field(default_factory=dict)
+    dropped: set[Key] = field(default_factory=set)  # deleted by the user: never made again
+
+    @property
+    def number(self) -> int:
+        return int(self.head.number)
+
+
+def _command_text(spec: BreakSpec) -> str:
+    """The location and options, without what a regular expression would take as syntax."""
+    text = spec.text + (" --all-fragments" if spec.all_fragments else "")
+    return re.sub(r"[()\[\]{}\\|*?^$'\"]", "", text)
+
+
+def _new_breakpoint(location: str, command: str = "break") -> Any:
+    """One user breakpoint at `location` (a linespec), made without GDB's chatter: we say
+    where every location went in one message."""
+    before = {b.number for b in gdb.breakpoints()}
+    gdb.execute(f"{command} {location}", to_string=True)
+    made = [b for b in gdb.breakpoints() if b.number not in before]
+    if len(made) != 1:
+        raise gdb.error(f"break {location} made {len(made)} breakpoints")
+    return made[0]
+
+
+def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[str, int] | None:
+    """A symbol of `module` and an offset that name file address `address`."""
+    try:
+        index = session.index(module.path)
+    except UnsplitError:
+        return None
+    frag = index.fragment_at(address)
+    if frag is not None and frag.symbol:
+        return frag.symbol, address - frag.start
+    functions = sorted(index.binary.functions, key=lambda f: f.value)
+    i = bisect_right([f.value for f in functions], address) - 1
+    if i >= 0 and address < functions[i].value + max(functions[i].size, 1):
+        return functions[i].name, address - functions[i].value
+    return None
+
+
+def _is_executable(module: LoadedModule) -> bool:
+    exe = gdb.current_progspace().filename
+    return exe is not None and os.path.realpath(exe) == os.path.realpath(module.path)
+
+
+def _set_at(session: Session, module: LoadedModule, site: Site) -> Member:
+    runtime = module.bias + site.file_address
+    # Only in the executable: in a library GDB re-sets `*'sym'+off` when the library is gone
+    # (the program exited) and, failing with "No symbol", disables the breakpoint for good.
+    named = _symbol_for(session, module, site.file_address) if _is_executable(module) else None
+    if named is not None and "'" not in named[0]:
+        name, offset = named
+        bp = _new_breakpoint(f"*'{name}'+{offset:#x}")
+        # Another module (or a second local symbol) may have the same name: keep the
+        # symbolic form only when GDB found exactly our address.
+        if [int(loc.address) for loc in bp.locations] == [runtime]:
+            return Member(bp, True, runtime)
+        bp.delete()
+    return Member(_new_breakpoint(f"*{runtime:#x}"), False, runtime)
+
+
+def _copy_settings(group: Group, target: Member) -> None:
+    """Give `target` the settings of its group's head; says what could not be copied."""
+    head = group.head
+    head_member = next((m for m in group.members.values() if m.breakpoint is head), None)
+    bp = target.breakpoint
+    for attr in _MIRRORED:
+        try:
+            value = getattr(head, attr)
+            if attr == "enabled":
+                if head_member is not None and head_member.parked is not None:
+                    value = head_member.parked
+                if target.parked is not None:
+                    target.parked = value
+                    continue
+            if getattr(bp, attr) != value:
+                setattr(bp, attr, value)
+        except (gdb.error, RuntimeError, AttributeError, TypeError) as e:
+            gdb.write(f"unsplit: breakpoint {bp.number}: cannot copy {attr} of breakpoint "
+                      f"{head.number}: {e}\n", gdb.STDERR)
+
+
+class Breakpoints:
+    """Every `bb break` group of this GDB, kept in step with module loads and user edits."""
+
+    def __init__(self, session: Session, host: GdbHost) -> None:
+        self.session = session
+        self.host = host
+        self.groups: list[Group] = []
+        self._mirroring = False
+        self._doomed: list[Any] = []  # members of deleted groups, deleted at the next prompt
+
+    # -- bb break -------------------------------------------------------------------------
+
+    def create(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+        self.flush()
+        text = _command_text(spec)
+        if not sites:
+            # Not a pending breakpoint: GDB re-parses those at every load and, once they have
+            # a condition, disables them for failing to resolve. A catchpoint on a library name
+            # no library has never stops, re-parses nothing, and `info breakpoints`, `disable`,
+            # `delete` and `condition -force` handle it.
+            head = _new_breakpoint(f"^unsplit: bb break {text}$", "catch load")
+            self.groups.append(Group(spec, text, head))
+            return (f"Breakpoint {head.number} (bb break {text}): pending, no loaded module "
+                    "has it yet")
+        group: Group | None = None
+        for module, site in sites:
+            member = _set_at(self.session, module, site)
+            if group is None:
+                group = Group(spec, text, member.breakpoint)
+                self.groups.append(group)
+            group.members[(module.path, site.file_address)] = member
+        assert group is not None
+        return self._summary(group, sites)
+
+    def _summary(self, group: Group, sites: list[tuple[LoadedModule, Site]]) -> str:
+        where = ", ".join(policy.describe([s], m.bias).split(": ", 1)[1] for m, s in sites)
+        numbers = [m.breakpoint.number for m in group.members.values()]
+        count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
+        out = f"Breakpoint {group.number} (bb break {group.text}), {count}: {where}"
+        if len(numbers) > 1 or numbers[0] != group.number:
+            out += (f"\n  as GDB breakpoints {', '.join(map(str, numbers))}; "
+                    f"disable, condition or delete {group.number} to act on all")
+        return out
+
+    # -- module loads ---------------------------------------------------------------------
+
+    def on_new_objfile(self, event: Any) -> None:
+        try:
+            if self.groups:
+                self._refresh(getattr(event.new_objfile, "filename", None))
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def _refresh(self, loaded: str | None) -> None:
+        """Add the sites a newly loaded module has; move address-only members whose module
+        moved (symbolic ones GDB moves itself)."""
+        modules = self.host.modules()
+        for group in list(self.groups):
+            if not group.head.is_valid():
+                continue
+            added: list[tuple[LoadedModule, Site]] = []
+            for module in modules:
+                if loaded is not None and module.path != loaded:
+                    continue
+                try:
+                    index = self.session.index(module.path)
+                    sites = policy.resolve(index, group.spec)
+                except UnsplitError:
+                    continue
+                for site in sites:
+                    key = (module.path, site.file_address)
+                    member = group.members.get(key)
+                    if key in group.dropped:
+                        continue
+                    runtime = module.bias + site.file_address
+                    if member is not None and (member.symbolic or member.address == runtime):
+                        if member.parked is not None:
+                            self._set_enabled(member.breakpoint, member.parked)
+                            member.parked = None
+                        continue
+                    if member is not None:
+                        del group.members[key]  # not the user's deletion: not dropped
+                        if member.breakpoint.is_valid():
+                            member.breakpoint.delete()
+                    new = _set_at(self.session, module, site)
+                    group.members[key] = new
+                    self._mirror(group, [new])
+                    if member is None:
+                        added.append((module, site))
+            if added:
+                numbers = [group.members[(m.path, s.file_address)].breakpoint.number
+                           for m, s in added]
+                gdb.write(f"unsplit: Breakpoint {group.number} (bb break {group.text}) in "
+                          f"{os.path.basename(added[0][0].path)}: "
+                          + policy.describe([s for _, s in added], added[0][0].bias)
+                          + f"; as GDB breakpoint{'s' if len(numbers) > 1 else ''} "
+                          + ", ".join(map(str, numbers)) + "\n")
+
+    # -- user edits -----------------------------------------------------------------------
+
+    def _group_of(self, bp: Any) -> tuple[Group, Key | None] | None:
+        """The group `bp` belongs to and its key there (None for a pending head)."""
+        for group in self.groups:
+            for key, member in group.members.items():
+                if member.breakpoint is bp:
+                    return group, key
+            if group.head is bp:
+                return group, None
+        return None
+
+    def on_modified(self, bp: Any) -> None:
+        if self._mirroring:
+            return
+        try:
+            found = self._group_of(bp)
+            if found is None or found[0].head is not bp:
+                return
+            group = found[0]
+            self._mirror(group, [m for m in group.members.values() if m.breakpoint is not bp])
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def _mirror(self, group: Group, targets: list[Member]) -> None:
+        self._mirroring = True
+        try:
+            for member in targets:
+                if member.breakpoint.is_valid():
+                    _copy_settings(group, member)
+        finally:
+            self._mirroring = False
+
+    def _set_enabled(self, bp: Any, flag: bool) -> None:
+        """Enable or disable one breakpoint without passing it on to its group."""
+        self._mirroring = True
+        try:
+            if bp.is_valid() and bp.enabled != flag:
+                bp.enabled = flag
+        finally:
+            self._mirroring = False
+
+    def on_free_objfile(self, event: Any) -> None:
+        """A library is going (the program exited, `run` starts again): park its members."""
+        try:
+            path = getattr(event.objfile, "filename", None)
+            if not path:
+                return
+            gone = os.path.realpath(path)
+            for group in self.groups:
+                for (module, _), member in group.members.items():
+                    if member.symbolic or member.parked is not None \
+                            or os.path.realpath(module) != gone \
+                            or not member.breakpoint.is_valid():
+                        continue
+                    member.parked = bool(member.breakpoint.enabled)
+                    self._set_enabled(member.breakpoint, False)
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def on_deleted(self, bp: Any) -> None:
+        try:
+            found = self._group_of(bp)
+            if found is None:
+                return
+            group, key = found
+            if group.head is not bp:
+                if key is not None:
+                    del group.members[key]
+                    group.dropped.add(key)
+                return
+            self.groups.remove(group)
+            # `delete` (all) walks GDB's breakpoint list while it notifies us, so deleting the
+            # others now would free what it walks (GDB crashes); a posted event left pending at
+            # exit crashes it too. Disable them now, which frees nothing, and delete them at
+            # the next prompt (`flush`).
+            for member in group.members.values():
+                if member.breakpoint is not bp and member.breakpoint.is_valid():
+                    self._set_enabled(member.breakpoint, False)
+                    self._doomed.append(member.breakpoint)
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def flush(self) -> None:
+        """Delete what a deleted head left behind (gdb.events.before_prompt)."""
+        doomed, self._doomed = self._doomed, []
+        for b in doomed:
+            try:
+                if b.is_valid():
+                    b.delete()
+            except Exception as e:
+                report_internal(e, once=True)

@@ -1,0 +1,340 @@
+"""`bb break` in both debuggers: one table of locations on the zoo's crash program, each run
+until the program stops, checked against the variant's facts.
+
+The program `crash` (argument `crash`) calls `transfer` once, from `run`'s cold path, and
+dies inside `transfer`'s cold fragment. Where each breakpoint must stop comes from the facts
+(fixtures/facts.py: nm, llvm-readobj-22 and a gdb run, never unsplit): the fragments' symbol
+ranges, the crash PC, the blocks of the PGO map. BOLT offsets are input-function offsets:
+their value is what `unsplit where` says of the crash PC, checked here against the pre-BOLT
+input's own bytes at that offset. Native commands (`info breakpoints` / `breakpoint list`,
+delete, disable, condition) live in the helpers keyed on the debugger's name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from ..conftest import ROOT, facts
+
+pytestmark = pytest.mark.e2e
+
+VARIANTS = ["gcc-pgo", "clang-mfs-pgomap", "bolt-all", "bolt-all-dbg", "bolt-cdsplit"]
+
+# FILE:LINE cases: a line whose code is only in moved code. GCC marks the store of the crash
+# site as a non-statement row (its is_stmt row for that line comes after the store, so the
+# program dies before reaching it): there, the first line of the cold path.
+LINE_MARKERS = {"gcc-pgo": "transfer cold path"}
+
+
+# -- helpers (debugger-neutral) --------------------------------------------------------------
+
+def _json(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def _where(session: Any) -> dict[str, Any]:
+    (loc,) = _json(session.command("bb where --json"))
+    return loc
+
+
+def _bias(f: dict[str, Any]) -> int:
+    """Load bias of the executable: both debuggers disable ASLR, as the facts' gdb run did."""
+    return int(f["crash"]["load_bias"], 16) if f["pie"] else 0
+
+
+def _fragments(f: dict[str, Any], proc: str = "transfer") -> list[dict[str, Any]]:
+    frags: list[dict[str, Any]] = f["split_functions"][proc]["fragments"]
+    return frags
+
+
+def _start(debugger: Callable[..., Any], zoo: dict[str, Any], variant: str
+           ) -> tuple[Any, dict[str, Any]]:
+    f = facts(zoo, variant, "crash")
+    return debugger(ROOT / f["binary"], args=["crash"]), f
+
+
+def _number(out: str) -> int:
+    m = re.search(r"^Breakpoint (\d+)", out, re.M)
+    assert m, out
+    return int(m.group(1))
+
+
+def _crashed(out: str) -> bool:
+    return "SIGSEGV" in out
+
+
+def _stop_at(session: Any, address: int) -> dict[str, Any]:
+    loc = _where(session)
+    assert int(loc["address"], 16) == address, (hex(address), loc)
+    return loc
+
+
+# -- helpers (one per debugger) ---------------------------------------------------------------
+
+def _resume(session: Any) -> str:
+    """Continue to the next stop; the output up to it."""
+    if session.name == "gdb":
+        return str(session.command("continue"))
+    from .driver_lldb import _STOPPED, DebuggerTimeout, _clean
+
+    session._log.write("\n>>> process continue\n")
+    session.child.sendline("process continue")
+    try:
+        session.child.expect(_STOPPED, timeout=60)
+    except Exception:
+        raise DebuggerTimeout(f"lldb: no stop after continue\n{session.transcript}") from None
+    head = _clean((session.child.before or "") + (session.child.after or ""))
+    return head + "\n" + str(session._expect_prompt(60, "process continue"))
+
+
+def _native_addresses(session: Any) -> set[int]:
+    """Every breakpoint location address the debugger lists."""
+    if session.name == "gdb":
+        out = session.command("info breakpoints")
+        return {int(m.group(1), 16)
+                for m in re.finditer(r"^\S+\s+breakpoint\s+\S+\s+[yn]\s+(0x[0-9a-f]+)", out, re.M)}
+    out = session.command("breakpoint list")
+    return {int(m.group(1), 16) for m in re.finditer(r"address = (0x[0-9a-f]+)", out)}
+
+
+def _native(session: Any, action: str, number: int) -> str:
+    """delete / disable / a condition that never holds, on breakpoint `number`."""
+    gdb = {"delete": f"delete {number}", "disable": f"disable {number}",
+           "condition": f"condition {number} $sp == 0"}
+    lldb = {"delete": f"breakpoint delete {number}", "disable": f"breakpoint disable {number}",
+            "condition": f"breakpoint modify -c '$sp == 0' {number}"}
+    out: str = session.command((gdb if session.name == "gdb" else lldb)[action])
+    return out
+
+
+# -- the scenarios ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_all_fragments_stops_in_the_entry_then_in_moved_code(
+        debugger: Callable[..., Any], zoo: dict[str, Any], variant: str) -> None:
+    s, f = _start(debugger, zoo, variant)
+    bias = _bias(f)
+    frags = _fragments(f)
+    starts = {int(fr["start"], 16) + bias: fr for fr in frags}
+    out = s.command("bb break transfer --all-fragments")
+    assert out.startswith("Breakpoint"), out
+
+    s.run()
+    loc = _stop_at(s, int(frags[0]["start"], 16) + bias)
+    assert (loc["procedure"], loc["fragment"]) == ("transfer", "hot")
+    assert set(starts) <= _native_addresses(s)  # every fragment start is listed natively
+
+    # Then, before the crash, the start of the fragment that crashes (maybe after others):
+    # code that a native `break transfer` (the hot range only) never stops in.
+    for _ in range(len(frags)):
+        out = _resume(s)
+        loc = _where(s)
+        fr = starts.get(int(loc["address"], 16))
+        assert fr is not None and fr["fragment"] != "hot", loc
+        assert (loc["procedure"], loc["fragment"]) == ("transfer", fr["fragment"])
+        assert f"transfer [{fr['fragment']}]" in out, out  # the stop line names it
+        if fr["symbol"] == f["crash"]["symbol"]:
+            break
+    else:
+        pytest.fail("never stopped at the start of the crashing fragment")
+    assert _crashed(_resume(s))
+
+
+def _input_bytes_at(f: dict[str, Any], proc: str, offset: int, count: int) -> bytes:
+    """`count` bytes of the pre-BOLT input at `proc`+`offset` (from its symbol table)."""
+    with open(ROOT / f["input"], "rb") as stream:
+        elf = ELFFile(stream)
+        symtab = elf.get_section_by_name(".symtab")
+        (sym,) = [s for s in symtab.iter_symbols() if s.name == proc]
+        return _bytes_at(elf, sym["st_value"] + offset, count)
+
+
+def _bytes_at(elf: ELFFile, address: int, count: int) -> bytes:
+    for sec in elf.iter_sections():
+        if sec["sh_addr"] <= address < sec["sh_addr"] + sec["sh_size"] and sec.name:
+            start = address - sec["sh_addr"]
+            return bytes(sec.data()[start:start + count])
+    raise AssertionError(f"{address:#x} is in no section")
+
+
+def _offset_of_crash(f: dict[str, Any]) -> int:
+    """transfer+OFFSET naming the crash PC in the original procedure."""
+    link = int(f["crash"]["link_pc"], 16)
+    if f["has_bat"]:
+        # BOLT: the input function's offset, as BAT says; the input's bytes there must be the
+        # very instruction that crashes in the output.
+        out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--json", "--exe",
+                              str(ROOT / f["binary"]), hex(link)], cwd=ROOT, check=True,
+                             capture_output=True, text=True,
+                             env={"PYTHONPATH": str(ROOT / "plugin")}).stdout
+        offset = int(_json(out)[0]["offset"])
+        with open(ROOT / f["binary"], "rb") as stream:
+            crash_bytes = _bytes_at(ELFFile(stream), link, 3)
+        assert _input_bytes_at(f, "transfer", offset, 3) == crash_bytes
+        return offset
+    # Symbols and bb address maps: the fragments laid end to end, entry first.
+    hot, *rest = _fragments(f)
+    offset = int(hot["end"], 16) - int(hot["start"], 16)
+    for fr in rest:
+        if fr["symbol"] == f["crash"]["symbol"]:
+            return offset + link - int(fr["start"], 16)
+        offset += int(fr["end"], 16) - int(fr["start"], 16)
+    raise AssertionError("crash not in transfer")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_offset_in_the_original_procedure(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                          variant: str) -> None:
+    s, f = _start(debugger, zoo, variant)
+    offset = _offset_of_crash(f)
+    out = s.command(f"bb break transfer+{offset:#x}")
+    assert out.startswith("Breakpoint"), out
+    s.run()
+    loc = _stop_at(s, int(f["crash"]["link_pc"], 16) + _bias(f))
+    assert (loc["procedure"], loc["fragment_symbol"]) == ("transfer", f["crash"]["symbol"])
+    assert _crashed(_resume(s))
+
+
+def test_basic_block(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
+    """run:%ID for the cold block of run that calls transfer (from the PGO map's facts)."""
+    s, f = _start(debugger, zoo, "clang-mfs-pgomap")
+    call = int(f["crash"]["frames"][1]["link_pc"], 16) - 1
+    (block,) = [b for b in f["split_functions"]["run"]["blocks"]
+                if int(b["start"], 16) <= call < int(b["end"], 16)]
+    assert block["fragment"] != "hot"
+    out = s.command(f"bb break run:%{block['block_id']}")
+    assert out.startswith("Breakpoint"), out
+    s.run()
+    loc = _stop_at(s, int(block["start"], 16) + _bias(f))
+    assert (loc["procedure"], loc["fragment"], loc["block"]) == \
+        ("run", block["fragment"], block["block_id"])
+    assert _crashed(_resume(s))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_source_line_in_moved_code(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                   variant: str) -> None:
+    """FILE:LINE of a line that only moved code has; on BOLT without DWARF (bolt-all,
+    bolt-cdsplit) from the pre-BOLT input, where a native `break crash.c:LINE` has nothing."""
+    s, f = _start(debugger, zoo, variant)
+    marker = LINE_MARKERS.get(variant, "crash site")
+    line = f["markers"]["crash.c"][marker]
+    if marker == "crash site":
+        expected = int(f["crash"]["link_pc"], 16)
+    else:
+        (expected,) = [int(fr["sample"]["address"], 16) for fr in _fragments(f)
+                       if fr.get("sample", {}).get("line") == line]
+    out = s.command(f"bb break crash.c:{line}")
+    assert out.startswith("Breakpoint"), out
+    stop = s.run()
+    loc = _stop_at(s, expected + _bias(f))
+    assert (loc["procedure"], loc["line"]) == ("transfer", line)
+    assert loc["fragment"] != "hot"
+    assert f"transfer [{loc['fragment']}]" in stop, stop
+    assert _crashed(_resume(s))
+
+
+@pytest.mark.parametrize("action", ["delete", "disable", "condition"])
+@pytest.mark.parametrize("variant", ["gcc-pgo", "bolt-all"])
+def test_native_delete_disable_condition_act_on_every_location(
+        debugger: Callable[..., Any], zoo: dict[str, Any], variant: str, action: str) -> None:
+    s, f = _start(debugger, zoo, variant)
+    number = _number(s.command("bb break transfer --all-fragments"))
+    out = _native(s, action, number)
+    assert "error" not in out.lower(), out
+    if action == "delete":
+        assert _native_addresses(s) == set()
+    assert _crashed(s.run())  # no location stopped it: the program ran to its crash
+    assert _where(s)["fragment_symbol"] == f["crash"]["symbol"]
+
+
+def test_no_match_sets_nothing(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
+    s, _ = _start(debugger, zoo, "gcc-pgo")
+    out = s.command("bb break no_such_procedure_anywhere").strip()
+    assert len(out.splitlines()) == 1 and "nothing set" in out, out
+    assert "Traceback" not in out
+    assert _native_addresses(s) == set()
+    assert "No breakpoints" in s.command("info breakpoints" if s.name == "gdb"
+                                         else "breakpoint list")
+    assert _crashed(s.run())
+
+
+# -- a library loaded at run time -------------------------------------------------------------
+
+LIB_C = """\
+#include <stdio.h>
+static volatile long sink;
+__attribute__((noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
+__attribute__((noinline)) long work(long *p, int mode)
+{
+    if (mode == 0)
+        return *p + 1;
+    note(mode); /* BB: lib cold */
+    sink = mode;
+    *(volatile long *)0 = mode; /* BB: lib crash */
+    return sink;
+}
+"""
+MAIN_C = """\
+#include <string.h>
+long work(long *p, int mode);
+int main(int argc, char **argv)
+{
+    long v = 1, t = 0;
+    for (int i = 0; i < 100000; i++)
+        t += work(&v, 0);
+    if (argc > 1 && strcmp(argv[1], "crash") == 0)
+        t += work(&v, 1);
+    return (int)(t & 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A PIE whose library's `work` has a GCC PGO cold fragment (`work.cold`)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    work = tmp_path_factory.mktemp("breaklib")
+    (work / "lib.c").write_text(LIB_C)
+    (work / "main.c").write_text(MAIN_C)
+    lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
+    exe = ["gcc", "-O2", "-g", "-pie", "-fPIE", "main.c", "-L.", "-lw",
+           f"-Wl,-rpath,{work}", "-o", "m"]
+    subprocess.run([*lib, "-fprofile-generate"], check=True, cwd=work)
+    subprocess.run([*exe, "-fprofile-generate"], check=True, cwd=work)
+    subprocess.run([str(work / "m")], check=False, cwd=work)
+    subprocess.run([*lib, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
+    subprocess.run(exe, check=True, cwd=work)
+    symbols = subprocess.run(["nm", "libw.so"], check=True, cwd=work, capture_output=True,
+                             text=True).stdout
+    if "work.cold" not in symbols:
+        pytest.skip("gcc did not split work() in the library")
+    return work
+
+
+def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
+                                         split_library: Path) -> None:
+    line = next(i for i, text in enumerate(LIB_C.splitlines(), 1) if "BB: lib crash" in text)
+    s = debugger(split_library / "m", args=["crash"])
+    out = s.command(f"bb break lib.c:{line} --pending")
+    assert out.startswith("Breakpoint"), out
+    if s.name == "gdb":  # GDB loads no library before `run`
+        assert "pending" in out, out
+    for _ in range(2):  # and again after a restart: the library is loaded anew
+        stop = s.run()
+        loc = _where(s)
+        assert (loc["procedure"], loc["fragment_symbol"], loc["line"]) == \
+            ("work", "work.cold", line), loc
+        assert "work [cold]" in stop, stop
+    assert _crashed(_resume(s))
