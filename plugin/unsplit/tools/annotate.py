@@ -477,6 +477,9 @@ def size_report(src: str, dst: str, derived: Derived, twin: str | None) -> str:
         f"{esl.SECTION} {len(derived.opt_table)})"
     )
     if twin is None:
+        own = _debug_bytes(src)
+        if own:
+            return f"{text}; {os.path.basename(src)}'s own .debug_* sections are {own} bytes"
         return text + "; no build with DWARF to compare with (--compare PATH)"
     what = "the --update-debug-sections build" if derived.bolted else "the build with DWARF"
     debug = _debug_bytes(twin)
