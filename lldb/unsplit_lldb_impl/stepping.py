@@ -33,7 +33,7 @@ _RETURN = ("ret", "retq", "retn")
 class _Job:
     plan: StepPlan
     outcome: StepOutcome | None = None
-    calls: set[int] = field(default_factory=set)
+    calls: dict[int, int] = field(default_factory=dict)  # call instruction -> next one
     returns: set[int] = field(default_factory=set)
 
 
@@ -50,16 +50,18 @@ class LogicalStep:
         self.job = _pending
         self.child: Any = None
         self.leaving = False  # stepping out of code the plan left without a call (tail call)
+        self.return_to: int | None = None  # stepping over a call: its return address
+        self.callee_sp = 0  # SP in the callee's first instruction
         thread = thread_plan.GetThread()
         self.prev = int(thread.GetFrameAtIndex(0).GetPC())
         if self.job is None:
             thread_plan.SetPlanComplete(False)
             return
-        if self.job.plan.mode == "finish":
+        if self.job.plan.mode == "finish" and thread.GetNumFrames() > 1:
+            # LLDB's step-out when it can unwind this frame; when it cannot (frame 0 in some
+            # cold fragments has no caller for LLDB) the plan steps to a return instruction.
+            self.leaving = True
             self.child = thread_plan.QueueThreadPlanForStepOut(0, False)
-        elif self.job.plan.mode == "line" and self.job.plan.step_into \
-                and self.prev in self.job.calls:
-            pass  # the next instruction is the call: one step enters the callee
 
     # -- what LLDB asks ------------------------------------------------------------------
 
@@ -82,13 +84,27 @@ class LogicalStep:
                 return False
             self.child = None
             pc = self._pc()
-            if job.plan.mode == "finish" or self.leaving:
+            if self.leaving:
                 return self._done("returned", pc)
+            if self.return_to is not None:
+                if pc == self.return_to and self._sp() <= self.callee_sp:
+                    self._run_to_return()  # a deeper activation returned there
+                    return False
+                self.return_to = None
             self.prev = pc  # back from a call at its return address
             return self._check(pc, after_call=True)
         return self._check(self._pc())
 
     # -- the plan -------------------------------------------------------------------------
+
+    def _run_to_return(self) -> None:
+        assert self.return_to is not None
+        target = self.thread_plan.GetThread().GetProcess().GetTarget()
+        self.child = self.thread_plan.QueueThreadPlanForRunToAddress(
+            lldb.SBAddress(self.return_to, target))
+
+    def _sp(self) -> int:
+        return int(self.thread_plan.GetThread().GetFrameAtIndex(0).GetSP())
 
     def _pc(self) -> int:
         return int(self.thread_plan.GetThread().GetFrameAtIndex(0).GetPC())
@@ -109,9 +125,14 @@ class LogicalStep:
         if not after_call and prev in job.returns:
             return self._done("returned", pc)
         if not after_call and prev in job.calls:
-            if plan.step_into:
+            if plan.step_into and plan.mode == "line":
                 return self._done("called", pc)
-            self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
+            # Over the call: run to the instruction after it, until SP says this frame is
+            # back (a recursive activation passes there deeper). No unwinding needed, which
+            # LLDB cannot always do from moved code.
+            self.return_to = job.calls[prev]
+            self.callee_sp = self._sp()
+            self._run_to_return()
             return False
         if pc in plan.targets:
             return self._done("target", pc)
@@ -124,9 +145,10 @@ class LogicalStep:
 
 # -- applying a plan ------------------------------------------------------------------------
 
-def _instructions(target: Any, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], set[int]]:
-    """Call and return instruction addresses in `ranges`."""
-    calls: set[int] = set()
+def _instructions(target: Any, ranges: tuple[tuple[int, int], ...]
+                  ) -> tuple[dict[int, int], set[int]]:
+    """Call instructions (-> the address after each) and return instructions in `ranges`."""
+    calls: dict[int, int] = {}
     returns: set[int] = set()
     process = target.GetProcess()
     for lo, hi in ranges:
@@ -138,13 +160,13 @@ def _instructions(target: Any, ranges: tuple[tuple[int, int], ...]) -> tuple[set
             mnemonic = (insn.GetMnemonic(target) or "").lower()
             address = int(insn.GetAddress().GetLoadAddress(target))
             if mnemonic in _CALL:
-                calls.add(address)
+                calls[address] = address + int(insn.GetByteSize())
             elif mnemonic in _RETURN:
                 returns.add(address)
     return calls, returns
 
 
-_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[set[int], set[int]]] = {}
+_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[dict[int, int], set[int]]] = {}
 
 
 def apply(debugger: Any, thread: Any, plan: StepPlan) -> StepOutcome:

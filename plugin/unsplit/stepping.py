@@ -169,6 +169,13 @@ def _build(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
                 spans.append(Span(point, end, row.file if row else None,
                                   row.line if row else None, starts))
             previous = key
+    # A line none of whose rows is a statement (clang marks code that machine-function
+    # splitting moved so) still begins where a run of its rows begins.
+    stated = {s.key for s in spans if s.starts_line}
+    for i, span in enumerate(spans):
+        if span.key is not None and span.key not in stated and (
+                i == 0 or spans[i - 1].key != span.key or spans[i - 1].end != span.start):
+            spans[i] = Span(span.start, span.end, span.file, span.line, True)
     return ProcedureLines(proc, spans, has_lines)
 
 
@@ -270,14 +277,14 @@ def line_plan(session: Session, host: Host, kind: str, pc: int,
         return _block_plan(kind, proc, mod.bias, file_pc, common)
     key = here.key if here is not None else None
     current = [(s.start, s.end) for s in lines.spans if s.key == key]
-    unnamed = [(s.start, s.end) for s in lines.spans if s.key is None]
     targets = [s.start for s in lines.line_starts() if s.key != key]
     if kind == "until":
         # `until` never stops at a line that lies before this one (the loop's jump back).
         offset = proc.logical_offset(file_pc) or 0
         targets = [t for t in targets if (proc.logical_offset(t) or 0) > offset] or targets
+    # `step` enters any call made before the next line begins, wherever the code runs.
     return StepPlan(kind, "line", line_ranges=_runtime(mod.bias, current),
-                    call_ranges=_runtime(mod.bias, current + unnamed),
+                    call_ranges=ranges,
                     targets=tuple(sorted(mod.bias + t for t in targets)),
                     line=None if key is None else f"{key[0]}:{key[1]}",
                     at_line_start=here is not None and here.starts_line
