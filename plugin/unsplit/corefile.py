@@ -258,7 +258,7 @@ class Core:
         for seg in binary.elf.iter_segments():
             if seg["p_type"] != "PT_NOTE":
                 continue
-            got = _build_id(self.read_memory(seg["p_vaddr"] + bias, seg["p_filesz"]))
+            got = note_build_id(self.read_memory(seg["p_vaddr"] + bias, seg["p_filesz"]))
             if got is not None and got != want:
                 raise BinaryError(f"{self.path} is not a core of {binary.path}: build-id "
                                   f"{got.hex()} in the core, {want.hex()} in the binary")
@@ -341,7 +341,8 @@ def _align4(n: int) -> int:
     return (n + 3) & ~3
 
 
-def _build_id(notes: bytes) -> bytes | None:
+def note_build_id(notes: bytes) -> bytes | None:
+    """The descriptor of the first NT_GNU_BUILD_ID note of owner "GNU" in a run of notes."""
     pos = 0
     while pos + 12 <= len(notes):
         namesz, descsz, n_type = struct.unpack_from("<III", notes, pos)

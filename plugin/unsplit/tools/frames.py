@@ -37,27 +37,17 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ..binary import Binary
+from ..corefile import Mapping, note_build_id
 from ..errors import BinaryError, UnsplitError, UsageError
 from .symbolize import Answer, Symbolizer
 
 MARK = "UNSPLIT-FRAMES "
 _AT_ENTRY = 9
-_NT_GNU_BUILD_ID = 3
 _MAX_FRAMES = 512
 TIMEOUT = 60
 
 
 # --- the core file ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Mapping:
-    """One file mapping of the crashed process (NT_FILE)."""
-
-    start: int
-    end: int
-    offset: int
-    path: str
 
 
 @dataclass(slots=True)
@@ -154,14 +144,9 @@ def memory_build_id(core: Core, header: int) -> bytes | None:
         blob = core.read(bias + vaddr, size)
         if blob is None:
             continue
-        pos = 0
-        while pos + 12 <= len(blob):
-            namesz, descsz, kind = struct.unpack_from("<III", blob, pos)
-            name_at = pos + 12
-            desc_at = name_at + (namesz + 3) // 4 * 4
-            if kind == _NT_GNU_BUILD_ID and blob[name_at:name_at + namesz] == b"GNU\0":
-                return blob[desc_at:desc_at + descsz]
-            pos = desc_at + (descsz + 3) // 4 * 4
+        found = note_build_id(blob)
+        if found is not None:
+            return found
     return None
 
 
