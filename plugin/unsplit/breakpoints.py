@@ -22,7 +22,7 @@ from . import bat_translate, prebolt
 from .errors import AddressLookupError, UsageError
 from .index import ModuleIndex
 from .lines import DwarfLines
-from .model import HOT, LineRow, Procedure
+from .model import HOT, Procedure
 
 _BLOCK = re.compile(r"^(?P<proc>[^:%\s]+):%(?P<id>\d+)$")
 _OFFSET = re.compile(r"^(?P<proc>[^+\s]+)\+(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
@@ -118,7 +118,7 @@ def _fragment_name(proc: Procedure, address: int) -> str | None:
 
 def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
     where = f"{file}:{line}"
-    rows = _statements(index.dwarf_lines, file, line)
+    rows = index.dwarf_lines.statements(file, line)
     addresses = {r.address for r in rows if index.line_at(r.address) is not None}
     addresses |= {r.address for r in index.esl_statements(file, line)}
     if "bat" in index.sources_used:
@@ -130,24 +130,6 @@ def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
     return out
 
 
-def _statements(lines: DwarfLines, file: str, line: int) -> list[LineRow]:
-    """`lines.statements`, skipped where the DWARF cannot name `file`.
-
-    A line table stores each file name whole and NUL-terminated, in .debug_line,
-    .debug_line_str or .debug_str: when none holds `file`'s base name, no row can match.
-    Decoding every line program of a library to learn that costs seconds (libc with its
-    debug file: 2000 CUs, ~10 s in pyelftools), and a breakpoint is resolved in every
-    module, at every load.
-    """
-    if not lines.available:
-        return []
-    name = file.rstrip("/").rsplit("/", 1)[-1].encode("utf-8", "surrogateescape") + b"\0"
-    if not any(name in (lines.binary.section_data(s) or b"")
-               for s in (".debug_line", ".debug_line_str", ".debug_str")):
-        return []
-    return lines.statements(file, line)
-
-
 def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]:
     """The pre-BOLT binary's rows of file:line, carried to the output through BAT."""
     input_binary = prebolt.input_for(index.binary)
@@ -156,7 +138,7 @@ def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]
     functions = sorted(input_binary.functions, key=lambda f: f.value)
     starts = [f.value for f in functions]
     out: set[int] = set()
-    for row in _statements(DwarfLines(input_binary), file, line):
+    for row in DwarfLines(input_binary).statements(file, line):
         i = bisect_right(starts, row.address) - 1
         if i < 0 or row.address >= functions[i].value + functions[i].size:
             continue

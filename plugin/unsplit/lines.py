@@ -47,6 +47,8 @@ class DwarfLines:
         self.binary = binary.dwarf_binary or binary
         self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
         self._cu_lines: dict[int, _CULines] = {}
+        self._cu_files: dict[int, list[tuple[str, str]]] = {}
+        self._names_blob: bytes | None = None
 
     @property
     def available(self) -> bool:
@@ -94,23 +96,59 @@ class DwarfLines:
         return paths if version >= 5 else ["", *paths]
 
     def statements(self, file: str, line: int) -> list[LineRow]:
-        """Where `file`:`line` begins: the first is_stmt row of each run of that line, in every
-        CU whose line table names the file. `file` may be a base name, a path suffix or a full
-        path."""
-        if not self.available:
+        """Where `file`:`line` begins: the first is_stmt row of each run of rows of that line, in
+        every CU whose line table names the file; when the compiler marked no row of the line
+        as a statement (clang may, in cold code), the first row of each run, as GDB does.
+        `file` may be a base name, a path suffix or a full path."""
+        if not self.available or not self._may_name(file):
             return []
-        out: list[LineRow] = []
+        runs: list[list[LineRow]] = []
         for cu_offset in self._cu_offsets():
-            table = self._lines_of(cu_offset)
-            previous: LineRow | None = None
-            for row in table.rows:
-                if row is not None and row.line == line and row.is_stmt and \
-                        _same_file(row, file) and not (
-                            previous is not None and previous.line == line
-                            and previous.file == row.file):
-                    out.append(row)
-                previous = row
-        return sorted(out, key=lambda r: r.address)
+            if not any(_same_name(name, path, file) for name, path in self._file_names(cu_offset)):
+                continue
+            run: list[LineRow] = []
+            for row in [*self._lines_of(cu_offset).rows, None]:
+                if run and (row is None or (row.line, row.file) != (run[0].line, run[0].file)):
+                    if run[0].line == line and _same_file(run[0], file):
+                        runs.append(run)
+                    run = []
+                if row is not None:
+                    run.append(row)
+        stmts = [next(r for r in run if r.is_stmt) for run in runs if any(r.is_stmt for r in run)]
+        return sorted(stmts or [run[0] for run in runs], key=lambda r: r.address)
+
+    def _may_name(self, file: str) -> bool:
+        """A line table stores each file name whole and NUL-terminated in .debug_line,
+        .debug_line_str or .debug_str: when none holds the base name, no row can match, and
+        decoding every line program to learn that costs seconds on a libc with debug info."""
+        if self._names_blob is None:
+            self._names_blob = b"".join(self.binary.section_data(s) or b"" for s in
+                                        (".debug_line", ".debug_line_str", ".debug_str"))
+        base = file.rstrip("/").rsplit("/", 1)[-1].encode("utf-8", "surrogateescape")
+        return base + b"\0" in self._names_blob
+
+    def _file_names(self, cu_offset: int) -> list[tuple[str, str]]:
+        names = self._cu_files.get(cu_offset)
+        if names is None:
+            try:
+                names = self._header_names(cu_offset)
+            except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
+                raise DecodeError(".debug_line", 0,
+                                  f"line table header of CU at {cu_offset:#x}: {e}") from None
+            self._cu_files[cu_offset] = names
+        return names
+
+    def _header_names(self, cu_offset: int) -> list[tuple[str, str]]:
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            return []
+        top = cu.get_top_DIE().attributes
+        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
+            if "DW_AT_comp_dir" in top else ""
+        version = program.header["version"]
+        return [_file_name(program, e, version, comp_dir) for e in program.header["file_entry"]]
 
     def _cu_offsets(self) -> list[int]:
         try:
@@ -171,10 +209,7 @@ class DwarfLines:
         if program is None:
             return
         version = program.header["version"]
-        top = cu.get_top_DIE().attributes
-        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
-            if "DW_AT_comp_dir" in top else ""
-        names = [_file_name(program, e, version, comp_dir) for e in program.header["file_entry"]]
+        names = self._file_names(cu_offset)
         sequence: list[tuple[int, LineRow | None]] = []
         for entry in program.get_entries():
             state = entry.state
@@ -195,9 +230,13 @@ class DwarfLines:
 
 
 def _same_file(row: LineRow, wanted: str) -> bool:
-    if wanted in (row.file, row.path):
+    return _same_name(row.file, row.path, wanted)
+
+
+def _same_name(name: str, path: str, wanted: str) -> bool:
+    if wanted in (name, path):
         return True
-    return row.path.endswith("/" + wanted.lstrip("./"))
+    return path.endswith("/" + wanted.lstrip("./"))
 
 
 def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:
