@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, breakpoints, prebolt
+from . import bat_translate, breakpoints, prebolt, unwind
+from .cfi import registers_from_names
 from .errors import AddressLookupError, UsageError
 from .host import Host
 from .model import Location
@@ -179,6 +180,45 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
     return text
 
 
+# -- bb bt ----------------------------------------------------------------------------------
+
+def _bt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="frames with pc, cfa, registers and location, and the differences")
+    p.add_argument("--all-threads", action="store_true",
+                   help="every thread (default: the selected one)")
+
+
+def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
+    # Frame 0's registers are the debugger's own (they are the thread's); every caller comes
+    # from the CFI, so a frame the debugger invents or skips shows up in the comparison.
+    registers = getattr(host, "frame0_registers", None)
+    read_memory = getattr(host, "read_memory", None)
+    if registers is None or read_memory is None:
+        raise UsageError("bb bt: this debugger adapter cannot read registers and memory")
+    native_pcs = getattr(host, "native_frame_pcs", None)
+    numbers = getattr(host, "thread_numbers", None)
+    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
+    texts, objects = [], []
+    for thread in threads:
+        frames = unwind.backtrace(host.modules(), registers_from_names(registers(thread)),
+                                  read_memory, session.index)
+        native: list[int] | None = None if native_pcs is None else native_pcs(thread)
+        diff = [] if native is None else unwind.compare(native, frames)
+        if args.json:
+            objects.append({"thread": thread, "frames": [f.to_json() for f in frames],
+                            "native_pcs": None if native is None else [hex(p) for p in native],
+                            "differences": diff})
+            continue
+        text = unwind.report(frames, native)
+        if native is not None and not diff:
+            text += "\n(the debugger's own frames agree)"
+        texts.append(text if thread is None else f"thread {thread}:\n{text}")
+    if args.json:
+        return json.dumps(objects if args.all_threads else objects[0])
+    return "\n\n".join(texts)
+
+
 # -- bb input -------------------------------------------------------------------------------
 
 def _input_args(p: argparse.ArgumentParser) -> None:
@@ -262,6 +302,8 @@ COMMANDS: dict[str, Command] = {
                 "ID, range, flags and frequency.", _blocks_args, _blocks),
         Command("break", "Break in a procedure as written: its entry (and every fragment), "
                 "an original offset, a basic block or a source line.", _break_args, _break),
+        Command("bt", "Backtrace through the call frame information (.eh_frame) of each "
+                "frame's fragment, and where the debugger's own frames differ.", _bt_args, _bt),
         Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
                 "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",

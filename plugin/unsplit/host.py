@@ -44,6 +44,14 @@ class Host(Protocol):
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.
+    #   frame0_registers(thread: int | None = None) -> dict[str, int]: the innermost frame's
+    #     general registers (`RAX`…`R15`, `RIP`, any case) of the selected thread, or of thread
+    #     number `thread` as the debugger numbers them; raises UsageError with no process/core.
+    #   read_memory(address: int, size: int) -> bytes: the debuggee's memory; b"" (or fewer
+    #     bytes) where it cannot be read, never an exception.
+    #   native_frame_pcs(thread: int | None = None) -> list[int]: the pc of each frame the
+    #     debugger itself unwinds, innermost first, inlined frames left out (bb bt compares).
+    #   thread_numbers() -> list[int]: every thread's number (bb bt --all-threads).
     #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.stepping's
     #     CORE_FILE, NOT_RUNNING), None when it can.
     #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
