@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # The main job: debug a program that crashes inside a cold fragment, in gdb and in lldb, with the
 # plugin loaded; show `bt` and `bb where`. On a terminal it then leaves you in a live gdb session
-# at the crash (DEMO_INTERACTIVE=0 skips that; DEMO_VARIANT picks another fixture variant).
+# at the crash (DEMO_INTERACTIVE=0 skips that; DEMO_VARIANTS picks fixture variants: the
+# default shows BOLT output without DWARF, where the debuggers alone have no name or line, and
+# GCC PGO with DWARF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-variant=${DEMO_VARIANT:-gcc-pgo}
-prog=fixtures/build/$variant/crash
-[ -x "$prog" ] || { echo "demo: $prog is missing: run 'make fixtures'" >&2; exit 1; }
 export PYTHONPATH=$PWD/plugin
 
 banner() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-banner "$variant: what the fragments are (unsplit where, no debugger)"
+show() {
+variant=$1
+prog=fixtures/build/$variant/crash
+[ -x "$prog" ] || { echo "demo: $prog is missing: run 'make fixtures'" >&2; exit 1; }
+
+banner "$variant: the fragments of $prog (nm)"
 nm "$prog" | grep -E '\.(cold|warm|__part)' || true
 
 banner "gdb, without the plugin: $prog crash"
@@ -23,11 +27,11 @@ gdb -nx -q -batch -iex "set debuginfod enabled off" -x gdb/unsplit_gdb.py \
     -ex run -ex bt -ex "bb where" --args "$prog" crash 2>&1 | grep -v '^\[' || true
 
 banner "lldb-22, without the plugin"
-lldb-22 --no-lldbinit -b -o "process launch" -o bt -- "$prog" crash 2>&1 || true
+lldb-22 --no-lldbinit -b -o "process launch" -k bt -- "$prog" crash 2>&1 || true
 
 banner "lldb-22, with the plugin"
 lldb-22 --no-lldbinit -b -o "command script import lldb/unsplit_lldb.py" \
-    -o "process launch" -o bt -o "bb where" -- "$prog" crash 2>&1 || true
+    -o "process launch" -k bt -k "bb where" -- "$prog" crash 2>&1 || true
 
 core=fixtures/build/$variant/crash.core
 if [ -f "$core" ]; then
@@ -35,6 +39,12 @@ if [ -f "$core" ]; then
     gdb -nx -q -batch -iex "set debuginfod enabled off" -x gdb/unsplit_gdb.py \
         -ex bt -ex "bb where" "$prog" "$core" 2>&1 | grep -v '^\[' || true
 fi
+
+}
+
+variants=${DEMO_VARIANTS:-bolt-all gcc-pgo}
+for v in $variants; do show "$v"; done
+prog=fixtures/build/${variants%% *}/crash
 
 if [ -t 0 ] && [ -t 1 ] && [ "${DEMO_INTERACTIVE:-1}" != 0 ]; then
     banner "your turn: a live gdb session stopped at the crash (try: bt, bb where, bb frame, quit)"
