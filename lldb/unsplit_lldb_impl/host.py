@@ -166,6 +166,28 @@ class LldbHost:
         self.frame = frame if frame is not None and frame.IsValid() else None
         return outcome
 
+    # -- bb bt (unsplit.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
+
+    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
+        from . import unwinding
+
+        return unwinding.frame0_registers(self.target, self.frame, thread)
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        from . import unwinding
+
+        return unwinding.read_memory(self.target, address, size)
+
+    def native_frame_pcs(self, thread: int | None = None) -> list[int]:
+        from . import unwinding
+
+        return unwinding.native_frame_pcs(self.target, self.frame, thread)
+
+    def thread_numbers(self) -> list[int]:
+        from . import unwinding
+
+        return unwinding.thread_numbers(self.target)
+
     def set_frame_naming(self, flag: bool) -> list[str]:
         from . import naming
 

@@ -1,0 +1,69 @@
+"""What `bb bt` needs from LLDB (issue 9): a thread's frame 0 registers, process memory, and the
+pcs of the frames LLDB unwinds itself, each through the SB API only.
+
+LLDB 22 unwinds a frame whose pc is in a cold fragment with its assembly profiler when the
+fragment's FDE does not begin like a function (first row CFA=rsp+8; see provider.py), and may
+invent a frame; the core's CFI backtrace (unsplit.unwind) is the reference `bb bt` shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unsplit.cfi import REGISTER_NAMES
+from unsplit.errors import UsageError
+
+_USABLE = ("stopped", "crashed", "suspended")
+
+
+def _process(target: Any) -> Any:
+    import lldb
+
+    process = target.GetProcess() if target.IsValid() else None
+    if process is None or not process.IsValid():
+        raise UsageError("no process: run the program or load a core")
+    state = process.GetState()
+    if state not in (lldb.eStateStopped, lldb.eStateCrashed, lldb.eStateSuspended):
+        raise UsageError("the process is not stopped")
+    return process
+
+
+def thread(target: Any, frame: Any | None, number: int | None) -> Any:
+    """The thread of the selected frame (`number` None), or the thread LLDB numbers `number`."""
+    process = _process(target)
+    if number is None:
+        found = frame.GetThread() if frame is not None else process.GetSelectedThread()
+    else:
+        found = process.GetThreadByIndexID(number)
+    if found is None or not found.IsValid() or found.GetNumFrames() == 0:
+        raise UsageError(f"no thread {number}" if number is not None else "no thread selected")
+    return found
+
+
+def thread_numbers(target: Any) -> list[int]:
+    return [int(t.GetIndexID()) for t in _process(target)]
+
+
+def frame0_registers(target: Any, frame: Any | None, number: int | None) -> dict[str, int]:
+    frame0 = thread(target, frame, number).GetFrameAtIndex(0)
+    values: dict[str, int] = {}
+    for name in REGISTER_NAMES:
+        value = frame0.FindRegister(name.lower())
+        if value.IsValid() and value.GetValue() is not None:
+            values[name] = int(value.GetValueAsUnsigned())
+    return values
+
+
+def read_memory(target: Any, address: int, size: int) -> bytes:
+    import lldb
+
+    process = target.GetProcess()
+    error = lldb.SBError()
+    data = process.ReadMemory(address, size, error)
+    return bytes(data) if error.Success() and data else b""
+
+
+def native_frame_pcs(target: Any, frame: Any | None, number: int | None) -> list[int]:
+    # An inlined frame shares its concrete frame's registers: the concrete frames are the ones
+    # an unwinder produces.
+    return [int(f.GetPC()) for f in thread(target, frame, number) if not f.IsInlined()]
