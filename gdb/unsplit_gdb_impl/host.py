@@ -14,14 +14,16 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.breakpoints import BreakSpec, Site
+from unsplit.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
 
+_T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
 _EXEC_FILE = re.compile(r"^\s*`(.+)', file type")
 
@@ -199,6 +201,59 @@ class GdbHost:
                 except gdb.error:
                     pass
             raise UsageError(f"cannot evaluate {expression!r}: {e}") from None
+
+    # -- bb bt (unsplit.unwind compares GDB's frames with the CFI's) -------------------------
+
+    def _in_thread(self, number: int | None, read: Callable[[], _T]) -> _T:
+        """`read()` with thread `number` selected, then the user's thread and frame again."""
+        try:
+            if number is None:
+                return read()
+            found = [t for t in gdb.selected_inferior().threads() if t.num == number]
+            if not found:
+                raise UsageError(f"no thread {number}")
+            thread, frame = gdb.selected_thread(), gdb.selected_frame()
+            found[0].switch()
+            try:
+                return read()
+            finally:
+                thread.switch()
+                frame.select()
+        except gdb.error as e:
+            raise UsageError(f"no process or core file ({e})") from None
+
+    def thread_numbers(self) -> list[int]:
+        return sorted(t.num for t in gdb.selected_inferior().threads())
+
+    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
+        def read() -> dict[str, int]:
+            frame = gdb.newest_frame()
+            return {name: int(frame.read_register(name.lower())) & ((1 << 64) - 1)
+                    for name in REGISTER_NAMES}
+
+        return self._in_thread(thread, read)
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        try:
+            return bytes(gdb.selected_inferior().read_memory(address, size))
+        except (gdb.error, OverflowError, ValueError):
+            return b""
+
+    def native_frame_pcs(self, thread: int | None = None) -> list[int]:
+        def read() -> list[int]:
+            pcs: list[int] = []
+            frame = gdb.newest_frame()
+            while frame is not None and len(pcs) < 512:
+                # An inline frame shares its caller's registers: not a frame an unwinder makes.
+                if frame.type() != gdb.INLINE_FRAME:
+                    pcs.append(int(frame.pc()))
+                try:
+                    frame = frame.older()
+                except gdb.error:  # GDB's own unwinder gave up: its list ends here
+                    break
+            return pcs
+
+        return self._in_thread(thread, read)
 
     def set_frame_naming(self, flag: bool) -> None:
         if self.naming_switch is not None:
