@@ -413,7 +413,8 @@ def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
     except UnsplitError:
         return "\n".join(lines)
     text = stop_text(session.locate(host, pc), pc)
-    if not lines or lines[-1].splitlines()[-1] != text:  # GDB's stop printer may have said it
+    said = lines[-1].splitlines()[-1] if lines and lines[-1] else ""
+    if not said.startswith("#0") or not text.startswith(said):  # GDB's stop printer said it
         lines.append(text)
     return "\n".join(lines)
 
