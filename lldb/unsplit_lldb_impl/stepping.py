@@ -12,8 +12,8 @@ function start). A stop the plan does not explain (a breakpoint, a signal) ends 
 as LLDB's own plans do.
 
 `bb next` and friends run it with ``SBThread.StepUsingScriptedThreadPlan`` (synchronously: the
-commands are synchronous); `thread step-scripted -C unsplit_lldb_impl.stepping.LogicalStep`
-runs the same plan once, for the plan that :func:`apply` left pending (lldb-dap's way in).
+commands are synchronous). The StepPlan reaches the class through this module (`_pending`), not
+through args_data: run by hand with `thread step-scripted` it finds no plan and completes at once.
 """
 
 from __future__ import annotations
