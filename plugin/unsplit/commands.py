@@ -199,6 +199,8 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     native_pcs = getattr(host, "native_frame_pcs", None)
     numbers = getattr(host, "thread_numbers", None)
     threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
+    if not threads:
+        raise UsageError("bb bt: no threads (no process or core file)")
     texts, objects = [], []
     for thread in threads:
         frames = unwind.backtrace(host.modules(), registers_from_names(registers(thread)),
