@@ -23,6 +23,7 @@ from .errors import AddressLookupError, UsageError
 from .index import ModuleIndex
 from .lines import DwarfLines
 from .model import HOT, Procedure
+from .sources import split_info as split_info_source
 
 _BLOCK = re.compile(r"^(?P<proc>[^:%\s]+):%(?P<id>\d+)$")
 _OFFSET = re.compile(r"^(?P<proc>[^+\s]+)\+(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
@@ -107,8 +108,13 @@ def _offset_sites(index: ModuleIndex, proc: Procedure, offset: int) -> list[Site
                 raise AddressLookupError(placement.describe())
             return [Site(s.address, proc.name, s.fragment, f"+{offset:#x}")
                     for s in placement.sites]
-    return [Site(a, proc.name, _fragment_name(proc, a), f"+{offset:#x}")
-            for a in proc.addresses_of(offset)]
+    if any(f.source == "split_info" for f in proc.fragments):
+        # Pieces of a split_info procedure hold branches: only §1's mapping is exact.
+        address = split_info_source.address_of(index.binary, proc.entry, offset)
+        addresses = [] if address is None else [address]
+    else:
+        addresses = proc.addresses_of(offset)
+    return [Site(a, proc.name, _fragment_name(proc, a), f"+{offset:#x}") for a in addresses]
 
 
 def _fragment_name(proc: Procedure, address: int) -> str | None:

@@ -230,6 +230,9 @@ class ModuleIndex:
                             warnings=tuple(self.warnings))
         proc, frag = found
         offset = frag.logical_start + file_address - frag.start
+        if frag.source == "split_info":  # a piece may hold branches: §1's exact mapping
+            exact = split_info_source.logical_offset(self.binary, file_address)
+            offset = offset if exact is None else exact
         input_address = None
         bat_facts: dict[str, object] = {}
         bolted = self.input_location(file_address)
