@@ -142,3 +142,14 @@ def test_bb_bt_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dic
         assert any(f"({p:#x}) is not a real frame" in text for p in invented), text
     if s.name == "gdb":
         assert got["differences"] == []  # GDB unwinds with .eh_frame: right
+
+
+def test_bb_bt_without_a_process_is_one_line(debugger: Callable[..., Any],
+                                             zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "clang-mfs-nodebug", "crash")
+    s = debugger(ROOT / f["binary"])
+    for command in ("bb bt", "bb bt --all-threads"):
+        out = s.command(command).strip()
+        assert len(out.splitlines()) == 1 and "no process" in out, out
+        assert "Traceback" not in out
+    assert s.alive()
