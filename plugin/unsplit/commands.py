@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, breakpoints, prebolt, unwind
+from . import bat_translate, breakpoints, cfi, prebolt, unwind
 from .cfi import registers_from_names
-from .errors import AddressLookupError, UsageError
+from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host
 from .model import Location
-from .render import blocks_text, frame_text, where_text
+from .render import blocks_text, frame_text, frames_text, where_text
 from .session import Session
 
 
@@ -83,13 +83,17 @@ def _selected(session: Session, host: Host) -> tuple[int, Location | None]:
     code is that of PC - 1 (the call), reported at PC."""
     pc = host.selected_pc()
     is_caller = getattr(host, "selected_frame_is_caller", None)
-    if is_caller is None or not is_caller():
-        return pc, session.locate(host, pc)
+    return pc, _locate_frame(session, host, pc, is_caller is not None and is_caller())
+
+
+def _locate_frame(session: Session, host: Host, pc: int, caller: bool) -> Location | None:
+    if not caller:
+        return session.locate(host, pc)
     loc = session.locate(host, pc - 1)
     if loc is not None:
         loc = replace(loc, address=pc, file_address=loc.file_address + 1,
                       offset=None if loc.offset is None else loc.offset + 1)
-    return pc, loc
+    return loc
 
 
 def _where(session: Session, host: Host, args: argparse.Namespace) -> str:
@@ -221,6 +225,88 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     return "\n\n".join(texts)
 
 
+# -- bb frames ------------------------------------------------------------------------------
+
+def _frames_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="a JSON list of frames (with --all-threads: of threads and their frames)")
+    p.add_argument("--all-threads", action="store_true",
+                   help="every thread (default: the selected one)")
+
+
+def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
+    # The debugger's own frames (concrete ones: an inlined call shares its frame's pc), each
+    # named by the core; a caller's pc is a return address, named by its call at pc - 1.
+    native_pcs = getattr(host, "native_frame_pcs", None)
+    if native_pcs is None:
+        raise UsageError("bb frames: this debugger adapter cannot list frames")
+    numbers = getattr(host, "thread_numbers", None)
+    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
+    if not threads:
+        raise UsageError("bb frames: no threads (no process or core file)")
+    sources: dict[str, list[str] | None] = {}
+    tables = [(t, _frame_rows(session, host, native_pcs(t), sources)) for t in threads]
+    if args.json:
+        if not args.all_threads:
+            return json.dumps(tables[0][1])
+        return json.dumps([{"thread": t, "frames": rows} for t, rows in tables])
+    return "\n\n".join(frames_text(rows, t) for t, rows in tables)
+
+
+def _frame_rows(session: Session, host: Host, pcs: list[int],
+                sources: dict[str, list[str] | None]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    caller = False  # frame 0, and a frame a signal interrupted, stopped at their pc
+    for number, pc in enumerate(pcs):
+        loc = _locate_frame(session, host, pc, caller)
+        caller = not _signal_frame(session, host, pc)
+        block = loc.block.id if loc is not None and loc.block is not None else \
+            (loc.bat_block if loc is not None else None)
+        path = None if loc is None else (loc.path or loc.file)
+        rows.append({
+            "frame": number, "pc": f"{pc:#018x}",
+            "module": None if loc is None else loc.module,
+            "procedure": None if loc is None else loc.procedure,
+            "fragment": None if loc is None else loc.fragment,
+            "fragment_symbol": None if loc is None else loc.fragment_symbol,
+            "block": block, "offset": None if loc is None else loc.offset,
+            "file": None if loc is None else loc.file, "path": path,
+            "line": None if loc is None else loc.line,
+            "column": None if loc is None else loc.column,
+            "source": _source_line(sources, path, None if loc is None else loc.line),
+        })
+    return rows
+
+
+def _signal_frame(session: Session, host: Host, pc: int) -> bool:
+    """Is the frame at `pc` a signal trampoline (its FDE says "S")? Then its caller was
+    interrupted at its pc rather than calling."""
+    found = session.module_of(host, pc)
+    if found is None:
+        return False
+    mod, index = found
+    try:
+        fde = cfi.table_for(index.binary).fde_at(pc - mod.bias)
+    except UnsplitError:
+        return False
+    return fde is not None and fde.signal_frame
+
+
+def _source_line(cache: dict[str, list[str] | None], path: str | None,
+                 line: int | None) -> str | None:
+    """The text of `line` in `path`, or None when the file cannot be read (said nowhere)."""
+    if path is None or not line:
+        return None
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                cache[path] = f.read().splitlines()
+        except OSError:
+            cache[path] = None
+    lines = cache[path]
+    return lines[line - 1] if lines is not None and line <= len(lines) else None
+
+
 # -- bb input -------------------------------------------------------------------------------
 
 def _input_args(p: argparse.ArgumentParser) -> None:
@@ -306,6 +392,8 @@ COMMANDS: dict[str, Command] = {
                 "an original offset, a basic block or a source line.", _break_args, _break),
         Command("bt", "Backtrace through the call frame information (.eh_frame) of each "
                 "frame's fragment, and where the debugger's own frames differ.", _bt_args, _bt),
+        Command("frames", "Every frame of the selected thread (or all): procedure, fragment, "
+                "block, original offset, line and its source text.", _frames_args, _frames),
         Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
                 "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",

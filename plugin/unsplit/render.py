@@ -73,3 +73,33 @@ def blocks_text(procedure: str, rows: list[dict[str, Any]]) -> str:
                      f"{r['start'] + '-' + r['end']:<37}{offset:>8}  {freq:>8}  "
                      f"{' '.join(r['flags'])} {succ}".rstrip())
     return "\n".join(lines)
+
+
+FRAME_COLUMNS = ("#", "pc", "procedure", "fragment", "bb", "offset", "line", "module")
+
+
+def frames_text(rows: list[dict[str, Any]], thread: int | None = None) -> str:
+    """The table `bb frames` prints (rows as in its --json output): one line per frame, then
+    the frame's source line, indented, when the file could be read."""
+    cells = []
+    for r in rows:
+        pos = None
+        if r["file"] is not None and r["line"]:
+            pos = f"{os.path.basename(r['file'])}:{r['line']}"
+            pos += f":{r['column']}" if r["column"] else ""
+        cells.append((str(r["frame"]), r["pc"], r["procedure"] or "??", r["fragment"] or "",
+                      "" if r["block"] is None else f"%{r['block']}",
+                      "" if r["offset"] is None else f"+{r['offset']:#x}", pos or "",
+                      os.path.basename(r["module"]) if r["module"] else ""))
+    widths = [max(len(c[k]) for c in [FRAME_COLUMNS, *cells]) for k in range(len(FRAME_COLUMNS))]
+
+    def line(values: tuple[str, ...]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    lines = [] if thread is None else [f"thread {thread}:"]
+    lines.append(line(FRAME_COLUMNS))
+    for r, c in zip(rows, cells, strict=True):
+        lines.append(line(c))
+        if r["source"] is not None:
+            lines.append(f"{'':{widths[0] + 2}}{r['line']:>5}  {r['source'].strip()}")
+    return "\n".join(lines)
