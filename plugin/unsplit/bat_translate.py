@@ -14,7 +14,7 @@ import re
 import weakref
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .binary import Binary
 from .formats import bat
@@ -24,8 +24,9 @@ from .model import HOT
 # recognizes them with this very pattern (spec §5.2).
 FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.*)\.(?P<tag>(?:cold|warm)(?:\.[0-9]+)?)$")
 
-STT_FUNC = "STT_FUNC"
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
+_BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
+_STT_FUNC = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,12 +261,13 @@ def placements(binary: Binary, procedure: str, input_offset: int) -> Placement |
 # Symbols
 
 
-def _function_symbols(binary: Binary) -> dict[int, list[Any]]:
-    out: dict[int, list[Any]] = {}
-    for sym in binary.symbols:
-        if sym["st_info"]["type"] == STT_FUNC and sym["st_shndx"] != "SHN_UNDEF":
-            entry = _Sym(sym.name, sym["st_size"], sym["st_info"]["bind"])
-            out.setdefault(sym["st_value"], []).append(entry)
+def _function_symbols(binary: Binary) -> dict[int, list[_Sym]]:
+    out: dict[int, list[_Sym]] = {}
+    table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+    for sym in binary.symbol_entries(table):
+        if sym.type == _STT_FUNC and sym.defined:
+            entry = _Sym(sym.name, sym.size, _BINDINGS.get(sym.bind, str(sym.bind)))
+            out.setdefault(sym.value, []).append(entry)
     return out
 
 

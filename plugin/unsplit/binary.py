@@ -18,7 +18,7 @@ from elftools.elf.sections import NoteSection, Section, SymbolTableSection
 
 from .errors import BinaryError, DecodeError
 
-_STT_FUNC, _STT_FILE, _STB_LOCAL = 2, 4, 0
+_STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,23 @@ class FunctionSymbol:
     size: int
     local: bool
     file: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolEntry:
+    """One symbol as stored: `type` and `bind` are the ELF numbers (STT_*, STB_*)."""
+
+    index: int
+    name: str
+    value: int
+    size: int
+    type: int
+    bind: int
+    shndx: int
+
+    @property
+    def defined(self) -> bool:
+        return self.shndx != 0  # SHN_UNDEF
 
 
 class Binary:
@@ -46,6 +63,7 @@ class Binary:
         except (ELFError, ValueError) as e:
             self._stream.close()
             raise BinaryError(f"{path}: not an ELF file ({e})") from None
+        self._symbol_tables: dict[str, list[SymbolEntry]] = {}
         st = os.fstat(self._stream.fileno())
         self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
@@ -86,14 +104,22 @@ class Binary:
         .dynsym. pyelftools builds a dict per symbol; a clang-size binary has hundreds of
         thousands, so the table is unpacked with struct in one pass instead.
         """
-        sec = self.section(".symtab")
-        if isinstance(sec, SymbolTableSection):
-            return _read_functions(self, sec)
+        if self.section(".symtab") is not None:
+            return _read_functions(self, ".symtab")
         companion = self.debug_companion
         if companion is not None and companion.section(".symtab") is not None:
             return companion.functions
-        sec = self.section(".dynsym")
-        return _read_functions(self, sec) if isinstance(sec, SymbolTableSection) else []
+        return _read_functions(self, ".dynsym")
+
+    def symbol_entries(self, table: str = ".symtab") -> list[SymbolEntry]:
+        """The function, untyped and file symbols of `table` (.symtab or .dynsym), in table
+        order, unpacked once with struct: the one reader every symbol question goes through."""
+        cached = self._symbol_tables.get(table)
+        if cached is None:
+            sec = self.section(table)
+            cached = _read_symbols(self, sec) if isinstance(sec, SymbolTableSection) else []
+            self._symbol_tables[table] = cached
+        return cached
 
     @cached_property
     def dwarf_binary(self) -> Binary | None:
@@ -179,35 +205,40 @@ def _debug_dirs() -> list[str]:
     return [d for d in extra.split(":") if d] + ["/usr/lib/debug"]
 
 
-def _read_functions(binary: Binary, sec: SymbolTableSection) -> list[FunctionSymbol]:
+def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
+    """Every named symbol of one table that is a function, untyped, or a file (STT_FILE)."""
     elf = binary.elf
     data = bytes(sec.data())
     strtab = bytes(elf.get_section(sec["sh_link"]).data())
     endian = "<" if elf.little_endian else ">"
     if elf.elfclass == 64:
-        fmt, order = endian + "IBBHQQ", (0, 1, 4, 5)  # name, info, value, size
+        fmt, order = endian + "IBBHQQ", (0, 1, 3, 4, 5)  # name, info, shndx, value, size
     else:
-        fmt, order = endian + "IIIBBH", (0, 3, 1, 2)
+        fmt, order = endian + "IIIBBH", (0, 3, 5, 1, 2)
     entsize = struct.calcsize(fmt)
     if sec["sh_entsize"] not in (0, entsize) or len(data) % entsize:
         raise DecodeError(sec.name, 0, f"symbol table entries are not {entsize} bytes")
+    out: list[SymbolEntry] = []
+    n, i, x, v, z = order
+    for index, entry in enumerate(struct.iter_unpack(fmt, data)):
+        info = entry[i]
+        kind = info & 0xF
+        if kind not in (_STT_NOTYPE, _STT_FUNC, _STT_FILE) or not entry[n]:
+            continue
+        end = strtab.find(b"\0", entry[n])
+        name = strtab[entry[n] : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+        out.append(SymbolEntry(index, name, entry[v], entry[z], kind, info >> 4, entry[x]))
+    return out
 
-    def name_at(offset: int) -> str:
-        end = strtab.find(b"\0", offset)
-        return strtab[offset : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
 
+def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:
     out: list[FunctionSymbol] = []
     current_file: str | None = None
-    n, i, v, z = order
-    for entry in struct.iter_unpack(fmt, data):
-        info = entry[i]
-        kind, bind = info & 0xF, info >> 4
-        if kind == _STT_FILE:
-            current_file = name_at(entry[n])
-        elif kind == _STT_FUNC and entry[v] and entry[z]:
-            local = bind == _STB_LOCAL
-            out.append(
-                FunctionSymbol(name_at(entry[n]), entry[v], entry[z], local,
-                               current_file if local else None)
-            )
+    for sym in binary.symbol_entries(table):
+        if sym.type == _STT_FILE:
+            current_file = sym.name
+        elif sym.type == _STT_FUNC and sym.value and sym.size:
+            local = sym.bind == _STB_LOCAL
+            out.append(FunctionSymbol(sym.name, sym.value, sym.size, local,
+                                      current_file if local else None))
     return out

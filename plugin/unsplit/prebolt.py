@@ -185,13 +185,17 @@ def _build_id_matches(binary: Binary, candidate: Binary) -> bool:
     return not out_id and not in_id
 
 
+_STT_FUNC = 2
+
+
 def _functions(binary: Binary) -> dict[str, tuple[int, int]]:
     cached = _FUNCS.get(binary)
     if cached is None:
         cached = {}
-        for sym in binary.symbols:
-            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_shndx"] != "SHN_UNDEF":
-                cached.setdefault(sym.name, (sym["st_value"], sym["st_size"]))
+        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+        for sym in binary.symbol_entries(table):
+            if sym.type == _STT_FUNC and sym.defined:
+                cached.setdefault(sym.name, (sym.value, sym.size))
         _FUNCS[binary] = cached
     return cached
 

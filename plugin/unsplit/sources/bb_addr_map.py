@@ -24,7 +24,6 @@ from .symbols import split_fragment_name
 
 SOURCE = "bb_addr_map"
 _STT_NOTYPE, _STT_FUNC = 0, 2
-_SHN_UNDEF = 0
 _SHT_RELA, _SHT_REL = 4, 9
 _SHT_CREL = 0x40000014
 _BOLT_ORIGINAL_TEXT = ".bolt.org.text"
@@ -157,28 +156,11 @@ def function_symbols(binary: Binary) -> dict[int, list[FunctionSymbol]]:
     any size); STT_NOTYPE ones are kept because clang labels basic-block-section parts with
     them (``foo.__part.1`` is NOTYPE after linking).
     """
-    elf = binary.elf
-    tables = [s for s in elf.iter_sections() if s["sh_type"] == "SHT_SYMTAB"]
     out: dict[int, list[FunctionSymbol]] = defaultdict(list)
-    if not tables:
-        return out
-    sec = tables[0]
-    wide = elf.elfclass == 64
-    endian = "<" if elf.little_endian else ">"
-    # name, info, shndx, value, size positions in the unpacked tuple
-    fmt_s, pos = (endian + "IBBHQQ", (0, 1, 3, 4, 5)) if wide else (
-        endian + "IIIBBH", (0, 3, 5, 1, 2))
-    data = bytes(sec.data())
-    strtab = bytes(elf.get_section(sec["sh_link"]).data())
-    size = struct.calcsize(fmt_s)
-    n, i, x, v, z = pos
-    for index, e in enumerate(struct.iter_unpack(fmt_s, data[: len(data) - len(data) % size])):
-        kind = e[i] & 0xF
-        if kind not in (_STT_FUNC, _STT_NOTYPE) or e[x] == _SHN_UNDEF or not e[n]:
-            continue
-        end = strtab.find(b"\0", e[n])
-        name = strtab[e[n] : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
-        out[e[v]].append(FunctionSymbol(index, name, e[v], e[z], e[x], kind == _STT_FUNC))
+    for sym in binary.symbol_entries(".symtab"):
+        if sym.type in (_STT_FUNC, _STT_NOTYPE) and sym.defined:
+            out[sym.value].append(FunctionSymbol(sym.index, sym.name, sym.value, sym.size,
+                                                 sym.shndx, sym.type == _STT_FUNC))
     return out
 
 
