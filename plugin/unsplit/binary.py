@@ -130,15 +130,6 @@ class Binary:
         return companion if companion is not None and companion.has_dwarf else None
 
     @cached_property
-    def symbols(self) -> list[Any]:
-        """Every symbol of .symtab (or .dynsym when the file was stripped)."""
-        for name in (".symtab", ".dynsym"):
-            sec = self.section(name)
-            if isinstance(sec, SymbolTableSection):
-                return list(sec.iter_symbols())
-        return []
-
-    @cached_property
     def build_id(self) -> bytes | None:
         for sec in self.elf.iter_sections():
             if not isinstance(sec, NoteSection):
