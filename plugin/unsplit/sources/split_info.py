@@ -73,10 +73,13 @@ def split_procedures(binary: Binary) -> list[si.SplitProcedure]:
 
 def procedures(binary: Binary) -> list[Procedure]:
     """One model Procedure per split procedure of `.split_info` ([] without the section)."""
+    split = split_procedures(binary)
+    if not split:
+        return []
     starts: dict[int, list[str]] = {}
     for f in binary.functions:
         starts.setdefault(f.value, []).append(f.name)
-    return [_procedure(sp, starts) for sp in split_procedures(binary)]
+    return [_procedure(sp, starts) for sp in split]
 
 
 def _procedure(sp: si.SplitProcedure, starts: dict[int, list[str]]) -> Procedure:
