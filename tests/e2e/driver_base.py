@@ -1,0 +1,137 @@
+"""What the pexpect drivers of GDB (driver_gdb.GdbDriver) and LLDB (driver_lldb.LldbDriver) share.
+
+One interface, so one scenario table drives both debuggers: ``command(text)`` returns one
+command's output with the echo and the prompt stripped, ``run()`` starts the program and returns
+its output up to the next stop, ``backtrace()`` is ``bt``, ``alive()`` says whether the session
+still answers, ``close()`` (or leaving a ``with`` block) ends it. Every expect has a timeout; the
+whole transcript is kept in ``transcript`` (and copied to ``log`` when given) so a failing test
+can attach it. A subclass spawns its debugger and has ``run()``, which starts a program its own way.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Sequence
+from types import TracebackType
+from typing import IO, Self
+
+import pexpect
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROMPT = "(bbtest) "
+
+
+class DebuggerTimeout(AssertionError):
+    """The debugger did not come back to its prompt in time (the transcript says where)."""
+
+
+class _Tee(io.StringIO):
+    """Keeps the transcript and copies it to the caller's log."""
+
+    def __init__(self, log: IO[str] | None) -> None:
+        super().__init__()
+        self.log = log
+
+    def write(self, s: str) -> int:
+        if self.log is not None:
+            self.log.write(s)
+            self.log.flush()
+        return super().write(s)
+
+
+def normalize(text: str, ansi: re.Pattern[str]) -> str:
+    """``text`` without terminal escape sequences (``ansi``) and carriage returns."""
+    return ansi.sub("", text).replace("\r\n", "\n").replace("\r", "")
+
+
+class Driver:
+    """A debugger session under pexpect; subclasses set the class attributes and spawn it."""
+
+    name: str
+    _ansi: re.Pattern[str]  # the escape sequences this debugger prints
+    _kill: str  # the command that ends the debugged process, before "quit"
+    _alive: str  # a command that prints "alive"
+
+    def __init__(self, binary: str, core: str | None, args: Sequence[str],
+                 log: IO[str] | None) -> None:
+        self.binary = binary
+        self.core = core
+        self.args = list(args)
+        self._log = _Tee(log)
+
+    def _spawn(self, program: str, argv: list[str]) -> None:
+        env = dict(os.environ, TERM="dumb", LC_ALL="C.UTF-8", COLUMNS="1000", LINES="2000")
+        env.pop("DEBUGINFOD_URLS", None)
+        self.child = pexpect.spawn(program, argv, env=env, encoding="utf-8",
+                                   codec_errors="replace", dimensions=(2000, 1000), echo=False,
+                                   timeout=60)
+        self.child.logfile_read = self._log
+
+    # -- the interface ------------------------------------------------------------------
+
+    def command(self, text: str, timeout: float = 60) -> str:
+        """Output of one command, prompt and echo stripped, lines joined with \\n."""
+        self._log.write(f"\n>>> {text}\n")
+        self.child.sendline(text)
+        return self._strip_echo(text, self._expect_prompt(timeout, text))
+
+    def backtrace(self) -> str:
+        return self.command("bt")
+
+    def close(self) -> None:
+        if not self.child.isalive():
+            return
+        try:
+            self.child.sendline(self._kill)
+            self.child.sendline("quit")
+            self.child.expect(pexpect.EOF, timeout=10)
+        except (pexpect.TIMEOUT, pexpect.EOF, OSError):
+            pass
+        finally:
+            self.child.close(force=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    @property
+    def transcript(self) -> str:
+        return self._log.getvalue()
+
+    def alive(self) -> bool:
+        """Whether the session still answers a trivial command."""
+        try:
+            return self.command(self._alive, timeout=10).strip() == "alive"
+        except DebuggerTimeout:
+            return False
+
+    @staticmethod
+    def _strip_echo(text: str, out: str) -> str:
+        first, _, rest = out.partition("\n")
+        return rest if first.strip() == text.strip() else out
+
+    def _expect(self, pattern: str, timeout: float, what: str, shown: str | None = None) -> None:
+        """Wait for the exact text ``pattern`` (named ``shown`` in the error, else its repr)."""
+        try:
+            self.child.expect_exact(pattern, timeout=timeout)
+        except pexpect.TIMEOUT:
+            raise DebuggerTimeout(f"{self.name}: no {shown or repr(pattern)} within {timeout}s "
+                                  f"after {what!r}\n--- transcript ---\n{self.transcript}") \
+                from None
+        except pexpect.EOF:
+            raise DebuggerTimeout(f"{self.name} exited after {what!r}\n"
+                                  f"--- transcript ---\n{self.transcript}") from None
+
+    def _expect_prompt(self, timeout: float, what: str) -> str:
+        self._expect(PROMPT, timeout, what, "prompt")
+        return self._clean(self.child.before or "")
+
+    def _clean(self, text: str) -> str:
+        return normalize(text, self._ansi).strip("\n")
