@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from . import bat_translate, breakpoints, cfi, prebolt, unwind
+from .binary import Binary
 from .cfi import registers_from_names
 from .errors import AddressLookupError, UnsplitError, UsageError
-from .host import Host
+from .host import Host, LoadedModule
 from .model import Location
 from .render import blocks_text, frame_text, frames_text, where_text
 from .session import Session
@@ -245,27 +246,40 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     if not threads:
         raise UsageError("bb frames: no threads (no process or core file)")
     sources: dict[str, list[str] | None] = {}
-    tables = [(t, _frame_rows(session, host, native_pcs(t), sources)) for t in threads]
+    mismatch: dict[str, str | None] = {}
+    tables = [(t, _frame_rows(session, host, native_pcs(t), sources, mismatch))
+              for t in threads]
     if args.json:
         if not args.all_threads:
             return json.dumps(tables[0][1])
         return json.dumps([{"thread": t, "frames": rows} for t, rows in tables])
-    return "\n\n".join(frames_text(rows, t) for t, rows in tables)
+    text = "\n\n".join(frames_text(rows, t) for t, rows in tables)
+    # What weakens the table, one line each: a module whose image in memory is another file.
+    warnings = [f"warning: {m}" for m in mismatch.values() if m]
+    if all(r["module"] is None for _, rows in tables for r in rows):
+        warnings.append("warning: no frame is in a loaded module (is the executable loaded, "
+                        "and is the core its own?)")
+    return "\n".join([text, *warnings])
 
 
 def _frame_rows(session: Session, host: Host, pcs: list[int],
-                sources: dict[str, list[str] | None]) -> list[dict[str, object]]:
+                sources: dict[str, list[str] | None],
+                mismatch: dict[str, str | None]) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     caller = False  # frame 0, and a frame a signal interrupted, stopped at their pc
     for number, pc in enumerate(pcs):
-        loc = _locate_frame(session, host, pc, caller)
+        found = session.module_of(host, pc - 1 if caller else pc)
+        if found is not None and found[0].path not in mismatch:
+            mismatch[found[0].path] = _other_image(host, found[0], found[1].binary)
+        loc = None if found is None or mismatch[found[0].path] else \
+            _locate_frame(session, host, pc, caller)
         caller = not _signal_frame(session, host, pc)
         block = loc.block.id if loc is not None and loc.block is not None else \
             (loc.bat_block if loc is not None else None)
         path = None if loc is None else (loc.path or loc.file)
         rows.append({
             "frame": number, "pc": f"{pc:#018x}",
-            "module": None if loc is None else loc.module,
+            "module": None if found is None else found[0].path,
             "procedure": None if loc is None else loc.procedure,
             "fragment": None if loc is None else loc.fragment,
             "fragment_symbol": None if loc is None else loc.fragment_symbol,
@@ -276,6 +290,28 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
             "source": _source_line(sources, path, None if loc is None else loc.line),
         })
     return rows
+
+
+def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
+    """Why `mod`'s image in memory is not `binary` (their build-ids differ), or None: a core of
+    another program has its own code where the debugger placed this file."""
+    from .tools.frames import image_build_id
+
+    read_memory = getattr(host, "read_memory", None)
+    want = binary.build_id
+    loads = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    if read_memory is None or want is None or not loads:
+        return None
+    start = mod.bias + min(loads)
+    # A debugger that placed the file by the core's entry point may be off the page.
+    for header in dict.fromkeys((start, start & ~0xFFF, (start + 0xFFF) & ~0xFFF)):
+        got = image_build_id(read_memory, header)
+        if got is not None and got != want:
+            return (f"{mod.path}: the image in memory has build-id {got.hex()}, the file "
+                    f"{want.hex()} (a core of another binary?); its frames are not named")
+        if got is not None:
+            break
+    return None
 
 
 def _signal_frame(session: Session, host: Host, pc: int) -> bool:

@@ -30,6 +30,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +123,23 @@ def _read_notes(core: Core, seg: Any, elfclass: int) -> None:
 
 def memory_build_id(core: Core, header: int) -> bytes | None:
     """The GNU build-id of the ELF image whose header the process mapped at `header`."""
-    ehdr = core.read(header, 64)
+    return image_build_id(core.read, header)
+
+
+def image_build_id(read: Callable[[int, int], bytes | None], header: int) -> bytes | None:
+    """The GNU build-id of the ELF image at `header` in a process's memory, read with `read`
+    (None or short where memory cannot be read): from the image's own program headers."""
+
+    def full(address: int, size: int) -> bytes | None:
+        data = read(address, size)
+        return data if data is not None and len(data) == size else None
+
+    ehdr = full(header, 64)
     if ehdr is None or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
         return None
     phoff, = struct.unpack_from("<Q", ehdr, 32)
     phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
-    phdrs = core.read(header + phoff, phentsize * phnum)
+    phdrs = full(header + phoff, phentsize * phnum)
     if phdrs is None:
         return None
     loads, notes = [], []
@@ -141,7 +153,7 @@ def memory_build_id(core: Core, header: int) -> bytes | None:
         return None
     bias = header - (min(loads) & ~0xFFF)
     for vaddr, size in notes:
-        blob = core.read(bias + vaddr, size)
+        blob = full(bias + vaddr, size)
         if blob is None:
             continue
         found = note_build_id(blob)
