@@ -114,8 +114,9 @@ int main(int argc, char **argv)
 }
 """
 
-LIB_SOURCE = r"""/* libvisit.c - a shared library with a split function: on its cold path (rare items)
- * visit() calls back into the program, so at the crash visit's cold part is on the stack. */
+LIB_SOURCE = r"""/* libvisit.c - a shared library with a split function: on its cold path
+ * (rare items) visit() calls back into the program, so at the crash visit's cold part is
+ * on the stack. */
 #include <stdio.h>
 
 typedef long (*check_fn)(long item, int rare);
@@ -143,8 +144,8 @@ __attribute__((noinline)) long visit(const long *items, int n, int rare, check_f
 }
 """
 
-PIE_SOURCE = r"""/* pie.c - a PIE calling visit() in libvisit.so; with "crash", visit's cold path calls
- * check(), whose cold path writes through NULL. */
+PIE_SOURCE = r"""/* pie.c - a PIE calling visit() in libvisit.so; with "crash", visit's cold path
+ * calls check(), whose cold path writes through NULL. */
 #include <stdio.h>
 #include <string.h>
 
