@@ -43,7 +43,9 @@ def test_crash_chain(zoo: dict[str, Any], variant: str) -> None:
     f = facts(zoo, variant, "crash")
     r = _frames(str(ROOT / f["crash"]["core"]), "--exe", str(ROOT / f["binary"]), "--json")
     assert r.returncode == 0, r.stderr
-    threads = json.loads(r.stdout)
+    out = json.loads(r.stdout)
+    assert out["unwinder"] == "cfi"  # the default: no debugger
+    threads = out["threads"]
     assert len(threads) == 1
     got = threads[0]["frames"][:3]
     want = f["crash"]["frames"][:3]
@@ -64,11 +66,17 @@ def test_table_and_lldb(zoo: dict[str, Any]) -> None:
     assert "transfer [cold]" in lines[1] and lines[1].rstrip().endswith("crash.c:32  (crash)")
     if shutil.which("lldb-22") is None:
         pytest.skip("lldb-22 not installed")
-    gdb = json.loads(_frames(*args, "--json").stdout)
+    cfi = json.loads(_frames(*args, "--json").stdout)["threads"]
+    gdb = json.loads(_frames(*args, "--json", "--debugger", "gdb").stdout)["threads"]
+    assert _frames(*args, "--debugger", "gdb").stdout.splitlines()[1] == lines[1]
     lldb = _frames(*args, "--json", "--debugger", "lldb")
     assert lldb.returncode == 0, lldb.stderr
-    # LLDB unwinds past main (GDB stops there): the three named frames agree.
-    assert json.loads(lldb.stdout)[0]["frames"][:3] == gdb[0]["frames"][:3]
+    # LLDB unwinds past main (GDB stops there): the three named frames agree, and with the
+    # CFI's (which also has each frame's CFA and registers).
+    assert json.loads(lldb.stdout)["threads"][0]["frames"][:3] == gdb[0]["frames"][:3]
+    assert [{**f, "cfa": None, "registers": None} for f in cfi[0]["frames"][:3]] == \
+        gdb[0]["frames"][:3]
+    assert all(f["cfa"] and f["registers"]["rsp"] for f in cfi[0]["frames"][:3])
 
 
 def _one_error(r: subprocess.CompletedProcess[str], *words: str) -> None:

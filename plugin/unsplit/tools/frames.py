@@ -1,22 +1,27 @@
 """`unsplit frames CORE --exe BINARY`: the backtrace of a core file, every frame named truly.
 
-For CI crash triage, without a debugger UI. A debugger in batch mode does the unwinding only
-(``gdb -nx -batch`` running a few lines of its Python API, or LLDB's ``lldb`` module under the
-system Python): it gives each thread's physical frames as raw PCs. Everything else is read here
-and named by the core: the module map comes from the core's own ``NT_FILE`` note (with
-``AT_ENTRY`` from ``NT_AUXV`` as the fallback for the executable), so a frame's module and load
-bias never depend on debugger output formats; each frame is then named with
-:class:`unsplit.tools.symbolize.Symbolizer` (procedure, fragment, logical offset, file:line;
-BOLTed code through BAT and the pre-BOLT input).
+For CI crash triage, without a debugger. By default each thread is unwound from the core alone
+(registers from ``NT_PRSTATUS``, memory from the core and the mapped files, each frame through
+the CFI of its own fragment: unsplit.unwind); ``--debugger gdb|lldb`` has a debugger in batch
+mode do the unwinding instead (``gdb -nx -batch`` running a few lines of its Python API, or
+LLDB's ``lldb`` module under the system Python), which gives each thread's physical frames as
+raw PCs. ``unsplit bt`` is the same command (tools/unwind.py registers the alias).
+
+Everything else is read here and named by the core: the module map comes from the core's own
+``NT_FILE`` note (with ``AT_ENTRY`` from ``NT_AUXV`` as the fallback for the executable), so a
+frame's module and load bias never depend on debugger output formats; each frame is then named
+with :class:`unsplit.tools.symbolize.Symbolizer` (procedure, fragment, logical offset,
+file:line; BOLTed code through BAT and the pre-BOLT input).
 
 A caller frame's PC is a return address: as GDB does, it is looked up at ``pc - 1`` (the call
 instruction), which is what puts a caller in the right fragment when the call is the last
-instruction of a cold fragment.
+instruction of a cold fragment; its offset is reported at the pc, as ``bb where`` does.
 
 Bad input gives one line each on stderr (exit status 1) after whatever can still be shown:
 a missing binary or core, a core of another binary (the build-id note in the core's copy of the
-executable's first page against the binary's own, and GDB's "core file may not match" warning),
-a truncated core (segments past the end of the file), a debugger that cannot be run.
+executable's first page against the binary's own, the code of the file the core ran against the
+binary's, and GDB's "core file may not match" warning), a truncated core (segments past the end
+of the file; a core without its notes has no thread to show), a debugger that cannot be run.
 """
 
 from __future__ import annotations
@@ -26,20 +31,27 @@ import io
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from .. import cfi
 from ..binary import Binary
+from ..corefile import Core as CoreFile
 from ..corefile import Mapping, note_build_id
 from ..errors import BinaryError, UnsplitError, UsageError
+from ..host import LoadedModule
+from ..session import Session
+from ..unwind import Frame as CfiFrame
+from ..unwind import backtrace
 from .symbolize import Answer, Symbolizer
 
 MARK = "UNSPLIT-FRAMES "
@@ -191,6 +203,7 @@ def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]
         problems.append(f"{core.path} is not a core of {exe.path}: the crashed program was "
                         f"{main}")
         exe = None
+    other_code = exe is not None and main is not None and _other_code(exe, main)
     out: list[Module] = []
     for path, maps in by_path.items():
         start, end = min(m.start for m in maps), max(m.end for m in maps)
@@ -203,15 +216,38 @@ def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]
         named = seen is None or want is None or seen == want
         if not named and path == main:
             assert seen is not None and want is not None
-            problems.append(f"{core.path} is a core of another build of "
-                            f"{os.path.basename(binary.path)}: build-id {seen.hex()} in the "
-                            f"core, {want.hex()} in {binary.path}")
+            problems.append(f"{core.path} is not a core of {binary.path}: a core of another "
+                            f"build of {os.path.basename(binary.path)} (build-id {seen.hex()} "
+                            f"in the core, {want.hex()} in the file)")
+        elif path == main and other_code:
+            named = False
+            problems.append(f"{core.path} is not a core of {binary.path}: it ran {main}, "
+                            "whose code differs")
         module = Module(binary.path, header.start - _lowest_page(binary), start, end, named)
         out.insert(0, module) if path == main else out.append(module)
     if not by_path and exe is not None and core.entry is not None and exe.elf["e_entry"]:
         # No NT_FILE note: the executable alone, placed by its entry point.
         out.append(Module(exe.path, core.entry - exe.elf["e_entry"], 0, 1 << 64, True))
     return out
+
+
+def _other_code(exe: Binary, ran: str) -> bool:
+    """The file the core ran is still on disk under another name, and its code is not `exe`'s
+    (BOLT outputs of one input share a build-id; a stripped copy has the same code)."""
+    if os.path.realpath(exe.path) == os.path.realpath(ran):
+        return False
+    other = _open(ran)
+    if other is None:
+        return False
+    try:
+        return _code(other) != _code(exe)
+    finally:
+        other.close()
+
+
+def _code(binary: Binary) -> list[tuple[int, bytes]]:
+    return [(seg["p_vaddr"], seg.data()) for seg in binary.elf.iter_segments()
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
 
 
 def _same_file(given: str, mapped: str) -> bool:
@@ -322,6 +358,35 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
         raise UnsplitError(f"cannot run {cmd[0]}: {e.strerror}") from None
 
 
+# --- the CFI, no debugger ------------------------------------------------------------------
+
+
+def unwind_cfi(core: CoreFile, mods: list[Module]) -> Unwound:
+    """Each thread's frames from the core alone: registers from NT_PRSTATUS, memory from the
+    core and the mapped files, each frame unwound by its fragment's CFI (unsplit.unwind)."""
+    threads = core.threads
+    loaded = [LoadedModule(m.path, m.bias) for m in mods if m.named]
+    session = Session()
+    out = []
+    for number, thread in enumerate(threads, 1):
+        walk = backtrace(loaded, thread.registers, core.read_memory, session.index)
+        frames = [[f.pc, _signal_frame(session, f), f] for f in walk]
+        out.append({"num": number, "lwp": thread.pid, "signal": thread.signal,
+                    "frames": frames, "error": walk[-1].stop_reason if walk else None})
+    return Unwound(out, [])
+
+
+def _signal_frame(session: Session, frame: CfiFrame) -> bool:
+    """Whether the frame's FDE is a signal trampoline's ("S"): its caller's pc is exact."""
+    if frame.module is None:
+        return False
+    try:
+        fde = cfi.table_for(session.index(frame.module).binary).fde_at(frame.file_address)
+    except UnsplitError:
+        return False
+    return fde is not None and fde.signal_frame
+
+
 # --- naming ----------------------------------------------------------------------------------
 
 
@@ -331,6 +396,13 @@ class NamedFrame:
     pc: int
     module: str | None
     answer: Answer | None  # None: no module we can name it in
+    delta: int = 0  # pc minus the address looked up (1 for a caller: its call)
+    cfi: CfiFrame | None = None  # what the CFI recovered, when it unwound this frame
+
+    @property
+    def offset(self) -> int | None:
+        loc = self.answer.location if self.answer is not None else None
+        return None if loc is None or loc.offset is None else loc.offset + self.delta
 
     def to_json(self) -> dict[str, Any]:
         loc = self.answer.location if self.answer is not None else None
@@ -340,12 +412,15 @@ class NamedFrame:
             "procedure": None if loc is None else loc.procedure,
             "fragment": None if loc is None else loc.fragment,
             "fragment_symbol": None if loc is None else loc.fragment_symbol,
-            "offset": None if loc is None else loc.offset,
+            "offset": self.offset,
             "file": None if line is None or line.path is None else line.path,
             "line": None if line is None or line.path is None else line.line,
             "inlined": [] if self.answer is None else
             [{"function": f.function, "file": f.path, "line": f.line}
              for f in self.answer.frames[:-1]],
+            "cfa": None if self.cfi is None or self.cfi.cfa is None else hex(self.cfi.cfa),
+            "registers": None if self.cfi is None else
+            {cfi.register_name(r).lower(): hex(v) for r, v in sorted(self.cfi.registers.items())},
         }
 
 
@@ -364,7 +439,8 @@ class Namer:
         sym = self._symbolizer(mod) if mod.named else None
         if sym is None:
             return NamedFrame(index, pc, mod.path, None)
-        return NamedFrame(index, pc, mod.path, sym.answer(lookup - mod.bias, inlines=True))
+        return NamedFrame(index, pc, mod.path, sym.answer(lookup - mod.bias, inlines=True),
+                          pc - lookup)
 
     def _symbolizer(self, mod: Module) -> Symbolizer | None:
         if mod.path not in self._symbolizers:
@@ -382,22 +458,32 @@ def name_threads(unwound: Unwound, namer: Namer) -> list[dict[str, Any]]:
     for t in unwound.threads:
         frames = []
         previous_sigtramp = True  # frame 0's PC is where it stopped, not a return address
-        for i, (pc, sigtramp) in enumerate(t["frames"]):
+        for i, (pc, sigtramp, *walked) in enumerate(t["frames"]):
             lookup = pc if previous_sigtramp else pc - 1
-            frames.append(namer.name(i, pc, lookup))
+            named = namer.name(i, pc, lookup)
+            frames.append(replace(named, cfi=walked[0]) if walked else named)
             previous_sigtramp = bool(sigtramp)
-        out.append({"thread": t["num"], "lwp": t["lwp"], "frames": frames, "error": t["error"]})
+        out.append({"thread": t["num"], "lwp": t["lwp"], "signal": t.get("signal"),
+                    "frames": frames, "error": t["error"]})
     return out
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:
+        return str(number)
 
 
 def table(threads: list[dict[str, Any]]) -> str:
     lines = []
     for t in threads:
-        lines.append(f"Thread {t['thread']} (LWP {t['lwp']}):")
+        sig = f", signal {_signal_name(t['signal'])}" if t.get("signal") else ""
+        lines.append(f"Thread {t['thread']} (LWP {t['lwp']}){sig}:")
         for f in t["frames"]:
             lines.append("  " + _frame_text(f))
         if t["error"]:
-            lines.append(f"  (unwinding stopped: {t['error']})")
+            lines.append(f"  ({t['error']})")
     return "\n".join(lines)
 
 
@@ -407,7 +493,7 @@ def _frame_text(f: NamedFrame) -> str:
     if f.answer is None or f.answer.location is None:
         return f"{head}  ??{module}"
     loc = f.answer.location
-    offset = "" if loc.offset is None else f"+{loc.offset:#x}"
+    offset = "" if f.offset is None else f"+{f.offset:#x}"
     outer = f.answer.frames[-1]
     where = f"  {outer.path}:{outer.line}" if outer.path else ""
     inl = "".join(f"  [inlined {g.function} at {os.path.basename(g.path or '??')}:{g.line}]"
@@ -419,8 +505,15 @@ def _frame_text(f: NamedFrame) -> str:
 
 
 def frames(core_path: str, exe_path: str, input_path: str | None = None,
-           debugger: str = "gdb") -> tuple[list[dict[str, Any]], list[str]]:
-    """(threads with named frames, one-line problems); raises only when nothing can be shown."""
+           debugger: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(threads with named frames, one-line problems); raises only when nothing can be shown.
+
+    `debugger` None: the CFI unwinds (no debugger); "gdb" or "lldb": that one, in batch mode.
+    """
+    # Without thread state nothing can be shown: that is the one line.
+    strict = CoreFile(core_path) if debugger is None else None
+    if strict is not None:
+        strict.threads  # noqa: B018 - parsed now, so a bad core fails before anything else
     problems: list[str] = []
     core = read_core(core_path)
     problems += core.problems
@@ -431,9 +524,13 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
         problems.append(str(e))
         exe = None
     mods = modules(core, exe, problems)
-    main = mods[0] if mods and mods[0].named and mods[0].start <= (core.entry or 0) < mods[0].end \
-        else None
-    unwound = unwind(core_path, main.path if main is not None else None, debugger)
+    if debugger is None:
+        assert strict is not None
+        unwound = unwind_cfi(strict, mods)
+    else:
+        main = mods[0] if mods and mods[0].named and \
+            mods[0].start <= (core.entry or 0) < mods[0].end else None
+        unwound = unwind(core_path, main.path if main is not None else None, debugger)
     for w in unwound.warnings:
         if problems and ("may not match" in w or "not a core dump" in w):
             continue  # said already, better
@@ -446,7 +543,10 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
 def _run_cli(args: argparse.Namespace) -> str:
     threads, problems = frames(args.core, args.exe, args.input, args.debugger)
     if args.json:
-        text = json.dumps([{**t, "frames": [f.to_json() for f in t["frames"]]} for t in threads])
+        text = json.dumps({"core": args.core, "exe": args.exe,
+                           "unwinder": args.debugger or "cfi",
+                           "threads": [{**t, "frames": [f.to_json() for f in t["frames"]]}
+                                       for t in threads]})
     else:
         text = table(threads)
     if not problems:
@@ -458,15 +558,17 @@ def _run_cli(args: argparse.Namespace) -> str:
     raise UnsplitError(problems[-1])
 
 
-def add_cli(subparsers: Any) -> None:
-    """Register `unsplit frames`; the handler returns the table (or JSON)."""
+def add_cli(subparsers: Any, name: str = "frames", summary: str | None = None) -> None:
+    """Register `unsplit frames` (or its alias `name`); the handler returns the table or JSON."""
     p = subparsers.add_parser(
-        "frames", help="the backtrace of a core file, split code named truly",
+        name, help=summary or "the backtrace of every thread of a core, split code named truly",
         description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("core", metavar="CORE", help="the core file")
     p.add_argument("--exe", required=True, metavar="BINARY", help="the crashed executable")
     p.add_argument("--input", metavar="PRE_BOLT", help="the pre-BOLT binary of a BOLTed BINARY")
-    p.add_argument("--json", action="store_true", help="a JSON list of threads and frames")
-    p.add_argument("--debugger", choices=("gdb", "lldb"), default="gdb",
-                   help="what unwinds the stacks (default gdb)")
+    p.add_argument("--json", action="store_true",
+                   help="{core, exe, unwinder, threads: [{thread, lwp, signal, frames, error}]}")
+    p.add_argument("--debugger", choices=("gdb", "lldb"), default=None,
+                   help="unwind with this debugger in batch mode (default: the CFI of each "
+                        "frame's fragment, no debugger)")
     p.set_defaults(handler=_run_cli)
