@@ -536,8 +536,11 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
             continue  # said already, better
         problems.append(w if "may not match" not in w else
                         f"{core_path}: {debugger}: {w.removeprefix('warning: ')}")
-    namer = Namer(mods, input_path)
-    return name_threads(unwound, namer), problems
+    named = name_threads(unwound, Namer(mods, input_path))
+    gone = {f.module for t in named for f in t["frames"]
+            if f.module and f.answer is None and not os.path.exists(f.module)}
+    problems += [f"{path}: no such file: its frames are not named" for path in sorted(gone)]
+    return named, problems
 
 
 def _run_cli(args: argparse.Namespace) -> str:
