@@ -1,7 +1,9 @@
 """GDB mechanism of the core's step plans (unsplit.stepping.StepPlan): internal breakpoints.
 
 A line plan puts one internal breakpoint on every target (the starts of the procedure's other
-lines, in every fragment) and one on the return address, then `continue`s. Each breakpoint's
+lines, in every fragment) and one on the return address, then `continue`s. A finish plan that
+carries the core's CFI unwinding (return address and CFA of the selected frame, any level)
+breaks on that return address; otherwise GDB's own caller frame gives them. Each breakpoint's
 ``stop()`` checks the frame, so a recursive activation of the same procedure runs through: a
 target counts only when the newest frame's CFA (its caller's SP) is the stepping frame's, the
 return only when SP is back at that CFA. `step` also breaks on the call instructions of the
@@ -103,12 +105,18 @@ class Stepper:
         if plan.mode == "instruction":
             return self._one_instruction("done")
         frame = gdb.newest_frame()
-        self.cfa = _cfa(frame)
-        older = frame.older()
+        return_to: int | None
+        if plan.return_address is not None and plan.frame_cfa is not None:
+            # The core's CFI unwinding: the selected frame, wherever it is in the stack.
+            self.cfa, return_to = plan.frame_cfa, plan.return_address
+        else:
+            older = frame.older()
+            self.cfa = _cfa(frame)
+            return_to = None if older is None else int(older.pc())
         sites: list[_Site] = []
         try:
-            if older is not None:
-                sites.append(_Site(self, int(older.pc()), "return"))
+            if return_to is not None:
+                sites.append(_Site(self, return_to, "return"))
             if plan.mode == "line":
                 starts, all_calls = _decode(frame, plan.ranges)
                 # A breakpoint inside an instruction would corrupt it: keep instruction starts

@@ -2,27 +2,39 @@
 
 :class:`LogicalStep` follows lldb/examples/python/scripted_step.py: constructed with
 ``(thread_plan, args_data, internal_dict)``, asked ``explains_stop``, ``should_stop``,
-``should_step``, ``is_stale``. It composes with LLDB's own plans: it single-steps (should_step)
-through the stepping procedure's code, in whichever fragment it runs, and hands every call it
-steps over to ``QueueThreadPlanForStepOut`` (a breakpoint on the return address, LLDB's own frame
-checks), so a call costs one stop. The procedure's call and return instructions are found once
-per plan by disassembly, so a jump between fragments is told from a call or a return without
-trusting the unwinder in moved code (LLDB's assembly profiler assumes every symbol is a
-function start). A stop the plan does not explain (a breakpoint, a signal) ends the step there,
-as LLDB's own plans do.
+``should_step``, ``is_stale``, ``stop_description``. It composes with LLDB's own plans: it
+single-steps (should_step) through the stepping procedure's code, in whichever fragment it runs,
+and hands every call it steps over to ``QueueThreadPlanForRunToAddress`` (the return address,
+with an SP check), so a call costs one stop. The procedure's call and return instructions are
+found once per plan by disassembly, so a jump between fragments is told from a call or a return
+without trusting the unwinder in moved code (LLDB's assembly profiler assumes every symbol is a
+function start). `finish` runs to the return address and CFA the core's CFI unwinder gives (of
+the selected frame, any level), not to the caller LLDB shows, which may be a frame it invented.
+A stop the plan does not explain (a breakpoint, a signal) ends the step there, as LLDB's own
+plans do.
 
-`bb next` and friends run it with ``SBThread.StepUsingScriptedThreadPlan`` (synchronously: the
-commands are synchronous). The StepPlan reaches the class through this module (`_pending`), not
-through args_data: run by hand with `thread step-scripted` it finds no plan and completes at once.
+The class takes what to do from its arguments (SBStructuredData), never from module state:
+
+* by hand, in LLDB or lldb-dap's console:
+  ``thread step-scripted -C unsplit_lldb.LogicalStep -k kind -v next`` (``step``, ``finish``,
+  ``until``, ``advance``, ``stepi``; ``-k line -v N`` for until/advance): the plan asks the core
+  (unsplit.stepping.Walk) for each leg from the thread's own pc and selected frame, and chains
+  the legs itself (a return to the caller's next line, a callee without lines stepped out of);
+* from `bb next` and friends (:func:`apply`): ``{"plan": StepPlan, "token": N}``, one leg, its
+  outcome left in ``_outcomes[N]`` for the core's own chaining.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import lldb
-from unsplit.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan
+from unsplit.errors import UnsplitError, UsageError
+from unsplit.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 
 CLASS = "unsplit_lldb_impl.stepping.LogicalStep"
 _CALL = ("call", "callq", "bl", "blr")
@@ -32,36 +44,59 @@ _RETURN = ("ret", "retq", "retn")
 @dataclass
 class _Job:
     plan: StepPlan
-    outcome: StepOutcome | None = None
     calls: dict[int, int] = field(default_factory=dict)  # call instruction -> next one
     returns: set[int] = field(default_factory=set)
 
 
-_pending: _Job | None = None
+_outcomes: dict[int, StepOutcome] = {}  # token -> how the leg `apply` asked for ended
+_tokens = itertools.count(1)
 _imported: set[int] = set()  # debuggers whose script interpreter has imported this module
 
 
+def _arguments(args_data: Any) -> dict[str, Any]:
+    """The plan's SBStructuredData as JSON values ({} when none was given)."""
+    if args_data is None or not args_data.IsValid():
+        return {}
+    stream = lldb.SBStream()
+    if not args_data.GetAsJSON(stream).Success():
+        return {}
+    try:
+        value = json.loads(stream.GetData() or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class LogicalStep:
-    """A scripted thread plan applying the pending StepPlan."""
+    """A scripted thread plan: one leg given as a StepPlan, or a whole step command."""
 
     def __init__(self, thread_plan: Any, args_data: Any = None,
                  internal_dict: dict[str, Any] | None = None) -> None:
         self.thread_plan = thread_plan
-        self.job = _pending
+        self.job: _Job | None = None
+        self.walk: Walk | None = None
+        self.token: int | None = None
+        self.outcome: StepOutcome | None = None
+        self.failure = ""
         self.child: Any = None
         self.leaving = False  # stepping out of code the plan left without a call (tail call)
-        self.return_to: int | None = None  # stepping over a call: its return address
-        self.callee_sp = 0  # SP in the callee's first instruction
-        thread = thread_plan.GetThread()
-        self.prev = int(thread.GetFrameAtIndex(0).GetPC())
-        if self.job is None:
-            thread_plan.SetPlanComplete(False)
-            return
-        if self.job.plan.mode == "finish" and thread.GetNumFrames() > 1:
-            # LLDB's step-out when it can unwind this frame; when it cannot (frame 0 in some
-            # cold fragments has no caller for LLDB) the plan steps to a return instruction.
-            self.leaving = True
-            self.child = thread_plan.QueueThreadPlanForStepOut(0, False)
+        self.return_to: int | None = None  # running to a return address...
+        self.back_sp = 0  # ...until SP is at least this (the frame is back)
+        self.finishing = False  # that return ends the leg (finish), else it was a call
+        self.prev = self._pc()
+        args = _arguments(args_data)
+        try:
+            if isinstance(args.get("plan"), dict):
+                self.token = int(args.get("token") or 0)
+                self._start(StepPlan.from_json(args["plan"]))
+            else:
+                self._begin_walk(args)
+        except (UnsplitError, ValueError, TypeError, KeyError) as e:
+            # Refused before anything ran: LLDB reports the exception as the command's error
+            # and queues nothing, so the thread does not move.
+            message = str(e) if str(e).startswith("bb ") else f"bb: {e}"
+            print(f"error: {message}", file=sys.stderr)  # LLDB's own error does not say why
+            raise UsageError(message) from None
 
     # -- what LLDB asks ------------------------------------------------------------------
 
@@ -75,10 +110,26 @@ class LogicalStep:
     def is_stale(self) -> bool:
         return False
 
+    def stop_description(self, stream: Any) -> None:
+        """The stop reason LLDB shows: what this step did."""
+        kind = self.walk.kind if self.walk is not None else \
+            (self.job.plan.kind if self.job is not None else "step")
+        notes = list(self.walk.notes) if self.walk is not None else []
+        if self.failure:
+            notes.append(self.failure)
+        elif self.outcome is not None and self.outcome.message:
+            notes.append(self.outcome.message)
+        stream.Print(f"bb {kind}" + (": " + "; ".join(notes) if notes else ""))
+
     def should_stop(self, event: Any) -> bool:
-        job = self.job
-        if job is None:
+        if self.job is None:
             return True
+        try:
+            return self._should_stop()
+        except UnsplitError as e:
+            return self._fail(str(e))
+
+    def _should_stop(self) -> bool:
         if self.child is not None:
             if not self.child.IsPlanComplete():
                 return False
@@ -87,15 +138,61 @@ class LogicalStep:
             if self.leaving:
                 return self._done("returned", pc)
             if self.return_to is not None:
-                if pc == self.return_to and self._sp() <= self.callee_sp:
+                if pc == self.return_to and self._sp() < self.back_sp:
                     self._run_to_return()  # a deeper activation returned there
                     return False
                 self.return_to = None
+                if self.finishing:
+                    return self._done("returned", pc)
             self.prev = pc  # back from a call at its return address
             return self._check(pc, after_call=True)
         return self._check(self._pc())
 
-    # -- the plan -------------------------------------------------------------------------
+    # -- legs ------------------------------------------------------------------------------
+
+    def _context(self, selected: bool = False) -> tuple[Any, Any]:
+        """An LldbHost on frame 0 (or the selected frame) of this thread, and the session."""
+        from . import state
+        from .host import LldbHost
+
+        thread = self.thread_plan.GetThread()
+        target = thread.GetProcess().GetTarget()
+        frame = thread.GetSelectedFrame() if selected else thread.GetFrameAtIndex(0)
+        return LldbHost(target.GetDebugger(), target, frame), \
+            state.for_debugger(target.GetDebugger().GetID()).session
+
+    def _begin_walk(self, args: dict[str, Any]) -> None:
+        host, session = self._context(selected=True)
+        kind = str(args.get("kind") or "next")
+        line = args.get("line")
+        reason = cannot_run(host.target)
+        if reason:
+            raise UsageError(f"bb {kind}: {reason}")
+        self.walk = Walk(session, host, kind, None if line in (None, "") else int(line))
+        step = self.walk.first()
+        if isinstance(step, StepOutcome):
+            self._finish(step)
+        else:
+            self._start(step)
+
+    def _start(self, plan: StepPlan) -> None:
+        thread = self.thread_plan.GetThread()
+        target = thread.GetProcess().GetTarget()
+        self.job = _Job(plan, *_decoded(target, plan.ranges))
+        self.child, self.leaving, self.return_to, self.finishing = None, False, None, False
+        self.prev = self._pc()
+        if plan.mode != "finish":
+            return
+        if plan.return_address is not None and plan.frame_cfa is not None:
+            # The CFI's return address and CFA: right where LLDB's unwinder invents a caller.
+            self.return_to, self.back_sp, self.finishing = plan.return_address, \
+                plan.frame_cfa, True
+            self._run_to_return()
+        elif thread.GetNumFrames() > 1:
+            # No CFI for this frame: LLDB's own step-out; when LLDB cannot unwind either,
+            # the plan steps to a return instruction of the procedure.
+            self.leaving = True
+            self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
 
     def _run_to_return(self) -> None:
         assert self.return_to is not None
@@ -110,9 +207,28 @@ class LogicalStep:
         return int(self.thread_plan.GetThread().GetFrameAtIndex(0).GetPC())
 
     def _done(self, kind: str, pc: int) -> bool:
-        assert self.job is not None
-        self.job.outcome = StepOutcome(kind, pc)
+        """A leg ended: the next leg of a walk, or the end of the plan."""
+        outcome = StepOutcome(kind, pc)
+        if self.walk is not None:
+            self.walk.host, _ = self._context()
+            step = self.walk.after(outcome)
+            if isinstance(step, StepPlan):
+                self._start(step)  # from here: single steps, or a child plan it queued
+                return False
+            outcome = step
+        return self._finish(outcome)
+
+    def _finish(self, outcome: StepOutcome) -> bool:
+        self.outcome = outcome
+        if self.token is not None:
+            _outcomes[self.token] = outcome
         self.thread_plan.SetPlanComplete(True)
+        return True
+
+    def _fail(self, message: str) -> bool:
+        self.failure = message
+        self.job = None
+        self.thread_plan.SetPlanComplete(False)
         return True
 
     def _check(self, pc: int, after_call: bool = False) -> bool:
@@ -131,7 +247,7 @@ class LogicalStep:
             # back (a recursive activation passes there deeper). No unwinding needed, which
             # LLDB cannot always do from moved code.
             self.return_to = job.calls[prev]
-            self.callee_sp = self._sp()
+            self.back_sp = self._sp() + 1
             self._run_to_return()
             return False
         if pc in plan.targets:
@@ -166,31 +282,35 @@ def _instructions(target: Any, ranges: tuple[tuple[int, int], ...]
     return calls, returns
 
 
-_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[dict[int, int], set[int]]] = {}
+_decoded_cache: dict[tuple[int, tuple[tuple[int, int], ...]],
+                     tuple[dict[int, int], set[int]]] = {}
+
+
+def _decoded(target: Any, ranges: tuple[tuple[int, int], ...]
+             ) -> tuple[dict[int, int], set[int]]:
+    """_instructions, cached per process."""
+    key = (int(target.GetProcess().GetUniqueID()), ranges)
+    if key not in _decoded_cache:
+        _decoded_cache[key] = _instructions(target, ranges)
+    return _decoded_cache[key]
 
 
 def apply(debugger: Any, thread: Any, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
-    global _pending
-    target = thread.GetProcess().GetTarget()
-    key = (int(thread.GetProcess().GetUniqueID()), plan.ranges)
-    if key not in _decoded:
-        _decoded[key] = _instructions(target, plan.ranges)
-    calls, returns = _decoded[key]
     _ensure_imported(debugger)
-    job = _pending = _Job(plan, None, calls, returns)
-    try:
-        error = thread.StepUsingScriptedThreadPlan(CLASS, True)
-    finally:
-        _pending = None
+    token = next(_tokens)
+    args = lldb.SBStructuredData()
+    args.SetFromJSON(json.dumps({"plan": plan.to_json(), "token": token}))
+    error = thread.StepUsingScriptedThreadPlan(CLASS, args, True)
+    outcome = _outcomes.pop(token, None)
     if not error.Success():
         return StepOutcome("stopped", None, f"lldb: {error.GetCString()}")
     process = thread.GetProcess()
     if process.GetState() in (lldb.eStateExited, lldb.eStateDetached, lldb.eStateInvalid):
         return StepOutcome("stopped", None, f"Process {process.GetProcessID()} exited with "
                                             f"status = {process.GetExitStatus()}")
-    if job.outcome is not None:
-        return job.outcome
+    if outcome is not None:
+        return outcome
     stream = lldb.SBStream()
     thread.GetStatus(stream)
     pc = int(thread.GetFrameAtIndex(0).GetPC())

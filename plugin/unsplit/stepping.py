@@ -23,9 +23,10 @@ from __future__ import annotations
 import weakref
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
-from . import prebolt
+from . import bat_translate, cfi, prebolt, unwind
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host, LoadedModule
 from .index import ModuleIndex
@@ -104,12 +105,41 @@ class StepPlan:
     line: str | None = None  # "crash.c:29" for messages
     note: str = ""  # said to the user: how this step had to be made
     at_line_start: bool = False  # `pc` is where a line of the procedure begins
+    # From the CFI (unsplit.unwind), when known: where the stepping frame returns to and its
+    # CFA, which is the SP once it has returned (x86-64). A "finish" plan with these runs to
+    # `return_address` until SP is back at `frame_cfa`, without the debugger's own unwinding.
+    return_address: int | None = None
+    frame_cfa: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The plan as JSON values (LLDB passes it to its thread plan as SBStructuredData)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepPlan:
+        def pairs(v: Any) -> tuple[tuple[int, int], ...]:
+            return tuple((int(lo), int(hi)) for lo, hi in v or ())
+
+        return cls(str(data["kind"]), str(data["mode"]), int(data["pc"]),
+                   procedure=data.get("procedure"), ranges=pairs(data.get("ranges")),
+                   line_ranges=pairs(data.get("line_ranges")),
+                   call_ranges=pairs(data.get("call_ranges")),
+                   targets=tuple(int(t) for t in data.get("targets") or ()),
+                   step_into=bool(data.get("step_into")), line=data.get("line"),
+                   note=str(data.get("note") or ""),
+                   at_line_start=bool(data.get("at_line_start")),
+                   return_address=_int_or_none(data.get("return_address")),
+                   frame_cfa=_int_or_none(data.get("frame_cfa")))
 
     def in_procedure(self, address: int) -> bool:
         return any(lo <= address < hi for lo, hi in self.ranges)
 
     def is_target(self, address: int) -> bool:
         return address in self.targets
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,21 +244,49 @@ def _input_lines(index: ModuleIndex) -> DwarfLines | None:
     return _INPUT_LINES[index]
 
 
+def _bat_entries(index: ModuleIndex, proc: Procedure) -> tuple[set[int], list[int]]:
+    """The BAT entries of `proc`'s fragments: their output addresses, and their input offsets
+    (sorted), where BOLT's mapping from input to output code starts a new run."""
+    try:
+        bat = bat_translate.load(index.binary)
+    except UnsplitError:
+        return set(), []
+    outputs: set[int] = set()
+    inputs: set[int] = set()
+    for frag in proc.fragments:
+        m = None if bat is None else bat.table.maps.get(frag.start)
+        if m is None:
+            continue
+        outputs.update(frag.start + int(o) for o in m.output_offsets)
+        inputs.update(int(v) >> 1 for v in m.input_values)
+    return outputs, sorted(inputs)
+
+
 def _bat_candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> set[LineRow]:
-    """The pre-BOLT rows of each BAT-described block, carried to where the block is now."""
+    """The pre-BOLT rows of each BAT-described piece, carried to where the piece is now.
+
+    A row at input offset X is carried from the anchor whose run holds it: the anchor's
+    input offset is the greatest entry offset <= X. From any other anchor the offset would be
+    interpolated across code BOLT moved or re-encoded (a branch grown from rel8 to rel32),
+    into the middle of an instruction."""
     lines = _input_lines(index)
     out: set[LineRow] = set()
     if lines is None:
         return out
-    anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start})
+    entry_outputs, entry_inputs = _bat_entries(index, proc)
+    anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start}
+                     | {a for a in entry_outputs if start <= a < end})
     for k, anchor in enumerate(anchors):
-        stop = anchors[k + 1] if k + 1 < len(anchors) else end
         found = index.input_location(anchor)
         if found is None or found[2] is None:
             continue
-        input_start = found[2] + found[1]
-        for row in lines.rows_in(input_start, input_start + (stop - anchor)):
-            out.add(replace(row, address=anchor + row.address - input_start))
+        offset, function = found[1], found[2]
+        stop = anchors[k + 1] if k + 1 < len(anchors) else end
+        i = bisect_right(entry_inputs, offset)
+        run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
+        size = min(stop - anchor, run_end - offset)
+        for row in lines.rows_in(function + offset, function + offset + size):
+            out.add(replace(row, address=anchor + row.address - function - offset))
     return out
 
 
@@ -321,12 +379,59 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
                     **common)  # type: ignore[arg-type]
 
 
-def finish_plan(session: Session, host: Host, kind: str, pc: int) -> StepPlan:
+def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
+    """Run until the frame at `pc` returns: the selected frame, number `level` as the debugger
+    counts (0 for a callee stepped into). Where it returns to and its CFA come from the CFI
+    when it covers the frame (the debugger's own unwinder may invent a frame in moved code);
+    without CFI an adapter returns by its own means, which only frame 0 can do."""
     found = _where(session, host, pc)
     name = found[2].name if found else None
     ranges = _runtime(found[0].bias, [(f.start, f.end) for f in found[2].fragments]) \
         if found else ()
-    return StepPlan(kind, "finish", pc, procedure=name, ranges=ranges)
+    back = return_of(session, host, pc, level)
+    if back is None and level > 0:
+        raise AddressLookupError(f"bb {kind}: the call frame information does not unwind to "
+                                 f"frame #{level} ({pc:#x}): select frame 0")
+    return StepPlan(kind, "finish", pc, procedure=name, ranges=ranges,
+                    return_address=None if back is None else back[0],
+                    frame_cfa=None if back is None else back[1])
+
+
+def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> StepPlan:
+    """Run until the frames below the selected one (`pc`, the debugger's frame `level` > 0)
+    have returned: to `pc`, with SP at the CFA of the frame below it."""
+    back = return_of(session, host, pc, level, below=True)
+    if back is None:
+        raise AddressLookupError(f"bb {kind}: the call frame information does not unwind to "
+                                 f"frame #{level} ({pc:#x}): select frame 0")
+    return StepPlan(kind, "finish", pc, return_address=back[0], frame_cfa=back[1])
+
+
+def return_of(session: Session, host: Host, pc: int, level: int,
+              below: bool = False) -> tuple[int, int] | None:
+    """(return address, CFA) of the frame at `pc`, the debugger's frame `level`, unwound from
+    frame 0 with the CFI; with `below`, those of the frame it called. None without registers,
+    memory or CFI for it. The frame is found by its pc, the match nearest `level` (recursion
+    repeats a pc; LLDB may count a frame it invented)."""
+    registers = getattr(host, "frame0_registers", None)
+    read_memory = getattr(host, "read_memory", None)
+    if registers is None or read_memory is None:
+        return None
+    try:
+        frames = unwind.backtrace(host.modules(), cfi.registers_from_names(registers()),
+                                  read_memory, session.index, limit=level + 3)
+    except UnsplitError:
+        return None
+    matches = [k for k, f in enumerate(frames) if f.pc == pc and (k > 0 or not below)
+               and (below or (f.cfa is not None and k + 1 < len(frames)))]
+    if not matches:
+        return None
+    k = min(matches, key=lambda m: (abs(m - level), m))
+    if below:
+        cfa = frames[k - 1].cfa
+        return None if cfa is None else (frames[k].pc, cfa)
+    cfa = frames[k].cfa
+    return None if cfa is None else (frames[k + 1].pc, cfa)
 
 
 def procedure_has_lines(session: Session, host: Host, pc: int) -> bool:
@@ -345,7 +450,83 @@ Apply = Callable[[StepPlan], StepOutcome]
 """Host.step_logical: apply one plan, say how it ended."""
 
 
-# -- one command -----------------------------------------------------------------------------
+# -- one command ---------------------------------------------------------------------------
+
+class Walk:
+    """The plans of one step command, leg by leg: :meth:`first`, then :meth:`after` each
+    outcome, which gives the next plan or the final outcome. `bb` commands drive it with
+    Host.step_logical (:func:`run`); LLDB's thread plan drives it itself when run by hand.
+
+    A leg's purpose says what its "returned"/"called" outcome means: "line" (the stepping frame
+    returned: go on to the caller's next line; or stepped into a callee), "callee" (a callee
+    without lines ran to its return: go on with the line), "up" (the frames below the selected
+    one returned: step from there), "done" (finish and stepi end with their leg).
+    """
+
+    def __init__(self, session: Session, host: Host, kind: str, line: int | None = None,
+                 level: int | None = None) -> None:
+        if kind not in KINDS:
+            raise UsageError(f"unknown step kind {kind!r}")
+        self.session, self.host, self.kind, self.line = session, host, kind, line
+        self.level = level
+        self.notes: list[str] = []
+        self.legs = 0
+        self.purpose = "line"
+
+    def first(self) -> StepPlan:
+        """The first leg, from the selected frame (frame 0 unless `level` says otherwise)."""
+        host, kind = self.host, self.kind
+        pc = host.selected_pc()
+        level = self.level
+        if level is None:
+            selected = getattr(host, "selected_frame_level", None)
+            level = int(selected()) if selected is not None else 0
+        if kind == "stepi":
+            return self._leg("done", StepPlan(kind, "instruction", pc))
+        if kind == "finish":
+            return self._leg("done", finish_plan(self.session, host, kind, pc, level))
+        if level > 0:
+            # Frames below the selected one return first (to the selected frame's pc, SP at
+            # the CFA of the frame below it); the step goes on from there in the selected frame.
+            return self._leg("up", up_plan(self.session, host, kind, pc, level))
+        return self._leg("line", line_plan(self.session, host, kind, pc, self.line))
+
+    def after(self, outcome: StepOutcome) -> StepPlan | StepOutcome:
+        """The next leg after `outcome`, or the outcome the command ends with."""
+        session, host, kind = self.session, self.host, self.kind
+        if self.legs >= MAX_LEGS:
+            return StepOutcome("stopped", None, f"bb {kind}: gave up after {MAX_LEGS} legs")
+        if outcome.kind not in ("returned", "called") or self.purpose == "done" \
+                or outcome.pc is None:
+            return outcome
+        pc = outcome.pc
+        if self.purpose == "callee":
+            return self._leg("line", line_plan(session, host, kind, pc))
+        if outcome.kind == "called":
+            # `step` reached a callee: stop at its entry if it has lines (optimized code has no
+            # prologue to skip; GDB stops there too), else run it to its return and go on with
+            # the line being stepped.
+            if has_lines(session, host, pc):
+                return outcome
+            return self._leg("callee", finish_plan(session, host, kind, pc))
+        if self.purpose == "up" and self.line is not None:
+            return self._leg("line", line_plan(session, host, kind, pc, self.line))
+        # The stepping frame returned. `until LINE`/`advance` stop there, as GDB's do; a line
+        # step goes on to the caller's next line, which may be in a fragment of its own.
+        if self.line is not None or not procedure_has_lines(session, host, pc):
+            return outcome
+        plan = line_plan(session, host, kind, pc)
+        if plan.at_line_start:  # the call ended its line: the caller's next one is here
+            return StepOutcome("target", pc)
+        return self._leg("line", plan)
+
+    def _leg(self, purpose: str, plan: StepPlan) -> StepPlan:
+        self.purpose = purpose
+        self.legs += 1
+        if plan.note and plan.note not in self.notes:
+            self.notes.append(plan.note)
+        return plan
+
 
 def run(session: Session, host: Host, kind: str, line: int | None = None) -> str:
     """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
@@ -358,46 +539,11 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     apply: Apply | None = getattr(host, "step_logical", None)
     if apply is None:
         raise UsageError(f"bb {kind}: this debugger adapter cannot step")
-    pc = host.selected_pc()
-    notes: list[str] = []
-    if kind == "stepi":
-        outcome = apply(StepPlan(kind, "instruction", pc))
-    elif kind == "finish":
-        outcome = apply(finish_plan(session, host, kind, pc))
-    else:
-        outcome = _line_steps(session, host, apply, kind, pc, line, notes)
-    return _report(session, host, kind, outcome, notes)
-
-
-def _line_steps(session: Session, host: Host, apply: Apply, kind: str, pc: int,
-                line: int | None, notes: list[str]) -> StepOutcome:
-    plan = line_plan(session, host, kind, pc, line)
-    for _ in range(MAX_LEGS):
-        if plan.note and plan.note not in notes:
-            notes.append(plan.note)
-        outcome = apply(plan)
-        if outcome.kind != "returned" and outcome.kind != "called":
-            return outcome
-        assert outcome.pc is not None
-        if outcome.kind == "returned":
-            # `until LINE`/`advance` stop when the frame returns, as GDB's do; a line step goes
-            # on to the caller's next line, which may be in a fragment of its own.
-            if line is not None or not procedure_has_lines(session, host, outcome.pc):
-                return outcome
-            plan = line_plan(session, host, kind, outcome.pc)
-            if plan.at_line_start:  # the call ended its line: the caller's next one is here
-                return StepOutcome("target", outcome.pc)
-            continue
-        # `step` reached a callee: stop at its entry if it has lines (optimized code has no
-        # prologue to skip; GDB stops there too), else run it to its return and go on with the
-        # line being stepped.
-        if has_lines(session, host, outcome.pc):
-            return outcome
-        back = apply(finish_plan(session, host, kind, outcome.pc))
-        if back.kind != "returned" or back.pc is None:
-            return back
-        plan = line_plan(session, host, kind, back.pc)
-    return StepOutcome("stopped", None, f"bb {kind}: gave up after {MAX_LEGS} legs")
+    walk = Walk(session, host, kind, line)
+    step: StepPlan | StepOutcome = walk.first()
+    while isinstance(step, StepPlan):
+        step = walk.after(apply(step))
+    return _report(session, host, kind, step, walk.notes)
 
 
 def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
