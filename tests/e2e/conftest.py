@@ -6,12 +6,30 @@ logs to a file that is printed when a test fails.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..conftest import ROOT
+
+
+def json_lines(text: str, starts: tuple[str, ...] = ("{",)) -> list[Any]:
+    """The JSON documents in a command's output: its lines that start with one of ``starts``."""
+    return [json.loads(line) for line in text.splitlines() if line.startswith(starts)]
+
+
+def start_crash(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> Any:
+    """A session on the zoo's crash program ``f``: on its core ("core"), or run to the crash."""
+    binary = ROOT / f["binary"]
+    if mode == "core":
+        return debugger(binary, core=str(ROOT / f["crash"]["core"]))
+    session = debugger(binary, args=["crash"])
+    session.run()
+    return session
 
 
 def _driver_class(name: str) -> Any:

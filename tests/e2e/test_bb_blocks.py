@@ -8,30 +8,21 @@ the PGO analysis map (fixtures/README.md), not from unsplit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from ..conftest import ROOT, facts
+from ..conftest import facts
 from ..unit.test_bb_addr_map_zoo import expected_blocks, expected_where, got_blocks, got_where
+from .conftest import json_lines, start_crash
 
 pytestmark = pytest.mark.e2e
 VARIANT = "clang-mfs-pgomap"
 
 
 def _json_lines(text: str) -> list[Any]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith(("{", "["))]
-
-
-def _start(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> Any:
-    binary = ROOT / f["binary"]
-    if mode == "core":
-        return debugger(binary, core=str(ROOT / f["crash"]["core"]))
-    session = debugger(binary, args=["crash"])
-    session.run()
-    return session
+    return json_lines(text, ("{", "["))  # `bb where --json A B` prints a list
 
 
 def _bias(loc: dict[str, Any]) -> int:
@@ -48,7 +39,7 @@ def session(request: pytest.FixtureRequest, debugger: Callable[..., Any],
             zoo: dict[str, Any]) -> tuple[Any, dict[str, Any], int]:
     """(a session stopped at the crash, the facts, the load bias)."""
     f = facts(zoo, VARIANT, "crash")
-    s = _start(debugger, f, request.param)
+    s = start_crash(debugger, f, request.param)
     (loc,) = _json_lines(s.command("bb where --json"))
     return s, f, _bias(loc)
 

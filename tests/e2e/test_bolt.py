@@ -8,7 +8,6 @@ from the marker comments in crash.c; neither from unsplit.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import json_lines
 
 pytestmark = pytest.mark.e2e
 
@@ -25,10 +25,6 @@ VARIANTS = ["bolt-all", "bolt-cdsplit", "bolt-random2", "bolt-randomN", "bolt-re
             "bolt-nonreloc", "bolt-nolite"]
 # The logical chain at the crash and the marker of each frame's line.
 CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
-
-
-def _json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
 def _start(debugger: Callable[..., Any], binary: Path, core: Path | None) -> tuple[Any, str]:
@@ -58,7 +54,7 @@ def test_bolted_frames_have_true_lines_and_bat_facts(
         line = next(ln for ln in bt.splitlines() if f"{proc} [{fr['fragment']}]" in ln)
         assert f"crash.c:{markers[marker]}" in line, (line, marker)
 
-    loc = _json_lines(session.command("bb where --json"))[0]
+    loc = json_lines(session.command("bb where --json"))[0]
     assert (loc["procedure"], loc["fragment"], loc["line"]) == \
         ("transfer", crash["fragment"], markers["crash site"])
     assert loc["bat_entry"] in ("block", "branch")
@@ -81,7 +77,7 @@ def test_warm_fragment_is_named(debugger: Callable[..., Any], zoo: dict[str, Any
         pytest.skip("cdsplit made no warm fragment in crash")
     session = debugger(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
     name, fr = warm[0]
-    loc = _json_lines(session.command(f"bb where --json {fr['start']}"))[0]
+    loc = json_lines(session.command(f"bb where --json {fr['start']}"))[0]
     assert (loc["procedure"], loc["fragment"], loc["fragment_kind"]) == (name, "warm", "warm")
     assert loc["bat_entry"] == "block" and loc["bat_entry_distance"] == 0
 
@@ -97,7 +93,7 @@ def test_bb_input_right_and_wrong(debugger: Callable[..., Any], zoo: dict[str, A
     shutil.copy2(ROOT / crash["core"], core)
     session = debugger(binary, core=str(core))
 
-    alone = _json_lines(session.command("bb where --json"))[0]
+    alone = json_lines(session.command("bb where --json"))[0]
     assert (alone["procedure"], alone["fragment"]) == ("transfer", crash["fragment"])
     assert alone["line"] is None and "input_address" not in alone
     assert alone["bat_entry"] in ("block", "branch") and alone["offset"] == alone["input_offset"]
@@ -106,11 +102,11 @@ def test_bb_input_right_and_wrong(debugger: Callable[..., Any], zoo: dict[str, A
     wrong = ROOT / zoo["bolt-all"]["programs"]["loop"]["binary"].replace("/loop", "/input/loop")
     said = session.command(f"bb input {wrong}")
     assert "not the input of" in said and len(said.strip().splitlines()) == 1, said
-    assert _json_lines(session.command("bb where --json"))[0]["line"] is None
+    assert json_lines(session.command("bb where --json"))[0]["line"] is None
 
     right = ROOT / f["input"]
     assert "pre-BOLT input" in session.command(f"bb input {right}")
-    fixed = _json_lines(session.command("bb where --json"))[0]
+    fixed = json_lines(session.command("bb where --json"))[0]
     assert fixed["line"] == markers["crash site"]
     assert (fixed["procedure"], fixed["offset"]) == (alone["procedure"], alone["offset"])
     assert fixed["input_address"] is not None
@@ -137,7 +133,7 @@ def test_truncated_note_warns_and_symbols_still_work(
                             ": at offset 0x"), text
     assert not any("warning" in ln for ln in rest)
     assert f"transfer [{crash['fragment']}]" in rest[0]  # named by its symbol alone
-    loc = _json_lines(session.command("bb where --json"))[0]
+    loc = json_lines(session.command("bb where --json"))[0]
     assert (loc["procedure"], loc["fragment"]) == ("transfer", crash["fragment"])
     assert "bat_entry" not in loc and len(loc["warnings"]) == 1
     assert f"transfer [{crash['fragment']}]" in session.backtrace()

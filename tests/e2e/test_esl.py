@@ -10,7 +10,6 @@ Expected procedures and fragments come from the facts, lines from the marker com
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import json_lines
 
 pytestmark = pytest.mark.e2e
 
@@ -59,10 +59,6 @@ def annotated(zoo: dict[str, Any],
         yield out
 
 
-def _json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-
 def _frame_line(bt: str, number: int) -> str:
     for line in bt.splitlines():
         if re.match(rf"^\s*\*?\s*(frame )?#{number}[: ]", line):
@@ -92,14 +88,14 @@ def test_crash_lines_from_esl(debugger: Callable[..., Any], zoo: dict[str, Any],
         session = debugger(annotated[variant], args=["crash"])
         session.run()
 
-    [loc] = _json_lines(session.command("bb where --json"))
+    [loc] = json_lines(session.command("bb where --json"))
     crash = f["crash"]
     assert (loc["procedure"], loc["fragment"], loc["fragment_symbol"]) == \
         (crash["procedure"], crash["fragment"], crash["symbol"])
     assert (loc["file"], loc["line"]) == ("crash.c", markers["crash site"])
 
     session.command("up")
-    [caller] = _json_lines(session.command("bb where --json"))
+    [caller] = json_lines(session.command("bb where --json"))
     assert (caller["procedure"], caller["line"]) == ("run", markers["run cold call"])
     session.command("down")
 
@@ -116,7 +112,7 @@ def test_break_on_a_line_in_moved_code(debugger: Callable[..., Any], zoo: dict[s
     out = session.command(f"bb break crash.c:{line}")
     assert "run [" in out and "Traceback" not in out, out
     session.run()
-    [loc] = _json_lines(session.command("bb where --json"))
+    [loc] = json_lines(session.command("bb where --json"))
     run_frame = f["crash"]["frames"][1]
     assert (loc["procedure"], loc["fragment"]) == (run_frame["procedure"], run_frame["fragment"])
     assert (loc["file"], loc["line"]) == ("crash.c", line)

@@ -8,13 +8,13 @@ by unsplit).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from ..conftest import ROOT, facts
+from ..conftest import facts
+from .conftest import json_lines, start_crash
 
 pytestmark = pytest.mark.e2e
 
@@ -28,28 +28,15 @@ CRASH_VARIANTS = [
 ]
 
 
-def _json_lines(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-
-def _start(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> Any:
-    binary = ROOT / f["binary"]
-    if mode == "core":
-        return debugger(binary, core=str(ROOT / f["crash"]["core"]))
-    session = debugger(binary, args=["crash"])
-    session.run()
-    return session
-
-
 @pytest.mark.parametrize("mode", ["live", "core"])
 @pytest.mark.parametrize("variant", CRASH_VARIANTS)
 def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any],
                                 variant: str, mode: str) -> None:
     f = facts(zoo, variant, "crash")
     crash = f["crash"]
-    session = _start(debugger, f, mode)
+    session = start_crash(debugger, f, mode)
 
-    where = _json_lines(session.command("bb where --json"))
+    where = json_lines(session.command("bb where --json"))
     assert len(where) == 1, where
     loc = where[0]
     assert (loc["procedure"], loc["fragment"]) == (crash["procedure"], crash["fragment"])
@@ -62,7 +49,7 @@ def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any
 
     # A caller's PC is a return address: `bb where` there names the call's line, as `bt` does.
     session.command("up")
-    caller = _json_lines(session.command("bb where --json"))[0]
+    caller = json_lines(session.command("bb where --json"))[0]
     assert (caller["procedure"], caller["fragment"]) == \
         (crash["frames"][1]["procedure"], crash["frames"][1]["fragment"])
     if loc["line"] is not None:
@@ -80,14 +67,14 @@ def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any
 def test_errors_leave_the_session_usable(debugger: Callable[..., Any], zoo: dict[str, Any],
                                          variant: str) -> None:
     f = facts(zoo, variant, "crash")
-    session = _start(debugger, f, "core")
+    session = start_crash(debugger, f, "core")
     for bad in ("bb where no_such_symbol_anywhere", "bb where 0x10", "bb where --bogus",
                 "bb nosuchcommand"):
         out = session.command(bad).strip()
         assert out, bad
         assert "Traceback" not in out, out
         assert len([line for line in out.splitlines() if line.strip()]) <= 2, out
-    loc = _json_lines(session.command("bb where --json"))[0]
+    loc = json_lines(session.command("bb where --json"))[0]
     assert loc["procedure"] == f["crash"]["procedure"]
 
 
@@ -95,7 +82,7 @@ def test_fully_stripped_binary_is_explained(debugger: Callable[..., Any],
                                             zoo: dict[str, Any]) -> None:
     """No symbols and no DWARF: say so plainly rather than guess."""
     f = facts(zoo, "gcc-pgo-stripped", "crash")
-    session = _start(debugger, f, "core")
+    session = start_crash(debugger, f, "core")
     out = session.command("bb where")
     assert "outside every known procedure" in out or "not in the code" in out, out
     assert "Traceback" not in out
