@@ -34,9 +34,9 @@ changed, and its event handler prints the stop (thread and frame 0 with disassem
 time, asynchronously, after the prompt: in the middle of the user's next command's output. We
 found no SB call that makes LLDB re-read a thread's frames without it (a provider instance is
 made per frame list, and the stop's list is made to print the stop, before or while the stop
-hook runs, so a provider registered once cannot know the hook's plan in time). The e2e driver lost its
-prompt synchronisation on it, and a user would see the stop twice at every stop where LLDB
-invents a frame. Also left: ``finish`` still uses LLDB's own list at its private stops; cores
+hook runs, so a provider registered once cannot know the hook's plan in time). The e2e
+driver lost its prompt synchronisation on it, and a user would see the stop twice at every
+stop where LLDB invents a frame. Also left: ``finish`` still uses LLDB's own list at its private stops; cores
 get no stop hook. So ``bb bt`` stays the fix: it prints the CFI's frames and where LLDB's differ.
 
 To measure it again (a new LLDB): ``script import unsplit_lldb_impl.provider`` then
