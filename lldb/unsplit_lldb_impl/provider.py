@@ -37,7 +37,8 @@ made per frame list, and the stop's list is made to print the stop, before or wh
 hook runs, so a provider registered once cannot know the hook's plan in time). The e2e
 driver lost its prompt synchronisation on it, and a user would see the stop twice at every
 stop where LLDB invents a frame. Also left: ``finish`` still uses LLDB's own list at its
-private stops; cores get no stop hook. So ``bb bt`` stays the fix: it prints the CFI's frames and where LLDB's differ.
+private stops; cores get no stop hook. So ``bb bt`` stays the fix: it prints the CFI's frames
+and where LLDB's differ.
 
 To measure it again (a new LLDB): ``script import unsplit_lldb_impl.provider`` then
 ``script unsplit_lldb_impl.provider.install(lldb.debugger)`` before ``target create``.
