@@ -253,9 +253,19 @@ class LogicalStep:
         if pc in plan.targets:
             return self._done("target", pc)
         if not plan.in_procedure(pc):
-            # Left without a call or a return (a tail call): this frame now returns from there.
-            self.leaving = True
-            self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
+            # Left without a call or a return (a tail call, often to a PLT stub, where LLDB's
+            # step-out stops at once): this frame now returns from there, to where the CFI says.
+            from unsplit.stepping import return_of
+
+            host, session = self._context()
+            back = return_of(session, host, pc, 0)
+            if back is not None:
+                self.return_to, self.back_sp = back
+                self.finishing = True
+                self._run_to_return()
+            else:
+                self.leaving = True
+                self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
         return False
 
 

@@ -9,6 +9,7 @@ facts (nm/llvm-symbolizer), never by numbers written here. Breakpoints are the d
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,37 @@ _SIGNAL = re.compile(r"SIGSEGV")
 _BREAKPOINT = re.compile(r"Breakpoint \d+,|stop reason = breakpoint \d+")
 
 Stop = tuple[str, str, int | None]  # procedure, fragment, line
+
+# A step is one command however long it runs; on a loaded machine (other test sessions, 2
+# cores) a debugger can take far longer than alone. Nothing here depends on timing: every wait
+# is for the prompt (or a stop line), with this much patience.
+SLOW = 300
+
+
+class _Patient:
+    """A session whose commands wait up to SLOW seconds."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def command(self, text: str, timeout: float = SLOW) -> str:
+        return str(self._session.command(text, timeout))
+
+    def run(self, timeout: float = SLOW) -> str:
+        return str(self._session.run(timeout))
+
+    def backtrace(self) -> str:
+        return self.command("bt")
+
+    def alive(self) -> bool:
+        return self.command(self._session._alive).strip() == "alive"
+
+
+def _session(debugger: Callable[..., Any], binary: Any, **kwargs: Any) -> Any:
+    return _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
 
 
 def _break(session: Any, name: str) -> None:
@@ -48,7 +80,7 @@ def _stop(text: str) -> Stop | None:
 
 def _start(debugger: Callable[..., Any], f: dict[str, Any], args: list[str],
            at: str) -> Any:
-    session = debugger(ROOT / f["binary"], args=args)
+    session = _session(debugger, ROOT / f["binary"], args=args)
     _break(session, at)
     session.run()
     return session
@@ -211,9 +243,185 @@ def test_stepi_shows_fragment_and_block(debugger: Callable[..., Any],
 def test_stepping_in_a_core_is_refused(debugger: Callable[..., Any],
                                        zoo: dict[str, Any]) -> None:
     f = facts(zoo, "gcc-pgo", "crash")
-    session = debugger(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    session = _session(debugger, ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
     for command in ("next", "step", "finish", "stepi"):
         out = session.command(f"bb {command}")
         assert f"bb {command}: cannot step in a core file: there is no live process" in out, out
         assert "Traceback" not in out
+    assert session.alive()
+
+
+# -- finish and next through the CFI: invented frames, a selected frame ----------------------
+
+def _cfi_frames(session: Any) -> tuple[list[int], list[int], dict[str, Any]]:
+    """(pcs, CFAs, the whole answer) of `bb bt --json`: the CFI's frames (tests/e2e/
+    test_exact_frames.py checks them against GDB's and the cores')."""
+    out = session.command("bb bt --json")
+    line = next((x for x in out.splitlines() if x.startswith("{")), None)
+    assert line is not None, out
+    got: dict[str, Any] = json.loads(line)
+    frames = got["frames"]
+    return ([int(x["pc"], 16) for x in frames],
+            [int(x["cfa"], 16) if x["cfa"] else 0 for x in frames], got)
+
+
+def _pc_sp(session: Any) -> tuple[int, int]:
+    """The debugger's own pc and sp of frame 0."""
+    if session.name == "gdb":
+        out = session.command("info registers rip rsp")
+        found = dict(re.findall(r"^(rip|rsp)\s+(0x[0-9a-f]+)", out, re.M))
+    else:
+        out = session.command("register read rip rsp")
+        found = dict(re.findall(r"\b(rip|rsp) = (0x[0-9a-f]+)", out))
+    assert set(found) == {"rip", "rsp"}, out
+    return int(found["rip"], 16), int(found["rsp"], 16)
+
+
+def _select(session: Any, level: int) -> None:
+    out = session.command(f"frame {level}" if session.name == "gdb"
+                          else f"frame select {level}")
+    assert f"#{level}" in out, out
+
+
+def _delete_breakpoints(session: Any) -> None:
+    session.command("delete" if session.name == "gdb" else "breakpoint delete --force")
+
+
+@pytest.mark.parametrize("variant", ["clang-mfs-nodebug", "bolt-random2"])
+def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                           variant: str) -> None:
+    """switch rare: `bb finish` from step returns into main.cold, past a `ret` in the middle
+    of that fragment, where LLDB 22 invents a caller (test_exact_frames.py); `bb finish` from
+    there returns from main itself: to the pc and SP the CFI gave at step's entry, where both
+    debuggers still unwind right."""
+    f = facts(zoo, variant, "switch")
+    session = _session(debugger, ROOT / f["binary"], args=["rare"])
+    # By name, as a user would (GDB resolves `*'step'` before a PIE is relocated).
+    session.command("break step" if session.name == "gdb" else "breakpoint set -n step")
+    session.run()
+    pcs, cfas, entry = _cfi_frames(session)
+    assert [x["procedure"] for x in entry["frames"][:2]] == ["step", "main"]
+    assert entry["frames"][1]["fragment"] != "hot"
+    assert entry["differences"] == []  # a function entry: the debugger agrees
+    _delete_breakpoints(session)
+    out = session.command("bb finish")
+    assert _pc_sp(session) == (pcs[1], cfas[0]), out
+    stop = _stop(out)
+    assert stop is not None and stop[0] == "main" and stop[1] != "hot", out
+    out = session.command("bb finish")  # main returns: to __libc_start_call_main
+    assert _pc_sp(session) == (pcs[2], cfas[1]), out
+    assert re.search(rf"^#0\s+0x0*{pcs[2]:x} ", out, re.M), out
+    assert session.alive()
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+def test_next_and_finish_act_on_the_selected_frame(debugger: Callable[..., Any],
+                                                   zoo: dict[str, Any], variant: str) -> None:
+    """recurse deep, stopped in note_limit (called from walk's cold branch at depth 5):
+    `bb next` with frame 1 selected lets note_limit return and stops at walk's next line, in
+    that same activation; `bb finish` with frame 2 selected (GCC: walk at depth 7, whose pc is
+    also frame 1's and 3's) returns from that activation only, to the CFI's pc and SP."""
+    f = facts(zoo, variant, "recurse")
+    lines = {m: n for n, m in _markers(f, "recurse.c").items()}
+    session = _start(debugger, f, ["deep"], "note_limit")
+    pcs, cfas, entry = _cfi_frames(session)
+    procs = [x["procedure"] for x in entry["frames"]]
+    assert procs[:2] == ["note_limit", "walk"] and "main" in procs, procs
+    assert entry["differences"] == []  # the debugger numbers these frames as the CFI does
+    _delete_breakpoints(session)
+
+    _select(session, 1)
+    out = session.command("bb next")
+    stop = _stop(out)
+    assert stop is not None and stop[0] == "walk" and stop[1] != "hot", out
+    # The line after the call, as the compiler ordered them (GCC computes `acc` before it).
+    assert lines["cold limit branch"] < (stop[2] or 0) <= lines["recursive call"], out
+    _check_marker_fragments(f, "recurse.c", [stop])
+    now_pcs, now_cfas, _ = _cfi_frames(session)
+    # The same activation of walk (its CFA), with the same callers.
+    assert now_cfas[0] == cfas[1] and now_pcs[1:] == pcs[2:], (now_pcs, pcs)
+
+    # Finish a frame above #0: with recursion kept (GCC), walk at depth 7, whose pc is also
+    # frame 1's and 3's; where clang made the recursion a loop, the one walk below main.
+    level = 2 if procs[3] == "walk" else 0
+    if level:
+        _select(session, level)
+        assert now_pcs[1] == now_pcs[2] == now_pcs[3]  # the same return address thrice
+    out = session.command("bb finish")
+    assert _pc_sp(session) == (now_pcs[level + 1], now_cfas[level]), out
+    after_pcs, _, _ = _cfi_frames(session)
+    assert after_pcs == now_pcs[level + 1:], (after_pcs, now_pcs)
+
+
+def _scripted(session: Any, *pairs: str) -> str:
+    """`thread step-scripted` with the class by its name, typed as a user (or lldb-dap's
+    console) would; waits for the stop LLDB reports asynchronously, then the prompt."""
+    from .driver_lldb import _STOPPED, DebuggerTimeout
+
+    args = " ".join(f"-k {k} -v {v}" for k, v in zip(pairs[::2], pairs[1::2], strict=True))
+    text = f"thread step-scripted -C unsplit_lldb_impl.stepping.LogicalStep {args}"
+    session._log.write(f"\n>>> {text}\n")
+    session.child.sendline(text)
+    try:
+        session.child.expect(_STOPPED, timeout=SLOW)
+    except Exception:
+        raise DebuggerTimeout(f"lldb: no stop after {text!r}\n{session.transcript}") from None
+    head = (session.child.before or "") + (session.child.after or "")
+    return head + "\n" + str(session._expect_prompt(SLOW, text))
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
+def test_lldb_thread_step_scripted_by_hand(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                           variant: str) -> None:
+    """The thread plan run by name, its arguments in SBStructuredData, no `bb` command first:
+    it computes each leg with the core from the thread's pc, chains them (a return goes on to
+    the caller's line), and composes with LLDB's own breakpoints."""
+    if debugger.name != "lldb":  # type: ignore[attr-defined]
+        pytest.skip("a scripted thread plan is LLDB's")
+    f = facts(zoo, variant, "loop")
+    lines = {m: n for n, m in _markers(f, "loop.c").items()}
+    session = _start(debugger, f, ["error"], "checksum")
+    session.command("script import unsplit_lldb_impl.stepping")
+
+    def where() -> Stop:
+        out = session.command("bb frame")
+        stop = _stop(out)
+        assert stop is not None, out
+        return stop
+
+    out = _scripted(session, "kind", "advance", "line", str(lines["cold error path"]))
+    assert "stop reason = bb advance" in out, out
+    stop = where()
+    assert stop[:1] == ("checksum",) and stop[1] != "hot", stop
+    assert stop[2] == lines["cold error path"], stop
+
+    _break(session, "report")  # LLDB's own breakpoint stops the plan on the way
+    out = _scripted(session, "kind", "next")
+    assert _BREAKPOINT.search(out), out
+    assert where()[0].startswith("report")
+    _delete_breakpoints(session)
+    stops = []
+    for _ in range(4):  # report's lines, then its return goes on to checksum's next line
+        out = _scripted(session, "kind", "next")
+        assert "stop reason = bb next" in out, out
+        stops.append(where())
+        if stops[-1][0] == "checksum":
+            break
+    stop = stops[-1]
+    assert stop[0] == "checksum" and stop[1] != "hot", stops
+    # The line after the call's, as the compiler ordered them.
+    assert lines["cold error path"] < (stop[2] or 0) <= lines["cold error return"], stops
+    _check_marker_fragments(f, "loop.c", [stop])
+
+    out = _scripted(session, "kind", "finish")
+    assert "stop reason = bb finish" in out, out
+    stop = where()
+    assert stop[0] == "main" and lines["main calls checksum"] <= (stop[2] or 0), stop
+    for _ in range(4):
+        _scripted(session, "kind", "next")
+        stop = where()
+        assert stop[0] == "main", stop
+        if stop[2] == lines["main cold error exit"]:
+            break
+    assert stop[2] == lines["main cold error exit"], stop
     assert session.alive()
