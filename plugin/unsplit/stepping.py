@@ -7,8 +7,11 @@ cold -> hot is not a new frame and not the end of the procedure), or until that 
 (then `next`/`step` go on to the caller's next line, `finish` stops). This module computes, for a
 PC, the addresses that matter (:class:`StepPlan`); the adapters only apply a plan once and say
 how it ended (:class:`StepOutcome`): GDB with internal breakpoints on the targets and the return
-address, LLDB with a scripted thread plan. :func:`run` chains plans (return to the caller, a call
-stepped into, a callee without lines stepped out of).
+address, LLDB with a scripted thread plan. :class:`Walk` chains plans (return to the caller, a
+call stepped into, a callee without lines stepped out of, the frames below a selected frame
+returning first); :func:`run` drives it for `bb` commands, LLDB's plan by itself when run by
+hand. Return addresses and CFAs of `finish` come from the CFI (unsplit.unwind), not from the
+debugger's unwinder, which may invent a frame in moved code.
 
 Lines come from the best source of the module (unsplit.index.ModuleIndex.line_at: ESL, DWARF,
 the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
