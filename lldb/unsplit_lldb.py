@@ -78,10 +78,15 @@ def frame_line(frame: Any, internal_dict: dict[str, Any]) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    """`unsplit_lldb.SplitResolver`: the `bb break` resolver class, by the name LLDB's
-    `breakpoint set -P` and BreakpointCreateFromScript look up (imported on first use)."""
+    """Classes LLDB looks up by name, imported on first use: `unsplit_lldb.SplitResolver` (the
+    `bb break` resolver: `breakpoint set -P`, BreakpointCreateFromScript) and
+    `unsplit_lldb.LogicalStep` (the `bb next`/`bb step` plan: `thread step-scripted -C`)."""
     if name == "SplitResolver":
         from unsplit_lldb_impl.breakpoints import SplitResolver
 
         return SplitResolver
+    if name == "LogicalStep":
+        from unsplit_lldb_impl.stepping import LogicalStep
+
+        return LogicalStep
     raise AttributeError(name)

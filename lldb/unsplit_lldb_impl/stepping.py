@@ -15,9 +15,8 @@ plans do.
 
 The class takes what to do from its arguments (SBStructuredData), never from module state:
 
-* by hand, in LLDB or lldb-dap's console, once ``script import unsplit_lldb_impl.stepping``
-  made the name reachable from the script interpreter:
-  ``thread step-scripted -C unsplit_lldb_impl.stepping.LogicalStep -k kind -v next`` (``step``,
+* by hand, in LLDB or lldb-dap's console (the plugin's module resolves the name):
+  ``thread step-scripted -C unsplit_lldb.LogicalStep -k kind -v next`` (``step``,
   ``finish``, ``until``, ``advance``, ``stepi``; ``-k line -v N`` for until/advance): the plan
   asks the core (unsplit.stepping.Walk) for each leg from the thread's own pc and selected
   frame, and chains the legs itself (a return to the caller's next line, a callee without

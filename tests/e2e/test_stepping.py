@@ -359,7 +359,7 @@ def _scripted(session: Any, *pairs: str) -> str:
     from .driver_lldb import _STOPPED, DebuggerTimeout
 
     args = " ".join(f"-k {k} -v {v}" for k, v in zip(pairs[::2], pairs[1::2], strict=True))
-    text = f"thread step-scripted -C unsplit_lldb_impl.stepping.LogicalStep {args}"
+    text = f"thread step-scripted -C unsplit_lldb.LogicalStep {args}"
     session._log.write(f"\n>>> {text}\n")
     session.child.sendline(text)
     try:
@@ -381,7 +381,6 @@ def test_lldb_thread_step_scripted_by_hand(debugger: Callable[..., Any], zoo: di
     f = facts(zoo, variant, "loop")
     lines = {m: n for n, m in _markers(f, "loop.c").items()}
     session = _start(debugger, f, ["error"], "checksum")
-    session.command("script import unsplit_lldb_impl.stepping")
 
     def where() -> Stop:
         out = session.command("bb frame")
