@@ -27,6 +27,7 @@ e2e: fixtures
 
 bench: fixtures
 	$(PY) bench/run.py
+	$(PY) bench/stepping.py
 
 clean:
 	rm -rf fixtures/build
