@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from . import bat_translate, breakpoints, cfi, prebolt, unwind
-from .binary import Binary
 from .cfi import registers_from_names
 from .errors import AddressLookupError, UnsplitError, UsageError
-from .host import Host, LoadedModule
+from .host import Host
 from .model import Location
 from .render import blocks_text, frame_text, frames_text, where_text
 from .session import Session
@@ -255,7 +254,7 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
         return json.dumps([{"thread": t, "frames": rows} for t, rows in tables])
     text = "\n\n".join(frames_text(rows, t) for t, rows in tables)
     # What weakens the table, one line each: a module whose image in memory is another file.
-    warnings = [f"warning: {m}" for m in mismatch.values() if m]
+    warnings = [f"warning: {path}: {m}" for path, m in mismatch.items() if m]
     if all(r["module"] is None for _, rows in tables for r in rows):
         warnings.append("warning: no frame is in a loaded module (is the executable loaded, "
                         "and is the core its own?)")
@@ -270,7 +269,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
     for number, pc in enumerate(pcs):
         found = session.module_of(host, pc - 1 if caller else pc)
         if found is not None and found[0].path not in mismatch:
-            mismatch[found[0].path] = _other_image(host, found[0], found[1].binary)
+            mismatch[found[0].path] = session.image_mismatch(host, found[0])
         loc = None if found is None or mismatch[found[0].path] else \
             _locate_frame(session, host, pc, caller)
         caller = not _signal_frame(session, host, pc)
@@ -290,28 +289,6 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
             "source": _source_line(sources, path, None if loc is None else loc.line),
         })
     return rows
-
-
-def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
-    """Why `mod`'s image in memory is not `binary` (their build-ids differ), or None: a core of
-    another program has its own code where the debugger placed this file."""
-    from .tools.frames import image_build_id
-
-    read_memory = getattr(host, "read_memory", None)
-    want = binary.build_id
-    loads = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-    if read_memory is None or want is None or not loads:
-        return None
-    start = mod.bias + min(loads)
-    # A debugger that placed the file by the core's entry point may be off the page.
-    for header in dict.fromkeys((start, start & ~0xFFF, (start + 0xFFF) & ~0xFFF)):
-        got = image_build_id(read_memory, header)
-        if got is not None and got != want:
-            return (f"{mod.path}: the image in memory has build-id {got.hex()}, the file "
-                    f"{want.hex()} (a core of another binary?); its frames are not named")
-        if got is not None:
-            break
-    return None
 
 
 def _signal_frame(session: Session, host: Host, pc: int) -> bool:

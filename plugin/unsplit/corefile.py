@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -376,4 +377,40 @@ def _bias_of(m: Mapping) -> int | None:
         return None
     finally:
         binary.close()
+    return None
+
+
+def image_build_id(read: Callable[[int, int], bytes | None], header: int) -> bytes | None:
+    """The GNU build-id of the ELF image at `header` in a process's memory, read with `read`
+    (None or short where memory cannot be read): from the image's own program headers."""
+
+    def full(address: int, size: int) -> bytes | None:
+        data = read(address, size)
+        return data if data is not None and len(data) == size else None
+
+    ehdr = full(header, 64)
+    if ehdr is None or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+        return None
+    phoff, = struct.unpack_from("<Q", ehdr, 32)
+    phentsize, phnum = struct.unpack_from("<HH", ehdr, 54)
+    phdrs = full(header + phoff, phentsize * phnum)
+    if phdrs is None:
+        return None
+    loads, notes = [], []
+    for i in range(phnum):
+        p_type, _, _, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", phdrs, i * phentsize)
+        if p_type == 1:
+            loads.append(vaddr)
+        elif p_type == 4:
+            notes.append((vaddr, filesz))
+    if not loads:
+        return None
+    bias = header - (min(loads) & ~0xFFF)
+    for vaddr, size in notes:
+        blob = full(bias + vaddr, size)
+        if blob is None:
+            continue
+        found = note_build_id(blob)
+        if found is not None:
+            return found
     return None

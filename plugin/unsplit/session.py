@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 
 from . import breakpoints
+from .binary import Binary
 from .breakpoints import BreakSpec, Site
+from .corefile import image_build_id
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
@@ -20,7 +22,7 @@ class Session:
     def __init__(self) -> None:
         self.indexes = IndexCache()
         self.enabled = True
-        self.input_override: dict[str, str] = {}  # output binary -> pre-BOLT input (bb input)
+        self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
 
     def index(self, path: str) -> ModuleIndex:
@@ -84,4 +86,34 @@ class Session:
         if found is None:
             return None
         mod, index = found
+        other = self.image_mismatch(host, mod)
+        if other is not None:  # never name code by the wrong file
+            return Location(address, address - mod.bias, mod.path, None, warnings=(other,))
         return index.locate(address - mod.bias, mod.bias)
+
+    def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
+        """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core
+        of another program has its own code where the debugger placed this file. Needs the
+        optional Host.read_memory; checked once per (file, load address)."""
+        key = (mod.path, mod.bias)
+        if key not in self._images:
+            self._images[key] = _other_image(host, mod, self.indexes.binary(mod.path))
+        return self._images[key]
+
+
+def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
+    read_memory = getattr(host, "read_memory", None)
+    want = binary.build_id
+    loads = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    if read_memory is None or want is None or not loads:
+        return None
+    start = mod.bias + min(loads)
+    # A debugger that placed the file by the core's entry point may be off the page.
+    for header in dict.fromkeys((start, start & ~0xFFF, (start + 0xFFF) & ~0xFFF)):
+        got = image_build_id(read_memory, header)
+        if got is not None and got != want:
+            return (f"the image in memory has build-id {got.hex()}, the file {want.hex()} "
+                    "(a core of another binary?); its code is not named")
+        if got is not None:
+            break
+    return None

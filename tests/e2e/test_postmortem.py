@@ -260,6 +260,13 @@ def test_core_of_another_binary(debugger: Callable[..., Any], zoo: dict[str, Any
     assert len(warnings) == 1, out
     assert "build-id" in warnings[0] or "no frame is in a loaded module" in warnings[0]
     assert f["crash"]["pc"].removeprefix("0x") in out  # the pc is still shown
+    # `bb where` there never names the code by the wrong file either.
+    where = session.command(f"bb where {f['crash']['pc']}")
+    assert "Traceback" not in where and "loop.c" not in where, where
+    assert "build-id" in where or "not in the code of any loaded module" in where, where
+    answer = session.command(f"bb where --json {f['crash']['pc']}").strip().splitlines()
+    loc = json.loads(answer[-1])
+    assert loc["procedure"] is None and loc.get("line") is None, loc
     assert session.alive()
 
 
