@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .builders import BuildFailed, gcc_pgo_build, run
+
 MT_SOURCE = r"""/* mt.c - three threads; with "crash", one dies in a cold fragment while the others
  * wait in cold fragments of other split functions. train (default): hot paths, exits 0. */
 #include <pthread.h>
@@ -216,18 +218,6 @@ _MARKER = re.compile(r"/\*\s*BB:\s*(.*?)\s*\*/")
 _FRAGMENT = re.compile(r"^(?P<proc>.+?)\.(?P<frag>cold(?:\.\d+)?|warm|__part\.\d+)$")
 
 
-class BuildFailed(Exception):
-    pass
-
-
-def _run(cmd: list[str], cwd: Path, timeout: float = 120) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, errors="replace")
-    if proc.returncode != 0:
-        raise BuildFailed(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr[-500:]}")
-    return proc.stdout
-
-
 def markers(source: Path) -> dict[str, int]:
     return {m.group(1): n for n, text in enumerate(source.read_text().splitlines(), 1)
             for m in _MARKER.finditer(text)}
@@ -241,7 +231,7 @@ class Symbol:
 
 
 def nm_symbols(binary: Path) -> list[Symbol]:
-    out = _run(["nm", "--defined-only", "-S", str(binary)], binary.parent)
+    out = run(["nm", "--defined-only", "-S", str(binary)], binary.parent)
     syms = []
     for line in out.splitlines():
         parts = line.split()
@@ -259,10 +249,10 @@ def fragment_of(symbol: str) -> tuple[str, str]:
 def _crash(work: Path, argv: list[str], core: Path) -> dict[str, Any]:
     probe = work / "probe.py"
     probe.write_text(PROBE)
-    out = _run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-                "-iex", "set startup-with-shell off", "-ex", "run",
-                "-ex", f"generate-core-file {core}", "-ex", f"source {probe}",
-                "--args", *argv], work)
+    out = run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+               "-iex", "set startup-with-shell off", "-ex", "run",
+               "-ex", f"generate-core-file {core}", "-ex", f"source {probe}",
+               "--args", *argv], work)
     for line in out.splitlines():
         if line.startswith("POSTMORTEM-PROBE "):
             data: dict[str, Any] = json.loads(line.removeprefix("POSTMORTEM-PROBE "))
@@ -295,14 +285,15 @@ def _name_frames(probe: dict[str, Any], binaries: list[Path]) -> list[dict[str, 
     return threads
 
 
+# A build that finds no profile (the training run wrote none) fails, rather than come out unsplit.
+_USE = ("-fprofile-use", "-Werror=missing-profile")
+
+
 def build_mt(work: Path) -> dict[str, Any]:
     src = work / "mt.c"
-    src.write_text(MT_SOURCE)
-    flags = ["-O2", "-g", "-pthread"]
-    _run(["gcc", *flags, "-fprofile-generate", str(src), "-o", "mt"], work)
-    _run([str(work / "mt")], work)
-    _run(["gcc", *flags, "-fprofile-use", "-Werror=missing-profile", str(src), "-o", "mt"],
-         work)
+    gcc_pgo_build(work, {"mt.c": MT_SOURCE},
+                  [["gcc", "-O2", "-g", "-pthread", str(src), "-o", "mt"]],
+                  train=[str(work / "mt")], use=_USE)
     exe, core = work / "mt", work / "mt.core"
     probe = _crash(work, [str(exe), "crash"], core)
     return {"binary": str(exe), "core": str(core), "source": str(src),
@@ -313,16 +304,11 @@ def build_mt(work: Path) -> dict[str, Any]:
 
 def build_pie(work: Path) -> dict[str, Any]:
     lib_src, pie_src = work / "libvisit.c", work / "pie.c"
-    lib_src.write_text(LIB_SOURCE)
-    pie_src.write_text(PIE_SOURCE)
     lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", str(lib_src), "-o", "libvisit.so"]
     pie = ["gcc", "-O2", "-g", "-fPIE", "-pie", str(pie_src), "-o", "pie", "-L.", "-lvisit",
            "-Wl,-rpath,$ORIGIN"]
-    _run([*lib, "-fprofile-generate"], work)
-    _run([*pie, "-fprofile-generate"], work)
-    _run([str(work / "pie")], work)
-    _run([*lib, "-fprofile-use", "-Werror=missing-profile"], work)
-    _run([*pie, "-fprofile-use", "-Werror=missing-profile"], work)
+    gcc_pgo_build(work, {"libvisit.c": LIB_SOURCE, "pie.c": PIE_SOURCE}, [lib, pie],
+                  train=[str(work / "pie")], use=_USE)
     exe, so, core = work / "pie", work / "libvisit.so", work / "pie.core"
     probe = _crash(work, [str(exe), "crash"], core)
     return {"binary": str(exe), "library": str(so), "core": str(core),

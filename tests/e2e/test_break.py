@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from .. import builders
 from ..conftest import ROOT, facts
 
 pytestmark = pytest.mark.e2e
@@ -271,61 +271,16 @@ def test_no_match_sets_nothing(debugger: Callable[..., Any], zoo: dict[str, Any]
 
 # -- a library loaded at run time -------------------------------------------------------------
 
-LIB_C = """\
-#include <stdio.h>
-static volatile long sink;
-__attribute__((noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
-__attribute__((noinline)) long work(long *p, int mode)
-{
-    if (mode == 0)
-        return *p + 1;
-    note(mode); /* BB: lib cold */
-    sink = mode;
-    *(volatile long *)0 = mode; /* BB: lib crash */
-    return sink;
-}
-"""
-MAIN_C = """\
-#include <string.h>
-long work(long *p, int mode);
-int main(int argc, char **argv)
-{
-    long v = 1, t = 0;
-    for (int i = 0; i < 100000; i++)
-        t += work(&v, 0);
-    if (argc > 1 && strcmp(argv[1], "crash") == 0)
-        t += work(&v, 1);
-    return (int)(t & 1);
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A PIE whose library's `work` has a GCC PGO cold fragment (`work.cold`)."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    work = tmp_path_factory.mktemp("breaklib")
-    (work / "lib.c").write_text(LIB_C)
-    (work / "main.c").write_text(MAIN_C)
-    lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
-    exe = ["gcc", "-O2", "-g", "-pie", "-fPIE", "main.c", "-L.", "-lw",
-           f"-Wl,-rpath,{work}", "-o", "m"]
-    subprocess.run([*lib, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run([*exe, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run([str(work / "m")], check=False, cwd=work)
-    subprocess.run([*lib, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
-    subprocess.run(exe, check=True, cwd=work)
-    symbols = subprocess.run(["nm", "libw.so"], check=True, cwd=work, capture_output=True,
-                             text=True).stdout
-    if "work.cold" not in symbols:
-        pytest.skip("gcc did not split work() in the library")
-    return work
+    return builders.split_library(tmp_path_factory.mktemp("breaklib"), pie=True)
 
 
 def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
                                          split_library: Path) -> None:
-    line = next(i for i, text in enumerate(LIB_C.splitlines(), 1) if "BB: lib crash" in text)
+    line = next(i for i, text in enumerate(builders.SPLIT_LIB_C.splitlines(), 1)
+                if "BB: lib crash" in text)
     s = debugger(split_library / "m", args=["crash"])
     out = s.command(f"bb break lib.c:{line} --pending")
     assert out.startswith("Breakpoint"), out

@@ -20,6 +20,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from .. import builders
 from ..conftest import facts
 from .driver_lldb import REPO, LldbDriver
 
@@ -246,58 +247,10 @@ def test_nothing_matches_and_the_resolver_by_name(lldb: Callable[..., LldbDriver
 
 # -- a pending breakpoint in a library that dlopen loads ------------------------------------
 
-LIB_C = """\
-#include <stdio.h>
-static volatile long sink;
-__attribute__((noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
-__attribute__((noinline)) long work(long *p, int mode)
-{
-    if (mode == 0)
-        return *p + 1;
-    note(mode); /* BB: lib cold */
-    sink = mode;
-    *(volatile long *)0 = mode; /* BB: lib crash */
-    return sink;
-}
-"""
-MAIN_C = """\
-#include <dlfcn.h>
-#include <stdio.h>
-#include <string.h>
-int main(int argc, char **argv)
-{
-    void *lib = dlopen(LIBW, RTLD_NOW);
-    if (!lib) { fprintf(stderr, "%s\\n", dlerror()); return 3; }
-    long (*work)(long *, int) = (long (*)(long *, int))dlsym(lib, "work");
-    long v = 1, t = 0;
-    if (argc > 1 && strcmp(argv[1], "crash") == 0)
-        return (int)work(&v, 1);
-    for (int i = 0; i < 100000; i++)
-        t += work(&v, 0);
-    return (int)(t & 1);
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def dlopen_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A PIE that dlopens libw.so, whose work() GCC split (PGO) into work and work.cold."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    work = tmp_path_factory.mktemp("dlopen")
-    (work / "lib.c").write_text(LIB_C)
-    (work / "main.c").write_text(MAIN_C)
-    lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
-    exe = ["gcc", "-O2", "-g", "-fPIE", "-pie", f'-DLIBW="{work}/libw.so"', "main.c", "-o", "m"]
-    subprocess.run([*lib, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run(exe, check=True, cwd=work)
-    subprocess.run([str(work / "m")], check=False, cwd=work)
-    subprocess.run([*lib, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
-    symbols = subprocess.run(["nm", "libw.so"], check=True, cwd=work, capture_output=True,
-                             text=True).stdout
-    if "work.cold" not in symbols:
-        pytest.skip("gcc did not split work() in the library")
-    return work
+    return builders.split_library(tmp_path_factory.mktemp("dlopen"), load="dlopen", pie=True)
 
 
 def _markers(path: Path) -> dict[str, int]:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from .. import builders
 from .driver_gdb import PLUGIN, REPO, GdbDriver
 
 pytestmark = [
@@ -84,12 +85,11 @@ def _build_gcc_pgo(work: Path) -> Crash:
     if shutil.which("gcc") is None:
         pytest.skip("no fixture zoo and no gcc")
     src = work / "crash.c"
-    shutil.copy(SRC / "crash.c", src)
     exe = work / "crash"
-    flags = ["gcc", "-O2", "-g", str(src), "-o", str(exe)]
-    subprocess.run([*flags, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run([str(exe), "train"], check=True, cwd=work, capture_output=True)
-    subprocess.run([*flags, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
+    builders.gcc_pgo_build(work, {"crash.c": (SRC / "crash.c").read_text()},
+                           [["gcc", "-O2", "-g", str(src), "-o", str(exe)]],
+                           train=[str(exe), "train"],
+                           use=("-fprofile-use", "-Wno-missing-profile"))
     core = work / "crash.core"
     subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
                     "-ex", "run", "-ex", f"generate-core-file {core}", "--args", str(exe),
@@ -310,55 +310,10 @@ def test_core(variant: str, gcc_pgo: Crash, gdb_log: Any) -> None:
 
 # -- shared libraries -----------------------------------------------------------------------
 
-LIB_C = """\
-#include <stdio.h>
-static volatile long sink;
-__attribute__((noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
-__attribute__((noinline)) long work(long *p, int mode)
-{
-    if (mode == 0)
-        return *p + 1;
-    note(mode); /* BB: lib cold */
-    sink = mode;
-    *(volatile long *)0 = mode; /* BB: lib crash */
-    return sink;
-}
-"""
-MAIN_C = """\
-#include <string.h>
-long work(long *p, int mode);
-int main(int argc, char **argv)
-{
-    long v = 1, t = 0;
-    for (int i = 0; i < 100000; i++)
-        t += work(&v, 0);
-    if (argc > 1 && strcmp(argv[1], "crash") == 0)
-        t += work(&v, 1);
-    return (int)(t & 1);
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A program whose crash is in the cold fragment of a function in a shared library."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
-    work = tmp_path_factory.mktemp("solib")
-    (work / "lib.c").write_text(LIB_C)
-    (work / "main.c").write_text(MAIN_C)
-    lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
-    exe = ["gcc", "-O2", "-g", "main.c", "-L.", "-lw", f"-Wl,-rpath,{work}", "-o", "m"]
-    subprocess.run([*lib, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run([*exe, "-fprofile-generate"], check=True, cwd=work)
-    subprocess.run([str(work / "m")], check=False, cwd=work)
-    subprocess.run([*lib, "-fprofile-use", "-Wno-missing-profile"], check=True, cwd=work)
-    subprocess.run(exe, check=True, cwd=work)  # the final program: not instrumented
-    symbols = subprocess.run(["nm", "libw.so"], check=True, cwd=work, capture_output=True,
-                             text=True).stdout
-    if "work.cold" not in symbols:
-        pytest.skip("gcc did not split work() in the library")
-    return work
+    return builders.split_library(tmp_path_factory.mktemp("solib"), pie=False)
 
 
 def test_shared_library_bias(split_library: Path, gdb_log: Any) -> None:

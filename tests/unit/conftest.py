@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from ..builders import gcc_pgo_build, run
 
 SAMPLE = r"""
 #include <stdio.h>
@@ -37,20 +38,14 @@ int main(int argc, char **argv) {
 """
 
 
-def _run(cmd: list[str], cwd: Path) -> None:
-    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="session")
 def gcc_pgo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A GCC -O2 -g PGO build with `work.cold` and `helper.cold` fragments."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc not installed")
     d = tmp_path_factory.mktemp("gccpgo")
-    (d / "sample.c").write_text(SAMPLE)
-    _run(["gcc", "-O2", "-g", "-fprofile-generate", "sample.c", "-o", "sample"], d)
-    _run(["./sample"], d)
-    _run(["gcc", "-O2", "-g", "-fprofile-use", "sample.c", "-o", "sample"], d)
+    gcc_pgo_build(d, {"sample.c": SAMPLE}, [["gcc", "-O2", "-g", "sample.c", "-o", "sample"]],
+                  train=["./sample"])
     return d / "sample"
 
 
@@ -61,10 +56,9 @@ def clang_mfs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("clang-22 not installed")
     d = tmp_path_factory.mktemp("clangmfs")
     (d / "sample.c").write_text(SAMPLE)
-    _run(["clang-22", "-O2", "-g", "-fprofile-instr-generate", "sample.c", "-o", "gen"], d)
-    subprocess.run(["./gen"], cwd=d, check=True, capture_output=True,
-                   env={"LLVM_PROFILE_FILE": str(d / "s.profraw")})
-    _run(["llvm-profdata-22", "merge", "-o", "s.profdata", "s.profraw"], d)
-    _run(["clang-22", "-O2", "-g", "-fprofile-instr-use=s.profdata", "-fsplit-machine-functions",
-          "sample.c", "-o", "sample"], d)
+    run(["clang-22", "-O2", "-g", "-fprofile-instr-generate", "sample.c", "-o", "gen"], d)
+    run(["./gen"], d, env={"LLVM_PROFILE_FILE": str(d / "s.profraw")})
+    run(["llvm-profdata-22", "merge", "-o", "s.profdata", "s.profraw"], d)
+    run(["clang-22", "-O2", "-g", "-fprofile-instr-use=s.profdata", "-fsplit-machine-functions",
+         "sample.c", "-o", "sample"], d)
     return d / "sample"
