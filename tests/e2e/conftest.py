@@ -53,22 +53,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture(params=["gdb", "lldb"])
-def debugger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    """A factory: debugger(binary, core=None, args=(), plugin=True) -> a started session."""
-    cls = _driver_class(request.param)
+def _sessions(request: pytest.FixtureRequest, tmp_path: Path, name: str
+              ) -> Iterator[Callable[..., Any]]:
+    """A factory of `name` sessions; each logs to a file printed when the test fails."""
+    cls = _driver_class(name)
     sessions: list[Any] = []
     logs: list[Path] = []
 
     def start(binary: str | Path, **kwargs: Any) -> Any:
-        log_path = tmp_path / f"{request.param}-{len(logs)}.log"
+        log_path = tmp_path / f"{name}-{len(logs)}.log"
         logs.append(log_path)
         log = log_path.open("w")
         session = cls(str(binary), log=log, **kwargs)
         sessions.append(session)
         return session
 
-    start.name = request.param  # type: ignore[attr-defined]
+    start.name = name  # type: ignore[attr-defined]
     yield start
     for s in sessions:
         try:
@@ -79,3 +79,32 @@ def debugger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
     if rep is not None and rep.failed:
         for path in logs:
             print(f"----- {path.name} -----\n{path.read_text(errors='replace')[-20000:]}")
+
+
+@pytest.fixture(params=["gdb", "lldb"])
+def debugger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory: debugger(binary, core=None, args=(), plugin=True) -> a started session."""
+    yield from _sessions(request, tmp_path, request.param)
+
+
+@pytest.fixture
+def lldb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """The same factory for LLDB alone, for what only LLDB has."""
+    yield from _sessions(request, tmp_path, "lldb")
+
+
+def resume(session: Any, timeout: float = 60) -> str:
+    """Continue to the next stop; the output up to it. LLDB reports the stop asynchronously,
+    after its prompt: wait for the report, then for the prompt (as LldbDriver.run does)."""
+    if session.name == "gdb":
+        return str(session.command("continue", timeout))
+    from .driver_lldb import _STOPPED, DebuggerTimeout, _clean
+
+    session._log.write("\n>>> process continue\n")
+    session.child.sendline("process continue")
+    try:
+        session.child.expect(_STOPPED, timeout=timeout)
+    except Exception:
+        raise DebuggerTimeout(f"lldb: no stop after continue\n{session.transcript}") from None
+    head = _clean((session.child.before or "") + (session.child.after or ""))
+    return head + "\n" + str(session._expect_prompt(timeout, "process continue"))

@@ -25,6 +25,7 @@ from elftools.elf.elffile import ELFFile
 
 from .. import builders
 from ..conftest import ROOT, facts
+from .conftest import resume
 
 pytestmark = pytest.mark.e2e
 
@@ -81,22 +82,6 @@ def _stop_at(session: Any, address: int) -> dict[str, Any]:
 
 # -- helpers (one per debugger) ---------------------------------------------------------------
 
-def _resume(session: Any) -> str:
-    """Continue to the next stop; the output up to it."""
-    if session.name == "gdb":
-        return str(session.command("continue"))
-    from .driver_lldb import _STOPPED, DebuggerTimeout, _clean
-
-    session._log.write("\n>>> process continue\n")
-    session.child.sendline("process continue")
-    try:
-        session.child.expect(_STOPPED, timeout=60)
-    except Exception:
-        raise DebuggerTimeout(f"lldb: no stop after continue\n{session.transcript}") from None
-    head = _clean((session.child.before or "") + (session.child.after or ""))
-    return head + "\n" + str(session._expect_prompt(60, "process continue"))
-
-
 def _native_addresses(session: Any) -> set[int]:
     """Every breakpoint location address the debugger lists."""
     if session.name == "gdb":
@@ -137,7 +122,7 @@ def test_all_fragments_stops_in_the_entry_then_in_moved_code(
     # Then, before the crash, the start of the fragment that crashes (maybe after others):
     # code that a native `break transfer` (the hot range only) never stops in.
     for _ in range(len(frags)):
-        out = _resume(s)
+        out = resume(s)
         loc = _where(s)
         fr = starts.get(int(loc["address"], 16))
         assert fr is not None and fr["fragment"] != "hot", loc
@@ -147,7 +132,7 @@ def test_all_fragments_stops_in_the_entry_then_in_moved_code(
             break
     else:
         pytest.fail("never stopped at the start of the crashing fragment")
-    assert _crashed(_resume(s))
+    assert _crashed(resume(s))
 
 
 def _input_bytes_at(f: dict[str, Any], proc: str, offset: int, count: int) -> bytes:
@@ -202,7 +187,7 @@ def test_offset_in_the_original_procedure(debugger: Callable[..., Any], zoo: dic
     s.run()
     loc = _stop_at(s, int(f["crash"]["link_pc"], 16) + _bias(f))
     assert (loc["procedure"], loc["fragment_symbol"]) == ("transfer", f["crash"]["symbol"])
-    assert _crashed(_resume(s))
+    assert _crashed(resume(s))
 
 
 def test_basic_block(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
@@ -218,7 +203,7 @@ def test_basic_block(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
     loc = _stop_at(s, int(block["start"], 16) + _bias(f))
     assert (loc["procedure"], loc["fragment"], loc["block"]) == \
         ("run", block["fragment"], block["block_id"])
-    assert _crashed(_resume(s))
+    assert _crashed(resume(s))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -241,7 +226,7 @@ def test_source_line_in_moved_code(debugger: Callable[..., Any], zoo: dict[str, 
     assert (loc["procedure"], loc["line"]) == ("transfer", line)
     assert loc["fragment"] != "hot"
     assert f"transfer [{loc['fragment']}]" in stop, stop
-    assert _crashed(_resume(s))
+    assert _crashed(resume(s))
 
 
 @pytest.mark.parametrize("action", ["delete", "disable", "condition"])
@@ -292,4 +277,4 @@ def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
         assert (loc["procedure"], loc["fragment_symbol"], loc["line"]) == \
             ("work", "work.cold", line), loc
         assert "work [cold]" in stop, stop
-    assert _crashed(_resume(s))
+    assert _crashed(resume(s))

@@ -11,62 +11,25 @@ addresses come from the zoo's facts (or `nm` for the library built here), lines 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pexpect
 import pytest
 
 from .. import builders
 from ..conftest import facts
+from .conftest import resume
 from .driver_lldb import REPO, LldbDriver
 
 ROOT = Path(REPO)
 e2e = pytest.mark.e2e
 
 VARIANTS = ["gcc-pgo", "clang-mfs-pgomap", "bolt-all", "bolt-cdsplit"]
-_STOP = re.compile(r"Process \d+ (stopped|exited with status = -?\d+)")
-
-
-@pytest.fixture
-def lldb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., LldbDriver]]:
-    """A factory of LLDB sessions; their transcripts are printed when the test fails."""
-    if shutil.which("lldb-22") is None:
-        pytest.skip("lldb-22 not installed")
-    sessions: list[LldbDriver] = []
-    logs: list[Path] = []
-
-    def start(binary: str | Path, **kwargs: Any) -> LldbDriver:
-        path = tmp_path / f"lldb-{len(logs)}.log"
-        logs.append(path)
-        session = LldbDriver(str(binary), log=path.open("w"), **kwargs)
-        sessions.append(session)
-        return session
-
-    yield start
-    for s in sessions:
-        s.close()
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        for path in logs:
-            print(f"----- {path.name} -----\n{path.read_text(errors='replace')[-20000:]}")
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-def _continue(session: LldbDriver, timeout: float = 60) -> str:
-    """`process continue`, then the asynchronous stop report (like LldbDriver.run)."""
-    session.child.sendline("process continue")
-    try:
-        session.child.expect(_STOP, timeout=timeout)
-    except (pexpect.TIMEOUT, pexpect.EOF):
-        raise AssertionError(f"no stop after continue\n{session.transcript}") from None
-    head = (session.child.before or "") + (session.child.after or "")
-    return head + "\n" + session._expect_prompt(timeout, "process continue")
-
 
 def _stop_reason(stop: str) -> str:
     m = re.search(r"stop reason = ([^\n]+)", stop)
@@ -125,7 +88,7 @@ def _stops(session: LldbDriver, first: str) -> list[tuple[str, int, str]]:
         out.append((reason, _file_pc(session), _frame0(stop)))
         if not reason.startswith("breakpoint"):
             return out
-        stop = _continue(session)
+        stop = resume(session)
     raise AssertionError(f"more than 40 stops: {out}")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import resume
 
 pytestmark = pytest.mark.e2e
 
@@ -50,21 +51,6 @@ def _register(session: Any, frame: int, name: str) -> int:
         m = re.search(rf"{name} = (0x[0-9a-f]+)", out)
     assert m, out
     return int(m.group(1), 16)
-
-
-def _resume(session: Any) -> str:
-    if session.name == "gdb":
-        return str(session.command("continue"))
-    from .driver_lldb import _STOPPED, DebuggerTimeout, _clean
-
-    session._log.write("\n>>> process continue\n")
-    session.child.sendline("process continue")
-    try:
-        session.child.expect(_STOPPED, timeout=60)
-    except Exception:
-        raise DebuggerTimeout(f"lldb: no stop after continue\n{session.transcript}") from None
-    head = _clean((session.child.before or "") + (session.child.after or ""))
-    return head + "\n" + str(session._expect_prompt(60, "process continue"))
 
 
 @pytest.mark.parametrize("mode", ["live", "core"])
@@ -125,7 +111,7 @@ def test_bb_bt_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dic
     else:
         s.command("breakpoint delete --force")
         s.command(f"breakpoint set -a {ret:#x}")
-    _resume(s)
+    resume(s)
     got = _bt(s)
     # Frame 0 in main.cold past its mid-fragment `ret`: the CFI goes straight to main's caller.
     assert _pcs(got["frames"]) == expected

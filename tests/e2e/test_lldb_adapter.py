@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,36 +40,6 @@ DEFAULT_FRAME_FORMAT = (
     "${ansi.fg.yellow}${line.number}${ansi.normal}{:${ansi.fg.yellow}${line.column}"
     "${ansi.normal}}}${frame.kind}{${function.is-optimized} [opt]}\\n"
 )
-
-
-@pytest.fixture
-def lldb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., LldbDriver]]:
-    """A factory of LLDB sessions; their transcripts are printed when the test fails."""
-    if not Path("/usr/bin/lldb-22").exists() and not _which("lldb-22"):
-        pytest.skip("lldb-22 not installed")
-    sessions: list[LldbDriver] = []
-    logs: list[Path] = []
-
-    def start(binary: str | Path, **kwargs: Any) -> LldbDriver:
-        path = tmp_path / f"lldb-{len(logs)}.log"
-        logs.append(path)
-        session = LldbDriver(str(binary), log=path.open("w"), **kwargs)
-        sessions.append(session)
-        return session
-
-    yield start
-    for s in sessions:
-        s.close()
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        for path in logs:
-            print(f"----- {path.name} -----\n{path.read_text(errors='replace')[-20000:]}")
-
-
-def _which(name: str) -> str | None:
-    import shutil
-
-    return shutil.which(name)
 
 
 def _crash(zoo: dict[str, Any], variant: str) -> dict[str, Any]:
