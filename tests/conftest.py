@@ -1,4 +1,5 @@
-"""Shared by unit and end-to-end tests: the fixture zoo, built once and cached."""
+"""Shared by unit and end-to-end tests: the fixture zoo, built once and cached, and the
+post-mortem fixtures."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .postmortem import postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,3 +35,14 @@ def facts(zoo: dict[str, Any], variant: str, program: str) -> dict[str, Any]:
     return data
 
 
+# The post-mortem fixtures of tests/postmortem.py (cores of programs built in the session),
+# for the debuggers' tests and the CLI's alike.
+
+@pytest.fixture(scope="module")
+def mt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return postmortem("mt", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def pie(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return postmortem("pie", tmp_path_factory)

@@ -20,19 +20,8 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
-from ..postmortem import postmortem
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def mt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return postmortem("mt", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pie(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return postmortem("pie", tmp_path_factory)
 
 
 def _select_thread(session: Any, number: int) -> None:

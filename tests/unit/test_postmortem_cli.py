@@ -15,17 +15,6 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT
-from ..postmortem import postmortem
-
-
-@pytest.fixture(scope="module")
-def mt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return postmortem("mt", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pie(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return postmortem("pie", tmp_path_factory)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
