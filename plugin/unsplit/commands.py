@@ -186,11 +186,24 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
 
 # -- bb bt ----------------------------------------------------------------------------------
 
-def _bt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true",
-                   help="frames with pc, cfa, registers and location, and the differences")
-    p.add_argument("--all-threads", action="store_true",
-                   help="every thread (default: the selected one)")
+def _thread_args(json_help: str) -> Callable[[argparse.ArgumentParser], None]:
+    """--json and --all-threads, as `bb bt` and `bb frames` take them."""
+
+    def arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help=json_help)
+        p.add_argument("--all-threads", action="store_true",
+                       help="every thread (default: the selected one)")
+
+    return arguments
+
+
+def _threads(host: Host, args: argparse.Namespace, command: str) -> list[int | None]:
+    """The threads a command covers: None stands for the selected one."""
+    numbers = getattr(host, "thread_numbers", None)
+    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
+    if not threads:
+        raise UsageError(f"bb {command}: no threads (no process or core file)")
+    return threads
 
 
 def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
@@ -201,10 +214,7 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     if registers is None or read_memory is None:
         raise UsageError("bb bt: this debugger adapter cannot read registers and memory")
     native_pcs = getattr(host, "native_frame_pcs", None)
-    numbers = getattr(host, "thread_numbers", None)
-    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
-    if not threads:
-        raise UsageError("bb bt: no threads (no process or core file)")
+    threads = _threads(host, args, "bt")
     texts, objects = [], []
     for thread in threads:
         frames = unwind.backtrace(host.modules(), registers_from_names(registers(thread)),
@@ -227,23 +237,13 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
 
 # -- bb frames ------------------------------------------------------------------------------
 
-def _frames_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true",
-                   help="a JSON list of frames (with --all-threads: of threads and their frames)")
-    p.add_argument("--all-threads", action="store_true",
-                   help="every thread (default: the selected one)")
-
-
 def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     # The debugger's own frames (concrete ones: an inlined call shares its frame's pc), each
     # named by the core; a caller's pc is a return address, named by its call at pc - 1.
     native_pcs = getattr(host, "native_frame_pcs", None)
     if native_pcs is None:
         raise UsageError("bb frames: this debugger adapter cannot list frames")
-    numbers = getattr(host, "thread_numbers", None)
-    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
-    if not threads:
-        raise UsageError("bb frames: no threads (no process or core file)")
+    threads = _threads(host, args, "frames")
     sources: dict[str, list[str] | None] = {}
     mismatch: dict[str, str | None] = {}
     tables = [(t, _frame_rows(session, host, native_pcs(t), sources, mismatch))
@@ -404,9 +404,13 @@ COMMANDS: dict[str, Command] = {
         Command("break", "Break in a procedure as written: its entry (and every fragment), "
                 "an original offset, a basic block or a source line.", _break_args, _break),
         Command("bt", "Backtrace through the call frame information (.eh_frame) of each "
-                "frame's fragment, and where the debugger's own frames differ.", _bt_args, _bt),
+                "frame's fragment, and where the debugger's own frames differ.",
+                _thread_args("frames with pc, cfa, registers and location, and the "
+                             "differences"), _bt),
         Command("frames", "Every frame of the selected thread (or all): procedure, fragment, "
-                "block, original offset, line and its source text.", _frames_args, _frames),
+                "block, original offset, line and its source text.",
+                _thread_args("a JSON list of frames (with --all-threads: of threads and "
+                             "their frames)"), _frames),
         Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
                 "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",
