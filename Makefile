@@ -28,6 +28,7 @@ e2e: fixtures
 bench: fixtures
 	$(PY) bench/run.py
 	$(PY) bench/stepping.py
+	$(PY) bench/bt.py
 
 clean:
 	rm -rf fixtures/build

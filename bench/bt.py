@@ -1,0 +1,167 @@
+"""Benchmark: `bt` over a deep recursion through cold fragments, with and without the plugin.
+
+    .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]...
+
+The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The program is built
+on the spot with GCC PGO (tests/builders.py's recipe): `descend` recurses from a branch the
+training run never took, so GCC moves the recursive call into `descend.cold` and every one of
+the ~N frames of the deep run is a frame in moved code, the case the naming hooks work hardest
+on. In real GDB and LLDB sessions stopped in `bottom` (at depth N), two `bt`s are timed inside
+the debugger (GDB: `gdb.execute(.., to_string=True)`, LLDB: `HandleCommand` into a return
+object), so the terminal is left out:
+
+    first   the first `bt`: the debugger's caches are cold (its unwinder, its symbols) and, with
+            the plugin, so are unsplit's: `bb disable` before `run` keeps the stop line from
+            locating frame 0, and `bb enable` after the stop, so this `bt` builds the module
+            indexes (the executable's, libc's) and locates every frame;
+    second  the same `bt` again (warm).
+
+Each figure is the median over --repeats fresh sessions. The plugin's output is checked (every
+recursive frame named `descend [cold]`), so a plugin that names nothing cannot look fast.
+Results go to bench/results/bt.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.builders import gcc_pgo_build  # noqa: E402
+from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
+from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
+
+DEEP_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile long sink;
+
+__attribute__((noinline)) void bottom(int depth)
+{
+    sink = depth;
+}
+
+__attribute__((noinline)) long descend(int depth, int rare)
+{
+    if (depth == 0) {
+        bottom(depth);
+        return 1;
+    }
+    if (__builtin_expect(rare, 0)) {
+        long r = descend(depth - 1, rare); /* never trained: in descend.cold */
+        sink = r; /* a store after the call: no tail-recursion elimination */
+        return r * 3 + depth;
+    }
+    long r = descend(depth - 1, rare);
+    sink = r;
+    return r + depth;
+}
+
+int main(int argc, char **argv)
+{
+    int rare = argc > 1 && strcmp(argv[1], "deep") == 0;
+    int depth = argc > 2 ? atoi(argv[2]) : 40;
+    long total = 0;
+    for (int i = 0; i < (rare ? 1 : 2000); i++)
+        total += descend(depth, rare);
+    printf("total %ld\n", total);
+    return 0;
+}
+"""
+
+_RESULT = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
+DRIVERS = {"gdb": GdbDriver, "lldb": LldbDriver}
+
+
+def build(work: Path) -> Path:
+    gcc_pgo_build(work, {"deep.c": DEEP_C}, [["gcc", "-O2", "-g", "deep.c", "-o", "deep"]],
+                  train=["./deep", "train"])
+    return work / "deep"
+
+
+def _timed_bt(session: Any) -> tuple[float, int, int]:
+    """Seconds one `bt` takes inside the debugger, its line count, and its `[cold]` frames."""
+    report = ("print('T=%f N=%d COLD=%d' % (_e, _o.count(chr(10)), "
+              "_o.count('descend [cold]')))")
+    if session.name == "gdb":
+        line = ("python import time as _t; _s = _t.perf_counter(); "
+                "_o = gdb.execute('bt', to_string=True); _e = _t.perf_counter() - _s; " + report)
+    else:
+        line = ("script import time as _t; _r = lldb.SBCommandReturnObject(); "
+                "_i = lldb.debugger.GetCommandInterpreter(); _s = _t.perf_counter(); "
+                "_i.HandleCommand('bt', _r); _e = _t.perf_counter() - _s; "
+                "_o = _r.GetOutput() or ''; " + report)
+    out = session.command(line, timeout=300)
+    m = _RESULT.search(out)
+    if m is None:
+        raise RuntimeError(f"{session.name}: bt: no timing in {out!r}")
+    return float(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def one_session(name: str, binary: Path, depth: int, plugin: bool) -> tuple[float, float]:
+    with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin) as session:
+        session.command("break bottom" if name == "gdb" else "breakpoint set -n bottom")
+        if plugin:
+            session.command("bb disable")
+        session.run(timeout=120)
+        if plugin:
+            session.command("bb enable")
+        first, lines, cold = _timed_bt(session)
+        second, lines2, cold2 = _timed_bt(session)
+        if lines < depth or lines2 != lines:
+            raise RuntimeError(f"{name}: bt printed {lines} then {lines2} lines, depth {depth}")
+        want = depth if plugin else 0
+        if cold != want or cold2 != want:
+            raise RuntimeError(f"{name} (plugin {plugin}): {cold}/{cold2} frames named "
+                               f"'descend [cold]', expected {want}")
+        return first, second
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--depth", type=int, default=1500)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
+        binary = build(Path(tmp))
+        print(f"bt over {args.depth} frames in descend.cold (GCC PGO), median of "
+              f"{args.repeats} sessions, ms")
+        print(f"{'debugger':8} {'plain 1st':>10} {'unsplit 1st':>12} {'ratio':>6}   "
+              f"{'plain 2nd':>10} {'unsplit 2nd':>12} {'ratio':>6}")
+        for name in args.debugger or ["gdb", "lldb"]:
+            med: dict[bool, tuple[float, float]] = {}
+            for plugin in (False, True):
+                runs = [one_session(name, binary, args.depth, plugin)
+                        for _ in range(args.repeats)]
+                med[plugin] = (statistics.median(r[0] for r in runs),
+                               statistics.median(r[1] for r in runs))
+            row = {"debugger": name, "depth": args.depth, "repeats": args.repeats,
+                   "plain_first_ms": med[False][0] * 1e3, "plugin_first_ms": med[True][0] * 1e3,
+                   "first_ratio": med[True][0] / med[False][0],
+                   "plain_second_ms": med[False][1] * 1e3,
+                   "plugin_second_ms": med[True][1] * 1e3,
+                   "second_ratio": med[True][1] / med[False][1]}
+            rows.append(row)
+            print(f"{name:8} {row['plain_first_ms']:>10.1f} {row['plugin_first_ms']:>12.1f} "
+                  f"{row['first_ratio']:>6.2f}   {row['plain_second_ms']:>10.1f} "
+                  f"{row['plugin_second_ms']:>12.1f} {row['second_ratio']:>6.2f}")
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bt.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
