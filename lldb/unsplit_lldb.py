@@ -41,7 +41,7 @@ def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
         return
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
-    # Probed, not registered yet: see unsplit_lldb_impl/provider.py for why.
+    # Opt-in (`bb exact-frames on`): see unsplit_lldb_impl/provider.py for its limits.
     state.for_debugger(debugger.GetID()).provider_note = provider.probe()
     for line in problems:
         print(line, file=sys.stderr)
@@ -80,7 +80,9 @@ def frame_line(frame: Any, internal_dict: dict[str, Any]) -> str:
 def __getattr__(name: str) -> Any:
     """Classes LLDB looks up by name, imported on first use: `unsplit_lldb.SplitResolver` (the
     `bb break` resolver: `breakpoint set -P`, BreakpointCreateFromScript) and
-    `unsplit_lldb.LogicalStep` (the `bb next`/`bb step` plan: `thread step-scripted -C`)."""
+    `unsplit_lldb.LogicalStep` (the `bb next`/`bb step` plan: `thread step-scripted -C`),
+    `unsplit_lldb.ExactFramesHook` and `unsplit_lldb.ExactFrames` (`bb exact-frames on`: the
+    stop hook and the scripted frame provider)."""
     if name == "SplitResolver":
         from unsplit_lldb_impl.breakpoints import SplitResolver
 
@@ -89,4 +91,8 @@ def __getattr__(name: str) -> Any:
         from unsplit_lldb_impl.stepping import LogicalStep
 
         return LogicalStep
+    if name in ("ExactFramesHook", "ExactFrames"):
+        from unsplit_lldb_impl import provider
+
+        return getattr(provider, name)
     raise AttributeError(name)

@@ -259,6 +259,10 @@ class GdbHost:
         if self.naming_switch is not None:
             self.naming_switch(flag)
 
+    def set_exact_frames(self, flag: bool | None) -> str:
+        return ("GDB unwinds with each fragment's .eh_frame already: its frames are exact, "
+                "nothing to turn " + ("off" if flag is False else "on"))
+
     def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
         if self.breakpoint_maker is None:
             raise UsageError("bb break: breakpoints are not set up in this GDB")

@@ -192,3 +192,8 @@ class LldbHost:
         from . import naming
 
         return list(naming.set_enabled(self.debugger, flag))
+
+    def set_exact_frames(self, flag: bool | None) -> str:
+        from . import provider
+
+        return provider.set_enabled(self.debugger, self.target, flag)

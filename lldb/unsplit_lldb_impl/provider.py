@@ -1,6 +1,8 @@
 """Exact frames in LLDB (issue 9): a stop hook that finds the frames LLDB invents and a scripted
 frame provider (``SBTarget.RegisterScriptedFrameProvider``, LLDB 22) that leaves them out.
-Measured with LLDB 22.1.8; NOT registered by the plugin (see "Why it is not registered").
+Measured with LLDB 22.1.8. Opt-in: ``bb exact-frames on`` (LldbHost.set_exact_frames ->
+:func:`set_enabled`) adds the stop hook, ``bb exact-frames off`` and ``bb disable`` remove it
+and the provider. Off by default, for the limits below ("What it costs").
 
 **When LLDB invents a frame.** For frame 0, ``FuncUnwinders::GetUnwindPlanAtNonCallSite`` takes
 the ``.eh_frame`` plan "augmented" by the assembly profiler, which it builds only when the FDE's
@@ -29,19 +31,19 @@ plan (the ``.eh_frame`` itself) and are right. No setting selects the plan.
    ``up`` and ``register read rsp`` in frame 1 see the true caller (LLDB's own frame 2 passed
    through, with its registers).
 
-**Why it is not registered.** Registering a provider makes LLDB announce that the thread's stack
-changed, and its event handler prints the stop (thread and frame 0 with disassembly) a second
-time, asynchronously, after the prompt: in the middle of the user's next command's output. We
-found no SB call that makes LLDB re-read a thread's frames without it (a provider instance is
-made per frame list, and the stop's list is made to print the stop, before or while the stop
-hook runs, so a provider registered once cannot know the hook's plan in time). The e2e
-driver lost its prompt synchronisation on it, and a user would see the stop twice at every
-stop where LLDB invents a frame. Also left: ``finish`` still uses LLDB's own list at its
-private stops; cores get no stop hook. So ``bb bt`` stays the fix: it prints the CFI's frames
-and where LLDB's differ.
+**What it costs, and what it does not cover (why it is opt-in).** Registering a provider
+makes LLDB announce that the thread's stack changed, and its event handler prints the stop
+(thread and frame 0 with disassembly) a second time, asynchronously, after the prompt. We found
+no SB call that makes LLDB re-read a thread's frames without it (a provider instance is made per
+frame list, and the stop's list is made to print the stop, before or while the stop hook runs,
+so a provider registered once cannot know the hook's plan in time). The e2e LLDB driver skips
+the prompt LLDB redraws after it (tests/e2e/driver_lldb.py). Only single-threaded processes
+are corrected (the hook says so once per process otherwise); ``finish`` still uses LLDB's own
+list at its private stops; cores get no stop hook; turned on at a stop, it corrects from the
+next stop. ``bb bt`` prints the CFI's frames and where LLDB's differ in every case.
 
-To measure it again (a new LLDB): ``script import unsplit_lldb_impl.provider`` then
-``script unsplit_lldb_impl.provider.install(lldb.debugger)`` before ``target create``.
+To measure it again (a new LLDB): tests/e2e/test_exact_frames.py runs ten sessions with it on,
+each command with a timeout.
 
 **How the work is split (so that the provider needs no lock).**
 
@@ -62,14 +64,17 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-# LLDB looks classes up in its script interpreter's namespace: `script import
-# unsplit_lldb_impl.provider` first (what install() expects).
-CLASS = "unsplit_lldb_impl.provider.ExactFrames"
-HOOK_CLASS = "unsplit_lldb_impl.provider.ExactFramesHook"
+from unsplit.errors import UsageError
+
+# LLDB looks classes up in its script interpreter's namespace, where `command script import`
+# put unsplit_lldb (whose __getattr__ imports them).
+CLASS = "unsplit_lldb.ExactFrames"
+HOOK_CLASS = "unsplit_lldb.ExactFramesHook"
 
 
 @dataclass
@@ -120,30 +125,97 @@ def probe(target: Any | None = None) -> str:
     """A one-line account of frame-provider support (kept for reports)."""
     if not available():
         return "scripted frame providers: not available in this LLDB"
-    return ("scripted frame providers: available, not registered (LLDB 22.1.8 deadlocks when "
-            "a provider calls the SB API, and re-prints the stop when one is registered; "
-            "bb bt shows the CFI's frames)")
+    return "scripted frame providers: available; bb exact-frames " + (
+        "on" if _HOOKS.enabled else "off")
 
 
-def install(debugger: Any) -> list[str]:
-    """Add the stop hook (to the dummy target when there is none yet: LLDB copies its stop
-    hooks into every target created later), once."""
+@dataclass
+class _Hooks:
+    """Whether exact frames are on, and the stop hooks added (debugger id -> [(target, id)])."""
+
+    enabled: bool = False
+    added: dict[int, list[tuple[Any, int]]] = field(default_factory=dict)
+    warned: set[int] = field(default_factory=set)  # process ids told "more than one thread"
+    last_stop: tuple[int, int] = (0, 0)  # (process id, stop id) the hook last served
+
+
+_HOOKS = _Hooks()
+LIMITS = ("single-threaded processes only; not finish's private stops, not cores; "
+          "the stop is printed a second time when a frame is left out")
+
+
+def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
+    """``bb exact-frames [on|off]``: add or remove the stop hook (and the provider)."""
+    if flag is None:
+        return _status(target)
     if not available():
-        return []
-    from . import state as state_mod
+        if flag:
+            raise UsageError("bb exact-frames: this LLDB has no scripted frame providers "
+                             "(SBTarget.RegisterScriptedFrameProvider); bb bt shows the CFI's "
+                             "frames")
+        return "exact frames off"
+    if flag:
+        _add_hook(debugger, target)
+    else:
+        _remove_hooks(debugger)
+    _HOOKS.enabled = flag
+    return _status(target)
 
-    st = state_mod.for_debugger(debugger.GetID())
-    if st.provider_note == "installed":
-        return []
+
+def _status(target: Any) -> str:
+    if not _HOOKS.enabled:
+        return "exact frames off: LLDB's own frames (bb bt shows the CFI's)"
+    lines = ["exact frames on: where LLDB invents a frame in a cold fragment, bt, frame select, "
+             f"up/down and register read show the CFI's frames ({LIMITS})"]
+    process = target.GetProcess() if target is not None and target.IsValid() else None
+    if process is not None and process.IsValid():
+        if process.GetNumThreads() > 1:
+            lines.append(f"note: this process has {process.GetNumThreads()} threads: its "
+                         "frames are not corrected (bb bt shows the CFI's)")
+        if _is_core(process):
+            lines.append("note: a core file: its frames are not corrected (bb bt shows the "
+                         "CFI's)")
+    return "\n".join(lines)
+
+
+def _is_core(process: Any) -> bool:
+    return "elf-core" in str(process.GetPluginName() if hasattr(process, "GetPluginName")
+                             else "")
+
+
+def _add_hook(debugger: Any, target: Any) -> None:
+    """One stop hook on the selected target (on LLDB's dummy target when there is none yet:
+    LLDB copies its stop hooks into every target created later)."""
+    if not target.IsValid():
+        target = debugger.GetDummyTarget()
+    added = _HOOKS.added.setdefault(int(debugger.GetID()), [])
+    if any(t == target or t == debugger.GetDummyTarget() for t, _ in added):
+        return
+    out = _run(debugger, f"target stop-hook add -P {HOOK_CLASS}")
+    m = re.search(r"Stop hook #(\d+) added", out)
+    if m is None:
+        raise UsageError(f"bb exact-frames: cannot add the stop hook: {out.strip()}")
+    added.append((target, int(m.group(1))))
+
+
+def _remove_hooks(debugger: Any) -> None:
+    """Remove our stop hooks and the provider: LLDB's own frames again. A hook LLDB copied
+    from its dummy target into a target made later keeps its number; one left in the dummy
+    target (no command reaches it once a target exists) does nothing while exact frames are
+    off."""
+    for _target, number in _HOOKS.added.pop(int(debugger.GetID()), []):
+        _run(debugger, f"target stop-hook delete {number}")
+    for i in range(debugger.GetNumTargets()):
+        withdraw(debugger.GetTargetAtIndex(i))
+
+
+def _run(debugger: Any, command: str) -> str:
+    """A command on the selected target (the dummy target when there is none)."""
     import lldb
 
     result = lldb.SBCommandReturnObject()
-    debugger.GetCommandInterpreter().HandleCommand(
-        f"target stop-hook add -P {HOOK_CLASS}", result)
-    if not result.Succeeded():
-        return [f"unsplit: no exact frames in LLDB: {(result.GetError() or '').strip()}"]
-    st.provider_note = "installed"
-    return []
+    debugger.GetCommandInterpreter().HandleCommand(command, result)
+    return (result.GetOutput() or "") + (result.GetError() or "")
 
 
 def withdraw(target: Any) -> None:
@@ -202,8 +274,21 @@ class ExactFramesHook:
         self.target = target
 
     def handle_stop(self, exe_ctx: Any, stream: Any) -> bool:
+        if not _HOOKS.enabled:  # a hook left in LLDB's dummy target after `off`
+            return True
         try:
-            self._plan(exe_ctx.GetTarget())
+            target = exe_ctx.GetTarget()
+            process = target.GetProcess()
+            stop = (int(process.GetProcessID()), int(process.GetStopID()))
+            if stop == _HOOKS.last_stop:  # the same hook copied twice into one target
+                return True
+            _HOOKS.last_stop = stop
+            threads = process.GetNumThreads()
+            if threads > 1 and stop[0] not in _HOOKS.warned:
+                _HOOKS.warned.add(stop[0])
+                stream.Print(f"unsplit: exact frames: {threads} threads: frames are corrected "
+                             "only in single-threaded processes (bb bt shows the CFI's)\n")
+            self._plan(target)
         except Exception as e:  # the session always survives
             if os.environ.get("UNSPLIT_DEBUG"):
                 import traceback

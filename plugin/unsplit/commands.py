@@ -363,9 +363,29 @@ def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], st
         # A live adapter installs or restores its frame formats, and may have warnings.
         warnings = (apply(flag) if apply is not None else None) or []
         said = "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
+        exact = getattr(host, "set_exact_frames", None)
+        if not flag and exact is not None:
+            exact(False)  # LLDB's own frames again, with its own names
         return "\n".join([*warnings, said])
 
     return run
+
+
+# -- bb exact-frames ------------------------------------------------------------------------
+
+def _exact_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("state", nargs="?", choices=("on", "off"),
+                   help="on: the debugger's own bt, frame select, up/down and register read "
+                   "leave out frames it invents (default: show the state)")
+
+
+def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
+    # Optional Host method set_exact_frames(flag: bool | None) -> str: None asks the state.
+    apply = getattr(host, "set_exact_frames", None)
+    if apply is None:
+        raise UsageError("bb exact-frames: needs a debugger")
+    text: str = apply(None if args.state is None else args.state == "on")
+    return text
 
 
 # -- bb next / step / finish / until / advance / stepi (policy: unsplit.stepping) -----------
@@ -417,6 +437,8 @@ COMMANDS: dict[str, Command] = {
                 _no_args, _set_enabled(True)),
         Command("disable", "Restore the debugger's own frame names and formats.",
                 _no_args, _set_enabled(False)),
+        Command("exact-frames", "on|off: the debugger's own frame list leaves out frames it "
+                "invents in cold fragments (LLDB; off by default).", _exact_args, _exact),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
                 _step_args, _stepper("next")),
         Command("step", "Step to the next line of the procedure, in any fragment, into calls "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import IO
 
@@ -40,6 +41,9 @@ _SETTINGS = (
 _ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[78])")
 _STOPPED = re.compile(r"Process \d+ (stopped|exited with status = -?\d+)")
 _SYNC = "unsplit-driver-" + "ready"
+# What LLDB prints before it redraws its prompt after output that came while it waited at the
+# prompt (a stop printed again, a process's output), unlike the prompt that ends a command.
+_REDRAW = "\x1b[1G\x1b[J"
 
 
 def _lldb_quote(word: str) -> str:
@@ -79,6 +83,27 @@ class LldbDriver(Driver):
         if core is not None:
             create = f'target create --core "{core}" "{binary}"'
         self._checked(create, startup_timeout)
+
+    def command(self, text: str, timeout: float = 60) -> str:
+        """As Driver.command, past LLDB's asynchronous output: a prompt LLDB redraws after it
+        (for instance the stop printed again when a frame provider is registered, see
+        unsplit_lldb_impl/provider.py) does not end the command; what came before the echo of
+        the command is not its output."""
+        self._log.write(f"\n>>> {text}\n")
+        self.child.sendline(text)
+        deadline = time.monotonic() + timeout
+        out = ""
+        while True:
+            self._expect(PROMPT, max(deadline - time.monotonic(), 0.1), text, "prompt")
+            before = self.child.before or ""
+            if not before.endswith(_REDRAW):
+                break
+            out += before + PROMPT  # the command's output is still to come
+        raw = out + before
+        if out:  # what came before the echo of the command is not its output
+            echo = raw.rfind(text.strip() + "\r\n") if text.strip() else -1
+            raw = raw[echo:] if echo >= 0 else before
+        return self._strip_echo(text, _clean(raw))
 
     def run(self, timeout: float = 60) -> str:
         """Launch the program with the driver's args; output up to the next stop."""

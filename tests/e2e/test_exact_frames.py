@@ -139,3 +139,92 @@ def test_bb_bt_without_a_process_is_one_line(debugger: Callable[..., Any],
         assert len(out.splitlines()) == 1 and "no process" in out, out
         assert "Traceback" not in out
     assert s.alive()
+
+
+# -- bb exact-frames: LLDB's own frame list corrected (a stop hook + a frame provider) ------
+
+_NATIVE_FRAME = re.compile(r"frame #\d+: (0x[0-9a-f]+)")
+SESSION_TIMEOUT = 30  # each command of a session: a hang fails the test, never stalls it
+
+
+def _at_invented_frame(lldb: Callable[..., Any], f: dict[str, Any], setup: list[str]
+                       ) -> tuple[Any, dict[str, Any]]:
+    """An LLDB session on `switch rare` stopped at `step`'s return address in main.cold, where
+    LLDB 22 invents a frame, after the commands `setup`; and `bb bt`'s CFI frames there."""
+    s = lldb(ROOT / f["binary"], args=["rare"])
+    for command in setup:
+        s.command(command, SESSION_TIMEOUT)
+    s.command("breakpoint set -n step", SESSION_TIMEOUT)
+    s.run(SESSION_TIMEOUT)
+    ret = _pcs(_bt(s)["frames"])[1]
+    s.command("breakpoint delete --force", SESSION_TIMEOUT)
+    s.command(f"breakpoint set -a {ret:#x}", SESSION_TIMEOUT)
+    resume(s, SESSION_TIMEOUT)
+    got = _bt(s)
+    assert _pcs(got["frames"])[0] == ret
+    return s, got
+
+
+def _native(s: Any) -> tuple[list[int], int]:
+    """LLDB's own `bt` pcs, and rsp in its frame 1 (`frame select 1`, `register read`)."""
+    pcs = [int(p, 16) for p in _NATIVE_FRAME.findall(s.command("bt", SESSION_TIMEOUT))]
+    selected = s.command("frame select 1", SESSION_TIMEOUT)
+    assert selected.startswith("frame #1: "), selected
+    m = re.search(r"rsp = (0x[0-9a-f]+)", s.command("register read rsp", SESSION_TIMEOUT))
+    assert m
+    return pcs, int(m.group(1), 16)
+
+
+def test_exact_frames_on_lldb_bt_is_the_cfi(lldb: Callable[..., Any],
+                                            zoo: dict[str, Any]) -> None:
+    """With `bb exact-frames on`, LLDB's own bt, frame select, up and register read show the
+    CFI's frames. Ten sessions in a row (the variants in turn), every command with a timeout:
+    the provider must never hang LLDB (a hang fails here, it does not stall the suite)."""
+    for run in range(10):
+        variant = SWITCH_VARIANTS[run % len(SWITCH_VARIANTS)]
+        s, cfi = _at_invented_frame(lldb, facts(zoo, variant, "switch"), ["bb exact-frames on"])
+        expected = _pcs(cfi["frames"])
+        pcs, rsp = _native(s)
+        assert pcs == expected, (run, variant, pcs)
+        assert rsp == int(cfi["frames"][1]["registers"]["rsp"], 16), (run, variant)
+        up = s.command("up", SESSION_TIMEOUT)  # frame 1 -> 2: the CFI's frame 2
+        assert up.startswith("frame #2: ") and f"{expected[2]:016x}" in up, up
+        s.close()
+
+
+@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+def test_exact_frames_off_lldb_invents_a_frame(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                               variant: str) -> None:
+    """Off by default, and `bb disable` turns it off: LLDB's own frames, with the frame it
+    invents (so the test above proves the provider does the work)."""
+    f = facts(zoo, variant, "switch")
+    s, cfi = _at_invented_frame(lldb, f, ["bb exact-frames", "bb exact-frames on",
+                                          "bb disable", "bb enable"])
+    assert "exact frames off" in s.command("bb exact-frames"), s.transcript
+    expected = _pcs(cfi["frames"])
+    pcs, rsp = _native(s)
+    assert pcs != expected and pcs[1] == pcs[0] == expected[0], pcs  # main.cold's pc twice
+    assert rsp != int(cfi["frames"][1]["registers"]["rsp"], 16)
+    # Turned on at this stop, it corrects from the next stop on; off again restores LLDB's.
+    assert "exact frames on" in s.command("bb exact-frames on", SESSION_TIMEOUT)
+    assert "exact frames off" in s.command("bb exact-frames off", SESSION_TIMEOUT)
+    assert s.alive()
+
+
+def test_exact_frames_says_what_it_covers(debugger: Callable[..., Any], mt: dict[str, Any]
+                                         ) -> None:
+    """GDB needs nothing (it unwinds with .eh_frame); LLDB says when a process has more than
+    one thread or is a core: those are not corrected."""
+    s = debugger(mt["binary"], args=["crash"])
+    if s.name == "gdb":
+        assert ".eh_frame" in s.command("bb exact-frames on")
+        return
+    assert "exact frames off" in s.command("bb exact-frames")
+    assert "exact frames on" in s.command("bb exact-frames on")
+    s.run()
+    threads = len(mt["threads"])
+    assert f"exact frames: {threads} threads" in s.transcript, s.transcript
+    assert f"this process has {threads} threads" in s.command("bb exact-frames")
+    core = debugger(mt["binary"], core=mt["core"])
+    assert "a core file" in core.command("bb exact-frames on")
+    assert core.alive()
