@@ -30,13 +30,16 @@ class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
     def __init__(self, base: Any, loc: Location) -> None:
         super().__init__(base)
         self._loc = loc
+        self._has_line: bool | None = None
 
     def function(self) -> str:
         return self._loc.label()
 
     def _gdb_has_line(self) -> bool:
-        sal = self.inferior_frame().find_sal()
-        return bool(sal.symtab and sal.symtab.filename)
+        if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
+            sal = self.inferior_frame().find_sal()
+            self._has_line = bool(sal.symtab and sal.symtab.filename)
+        return self._has_line
 
     def filename(self) -> Any:
         if not self._gdb_has_line() and self._loc.file and self._loc.line:
@@ -74,15 +77,21 @@ class UnsplitFrameFilter:
         self.locator = locator
 
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
+        try:
+            self.locator.begin_backtrace()
+            checked = True
+        except Exception as e:
+            report_internal(e, once=True)
+            checked = False
         for decorator in frame_iter:
-            yield self._decorate(decorator)
+            yield self._decorate(decorator, checked)
 
-    def _decorate(self, decorator: Any) -> Any:
+    def _decorate(self, decorator: Any, checked: bool = False) -> Any:
         try:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
-            loc = self.locator.moved(frame)
+            loc = self.locator.moved(frame, checked=checked)
             if loc is None:
                 if frame.function() is None and not _has_symbol(int(frame.pc())):
                     return UnknownFunctionDecorator(decorator)

@@ -18,13 +18,25 @@ class Locator:
         self._cache: dict[int, Location | None] = {}
         self._generation: tuple[int, int] = (-1, -1)
 
-    def locate(self, address: int) -> Location | None:
-        module = self.host.module_at(address)  # refreshes the module list when it changed
+    def _sync(self) -> None:
         # Lines change with the module list and with `bb input` (the pre-BOLT binary).
         generation = (self.host.generation, prebolt.generation())
         if generation != self._generation:
             self._cache.clear()
             self._generation = generation
+
+    def begin_backtrace(self) -> None:
+        """Check the module list once for a whole `bt`: it cannot change while one prints, and
+        checking it costs a third of a warm frame's naming (gdb.objfiles() and friends)."""
+        self.host.mapped()
+        self._sync()
+
+    def locate(self, address: int, *, checked: bool = False) -> Location | None:
+        """`checked`: begin_backtrace() has checked the module list, so a cached pc is trusted."""
+        if checked and address in self._cache:
+            return self._cache[address]
+        module = self.host.module_at(address)  # refreshes the module list when it changed
+        self._sync()
         if address in self._cache:
             return self._cache[address]
         loc = None
@@ -33,9 +45,9 @@ class Locator:
         self._cache[address] = loc
         return loc
 
-    def moved(self, frame: gdb.Frame) -> Location | None:
+    def moved(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
         """Location of `frame` when it is in moved code (a non-entry fragment), else None."""
-        loc = self.locate(address_in_block(frame))
+        loc = self.locate(address_in_block(frame), checked=checked)
         return loc if loc is not None and loc.in_moved_code else None
 
 

@@ -99,28 +99,42 @@ def set_enabled(debugger: Any, flag: bool) -> list[str]:
 
 # -- the callbacks --------------------------------------------------------------------------
 
-def _state_of(frame: Any) -> tuple[state_mod.DebuggerState, Any]:
-    target = frame.GetThread().GetProcess().GetTarget()
-    return state_mod.for_debugger(target.GetDebugger().GetID()), target
+# (state, target, process) of a frame: what one callback needs, fetched once per callback
+_Context = tuple[state_mod.DebuggerState, Any, Any]
+
+
+def _context(frame: Any) -> _Context:
+    process = frame.GetThread().GetProcess()
+    target = process.GetTarget()
+    return state_mod.for_debugger(target.GetDebugger().GetID()), target, process
 
 
 _input_generation = [-1]
+# id(DebuggerState) -> (process, stop, module count) whose module list was last checked
+_checked: dict[int, tuple[int, int, int]] = {}
 
 
-def locate_frame(frame: Any) -> tuple[Location | None, int]:
+def locate_frame(frame: Any, context: _Context | None = None) -> tuple[Location | None, int]:
     """The frame's Location and how far its pc lies past the address looked up.
 
     A caller's pc is a return address, which may already be the first byte of the next
     fragment; like LLDB's own symbolication we look up pc - 1 for every frame but the first.
+    A `bt` calls this for every frame: while the process has not run and no module came or
+    went since the module list was last checked, a cached pc skips the check (measured by
+    bench/bt.py: the check and a second _context were half of a warm frame's cost).
     """
-    st, target = _state_of(frame)
-    host = LldbHost(target.GetDebugger(), target, frame)
-    host.modules()  # refreshes the module list and drops stale locations
+    st, target, process = context if context is not None else _context(frame)
     if _input_generation[0] != prebolt.generation():  # `bb input` changed BOLTed lines
         st.locations.clear()
         _input_generation[0] = prebolt.generation()
     pc = int(frame.GetPC())
     lookup = pc - 1 if frame.GetFrameID() > 0 else pc
+    epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
+    if _checked.get(id(st)) == epoch and lookup in st.locations:
+        return st.locations[lookup], pc - lookup
+    host = LldbHost(target.GetDebugger(), target, frame)
+    host.modules()  # refreshes the module list and drops stale locations
+    _checked[id(st)] = epoch
     if lookup not in st.locations:
         st.locations[lookup] = st.session.locate(host, lookup)
     return st.locations[lookup], pc - lookup
@@ -141,11 +155,12 @@ def render_native(frame: Any, text: str) -> str:
 
 
 def logical_name(frame: Any, callback: str) -> str:
-    st, _ = _state_of(frame)
+    context = _context(frame)
+    st = context[0]
     native = render_native(frame, st.formats.parts.get(callback, DEFAULT_PART))
     if not st.session.enabled:
         return native
-    loc, delta = locate_frame(frame)
+    loc, delta = locate_frame(frame, context)
     if loc is None or not loc.in_moved_code or loc.procedure is None:
         return native
     if frame.GetFunction().IsValid() and native.startswith(loc.procedure + "("):
@@ -156,13 +171,13 @@ def logical_name(frame: Any, callback: str) -> str:
 
 def source_line(frame: Any) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    st, _ = _state_of(frame)
-    if not st.session.enabled:
-        return ""
     line_entry = frame.GetLineEntry()
     if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
+    context = _context(frame)
+    if not context[0].session.enabled:
         return ""
-    loc, _ = locate_frame(frame)
+    loc, _ = locate_frame(frame, context)
     if loc is None or loc.file is None or not loc.line:
         return ""
     column = f":{loc.column}" if loc.column else ""
