@@ -457,7 +457,8 @@ COMMANDS: dict[str, Command] = {
 PREFIX_HELP = (
     "unsplit: debug hot/cold split code as if it had never been split.\n\n"
     "Subcommands:\n"
-    + "\n".join(f"  bb {c.name:<8} {c.summary}" for c in COMMANDS.values())
+    + "\n".join(f"  bb {c.name:<{max(map(len, COMMANDS))}} {c.summary}"
+                for c in COMMANDS.values())
     + "\n\nType `bb COMMAND --help` for a command's options."
 )
 

@@ -44,6 +44,8 @@ class Host(Protocol):
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.
+    #   set_exact_frames(flag: bool | None) -> str: `bb exact-frames on|off` (None: the state);
+    #     make the debugger's own frame list follow the CFI where it can; returns what to print.
     #   frame0_registers(thread: int | None = None) -> dict[str, int]: the innermost frame's
     #     general registers (`RAX`…`R15`, `RIP`, any case) of the selected thread, or of thread
     #     number `thread` as the debugger numbers them; raises UsageError with no process/core.
