@@ -29,6 +29,7 @@ bench: fixtures
 	$(PY) bench/run.py
 	$(PY) bench/stepping.py
 	$(PY) bench/bt.py
+	$(PY) bench/bbmap.py --repeats 1
 
 clean:
 	rm -rf fixtures/build

@@ -12,7 +12,8 @@ load bias of the module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 HOT = "hot"
@@ -64,13 +65,47 @@ class LineRow:
     path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
 
 
-@dataclass(slots=True)
 class Procedure:
-    """A logical procedure: its fragments in original order (fragments[0] holds the entry)."""
+    """A logical procedure: its fragments in original order (fragments[0] holds the entry).
 
-    name: str
-    fragments: list[Fragment] = field(default_factory=list)
-    blocks: list[Block] = field(default_factory=list)
+    `blocks` may be made on first use: a source whose blocks are costly to decode (a bb address
+    map holds millions) passes `load_blocks`, called once, the first time `blocks` is read.
+    """
+
+    __slots__ = ("_blocks", "_load_blocks", "fragments", "name")
+
+    def __init__(self, name: str, fragments: list[Fragment] | None = None,
+                 blocks: list[Block] | None = None, *,
+                 load_blocks: Callable[[], list[Block]] | None = None) -> None:
+        self.name = name
+        self.fragments: list[Fragment] = [] if fragments is None else fragments
+        self._blocks: list[Block] = [] if blocks is None else blocks
+        self._load_blocks = load_blocks
+
+    @property
+    def blocks(self) -> list[Block]:
+        load = self._load_blocks
+        if load is not None:
+            self._load_blocks = None
+            self._blocks = load()
+        return self._blocks
+
+    @blocks.setter
+    def blocks(self, value: list[Block]) -> None:
+        self._blocks = value
+        self._load_blocks = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Procedure):
+            return NotImplemented
+        return (self.name, self.fragments, self.blocks) == (
+            other.name, other.fragments, other.blocks)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"Procedure(name={self.name!r}, fragments={self.fragments!r}, " \
+               f"blocks={self.blocks!r})"
 
     @property
     def entry(self) -> int:
