@@ -41,7 +41,12 @@ class Locator:
             return self._cache[address]
         loc = None
         if module is not None:
-            loc = self.session.locate(OneModuleHost(self.host, module), address)
+            host = OneModuleHost(self.host, module)
+            # Lines only for moved code: the rest keeps GDB's own names and lines, and a line
+            # question costs a scan of big DWARF (libc's) the first time.
+            loc = self.session.locate(host, address, lines=False)
+            if loc is not None and loc.in_moved_code:
+                loc = self.session.locate(host, address)
         self._cache[address] = loc
         return loc
 

@@ -114,7 +114,8 @@ _input_generation = [-1]
 _checked: dict[int, tuple[int, int, int]] = {}
 
 
-def locate_frame(frame: Any, context: _Context | None = None) -> tuple[Location | None, int]:
+def locate_frame(frame: Any, context: _Context | None = None, *,
+                 lines: bool = False) -> tuple[Location | None, int]:
     """The frame's Location and how far its pc lies past the address looked up.
 
     A caller's pc is a return address, which may already be the first byte of the next
@@ -122,6 +123,8 @@ def locate_frame(frame: Any, context: _Context | None = None) -> tuple[Location 
     A `bt` calls this for every frame: while the process has not run and no module came or
     went since the module list was last checked, a cached pc skips the check (measured by
     bench/bt.py: the check and a second _context were half of a warm frame's cost).
+    `lines`: with the source line, which only frames LLDB has no line for need (the first line
+    question in a module with big DWARF, libc's, costs a scan of its CUs).
     """
     st, target, process = context if context is not None else _context(frame)
     if _input_generation[0] != prebolt.generation():  # `bb input` changed BOLTed lines
@@ -130,14 +133,15 @@ def locate_frame(frame: Any, context: _Context | None = None) -> tuple[Location 
     pc = int(frame.GetPC())
     lookup = pc - 1 if frame.GetFrameID() > 0 else pc
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
-    if _checked.get(id(st)) == epoch and lookup in st.locations:
-        return st.locations[lookup], pc - lookup
+    key = (lookup, lines)
+    if _checked.get(id(st)) == epoch and key in st.locations:
+        return st.locations[key], pc - lookup
     host = LldbHost(target.GetDebugger(), target, frame)
     host.modules()  # refreshes the module list and drops stale locations
     _checked[id(st)] = epoch
-    if lookup not in st.locations:
-        st.locations[lookup] = st.session.locate(host, lookup)
-    return st.locations[lookup], pc - lookup
+    if key not in st.locations:
+        st.locations[key] = st.session.locate(host, lookup, lines=lines)
+    return st.locations[key], pc - lookup
 
 
 def render_native(frame: Any, text: str) -> str:
@@ -177,7 +181,7 @@ def source_line(frame: Any) -> str:
     context = _context(frame)
     if not context[0].session.enabled:
         return ""
-    loc, _ = locate_frame(frame, context)
+    loc, _ = locate_frame(frame, context, lines=True)
     if loc is None or loc.file is None or not loc.line:
         return ""
     column = f":{loc.column}" if loc.column else ""

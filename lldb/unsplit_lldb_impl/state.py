@@ -25,7 +25,8 @@ class DebuggerState:
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
     # pc -> Location (or None), valid while the module list is `modules_key`
-    locations: dict[int, Location | None] = field(default_factory=dict)
+    # (pc looked up, with its line?) -> Location
+    locations: dict[tuple[int, bool], Location | None] = field(default_factory=dict)
     modules_key: tuple[Any, ...] = ()
     modules_cache: list[Any] = field(default_factory=list)
     provider_note: str = ""

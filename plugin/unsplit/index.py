@@ -218,10 +218,12 @@ class ModuleIndex:
                 return row
         return None
 
-    def locate(self, file_address: int, bias: int = 0) -> Location:
-        """What `bb where` says of an address; `bias` turns file addresses into runtime ones."""
+    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True) -> Location:
+        """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
+        `lines=False` skips the line look-up: naming a frame needs none, and the first line
+        question in a module with big DWARF (libc's debug file) costs a scan of its CUs."""
         found = self._lookup(file_address)
-        row = self.line_at(file_address)
+        row = self.line_at(file_address) if lines else None
         module = self.binary.path
         if found is None:
             return Location(bias + file_address, file_address, module, None,

@@ -80,8 +80,9 @@ class Session:
             out.extend((mod, site) for site in breakpoints.resolve(index, spec))
         return out
 
-    def locate(self, host: Host, address: int) -> Location | None:
-        """Where runtime `address` is, or None when no loaded module has code there."""
+    def locate(self, host: Host, address: int, *, lines: bool = True) -> Location | None:
+        """Where runtime `address` is, or None when no loaded module has code there
+        (`lines=False`: without its source line, see ModuleIndex.locate)."""
         found = self.module_of(host, address)
         if found is None:
             return None
@@ -89,7 +90,7 @@ class Session:
         other = self.image_mismatch(host, mod)
         if other is not None:  # never name code by the wrong file
             return Location(address, address - mod.bias, mod.path, None, warnings=(other,))
-        return index.locate(address - mod.bias, mod.bias)
+        return index.locate(address - mod.bias, mod.bias, lines=lines)
 
     def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
         """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core
