@@ -458,16 +458,20 @@ class _Reader:
                     f"feature is enabled: version = {version} feature = {feature}")
         return version, feature
 
+    def num_ranges(self, feature: int) -> int:
+        """The range count: read with MultiBBRange (never 0), else 1."""
+        if not feature & _MULTI:
+            return 1
+        num_ranges = self.uleb(_U32, count=True)
+        if num_ranges == 0:
+            self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
+                                f"in {self.section}")
+        return num_ranges
+
     def function(self, versioned: bool) -> FunctionMap:
         start = self.pos
         version, feature = self.header(versioned)
-        if feature & _MULTI:
-            num_ranges = self.uleb(_U32, count=True)
-            if num_ranges == 0:
-                self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
-                                    f"in {self.section}")
-        else:
-            num_ranges = 1
+        num_ranges = self.num_ranges(feature)
         ranges = tuple(self.bb_range(version, feature) for _ in range(num_ranges))
         pgo = None
         if feature & _PGO:
@@ -478,13 +482,7 @@ class _Reader:
         """function() without the blocks: the same fields read and checked, in the same order."""
         start = self.pos
         version, feature = self.header(versioned)
-        if feature & _MULTI:
-            num_ranges = self.uleb(_U32, count=True)
-            if num_ranges == 0:
-                self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
-                                    f"in {self.section}")
-        else:
-            num_ranges = 1
+        num_ranges = self.num_ranges(feature)
         ranges = tuple(self.range_extent(version, feature) for _ in range(num_ranges))
         if feature & _PGO:
             omitted = feature & _OMIT
