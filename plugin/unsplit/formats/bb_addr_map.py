@@ -239,23 +239,30 @@ def decode(
     strict: bool = False,
 ) -> SectionMap:
     """Decode a whole section. Never raises for malformed data: see SectionMap.error."""
-    functions: list[FunctionMap] = []
+    records = iter_records(data, section, sh_type=sh_type, address_size=address_size,
+                           little_endian=little_endian, relocations=relocations, strict=strict)
+    functions, rejected, error = _collect(records, strict)
+    maps = tuple(f for f in functions if isinstance(f, FunctionMap))
+    assert len(maps) == len(functions)
+    return SectionMap(section, maps, rejected, error)
+
+
+def _collect(
+    records: Iterator[FunctionMap | FunctionExtent | Rejected], strict: bool,
+) -> tuple[list[FunctionMap | FunctionExtent], tuple[DecodeError, ...], DecodeError | None]:
+    """(records, rejected records' errors, the error that stopped the section) — nothing but
+    the error in strict mode, where LLVM returns no partial result."""
+    functions: list[FunctionMap | FunctionExtent] = []
     rejected: list[DecodeError] = []
     try:
-        for item in iter_records(
-            data, section, sh_type=sh_type, address_size=address_size,
-            little_endian=little_endian, relocations=relocations, strict=strict,
-        ):
+        for item in records:
             if isinstance(item, Rejected):
                 rejected.append(item.error)
             else:
-                assert isinstance(item, FunctionMap)
                 functions.append(item)
     except DecodeError as e:
-        if strict:  # LLVM returns no partial result
-            return SectionMap(section, (), (), e)
-        return SectionMap(section, tuple(functions), tuple(rejected), e)
-    return SectionMap(section, tuple(functions), tuple(rejected), None)
+        return ([], (), e) if strict else (functions, tuple(rejected), e)
+    return functions, tuple(rejected), None
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,23 +288,13 @@ def scan(
     """:func:`decode` without the blocks and PGO data: every field is still read and checked
     as decode checks it (the same records are accepted, rejected or stop the section), but
     only each record's ranges are kept. A fifth of decode's cost on big maps (bench/bbmap.py)."""
-    functions: list[FunctionExtent] = []
-    rejected: list[DecodeError] = []
-    try:
-        for item in iter_records(
-            data, section, sh_type=sh_type, address_size=address_size,
-            little_endian=little_endian, relocations=relocations, strict=strict, light=True,
-        ):
-            if isinstance(item, Rejected):
-                rejected.append(item.error)
-            else:
-                assert isinstance(item, FunctionExtent)
-                functions.append(item)
-    except DecodeError as e:
-        if strict:
-            return SectionExtents(section, (), (), e)
-        return SectionExtents(section, tuple(functions), tuple(rejected), e)
-    return SectionExtents(section, tuple(functions), tuple(rejected), None)
+    records = iter_records(data, section, sh_type=sh_type, address_size=address_size,
+                           little_endian=little_endian, relocations=relocations, strict=strict,
+                           light=True)
+    functions, rejected, error = _collect(records, strict)
+    extents = tuple(f for f in functions if isinstance(f, FunctionExtent))
+    assert len(extents) == len(functions)
+    return SectionExtents(section, extents, rejected, error)
 
 
 def decode_record(
