@@ -35,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
+from saving import save  # noqa: E402
 from unsplit.binary import Binary  # noqa: E402
 from unsplit.formats import bb_addr_map as fmt  # noqa: E402
 from unsplit.index import ModuleIndex  # noqa: E402
@@ -157,9 +158,7 @@ def main() -> int:
         print(f"zoo: {len(zoo)} binaries with maps: procedures {total * 1e3:.1f} ms in all, "
               f"then every .blocks {total_blocks * 1e3:.1f} ms")
         rows += [{"binary": str(p.relative_to(ROOT)), **z} for p, z in zoo]
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bbmap.json").write_text(json.dumps(rows, indent=1) + "\n")
+    save("bbmap", rows)
     return 0
 
 

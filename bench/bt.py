@@ -29,7 +29,6 @@ Results go to bench/results/bt.json.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -39,6 +38,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from saving import save  # noqa: E402
 
 from tests.builders import gcc_pgo_build  # noqa: E402
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
@@ -166,9 +167,7 @@ def main() -> int:
                 rows.append(row)
                 print(f"{name:8} {mode:8} {row['first_ms']:>8.1f} {row['first_ratio']:>6.2f} "
                       f"{row['warm_ms']:>8.1f} {row['warm_ratio']:>6.2f}")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bt.json").write_text(json.dumps(rows, indent=1) + "\n")
+    save("bt", rows)
     return 0
 
 

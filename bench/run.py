@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
+from saving import save  # noqa: E402
 from unsplit.binary import Binary  # noqa: E402
 from unsplit.index import ModuleIndex  # noqa: E402
 
@@ -90,9 +91,7 @@ def main() -> int:
         name = os.path.relpath(path, ROOT) if path.startswith(str(ROOT)) else path
         print(f"{name[-48:]:<48} {row['functions']:>7} {build:>8.3f} {lookup:>9.3f} "
               f"{ours:>9.3f} {llvm:>7.3f} {row['ratio']:>6.2f}")
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "latest.json").write_text(json.dumps(rows, indent=1))
+    save("latest", rows)
     return 0
 
 

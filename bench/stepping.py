@@ -23,6 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from saving import save  # noqa: E402
+
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
 
@@ -86,8 +88,7 @@ def main() -> int:
             results.append(row)
             print(f"{cls.name:5} {variant:14} native next {native * 1e3:7.2f} ms   "
                   f"bb next (cold) {logical * 1e3:7.2f} ms   ratio {logical / native:5.2f}")
-    out = ROOT / "bench" / "results" / "stepping.json"
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    save("stepping", results)
     worst = max(r["ratio"] for r in results)
     print(f"worst ratio {worst:.2f} (bound 3.0)")
     return 0 if worst <= 3.0 else 1
