@@ -35,12 +35,13 @@ def _add_paths() -> None:
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
     try:
-        from unsplit_lldb_impl import commands, naming, provider, state
+        from unsplit_lldb_impl import cfi_symbols, commands, naming, provider, state
     except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
         print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
         return
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
+    problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments
     # Opt-in (`bb exact-frames on`): see unsplit_lldb_impl/provider.py for its limits.
     state.for_debugger(debugger.GetID()).provider_note = provider.probe()
     for line in problems:
@@ -91,6 +92,10 @@ def __getattr__(name: str) -> Any:
         from unsplit_lldb_impl.stepping import LogicalStep
 
         return LogicalStep
+    if name == "CfiSymbolsHook":
+        from unsplit_lldb_impl.cfi_symbols import CfiSymbolsHook
+
+        return CfiSymbolsHook
     if name in ("ExactFramesHook", "ExactFrames"):
         from unsplit_lldb_impl import provider
 

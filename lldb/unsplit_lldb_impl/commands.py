@@ -16,6 +16,7 @@ import lldb
 from unsplit.commands import COMMANDS, dispatch
 from unsplit.errors import UnsplitError
 
+from . import cfi_symbols
 from . import state as state_mod
 from .host import LldbHost
 
@@ -28,6 +29,7 @@ def run_command(name: str, debugger: Any, command: str, exe_ctx: Any, result: An
     """Run `bb NAME COMMAND` and put its text, or its one-line error, into `result`."""
     try:
         host = LldbHost.from_exe_ctx(debugger, exe_ctx)
+        host.notes += cfi_symbols.sync(debugger, host.target)
         session = state_mod.for_debugger(debugger.GetID()).session
         text = dispatch(session, host, name, command or "")
     except UnsplitError as e:

@@ -442,6 +442,12 @@ def _ops(expr: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
+def operations(expr: bytes) -> list[tuple[int, int, int]]:
+    """(opcode, operand, operand2) of each operation of a DWARF expression; raises
+    ExpressionError on operations this module does not know."""
+    return _ops(expr)
+
+
 def describe_expression(expr: bytes) -> str:
     """The expression as llvm-dwarfdump-22 prints it (`DW_OP_breg7 RSP+8, DW_OP_deref`)."""
     try:

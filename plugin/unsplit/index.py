@@ -204,6 +204,13 @@ class ModuleIndex:
         proc = self.procedures.plain_at(address)
         return None if proc is None else (proc, proc.fragments[0])
 
+    def moved_fragments(self) -> list[Fragment]:
+        """Every fragment that is not its procedure's entry, in address order: code entered by
+        a jump from elsewhere in its procedure, which unwinders must not take for a function
+        start."""
+        return [f for f in self._fragments
+                if self.procedures[f.procedure].fragments[0] is not f]
+
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
         if proc is None:

@@ -1,0 +1,247 @@
+"""Breakpad ``STACK CFI`` records for a module's moved fragments: a symbol file that makes
+LLDB unwind a cold fragment with the fragment's own CFI (issue 9).
+
+Why: for frame 0 of a module without DWARF, LLDB 22 takes the ``.eh_frame`` plan only when
+the FDE's first row looks like a function entry (CFA=rsp+8); a fragment entered by a jump with
+registers pushed does not, so LLDB falls back to its assembly profiler, which assumes a fresh
+frame and invents a caller. A module's *symbol file* plan comes before both
+(``FuncUnwinders::GetUnwindPlanAtNonCallSite``), and LLDB reads Breakpad text as a symbol
+file: ``target symbols add FILE``, or by itself from ``target.debug-file-search-paths`` under
+``.build-id/xx/rest.debug``, where LLDB looks only for modules without DWARF — exactly the
+modules that need it. The rows are the FDE's, so LLDB's own ``bt``, ``frame select``,
+``finish``, cores, every thread and API clients (lldb-dap) all see the true frames.
+
+Format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md
+(``MODULE``, ``INFO CODE_ID``, ``STACK CFI INIT address size rules``, ``STACK CFI address
+rules``; rules are postfix expressions; addresses are relative to the module's first
+``PT_LOAD``, as LLDB's ``ObjectFileELF::GetBaseAddress`` takes them). LLDB uses ``INFO CODE_ID``
+(any length) as the module's UUID, so a file matches the module's build-id exactly.
+Only x86-64 (the CFI reader's architecture).
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+
+from . import cfi
+from .binary import Binary
+from .cfi import CfaRule, FrameDescription, Row, Rule
+from .errors import UnsplitError
+
+FORMAT_VERSION = 1  # part of the cache directory's name: a new layout never reads an old file
+_NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+          *(f"r{i}" for i in range(8, 16)))
+
+
+class Inexpressible(UnsplitError):
+    """A CFI rule Breakpad's postfix language (as LLDB reads it) cannot say."""
+
+
+def module_id(build_id: bytes) -> str:
+    """The MODULE line's id: the first 16 bytes as a GUID (first three fields little-endian),
+    then the age 0 — what Breakpad's dump_syms writes for ELF."""
+    b = (build_id + bytes(16))[:16]
+    guid = b[3::-1] + b[5:3:-1] + b[7:5:-1] + b[8:]
+    return guid.hex().upper() + "0"
+
+
+def base_address(binary: Binary) -> int:
+    """The file address Breakpad addresses are relative to: the first PT_LOAD's p_vaddr."""
+    for seg in binary.elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD":
+            return int(seg["p_vaddr"])
+    return 0
+
+
+def _register(number: int) -> str:
+    if 0 <= number < len(_NAMES):
+        return "$" + _NAMES[number]
+    raise Inexpressible(f"register {cfi.register_name(number)}")
+
+
+def _postfix(expr: bytes) -> str:
+    """A DWARF expression as a Breakpad postfix expression (the operations LLDB's postfix
+    parser has: + - ^ and numbers, registers)."""
+    out: list[str] = []
+    try:
+        ops = cfi.operations(expr)
+    except cfi.ExpressionError as e:
+        raise Inexpressible(str(e)) from None
+    for op, a, b in ops:
+        if 0x70 <= op <= 0x8F:  # DW_OP_breg0..31
+            out += [_register(op - 0x70), str(a), "+"]
+        elif op == 0x92:  # DW_OP_bregx
+            out += [_register(a), str(b), "+"]
+        elif 0x30 <= op <= 0x4F:  # DW_OP_lit0..31
+            out.append(str(op - 0x30))
+        elif op == 0x23:  # DW_OP_plus_uconst
+            out += [str(a), "+"]
+        elif op in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11):  # const1u..4s, constu/s
+            out.append(str(a))
+        elif op == 0x06:  # DW_OP_deref
+            out.append("^")
+        elif op == 0x22:
+            out.append("+")
+        elif op == 0x1C:
+            out.append("-")
+        else:
+            raise Inexpressible(f"DWARF operation {op:#04x}")
+    return " ".join(out)
+
+
+def _cfa(rule: CfaRule) -> str:
+    if rule.register is None:
+        return _postfix(rule.expr)
+    return f"{_register(rule.register)} {rule.offset} +"
+
+
+def _rule(register: int, rule: Rule) -> str | None:
+    """The right-hand side for one register (None: nothing to say, "same" at the start)."""
+    kind = rule.kind
+    if kind == "offset":
+        return f".cfa {rule.value} + ^"
+    if kind == "val_offset":
+        return f".cfa {rule.value} +"
+    if kind == "register":
+        return _register(rule.value)
+    if kind == "same":
+        return _register(register)
+    if kind == "expression":  # the register is saved at the address it computes (CFA pushed)
+        return f".cfa {_postfix(rule.expr)} ^"
+    if kind == "val_expression":
+        return f".cfa {_postfix(rule.expr)}"
+    raise Inexpressible(f"{kind} rule for {cfi.register_name(register)}")
+
+
+def _rules(row: Row, previous: Row | None, return_register: int) -> str:
+    parts = [f".cfa: {_cfa(row.cfa)}"]
+    for reg in sorted(row.rules):
+        rhs = _rule(reg, row.rules[reg])
+        if rhs is not None:
+            parts.append(f"{'.ra' if reg == return_register else _register(reg)}: {rhs}")
+    if previous is not None:  # LLDB copies the previous row: say "same" for a dropped rule
+        for reg in sorted(set(previous.rules) - set(row.rules)):
+            if reg == return_register:
+                raise Inexpressible("the return address rule is dropped")
+            parts.append(f"{_register(reg)}: {_register(reg)}")
+    return " ".join(parts)
+
+
+def stack_cfi(fds: list[FrameDescription], start: int, end: int, base: int) -> list[str]:
+    """The ``STACK CFI INIT`` record and its ``STACK CFI`` rows for LLDB's function
+    [start, end): the rows of the FDEs `fds` inside it, in address order."""
+    rows: list[Row] = []
+    return_register = None
+    for fd in fds:
+        if fd.signal_frame:
+            raise Inexpressible("a signal frame")
+        if return_register not in (None, fd.return_register):
+            raise Inexpressible("FDEs with different return address registers")
+        return_register = fd.return_register
+        at_start = fd.row_at(start) if fd.start < start else None  # in effect at the start
+        if at_start is not None:
+            rows.append(at_start)
+        rows += [r for r in fd.rows if max(fd.start, start) <= r.address < min(fd.end, end)
+                 and r is not at_start]
+    if return_register is None or not rows:
+        raise Inexpressible("no FDE rows")
+    if return_register not in rows[0].rules:
+        raise Inexpressible("no rule for the return address")
+    lines, previous = [], None
+    for row in rows:
+        rules = _rules(row, previous, return_register)
+        if previous is None:
+            lines.append(f"STACK CFI INIT {start - base:x} {end - start:x} {rules}")
+        else:
+            lines.append(f"STACK CFI {max(row.address, start) - base:x} {rules}")
+        previous = row
+    return lines
+
+
+def _function_ranges(binary: Binary, starts: Iterable[int], fde_starts: list[int],
+                     table: cfi.CfiTable) -> list[tuple[int, int]]:
+    """LLDB's function around each start: the sized function symbol that holds it, else the
+    FDE that covers it (LLDB makes a symbol of an FDE no symbol covers)."""
+    symbols = sorted((f.value, f.value + f.size) for f in binary.functions if f.size)
+    sym_starts = [s for s, _ in symbols]
+    ranges: set[tuple[int, int]] = set()
+    for start in starts:
+        i = bisect_right(sym_starts, start) - 1
+        if i >= 0 and start < symbols[i][1]:
+            ranges.add(symbols[i])
+            continue
+        fd = table.fde_at(start)
+        if fd is not None:
+            ranges.add((fd.start, fd.end))
+    return sorted(ranges)
+
+
+def _fdes_in(table: cfi.CfiTable, fde_starts: list[int], start: int, end: int
+             ) -> list[FrameDescription]:
+    out: list[FrameDescription] = []
+    first = table.fde_at(start)  # one that begins before `start` and covers it
+    if first is not None:
+        out.append(first)
+    for s in fde_starts[bisect_left(fde_starts, start + 1):bisect_left(fde_starts, end)]:
+        fd = table.fde_at(s)
+        if fd is not None and fd not in out:
+            out.append(fd)
+    return out
+
+
+def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) -> str | None:
+    """The Breakpad text for LLDB's functions that hold the file addresses `starts` (the moved
+    fragments' starts), or None when there is none to write (no build-id and no `uuid`, not
+    x86-64, or no CFI there). `uuid` is the debugger's own UUID of the module (LLDB's
+    ``SBModule.GetUUIDString()``), which matches where the build-id cannot (a file with none).
+    A function whose rules Breakpad cannot say is left out (LLDB keeps its own plan there)."""
+    if binary.elf["e_machine"] != "EM_X86_64":
+        return None
+    build_id = binary.build_id
+    code_id = (uuid or "").replace("-", "").upper() or (build_id.hex().upper() if build_id
+                                                         else "")
+    if not code_id:
+        return None
+    table = cfi.table_for(binary)
+    base = base_address(binary)
+    fde_starts = sorted(a for _, a in table.fde_starts())
+    records: list[str] = []
+    for start, end in _function_ranges(binary, starts, fde_starts, table):
+        try:
+            records += stack_cfi(_fdes_in(table, fde_starts, start, end), start, end, base)
+        except (Inexpressible, ValueError):
+            continue
+        except UnsplitError:
+            continue
+    if not records:
+        return None
+    name = os.path.basename(binary.path)
+    ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
+    return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
+                      *records]) + "\n"
+
+
+def cache_dir() -> str:
+    """Where generated files live, in the layout LLDB searches (``.build-id/xx/rest.debug``):
+    ``$UNSPLIT_CACHE`` or ``$XDG_CACHE_HOME/unsplit`` (``~/.cache/unsplit``), then
+    ``lldb-cfi-vN``."""
+    root = os.environ.get("UNSPLIT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "unsplit")
+    return os.path.join(root, f"lldb-cfi-v{FORMAT_VERSION}")
+
+
+def cache_path(build_id: bytes, root: str | None = None) -> str:
+    hexid = build_id.hex()
+    return os.path.join(root or cache_dir(), ".build-id", hexid[:2], hexid[2:] + ".debug")
+
+
+def write(path: str, text: str) -> None:
+    """Write atomically (another debugger may be reading the same cache)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(text)
+    os.replace(tmp, path)
