@@ -8,7 +8,8 @@ Importing makes the core (``<repo>/plugin``) and the adapter (``unsplit_lldb_imp
 this file) importable, adds the repository's virtualenv site-packages (pyelftools) for the
 running interpreter, and registers the ``bb`` container, one ``bb NAME`` per entry of
 ``unsplit.commands.COMMANDS``, and the ``${script.frame:unsplit_lldb.…}`` frame-name callbacks
-in ``frame-format``/``thread-format``. Importing twice registers nothing twice.
+in ``frame-format``/``thread-format``, and has LLDB unwind moved fragments with their CFI
+(``unsplit_lldb_impl/cfi_symbols.py``). Importing twice registers nothing twice.
 """
 
 from __future__ import annotations
@@ -35,15 +36,13 @@ def _add_paths() -> None:
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
     try:
-        from unsplit_lldb_impl import cfi_symbols, commands, naming, provider, state
+        from unsplit_lldb_impl import cfi_symbols, commands, naming
     except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
         print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
         return
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments
-    # Opt-in (`bb exact-frames on`): see unsplit_lldb_impl/provider.py for its limits.
-    state.for_debugger(debugger.GetID()).provider_note = provider.probe()
     for line in problems:
         print(line, file=sys.stderr)
 
@@ -82,8 +81,8 @@ def __getattr__(name: str) -> Any:
     """Classes LLDB looks up by name, imported on first use: `unsplit_lldb.SplitResolver` (the
     `bb break` resolver: `breakpoint set -P`, BreakpointCreateFromScript) and
     `unsplit_lldb.LogicalStep` (the `bb next`/`bb step` plan: `thread step-scripted -C`),
-    `unsplit_lldb.ExactFramesHook` and `unsplit_lldb.ExactFrames` (`bb exact-frames on`: the
-    stop hook and the scripted frame provider)."""
+    `unsplit_lldb.CfiSymbolsHook` (the stop hook that gives new modules their CFI symbol
+    file)."""
     if name == "SplitResolver":
         from unsplit_lldb_impl.breakpoints import SplitResolver
 
@@ -96,8 +95,4 @@ def __getattr__(name: str) -> Any:
         from unsplit_lldb_impl.cfi_symbols import CfiSymbolsHook
 
         return CfiSymbolsHook
-    if name in ("ExactFramesHook", "ExactFrames"):
-        from unsplit_lldb_impl import provider
-
-        return getattr(provider, name)
     raise AttributeError(name)

@@ -4,8 +4,10 @@ post-mortem fixtures."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,10 @@ import pytest
 from .postmortem import postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The CFI symbol files the LLDB adapter writes (unsplit.breakpad.cache_dir) go to a directory
+# of this run, never to the user's ~/.cache; a test that needs an empty one sets its own.
+os.environ.setdefault("UNSPLIT_CACHE", tempfile.mkdtemp(prefix="unsplit-test-cache-"))
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@
 - :mod:`.formats`  pure rewriting of LLDB format strings (``frame-format``, ``thread-format``)
 - :mod:`.naming`   the ``${script.frame:…}`` callbacks and installing/restoring the formats
 - :mod:`.commands` the ``bb`` container and one class per entry of ``unsplit.commands.COMMANDS``
-- :mod:`.provider` ``bb exact-frames``: a stop hook and a frame provider that drop the frames
-  LLDB invents in cold fragments (opt-in)
+- :mod:`.cfi_symbols` LLDB's own unwinder made exact in moved fragments: their CFI given to
+  LLDB as Breakpad symbol files (``bb exact-frames``)
 - :mod:`.stepping` ``bb next``/``bb step``/…: a scripted thread plan the core drives
 - :mod:`.unwinding` registers and memory for the core's CFI unwinder (``bb bt``)
 - :mod:`.breakpoints` ``bb break``: one breakpoint whose scripted resolver asks the core

@@ -35,13 +35,14 @@ class _Done:
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
     hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
+    on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
 
 
 _DONE = _Done()
 
 
 def enabled() -> bool:
-    return os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
+    return _DONE.on
 
 
 def _run(debugger: Any, command: str) -> tuple[bool, str]:
@@ -103,32 +104,23 @@ def sync(debugger: Any, target: Any) -> list[str]:
 def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
     symbol_file = module.GetSymbolFileSpec().fullpath or ""
     root = breakpad.cache_dir()
-    if symbol_file.startswith(root + os.sep):
-        return "given (found in the cache by LLDB)"
-    if module.GetNumCompileUnits() > 0:
-        return "has DWARF: LLDB's own ranges"
     if not os.path.isfile(path):
         return "no file"
+    found = symbol_file.startswith(root + os.sep)  # LLDB read it from the cache itself
+    if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
+        return f"has a debug file ({symbol_file}): LLDB unwinds with its ranges"
     st = state_mod.for_debugger(debugger.GetID())
     index = st.session.index(path)
     if index.binary.dwarf_binary is not None:
-        return "has DWARF (a debug file LLDB did not load)"
-    moved = index.moved_fragments()
-    if not moved:
-        return "no moved fragments"
+        return "has DWARF: LLDB unwinds with its ranges"
     uuid = module.GetUUIDString() or ""
-    text = breakpad.symbol_file(index.binary, [f.start for f in moved], uuid)
+    text = breakpad.for_index(index, uuid)
     if text is None:
-        return "no CFI to give"
-    ident = index.binary.build_id or bytes.fromhex(uuid.replace("-", "") or "00")
-    out = breakpad.cache_path(ident, root)
-    try:
-        with open(out, encoding="ascii") as f:
-            same = f.read() == text
-    except OSError:
-        same = False
-    if not same:
-        breakpad.write(out, text)
+        return "no moved fragments with CFI"
+    out, written = breakpad.save(index, text, uuid, root)  # for LLDB to find next time
+    if found and not written and os.path.realpath(symbol_file) == os.path.realpath(out):
+        return "given (LLDB found it in the cache)"
+    out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     ok, message = _run_on(debugger, target, f'target symbols add "{out}"')
     if not ok:
         raise UnsplitError(message.strip().splitlines()[0] if message.strip() else "failed")
@@ -148,9 +140,23 @@ def _run_on(debugger: Any, target: Any, command: str) -> tuple[bool, str]:
             debugger.SetSelectedTarget(selected)
 
 
-def status() -> list[str]:
-    """One line per module looked at (for `bb exact-frames`)."""
-    return [f"{os.path.basename(path)}: {what}" for (path, _), what in sorted(_DONE.seen.items())]
+def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
+    """`bb exact-frames [on|off]`: give modules their CFI from now on (on), or stop (off);
+    with no argument, the state and what each module got."""
+    if flag is not None:
+        _DONE.on = flag
+        if flag:
+            install(debugger)
+            sync(debugger, target)
+    lines = [("exact frames on: LLDB unwinds moved fragments with their CFI (a Breakpad symbol "
+              "file per module without DWARF, cached in " + breakpad.cache_dir() + ")")
+             if _DONE.on else
+             ("exact frames off: modules loaded from now on keep LLDB's own unwinding (those "
+              "already given their CFI keep it until the target is made again)")]
+    mine = {m.GetFileSpec().fullpath for m in target.module_iter()} if target.IsValid() else set()
+    lines += [f"  {os.path.basename(path)}: {what}"
+              for (path, _), what in sorted(_DONE.seen.items()) if path in mine]
+    return "\n".join(lines)
 
 
 class CfiSymbolsHook:

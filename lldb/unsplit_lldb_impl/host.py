@@ -194,6 +194,6 @@ class LldbHost:
         return list(naming.set_enabled(self.debugger, flag))
 
     def set_exact_frames(self, flag: bool | None) -> str:
-        from . import provider
+        from . import cfi_symbols
 
-        return provider.set_enabled(self.debugger, self.target, flag)
+        return cfi_symbols.set_enabled(self.debugger, self.target, flag)

@@ -29,7 +29,6 @@ class DebuggerState:
     locations: dict[tuple[int, bool], Location | None] = field(default_factory=dict)
     modules_key: tuple[Any, ...] = ()
     modules_cache: list[Any] = field(default_factory=list)
-    provider_note: str = ""
 
 
 _STATES: dict[int, DebuggerState] = {}

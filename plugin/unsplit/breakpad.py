@@ -21,14 +21,19 @@ Only x86-64 (the CFI reader's architecture).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from . import cfi
 from .binary import Binary
 from .cfi import CfaRule, FrameDescription, Row, Rule
 from .errors import UnsplitError
+
+if TYPE_CHECKING:
+    from .index import ModuleIndex
 
 FORMAT_VERSION = 1  # part of the cache directory's name: a new layout never reads an old file
 _NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
@@ -61,34 +66,39 @@ def _register(number: int) -> str:
     raise Inexpressible(f"register {cfi.register_name(number)}")
 
 
-def _postfix(expr: bytes) -> str:
-    """A DWARF expression as a Breakpad postfix expression (the operations LLDB's postfix
-    parser has: + - ^ and numbers, registers)."""
-    out: list[str] = []
+def _postfix(expr: bytes, initial: tuple[str, ...] = ()) -> str:
+    """A DWARF expression as a Breakpad postfix expression: the operations LLDB's postfix
+    parser has (+ - ^, numbers, registers), evaluated symbolically so that the result is one
+    expression whatever the stack held (`initial`: the CFA, for register rules)."""
+    stack = list(initial)
     try:
         ops = cfi.operations(expr)
     except cfi.ExpressionError as e:
         raise Inexpressible(str(e)) from None
-    for op, a, b in ops:
-        if 0x70 <= op <= 0x8F:  # DW_OP_breg0..31
-            out += [_register(op - 0x70), str(a), "+"]
-        elif op == 0x92:  # DW_OP_bregx
-            out += [_register(a), str(b), "+"]
-        elif 0x30 <= op <= 0x4F:  # DW_OP_lit0..31
-            out.append(str(op - 0x30))
-        elif op == 0x23:  # DW_OP_plus_uconst
-            out += [str(a), "+"]
-        elif op in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x10, 0x11):  # const1u..4s, constu/s
-            out.append(str(a))
-        elif op == 0x06:  # DW_OP_deref
-            out.append("^")
-        elif op == 0x22:
-            out.append("+")
-        elif op == 0x1C:
-            out.append("-")
-        else:
-            raise Inexpressible(f"DWARF operation {op:#04x}")
-    return " ".join(out)
+    try:
+        for op, a, b in ops:
+            if 0x70 <= op <= 0x8F:  # DW_OP_breg0..31
+                stack.append(f"{_register(op - 0x70)} {a} +")
+            elif op == 0x92:  # DW_OP_bregx
+                stack.append(f"{_register(a)} {b} +")
+            elif 0x30 <= op <= 0x4F:  # DW_OP_lit0..31
+                stack.append(str(op - 0x30))
+            elif op in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11):
+                stack.append(str(a))  # DW_OP_const1u … const8s, constu, consts
+            elif op == 0x23:  # DW_OP_plus_uconst
+                stack.append(f"{stack.pop()} {a} +")
+            elif op == 0x06:  # DW_OP_deref
+                stack.append(f"{stack.pop()} ^")
+            elif op in (0x22, 0x1C):  # DW_OP_plus, DW_OP_minus
+                right, left = stack.pop(), stack.pop()
+                stack.append(f"{left} {right} {'+' if op == 0x22 else '-'}")
+            else:
+                raise Inexpressible(f"DWARF operation {op:#04x}")
+    except IndexError:
+        raise Inexpressible("a DWARF expression pops an empty stack") from None
+    if not stack:
+        raise Inexpressible("an empty DWARF expression")
+    return stack[-1]
 
 
 def _cfa(rule: CfaRule) -> str:
@@ -109,9 +119,9 @@ def _rule(register: int, rule: Rule) -> str | None:
     if kind == "same":
         return _register(register)
     if kind == "expression":  # the register is saved at the address it computes (CFA pushed)
-        return f".cfa {_postfix(rule.expr)} ^"
+        return f"{_postfix(rule.expr, ('.cfa',))} ^"
     if kind == "val_expression":
-        return f".cfa {_postfix(rule.expr)}"
+        return _postfix(rule.expr, (".cfa",))
     raise Inexpressible(f"{kind} rule for {cfi.register_name(register)}")
 
 
@@ -245,3 +255,42 @@ def write(path: str, text: str) -> None:
     with open(tmp, "w", encoding="ascii") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def for_index(index: ModuleIndex, uuid: str | None = None) -> str | None:
+    """The symbol file of a module: its moved fragments' CFI (None: nothing to give)."""
+    moved = index.moved_fragments()
+    return symbol_file(index.binary, [f.start for f in moved], uuid) if moved else None
+
+
+def save(index: ModuleIndex, text: str, uuid: str | None = None, root: str | None = None
+         ) -> tuple[str, bool]:
+    """Put `text` where LLDB looks for the module's symbol file; (path, whether it was
+    written: False when the same text is there already).
+
+    Two BOLT outputs of one input keep its build-id: the later one's text replaces the
+    earlier's here (the plugin checks the text of every module LLDB loads)."""
+    ident = index.binary.build_id or bytes.fromhex((uuid or "").replace("-", "") or "00")
+    path = cache_path(ident, root)
+    if _same(path, text):
+        return path, False
+    write(path, text)
+    return path, True
+
+
+def pinned(text: str, root: str | None = None) -> str:
+    """A copy of `text` at a path named by its content, for ``target symbols add``: LLDB
+    parses a symbol file once per path, so a changed text needs a path of its own."""
+    path = os.path.join(root or cache_dir(), "by-content",
+                        hashlib.sha256(text.encode()).hexdigest()[:32] + ".sym")
+    if not _same(path, text):
+        write(path, text)
+    return path
+
+
+def _same(path: str, text: str) -> bool:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read() == text
+    except OSError:
+        return False

@@ -363,9 +363,6 @@ def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], st
         # A live adapter installs or restores its frame formats, and may have warnings.
         warnings = (apply(flag) if apply is not None else None) or []
         said = "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
-        exact = getattr(host, "set_exact_frames", None)
-        if not flag and exact is not None:
-            exact(False)  # LLDB's own frames again, with its own names
         return "\n".join([*warnings, said])
 
     return run
@@ -375,8 +372,10 @@ def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], st
 
 def _exact_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("state", nargs="?", choices=("on", "off"),
-                   help="on: the debugger's own bt, frame select, up/down and register read "
-                   "leave out frames it invents (default: show the state)")
+                   help="on (the default): the debugger unwinds moved fragments with their "
+                   "CFI, so its own bt, frame select, up/down, finish and register read have "
+                   "no invented frames; off: not for modules loaded from now on (no argument: "
+                   "show the state)")
 
 
 def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
@@ -437,8 +436,9 @@ COMMANDS: dict[str, Command] = {
                 _no_args, _set_enabled(True)),
         Command("disable", "Restore the debugger's own frame names and formats.",
                 _no_args, _set_enabled(False)),
-        Command("exact-frames", "on|off: the debugger's own frame list leaves out frames it "
-                "invents in cold fragments (LLDB; off by default).", _exact_args, _exact),
+        Command("exact-frames", "on|off: the debugger unwinds moved fragments with their CFI, "
+                "so its own frame list has no invented frames (LLDB; on by default).",
+                _exact_args, _exact),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
                 _step_args, _stepper("next")),
         Command("step", "Step to the next line of the procedure, in any fragment, into calls "

@@ -10,7 +10,10 @@ the return address to stop at is frame 1's pc there.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -141,28 +144,25 @@ def test_bb_bt_without_a_process_is_one_line(debugger: Callable[..., Any],
     assert s.alive()
 
 
-# -- bb exact-frames: LLDB's own frame list corrected (a stop hook + a frame provider) ------
+# -- LLDB's own frames: each moved fragment's CFI given to LLDB (lldb/…/cfi_symbols.py) -------
 
 _NATIVE_FRAME = re.compile(r"frame #\d+: (0x[0-9a-f]+)")
 SESSION_TIMEOUT = 30  # each command of a session: a hang fails the test, never stalls it
 
 
-def _at_invented_frame(lldb: Callable[..., Any], f: dict[str, Any], setup: list[str]
-                       ) -> tuple[Any, dict[str, Any]]:
+def _at_invented_frame(lldb: Callable[..., Any], f: dict[str, Any], **kwargs: Any
+                       ) -> tuple[Any, list[int]]:
     """An LLDB session on `switch rare` stopped at `step`'s return address in main.cold, where
-    LLDB 22 invents a frame, after the commands `setup`; and `bb bt`'s CFI frames there."""
-    s = lldb(ROOT / f["binary"], args=["rare"])
-    for command in setup:
-        s.command(command, SESSION_TIMEOUT)
+    LLDB 22 alone invents a frame; and the true frame pcs there, taken by LLDB itself at the
+    stop before, at the entry of `step`, where it unwinds right (a function entry)."""
+    s = lldb(ROOT / f["binary"], args=["rare"], **kwargs)
     s.command("breakpoint set -n step", SESSION_TIMEOUT)
     s.run(SESSION_TIMEOUT)
-    ret = _pcs(_bt(s)["frames"])[1]
+    at_entry = [int(p, 16) for p in _NATIVE_FRAME.findall(s.command("bt", SESSION_TIMEOUT))]
     s.command("breakpoint delete --force", SESSION_TIMEOUT)
-    s.command(f"breakpoint set -a {ret:#x}", SESSION_TIMEOUT)
+    s.command(f"breakpoint set -a {at_entry[1]:#x}", SESSION_TIMEOUT)
     resume(s, SESSION_TIMEOUT)
-    got = _bt(s)
-    assert _pcs(got["frames"])[0] == ret
-    return s, got
+    return s, at_entry[1:]
 
 
 def _native(s: Any) -> tuple[list[int], int]:
@@ -172,59 +172,129 @@ def _native(s: Any) -> tuple[list[int], int]:
     assert selected.startswith("frame #1: "), selected
     m = re.search(r"rsp = (0x[0-9a-f]+)", s.command("register read rsp", SESSION_TIMEOUT))
     assert m
+    s.command("frame select 0", SESSION_TIMEOUT)
     return pcs, int(m.group(1), 16)
 
 
-def test_exact_frames_on_lldb_bt_is_the_cfi(lldb: Callable[..., Any],
-                                            zoo: dict[str, Any]) -> None:
-    """With `bb exact-frames on`, LLDB's own bt, frame select, up and register read show the
-    CFI's frames. Ten sessions in a row (the variants in turn), every command with a timeout:
-    the provider must never hang LLDB (a hang fails here, it does not stall the suite)."""
-    for run in range(10):
-        variant = SWITCH_VARIANTS[run % len(SWITCH_VARIANTS)]
-        s, cfi = _at_invented_frame(lldb, facts(zoo, variant, "switch"), ["bb exact-frames on"])
-        expected = _pcs(cfi["frames"])
-        pcs, rsp = _native(s)
-        assert pcs == expected, (run, variant, pcs)
-        assert rsp == int(cfi["frames"][1]["registers"]["rsp"], 16), (run, variant)
-        up = s.command("up", SESSION_TIMEOUT)  # frame 1 -> 2: the CFI's frame 2
-        assert up.startswith("frame #2: ") and f"{expected[2]:016x}" in up, up
-        s.close()
+def _step_out(s: Any) -> str:
+    """LLDB's own `thread step-out` (`finish`), to its asynchronous stop report."""
+    from .driver_lldb import _STOPPED, _clean
+
+    s.child.sendline("thread step-out")
+    s.child.expect(_STOPPED, timeout=SESSION_TIMEOUT)
+    head = _clean((s.child.before or "") + (s.child.after or ""))
+    return head + "\n" + str(s._expect_prompt(SESSION_TIMEOUT, "thread step-out"))
 
 
 @pytest.mark.parametrize("variant", SWITCH_VARIANTS)
-def test_exact_frames_off_lldb_invents_a_frame(lldb: Callable[..., Any], zoo: dict[str, Any],
-                                               variant: str) -> None:
-    """Off by default, and `bb disable` turns it off: LLDB's own frames, with the frame it
-    invents (so the test above proves the provider does the work)."""
+def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                        variant: str, tmp_path: Any,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the plugin loaded, LLDB's own bt, frame select, register read, up and finish see
+    the true frames in main.cold: the first session writes the CFI symbol file and hands it
+    to LLDB (`target symbols add`); a core saved there, and a second session, get it from the
+    cache, where LLDB finds it by itself."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
     f = facts(zoo, variant, "switch")
-    s, cfi = _at_invented_frame(lldb, f, ["bb exact-frames", "bb exact-frames on",
-                                          "bb disable", "bb enable"])
-    assert "exact frames off" in s.command("bb exact-frames"), s.transcript
-    expected = _pcs(cfi["frames"])
+    s, expected = _at_invented_frame(lldb, f)
     pcs, rsp = _native(s)
+    assert pcs == expected, (pcs, expected)
+    cfi = _bt(s)
+    assert _pcs(cfi["frames"]) == expected and cfi["differences"] == []
+    assert rsp == int(cfi["frames"][1]["registers"]["rsp"], 16)
+    assert "switch: given: " in s.command("bb exact-frames")
+    s.command("frame select 1", SESSION_TIMEOUT)
+    up = s.command("up", SESSION_TIMEOUT)
+    assert up.startswith("frame #2: ") and f"{expected[2]:016x}" in up, up
+    s.command("frame select 0", SESSION_TIMEOUT)
+    core = tmp_path / "switch.core"
+    assert "error" not in s.command(f'process save-core "{core}"', SESSION_TIMEOUT)
+    out = _step_out(s)  # out of main, in main.cold, to its caller (not to an invented frame)
+    assert f"{expected[1]:016x}" in out or f"{expected[1]:#x}" in out, out
+    s.close()
+
+    again, expected_again = _at_invented_frame(lldb, f)
+    assert _native(again)[0] == expected_again
+    assert "switch: given (LLDB found it in the cache)" in again.command("bb exact-frames")
+    again.close()
+
+    post = lldb(ROOT / f["binary"], core=str(core))
+    assert _native(post)[0] == expected
+    assert post.alive()
+
+
+@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+def test_lldb_invents_a_frame_without_the_cfi(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                              variant: str, tmp_path: Any,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """UNSPLIT_LLDB_CFI=0: LLDB's own unwinding, which invents a caller (so the test above
+    proves the CFI symbol file does the work); `bb bt` still shows the CFI's frames and names
+    the frame that is not real."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_LLDB_CFI", "0")
+    s, expected = _at_invented_frame(lldb, facts(zoo, variant, "switch"))
+    pcs, _ = _native(s)
     assert pcs != expected and pcs[1] == pcs[0] == expected[0], pcs  # main.cold's pc twice
-    assert rsp != int(cfi["frames"][1]["registers"]["rsp"], 16)
-    # Turned on at this stop, it corrects from the next stop on; off again restores LLDB's.
-    assert "exact frames on" in s.command("bb exact-frames on", SESSION_TIMEOUT)
-    assert "exact frames off" in s.command("bb exact-frames off", SESSION_TIMEOUT)
-    assert s.alive()
+    got = _bt(s)
+    assert _pcs(got["frames"]) == expected and got["differences"], got
+    text = s.command("bb bt")
+    assert f"({pcs[1]:#x}) is not a real frame" in text, text
+    assert "exact frames off" in s.command("bb exact-frames")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_api_client_sees_the_cfi_from_the_cache(zoo: dict[str, Any], tmp_path: Any) -> None:
+    """An SB API client that never loads the plugin (as lldb-dap) but searches the cache
+    `unsplit lldb-cfi` filled: LLDB loads the CFI symbol file itself and unwinds right."""
+    f = facts(zoo, "clang-mfs-nodebug", "switch")
+    binary = str(ROOT / f["binary"])
+    cache = tmp_path / "cache"
+    made = subprocess.run([sys.executable, "-m", "unsplit", "lldb-cfi", "--json", binary],
+                          env=dict(os.environ, UNSPLIT_CACHE=str(cache)), check=True,
+                          capture_output=True, text=True)
+    record = json.loads(made.stdout)[0]
+    assert record["written"] and record["path"].startswith(str(cache)), record
+    script = API_CLIENT.format(binary=binary, paths=str(cache / "lldb-cfi-v1"))
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True, timeout=120).stdout
+    entry, at_ret = (json.loads(line) for line in out.splitlines()[-2:])
+    assert at_ret == entry[1:], (entry, at_ret)
+
+
+API_CLIENT = """
+import json, lldb
+lldb.SBDebugger.Initialize()
+d = lldb.SBDebugger.Create(False)
+d.SetAsync(False)
+d.HandleCommand('settings append target.debug-file-search-paths "{paths}"')
+t = d.CreateTarget("{binary}")
+t.BreakpointCreateByName("step")
+p = t.LaunchSimple(["rare"], None, None)
+pcs = lambda: [f.GetPC() for f in p.GetSelectedThread()]
+entry = pcs()
+print(json.dumps(entry))
+t.DeleteAllBreakpoints()
+t.BreakpointCreateByAddress(entry[1])
+p.Continue()
+print(json.dumps(pcs()))
+p.Kill()
+"""
 
 
 def test_exact_frames_says_what_it_covers(debugger: Callable[..., Any], mt: dict[str, Any]
                                          ) -> None:
-    """GDB needs nothing (it unwinds with .eh_frame); LLDB says when a process has more than
-    one thread or is a core: those are not corrected."""
+    """GDB needs nothing (it unwinds with .eh_frame); LLDB lists what each module got, in a
+    multi-threaded process and in its core alike."""
     s = debugger(mt["binary"], args=["crash"])
     if s.name == "gdb":
         assert ".eh_frame" in s.command("bb exact-frames on")
         return
-    assert "exact frames off" in s.command("bb exact-frames")
-    assert "exact frames on" in s.command("bb exact-frames on")
     s.run()
-    threads = len(mt["threads"])
-    assert f"exact frames: {threads} threads" in s.transcript, s.transcript
-    assert f"this process has {threads} threads" in s.command("bb exact-frames")
+    name = os.path.basename(mt["binary"])
+    status = s.command("bb exact-frames")
+    assert status.startswith("exact frames on") and f"  {name}: " in status, status
+    assert "exact frames off" in s.command("bb exact-frames off")
+    assert "exact frames on" in s.command("bb exact-frames on")
     core = debugger(mt["binary"], core=mt["core"])
-    assert "a core file" in core.command("bb exact-frames on")
+    assert f"  {name}: " in core.command("bb exact-frames")
     assert core.alive()
