@@ -86,9 +86,8 @@ class LldbDriver(Driver):
 
     def command(self, text: str, timeout: float = 60) -> str:
         """As Driver.command, past LLDB's asynchronous output: a prompt LLDB redraws after it
-        (for instance the stop printed again when a frame provider is registered, see
-        unsplit_lldb_impl/provider.py) does not end the command; what came before the echo of
-        the command is not its output."""
+        (for instance a stop printed again while the command ran) does not end the command;
+        what came before the echo of the command is not its output."""
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
         deadline = time.monotonic() + timeout

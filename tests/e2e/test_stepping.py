@@ -291,7 +291,7 @@ def _delete_breakpoints(session: Any) -> None:
 def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dict[str, Any],
                                            variant: str) -> None:
     """switch rare: `bb finish` from step returns into main.cold, past a `ret` in the middle
-    of that fragment, where LLDB 22 invents a caller (test_exact_frames.py); `bb finish` from
+    of that fragment, where LLDB 22 alone invents a caller (test_exact_frames.py); `bb finish` from
     there returns from main itself: to the pc and SP the CFI gave at step's entry, where both
     debuggers still unwind right."""
     f = facts(zoo, variant, "switch")
