@@ -8,8 +8,9 @@ Three ways the file reaches LLDB, so that every client sees it (``bt``, ``frame 
   finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
   module without DWARF, whenever it loads one;
 * :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
-  existed: at import (targets made before it, cores), from a stop hook at every stop of a
-  live process (libraries loaded since), and before every ``bb`` command.
+  existed: at import (targets made before it, cores), from a stop hook at every stop
+  (libraries loaded since; the stop hook also runs when a core is loaded), and before every
+  ``bb`` command — for the executable and the modules holding a thread's pc (see _modules).
 
 A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
 Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
@@ -82,13 +83,35 @@ def _add_hook(debugger: Any, target: Any) -> None:
     _run_on(debugger, target, f"target stop-hook add -P {HOOK_CLASS}")
 
 
-def sync(debugger: Any, target: Any) -> list[str]:
-    """Give each new module of `target` that needs one its CFI symbol file; returns warnings.
-    Cheap when nothing is new (one look per module per session)."""
+def _modules(target: Any, everything: bool) -> list[Any]:
+    """The modules to look at: every one, or those that matter now. LLDB's guess (the assembly
+    profiler) is only ever used for a thread's innermost frame (callers unwind with the
+    `.eh_frame` at their call site), so at a stop only the modules holding some thread's pc
+    need their CFI, and the executable; a process with hundreds of libraries never pays for
+    indexing them all."""
+    if everything:
+        return list(target.module_iter())
+    found = {}
+    exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
+    if exe is not None and exe.IsValid():
+        found[exe.GetFileSpec().fullpath] = exe
+    process = target.GetProcess()
+    if process.IsValid():
+        for thread in process:
+            module = thread.GetFrameAtIndex(0).GetModule()
+            if module.IsValid():
+                found.setdefault(module.GetFileSpec().fullpath, module)
+    return list(found.values())
+
+
+def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
+    """Give each new module of `target` that needs one its CFI symbol file (of those that
+    matter now, see _modules; all of them with `everything`); returns warnings. Cheap when
+    nothing is new (one look per module per session)."""
     if not enabled() or not target.IsValid():
         return []
     notes: list[str] = []
-    for module in target.module_iter():
+    for module in _modules(target, everything):
         path = module.GetFileSpec().fullpath or ""
         key = (path, module.GetUUIDString() or "")
         if not path or key in _DONE.seen:
@@ -147,7 +170,8 @@ def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
         _DONE.on = flag
         if flag:
             install(debugger)
-            sync(debugger, target)
+    if _DONE.on and target.IsValid():
+        sync(debugger, target, everything=True)  # the status says what each module got
     lines = [("exact frames on: LLDB unwinds moved fragments with their CFI (a Breakpad symbol "
               "file per module without DWARF, cached in " + breakpad.cache_dir() + ")")
              if _DONE.on else
