@@ -37,7 +37,7 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit import breakpoints as policy
 from unsplit.breakpoints import BreakSpec, Site
-from unsplit.errors import UnsplitError
+from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
 from unsplit.session import Session
 
@@ -75,8 +75,7 @@ class Group:
 
 def _command_text(spec: BreakSpec) -> str:
     """The location and options, without what a regular expression would take as syntax."""
-    text = spec.text + (" --all-fragments" if spec.all_fragments else "")
-    return re.sub(r"[()\[\]{}\\|*?^$'\"]", "", text)
+    return re.sub(r"[()\[\]{}\\|*?^$'\"]", "", spec.option_text())
 
 
 def _new_breakpoint(location: str, command: str = "break") -> Any:
@@ -170,8 +169,10 @@ class Breakpoints:
             # `delete` and `condition -force` handle it.
             head = _new_breakpoint(f"^unsplit: bb break {text}$", "catch load")
             self.groups.append(Group(spec, text, head))
-            return (f"Breakpoint {head.number} (bb break {text}): pending, no loaded module "
-                    "has it yet")
+            if spec.condition:  # checked where the library's locations are made
+                gdb.execute(f"condition -force {head.number} {spec.condition}", to_string=True)
+            return (f"Breakpoint {head.number} (bb break {spec.option_text()}): pending, no "
+                    "loaded module has it yet")
         group: Group | None = None
         for module, site in sites:
             member = _set_at(self.session, module, site)
@@ -180,13 +181,28 @@ class Breakpoints:
                 self.groups.append(group)
             group.members[(module.path, site.file_address)] = member
         assert group is not None
+        if spec.condition:
+            self._condition(group, spec.condition)
         return self._summary(group, sites)
+
+    def _condition(self, group: Group, expression: str) -> None:
+        """Every location gets the condition; one GDB cannot parse undoes the whole group."""
+        try:
+            for member in group.members.values():
+                member.breakpoint.condition = expression
+        except (gdb.error, RuntimeError) as e:
+            for member in group.members.values():
+                if member.breakpoint.is_valid():
+                    member.breakpoint.delete()  # our deletion handler forgets the group
+            if group in self.groups:
+                self.groups.remove(group)
+            raise UsageError(f"bb break: condition {expression!r}: {e}; nothing set") from None
 
     def _summary(self, group: Group, sites: list[tuple[LoadedModule, Site]]) -> str:
         where = ", ".join(policy.describe([s], m.bias).split(": ", 1)[1] for m, s in sites)
         numbers = [m.breakpoint.number for m in group.members.values()]
         count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
-        out = f"Breakpoint {group.number} (bb break {group.text}), {count}: {where}"
+        out = f"Breakpoint {group.number} (bb break {group.spec.option_text()}), {count}: {where}"
         if len(numbers) > 1 or numbers[0] != group.number:
             out += (f"\n  as GDB breakpoints {', '.join(map(str, numbers))}; "
                     f"disable, condition or delete {group.number} to act on all")

@@ -116,8 +116,10 @@ def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]])
                                              lldb.SBFileSpecList(), False)
     if not bkpt.IsValid():
         raise UsageError(f"bb break: LLDB did not create a breakpoint for {spec.text}")
+    if spec.condition:
+        bkpt.SetCondition(spec.condition)  # LLDB checks it at each stop, as `-c` does
     # Worded as the GDB adapter words it, so one expected text serves both debuggers.
-    text = spec.text + (" --all-fragments" if spec.all_fragments else "")
+    text = spec.option_text()
     if not sites:
         return f"Breakpoint {bkpt.GetID()} (bb break {text}): pending, no loaded module has it yet"
     where = ", ".join(core.describe([site], mod.bias).split(": ", 1)[1] for mod, site in sites)

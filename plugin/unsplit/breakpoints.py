@@ -41,6 +41,12 @@ class BreakSpec:
     file: str | None = None
     line: int | None = None
     all_fragments: bool = False
+    condition: str | None = None  # the debugger's own expression, given to every location
+
+    def option_text(self) -> str:
+        """The location and its options as `bb break` prints them back."""
+        return self.text + (" --all-fragments" if self.all_fragments else "") + (
+            f" --condition {self.condition}" if self.condition else "")
 
 
 @dataclass(frozen=True, slots=True)

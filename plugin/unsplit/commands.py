@@ -7,6 +7,7 @@ user's mistake. :func:`dispatch` parses a raw argument string the way both debug
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -169,10 +170,15 @@ def _break_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pending", action="store_true",
                    help="set it even if no loaded module has the location yet (a library "
                         "that loads later)")
+    p.add_argument("-c", "--condition", metavar="EXPR",
+                   help="stop only when EXPR (in the debugger's own language) is true; every "
+                        "location gets it")
 
 
 def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
     spec = breakpoints.parse(args.location, args.all_fragments)
+    if args.condition is not None and args.condition.strip():
+        spec = dataclasses.replace(spec, condition=args.condition.strip())
     sites = session.resolve_breakpoint(host, spec)
     if not sites and not args.pending:
         raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "

@@ -278,3 +278,27 @@ def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
             ("work", "work.cold", line), loc
         assert "work [cold]" in stop, stop
     assert _crashed(resume(s))
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "gcc-pgo-nodebug"])
+def test_condition_option(debugger: Callable[..., Any], zoo: dict[str, Any],
+                          variant: str) -> None:
+    """`bb break PROC -c EXPR`: recurse deep enters walk with depth 8, 7, … (GCC keeps the
+    recursion; clang makes it a loop); a condition on
+    the first argument's register stops it at depth 3 only. In GDB a condition it cannot
+    parse is one line and sets nothing."""
+    f = facts(zoo, variant, "recurse")
+    s = debugger(ROOT / f["binary"], args=["deep"])
+    out = s.command("bb break walk -c '$rdi == 3'")
+    assert re.search(r"^Breakpoint \d+ \(bb break walk --condition \$rdi == 3\), ", out, re.M), out
+    s.run()
+    if s.name == "gdb":
+        value = s.command("p $rdi")
+        assert re.search(r"= 3$", value.strip()), value
+        bad = s.command("bb break walk -c 'no_such_name_xyz > 1'").strip()
+        assert len(bad.splitlines()) == 1 and "nothing set" in bad, bad
+        assert "Traceback" not in bad
+    else:
+        value = s.command("register read rdi")
+        assert re.search(r"rdi = 0x0+3\b", value), value
+    assert s.alive()
