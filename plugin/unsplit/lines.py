@@ -12,6 +12,7 @@ LLVM's DWARFDebugLine::lookupAddress decides.
 from __future__ import annotations
 
 import os
+import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ class DwarfLines:
         # A stripped file's lines live in its separate debug file.
         self.binary = binary.dwarf_binary or binary
         self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
+        self._aranges: tuple[array[int], array[int], list[int]] | None = None
         self._cu_lines: dict[int, _CULines] = {}
         self._cu_files: dict[int, list[tuple[str, str]]] = {}
         self._names_blob: bytes | None = None
@@ -159,35 +161,37 @@ class DwarfLines:
     # -- which CU -------------------------------------------------------------------------
 
     def _cu_offset_at(self, address: int) -> int | None:
+        """The CU that covers `address`: from ``.debug_aranges`` first (read with struct, no
+        DIE parsed), then, only for an address it does not cover, from the top DIEs of the
+        CUs it leaves out (assembly files, clang's CUs: each costs its abbreviation table)."""
+        if self._aranges is None:
+            self._aranges = self._read_aranges()
+        found = _in_spans(self._aranges, address)
+        if found is not None:
+            return found
         if self._cu_ranges is None:
-            self._cu_ranges = self._build_cu_ranges()
-        starts, ends, offsets = self._cu_ranges
-        i = bisect_right(starts, address) - 1
-        # Ranges of different CUs do not overlap; a CU may own several ranges.
-        if i >= 0 and address < ends[i]:
-            return offsets[i]
-        return None
+            self._cu_ranges = self._build_cu_ranges(set(self._aranges[2]))
+        return _in_spans(self._cu_ranges, address)
 
-    def _build_cu_ranges(self) -> tuple[array[int], array[int], list[int]]:
+    def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
+        data = self.binary.section_data(".debug_aranges") or b""
+        try:
+            spans = sorted(_parse_aranges(data, self.binary.elf.little_endian))
+        except struct.error:
+            raise DecodeError(".debug_aranges", len(data), "truncated") from None
+        return _spans(spans)
+
+    def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         spans: list[tuple[int, int, int]] = []
         try:
             dwarf = self.binary.dwarf
-            aranges = dwarf.get_aranges() if self.binary.section(".debug_aranges") else None
-            covered: set[int] = set()
-            if aranges is not None:
-                for entry in aranges.entries:
-                    if entry.length:
-                        spans.append((entry.begin_addr, entry.begin_addr + entry.length,
-                                      entry.info_offset))
-                        covered.add(entry.info_offset)
             for cu in dwarf.iter_CUs():
                 if cu.cu_offset not in covered:
                     spans.extend((lo, hi, cu.cu_offset) for lo, hi in _cu_ranges(dwarf, cu))
         except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
             raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
         spans.sort()
-        return (array("Q", (s[0] for s in spans)), array("Q", (s[1] for s in spans)),
-                [s[2] for s in spans])
+        return _spans(spans)
 
     # -- one CU's rows ----------------------------------------------------------------------
 
@@ -227,6 +231,53 @@ class DwarfLines:
                                                     state.column, "dwarf", bool(state.is_stmt),
                                                     path)))
         yield from sequence
+
+
+def _spans(spans: list[tuple[int, int, int]]) -> tuple[array[int], array[int], list[int]]:
+    return (array("Q", (s[0] for s in spans)), array("Q", (s[1] for s in spans)),
+            [s[2] for s in spans])
+
+
+def _in_spans(table: tuple[array[int], array[int], list[int]], address: int) -> int | None:
+    starts, ends, offsets = table
+    i = bisect_right(starts, address) - 1
+    # Ranges of different CUs do not overlap; a CU may own several ranges.
+    if i >= 0 and address < ends[i]:
+        return offsets[i]
+    return None
+
+
+def _parse_aranges(data: bytes, little: bool) -> Iterator[tuple[int, int, int]]:
+    """(start, end, CU offset) of every non-empty range of ``.debug_aranges`` (DWARF 5
+    §6.1.2: a header per CU — unit length, version, .debug_info offset, address size, segment
+    selector size — then (address, length) pairs from the next multiple of twice the address
+    size, up to a (0, 0) pair)."""
+    e = "<" if little else ">"
+    at = 0
+    while at + 4 <= len(data):
+        (length,) = struct.unpack_from(e + "I", data, at)
+        offset_size, header = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
+        if offset_size == 8:
+            (length,) = struct.unpack_from(e + "Q", data, at + 4)
+        end = header + length
+        if length == 0 or end > len(data):
+            return
+        (cu,) = struct.unpack_from(e + ("Q" if offset_size == 8 else "I"), data, header + 2)
+        address_size = data[header + 2 + offset_size]
+        if address_size not in (4, 8):
+            raise DecodeError(".debug_aranges", at, f"address size {address_size}")
+        pair = e + ("QQ" if address_size == 8 else "II")
+        first = header + 2 + offset_size + 2
+        tuple_size = 2 * address_size
+        p = at + -(-(first - at) // tuple_size) * tuple_size  # aligned from the unit's start
+        while p + tuple_size <= end:
+            start, size = struct.unpack_from(pair, data, p)
+            p += tuple_size
+            if start == 0 and size == 0:
+                break
+            if size:
+                yield start, start + size, cu
+        at = end
 
 
 def _same_file(row: LineRow, wanted: str) -> bool:
