@@ -255,6 +255,23 @@ class GdbHost:
 
         return self._in_thread(thread, read)
 
+    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
+        def read() -> list[int]:
+            numbers: list[int] = []
+            frame, first = gdb.newest_frame(), None
+            while frame is not None and len(numbers) < 512:
+                first = frame.level() if first is None else first
+                if frame.type() != gdb.INLINE_FRAME:  # as native_frame_pcs counts them
+                    numbers.append(first)
+                    first = None
+                try:
+                    frame = frame.older()
+                except gdb.error:
+                    break
+            return numbers
+
+        return self._in_thread(thread, read)
+
     def set_frame_naming(self, flag: bool) -> None:
         if self.naming_switch is not None:
             self.naming_switch(flag)

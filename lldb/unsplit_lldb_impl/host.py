@@ -183,6 +183,11 @@ class LldbHost:
 
         return unwinding.native_frame_pcs(self.target, self.frame, thread)
 
+    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
+        from . import unwinding
+
+        return unwinding.native_frame_numbers(self.target, self.frame, thread)
+
     def thread_numbers(self) -> list[int]:
         from . import unwinding
 

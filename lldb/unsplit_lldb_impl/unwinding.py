@@ -64,7 +64,28 @@ def read_memory(target: Any, address: int, size: int) -> bytes:
     return bytes(data) if error.Success() and data else b""
 
 
+def native_frame_numbers(target: Any, frame: Any | None, number: int | None) -> list[int]:
+    """For each concrete frame, the number of the innermost frame that shares its registers
+    (its inlined calls come first in `bt`)."""
+    numbers: list[int] = []
+    first: int | None = None
+    for f in thread(target, frame, number):
+        first = int(f.GetFrameID()) if first is None else first
+        if not f.IsInlined():
+            numbers.append(first)
+            first = None
+    return numbers
+
+
 def native_frame_pcs(target: Any, frame: Any | None, number: int | None) -> list[int]:
-    # An inlined frame shares its concrete frame's registers: the concrete frames are the ones
-    # an unwinder produces.
-    return [int(f.GetPC()) for f in thread(target, frame, number) if not f.IsInlined()]
+    """The pc of each frame an unwinder makes. An inlined frame shares its concrete frame's
+    registers, and LLDB gives that concrete frame the pc of the inlined block's start, not
+    its register's: the real pc is the innermost frame's of the group."""
+    pcs: list[int] = []
+    first: int | None = None
+    for f in thread(target, frame, number):
+        first = int(f.GetPC()) if first is None else first
+        if not f.IsInlined():
+            pcs.append(first)
+            first = None
+    return pcs

@@ -252,7 +252,9 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     threads = _threads(host, args, "frames")
     sources: dict[str, list[str] | None] = {}
     mismatch: dict[str, str | None] = {}
-    tables = [(t, _frame_rows(session, host, native_pcs(t), sources, mismatch))
+    numbers = getattr(host, "native_frame_numbers", None)
+    tables = [(t, _frame_rows(session, host, native_pcs(t), sources, mismatch,
+                              None if numbers is None else numbers(t)))
               for t in threads]
     if args.json:
         if not args.all_threads:
@@ -268,11 +270,14 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
 
 
 def _frame_rows(session: Session, host: Host, pcs: list[int],
-                sources: dict[str, list[str] | None],
-                mismatch: dict[str, str | None]) -> list[dict[str, object]]:
+                sources: dict[str, list[str] | None], mismatch: dict[str, str | None],
+                numbers: list[int] | None = None) -> list[dict[str, object]]:
+    """One row per frame; `numbers`: the debugger's frame numbers (else 0, 1, 2…)."""
     rows: list[dict[str, object]] = []
     caller = False  # frame 0, and a frame a signal interrupted, stopped at their pc
-    for number, pc in enumerate(pcs):
+    if numbers is None or len(numbers) != len(pcs):
+        numbers = list(range(len(pcs)))
+    for number, pc in zip(numbers, pcs, strict=True):
         found = session.module_of(host, pc - 1 if caller else pc)
         if found is not None and found[0].path not in mismatch:
             mismatch[found[0].path] = session.image_mismatch(host, found[0])

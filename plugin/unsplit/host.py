@@ -53,6 +53,9 @@ class Host(Protocol):
     #     bytes) where it cannot be read, never an exception.
     #   native_frame_pcs(thread: int | None = None) -> list[int]: the pc of each frame the
     #     debugger itself unwinds, innermost first, inlined frames left out (bb bt compares).
+    #   native_frame_numbers(thread: int | None = None) -> list[int]: for each of those frames,
+    #     the number the debugger's `bt` gives the innermost frame sharing its registers (an
+    #     inlined call's), so that `bb frames` rows and `frame N` agree.
     #   thread_numbers() -> list[int]: every thread's number (bb bt --all-threads).
     #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.stepping's
     #     CORE_FILE, NOT_RUNNING), None when it can.
