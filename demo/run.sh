@@ -42,8 +42,24 @@ fi
 
 }
 
+# LLDB's own unwinder in a cold fragment entered with a register pushed and left by a `ret` in
+# its middle: alone it invents a caller there, so `finish` out of `step` runs on to the next
+# breakpoint; with the plugin (the fragment's CFI given to LLDB) it stops in main's cold code.
+frames() {
+prog=fixtures/build/clang-mfs-nodebug/switch
+[ -x "$prog" ] || return 0
+banner "lldb-22, without the plugin: finish out of step, back into main.cold ($prog rare)"
+lldb-22 --no-lldbinit -b -o "breakpoint set -n step" -o "process launch -- rare" \
+    -o "thread step-out" -o bt "$prog" 2>&1 | sed -n '/^(lldb) thread step-out/,$p' || true
+banner "lldb-22, with the plugin: the same"
+lldb-22 --no-lldbinit -b -o "command script import lldb/unsplit_lldb.py" \
+    -o "breakpoint set -n step" -o "process launch -- rare" -o "thread step-out" -o bt \
+    "$prog" 2>&1 | sed -n '/^(lldb) thread step-out/,$p' || true
+}
+
 variants=${DEMO_VARIANTS:-bolt-all gcc-pgo}
 for v in $variants; do show "$v"; done
+frames
 prog=fixtures/build/${variants%% *}/crash
 
 if [ -t 0 ] && [ -t 1 ] && [ "${DEMO_INTERACTIVE:-1}" != 0 ]; then

@@ -225,6 +225,30 @@ def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str,
     assert post.alive()
 
 
+def _finish_out_of_step(lldb: Callable[..., Any], f: dict[str, Any]) -> tuple[str, int]:
+    """LLDB's own `finish` out of `step` (which returns into main.cold): its stop report, and
+    the return address it should stop at (frame 1 at step's entry, where LLDB is right)."""
+    s = lldb(ROOT / f["binary"], args=["rare"])
+    s.command("breakpoint set -n step", SESSION_TIMEOUT)
+    s.run(SESSION_TIMEOUT)
+    ret = [int(p, 16) for p in _NATIVE_FRAME.findall(s.command("bt", SESSION_TIMEOUT))][1]
+    return _step_out(s), ret
+
+
+@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+def test_lldb_finish_into_main_cold(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                    variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`thread step-out` from step stops at its return address in main.cold with the plugin;
+    without the CFI (UNSPLIT_LLDB_CFI=0) LLDB takes its invented caller for the frame to
+    return to and runs on to the next call of step."""
+    f = facts(zoo, variant, "switch")
+    out, ret = _finish_out_of_step(lldb, f)
+    assert "stop reason = step out" in out and f"{ret:016x}" in out, out
+    monkeypatch.setenv("UNSPLIT_LLDB_CFI", "0")
+    out, ret = _finish_out_of_step(lldb, f)
+    assert "stop reason = breakpoint" in out and f"{ret:016x}" not in out, out
+
+
 @pytest.mark.parametrize("variant", SWITCH_VARIANTS)
 def test_lldb_invents_a_frame_without_the_cfi(lldb: Callable[..., Any], zoo: dict[str, Any],
                                               variant: str, tmp_path: Any,
