@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from typing import IO, Any
@@ -176,6 +177,36 @@ class Binary:
                 except BinaryError:
                     continue
         return None
+
+    def code_byte(self, address: int) -> int | None:
+        """The byte at file address `address` of an executable section, or None."""
+        i = bisect_right(self._code_sections, (address, 1 << 64)) - 1
+        if i < 0:
+            return None
+        start, end, offset = self._code_sections[i]
+        if address >= end:
+            return None
+        self._stream.seek(offset + address - start)
+        data = self._stream.read(1)
+        return data[0] if data else None
+
+    @cached_property
+    def _code_sections(self) -> list[tuple[int, int, int]]:
+        """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""
+        return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_offset"])
+                      for s in self.elf.iter_sections()
+                      if s["sh_flags"] & 0x4 and s["sh_type"] == "SHT_PROGBITS")
+
+    def function_at(self, name: str, address: int) -> FunctionSymbol | None:
+        """The function symbol `name` at `address` (a dict look-up, made once)."""
+        return self._functions_by_place.get((name, address))
+
+    @cached_property
+    def _functions_by_place(self) -> dict[tuple[str, int], FunctionSymbol]:
+        out: dict[tuple[str, int], FunctionSymbol] = {}
+        for f in self.functions:
+            out.setdefault((f.name, f.value), f)
+        return out
 
     def text_address_ranges(self) -> list[tuple[int, int]]:
         """[start, end) of every allocated executable section, file addresses."""

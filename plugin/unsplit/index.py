@@ -117,14 +117,7 @@ class ModuleIndex:
         return tr.anchor_output if size == file_address - tr.anchor_output else None
 
     def _code_byte(self, file_address: int) -> int | None:
-        for sec in self.binary.elf.iter_sections():
-            lo = sec["sh_addr"]
-            if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and \
-                    lo <= file_address < lo + sec["sh_size"]:
-                self.binary._stream.seek(sec["sh_offset"] + file_address - lo)
-                data = self.binary._stream.read(1)
-                return data[0] if data else None
-        return None
+        return self.binary.code_byte(file_address)
 
     def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
         """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
@@ -134,10 +127,8 @@ class ModuleIndex:
         if frag is None or frag.symbol is None:
             return None
         theirs = prebolt.function_address(input_binary, frag.symbol)
-        ours = next((f for f in self.binary.functions if f.name == frag.symbol
-                     and f.value == frag.start), None)
-        mine = next((f for f in input_binary.functions if f.name == frag.symbol
-                     and f.value == theirs), None)
+        ours = self.binary.function_at(frag.symbol, frag.start)
+        mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
         if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
             return None
         return file_address
