@@ -16,7 +16,7 @@ import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from elftools.common.exceptions import DWARFError, ELFError
 
@@ -24,20 +24,42 @@ from .binary import Binary
 from .errors import DecodeError
 from .model import LineRow
 
+# One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
+# where a sequence ended.
+_Key = tuple[int, int, int, bool] | None
+
 
 class _CULines:
-    """The rows of one CU: sorted addresses; rows[i] is None where a sequence ended."""
+    """The rows of one CU: sorted addresses; a LineRow is made only for a row asked for."""
 
-    def __init__(self, rows: list[tuple[int, LineRow | None]]) -> None:
+    def __init__(self, rows: list[tuple[int, _Key]], names: list[tuple[str, str]],
+                 first_file: int) -> None:
         # A sequence may begin exactly where another ended: its end marker must sort before the
         # new sequence's rows. Stable otherwise: the program's order at equal addresses.
         rows.sort(key=lambda r: (r[0], r[1] is not None))
         self.addresses = array("Q", (a for a, _ in rows))
-        self.rows = [r for _, r in rows]
+        self.keys = [k for _, k in rows]
+        self.names, self.first_file = names, first_file
+        self._rows: list[LineRow | None] | None = None
+
+    def row(self, i: int) -> LineRow | None:
+        key = self.keys[i]
+        if key is None:
+            return None
+        k = key[0] - self.first_file
+        name, path = self.names[k] if 0 <= k < len(self.names) else ("??", "??")
+        return LineRow(self.addresses[i], name, key[1], key[2], "dwarf", key[3], path)
+
+    @property
+    def rows(self) -> list[LineRow | None]:
+        """Every row (made once, for the questions that walk them all)."""
+        if self._rows is None:
+            self._rows = [self.row(i) for i in range(len(self.keys))]
+        return self._rows
 
     def lookup(self, address: int) -> LineRow | None:
         i = bisect_right(self.addresses, address) - 1
-        return None if i < 0 else self.rows[i]
+        return None if i < 0 else self.row(i)
 
 
 class DwarfLines:
@@ -48,6 +70,7 @@ class DwarfLines:
         self.binary = binary.dwarf_binary or binary
         self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
         self._aranges: tuple[array[int], array[int], list[int]] | None = None
+        self._line_data: bytes | None = None
         self._cu_lines: dict[int, _CULines] = {}
         self._cu_files: dict[int, list[tuple[str, str]]] = {}
         self._names_blob: bytes | None = None
@@ -73,7 +96,7 @@ class DwarfLines:
         table = self._lines_of(cu_offset)
         lo = bisect_right(table.addresses, start - 1)
         hi = bisect_right(table.addresses, end - 1)
-        return [r for r in table.rows[lo:hi] if r is not None]
+        return [r for r in (table.row(i) for i in range(lo, hi)) if r is not None]
 
     def cu_offset_at(self, address: int) -> int | None:
         """Offset in .debug_info of the CU whose ranges cover `address` (None if none does)."""
@@ -199,38 +222,118 @@ class DwarfLines:
         table = self._cu_lines.get(cu_offset)
         if table is None:
             try:
-                table = _CULines(list(self._decode(cu_offset)))
-            except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
+                rows, names, first = self._decode(cu_offset)
+                table = _CULines(rows, names, first)
+            except (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError) as e:
                 raise DecodeError(".debug_line", 0,
                                   f"line program of CU at {cu_offset:#x}: {e}") from None
             self._cu_lines[cu_offset] = table
         return table
 
-    def _decode(self, cu_offset: int) -> Iterator[tuple[int, LineRow | None]]:
+    def _decode(self, cu_offset: int) -> tuple[list[tuple[int, _Key]], list[tuple[str, str]],
+                                               int]:
+        """The CU's rows, its file names and the number of its first file: pyelftools reads
+        the program's header, _run_program its opcodes (pyelftools' own state machine costs
+        ~12 µs a row: a second per big CU)."""
         dwarf = self.binary.dwarf
         cu = dwarf.get_CU_at(cu_offset)
         program = dwarf.line_program_for_CU(cu)
-        if program is None:
-            return
-        version = program.header["version"]
         names = self._file_names(cu_offset)
-        sequence: list[tuple[int, LineRow | None]] = []
-        for entry in program.get_entries():
-            state = entry.state
-            if state is None:
-                continue
-            if state.end_sequence:
-                # Rows at the end address describe no byte of this sequence.
-                yield from (r for r in sequence if r[0] < state.address)
-                yield state.address, None
-                sequence = []
-                continue
-            index = state.file if version >= 5 else state.file - 1
-            name, path = names[index] if 0 <= index < len(names) else ("??", "??")
-            sequence.append((state.address, LineRow(state.address, name, state.line,
-                                                    state.column, "dwarf", bool(state.is_stmt),
-                                                    path)))
-        yield from sequence
+        if program is None:
+            return [], names, 1
+        if self._line_data is None:
+            self._line_data = bytes(dwarf.debug_line_sec.stream.getbuffer())
+        names = list(names)  # DW_LNE_define_file may add to them
+        rows = list(_run_program(self._line_data, program.program_start_offset,
+                                 program.program_end_offset, program.header, names,
+                                 self.binary.elf.little_endian))
+        return rows, names, 0 if program.header["version"] >= 5 else 1
+
+
+def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[str, str]],
+                 little: bool) -> Iterator[tuple[int, _Key]]:
+    """The rows of one line program (DWARF 5 §6.2.5, versions 2-5), as (address, key), with
+    (end address, None) closing each sequence; rows at a sequence's end address describe no
+    byte of it and are dropped. DW_LNE_define_file appends to `names`."""
+    version = header["version"]
+    min_len = header["minimum_instruction_length"]
+    default_stmt = bool(header["default_is_stmt"])
+    line_base, line_range = header["line_base"], header["line_range"]
+    opcode_base = header["opcode_base"]
+    lengths = list(header["standard_opcode_lengths"])
+    const_add = min_len * ((255 - opcode_base) // line_range)
+    order: Literal["little", "big"] = "little" if little else "big"
+
+    def uleb(i: int) -> tuple[int, int]:
+        result = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, i
+            shift += 7
+
+    def sleb(i: int) -> tuple[int, int]:
+        result = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return (result - (1 << shift) if b & 0x40 else result), i
+
+    address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
+    sequence: list[tuple[int, _Key]] = []
+    append = sequence.append
+    i = at
+    while i < end:
+        op = data[i]
+        i += 1
+        if op >= opcode_base:  # a special opcode
+            adjusted = op - opcode_base
+            address += min_len * (adjusted // line_range)
+            line += line_base + adjusted % line_range
+            append((address, (file, line, column, stmt)))
+        elif op == 0:  # an extended opcode
+            size, i = uleb(i)
+            sub = data[i] if size else 0
+            if sub == 1:  # DW_LNE_end_sequence
+                yield from (r for r in sequence if r[0] < address)
+                yield address, None
+                sequence.clear()
+                address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
+            elif sub == 2:  # DW_LNE_set_address
+                address = int.from_bytes(data[i + 1:i + size], order)
+            elif sub == 3 and version < 5:  # DW_LNE_define_file: a file past the header's
+                nul = data.index(0, i + 1)
+                name = data[i + 1:nul].decode("utf-8", "replace")
+                names.append((name, os.path.normpath(name)))
+            i += size
+        elif op == 1:  # DW_LNS_copy
+            append((address, (file, line, column, stmt)))
+        elif op == 2:  # DW_LNS_advance_pc
+            n, i = uleb(i)
+            address += min_len * n
+        elif op == 3:  # DW_LNS_advance_line
+            n, i = sleb(i)
+            line += n
+        elif op == 4:  # DW_LNS_set_file
+            file, i = uleb(i)
+        elif op == 5:  # DW_LNS_set_column
+            column, i = uleb(i)
+        elif op == 6:  # DW_LNS_negate_stmt
+            stmt = not stmt
+        elif op == 8:  # DW_LNS_const_add_pc
+            address += const_add
+        elif op == 9:  # DW_LNS_fixed_advance_pc
+            address += int.from_bytes(data[i:i + 2], order)
+            i += 2
+        else:  # basic_block, prologue_end, epilogue_begin, isa, and opcodes this reader
+            for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):  # does not know
+                _, i = uleb(i)
+    yield from sequence
 
 
 def _spans(spans: list[tuple[int, int, int]]) -> tuple[array[int], array[int], list[int]]:

@@ -62,3 +62,76 @@ def test_every_marker_line_found_with_or_without_aranges(zoo: dict[str, Any],
         frame = f["crash"]["frames"][0]
         row = lines.lookup(int(frame["link_pc"], 16))
         assert row is not None and row.file.endswith("crash.c"), row
+
+
+def _pyelftools_rows(lines: DwarfLines, cu_offset: int) -> list[tuple[int, Any]]:
+    """The rows as pyelftools' own state machine gives them (the reader it replaced)."""
+    dwarf = lines.binary.dwarf
+    program = dwarf.line_program_for_CU(dwarf.get_CU_at(cu_offset))
+    if program is None:
+        return []
+    version = program.header["version"]
+    names = lines._file_names(cu_offset)
+    out: list[tuple[int, Any]] = []
+    sequence: list[tuple[int, Any]] = []
+    for entry in program.get_entries():
+        state = entry.state
+        if state is None:
+            continue
+        if state.end_sequence:
+            out += [r for r in sequence if r[0] < state.address] + [(state.address, None)]
+            sequence = []
+            continue
+        k = state.file if version >= 5 else state.file - 1
+        name, path = names[k] if 0 <= k < len(names) else ("??", "??")
+        sequence.append((state.address, (name, state.line, state.column,
+                                         bool(state.is_stmt), path)))
+    return out + sequence
+
+
+def _ours(lines: DwarfLines, cu_offset: int) -> list[tuple[int, Any]]:
+    rows, names, first = lines._decode(cu_offset)
+    out: list[tuple[int, Any]] = []
+    for a, key in rows:
+        if key is None:
+            out.append((a, None))
+            continue
+        name, path = names[key[0] - first] if 0 <= key[0] - first < len(names) else ("??", "??")
+        out.append((a, (name, key[1], key[2], key[3], path)))
+    return out
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "clang-bbsections",
+                                     "bolt-all-dbg"])
+def test_line_programs_equal_pyelftools(zoo: dict[str, Any], variant: str) -> None:
+    """Every row of every CU (DWARF 5 from both compilers, BOLT's rewritten tables)."""
+    for program in ("crash", "except", "switch"):
+        with closing(Binary(str(ROOT / facts(zoo, variant, program)["binary"]))) as b:
+            lines = DwarfLines(b)
+            for cu in lines._cu_offsets():
+                assert _ours(lines, cu) == _pyelftools_rows(lines, cu), (program, cu)
+
+
+def test_line_programs_of_libc_equal_pyelftools() -> None:
+    """glibc's debug file: DWARF 5 from GCC, hand-written assembly CUs among them."""
+    with closing(Binary("/lib/x86_64-linux-gnu/libc.so.6")) as libc:
+        if libc.dwarf_binary is None:
+            pytest.skip("no libc6-dbg")
+        lines = DwarfLines(libc)
+        cus = lines._cu_offsets()
+        for cu in cus[:: max(1, len(cus) // 40)]:
+            assert _ours(lines, cu) == _pyelftools_rows(lines, cu), cu
+
+
+def test_a_truncated_line_program_is_a_decode_error(zoo: dict[str, Any], tmp_path: Any) -> None:
+    """.debug_line cut short: one DecodeError naming the section and the CU, no IndexError."""
+    from unsplit.errors import DecodeError
+
+    with closing(Binary(str(ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]))) as b:
+        lines = DwarfLines(b)
+        cu = lines._cu_offsets()[0]
+        program = b.dwarf.line_program_for_CU(b.dwarf.get_CU_at(cu))
+        lines._line_data = bytes(b.dwarf.debug_line_sec.stream.getbuffer())[
+            :program.program_start_offset + 3]
+        with pytest.raises(DecodeError, match=r"\.debug_line.*CU at"):
+            lines._lines_of(cu)
