@@ -29,6 +29,8 @@ _KIND_RANK = {"warm": 0, "__part": 1, "cold": 2}
 
 def split_fragment_name(symbol: str) -> tuple[str, str] | None:
     """`foo.cold.3` -> ("foo", "cold.3"); `foo.__part.1` -> ("foo", "part.1"); else None."""
+    if ".cold" not in symbol and ".warm" not in symbol and ".__part" not in symbol:
+        return None  # the common case, without the regex's walk over a long mangled name
     m = _FRAGMENT_SUFFIX.match(symbol)
     if m is None:
         return None
