@@ -69,6 +69,19 @@ class ModuleIndex:
 
     def _bat_line(self, file_address: int) -> LineRow | None:
         input_binary = prebolt.input_for(self.binary)
+        input_address = self.bat_input_address(file_address)
+        if input_binary is None or input_address is None:
+            return None
+        if self._input_lines is None or self._input_lines.binary is not \
+                (input_binary.dwarf_binary or input_binary):
+            self._input_lines = DwarfLines(input_binary)
+        row = self._input_lines.lookup(input_address)
+        return None if row is None else replace(row, address=file_address, source="bat")
+
+    def bat_input_address(self, file_address: int) -> int | None:
+        """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
+        line table gives ``file_address``; None without BAT, an input binary or a translation."""
+        input_binary = None if "bat" not in self.sources_used else prebolt.input_for(self.binary)
         if input_binary is None:
             return None
         found = self.input_location(file_address)
@@ -88,13 +101,7 @@ class ModuleIndex:
                 else before[2] + before[1]
         else:
             input_address = found[2] + found[1]
-        if input_address is None:
-            return None
-        if self._input_lines is None or self._input_lines.binary is not \
-                (input_binary.dwarf_binary or input_binary):
-            self._input_lines = DwarfLines(input_binary)
-        row = self._input_lines.lookup(input_address)
-        return None if row is None else replace(row, address=file_address, source="bat")
+        return input_address
 
     def _inserted_jump(self, file_address: int) -> bool:
         """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every

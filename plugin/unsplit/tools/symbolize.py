@@ -331,11 +331,11 @@ class Symbolizer:
     def _dwarf_sources(self, address: int) -> list[tuple[InlineChains, int]]:
         out = [(self._own, address)] if self._own.lines.available else []
         if self._bat and self._input is not None:
-            from ..sources import bat as bat_source
-
-            found = bat_source.input_offset(self.binary, address, self._input[0])
-            if found is not None and found[2] is not None:
-                out.append((self._input[2], found[2] + found[1]))
+            # The index's rule, as `where` gives it: BAT's translation, except for the jumps
+            # BOLT inserted and the functions lite mode left alone.
+            input_address = self.index.bat_input_address(address)
+            if input_address is not None:
+                out.append((self._input[2], input_address))
         return out
 
     def _dwarf_frames(self, chains: InlineChains, address: int, inlines: bool) -> list[Frame]:
