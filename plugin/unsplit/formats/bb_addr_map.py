@@ -414,6 +414,21 @@ class _Reader:
             return 0
         return value
 
+    def skip_uleb(self, limit: int) -> None:
+        """uleb(limit) when the value is not wanted: a number short enough to be within
+        `limit` whatever its bits (4 bytes for UINT32, 9 for UINT64) is only walked over."""
+        data = self.data
+        pos = self.pos
+        safe = 4 if limit == _U32 else 9
+        stop = min(pos + safe, len(data))
+        p = pos
+        while p < stop:
+            if data[p] < 0x80:
+                self.pos = p + 1
+                return
+            p += 1
+        self.uleb(limit)  # long, or at the end of the data: the careful reading
+
     def address(self) -> int:
         at = self.pos
         value = self.fixed(self.addr_size)
@@ -501,7 +516,30 @@ class _Reader:
         uleb = self.uleb
         prev_end = 0
         end = 0
+        data = self.data
+        # Most entries are one-byte ULEBs (ID, offset from the previous block, size, metadata):
+        # read those inline, four bytes at a time, and anything else the careful way below.
+        quick = not callsites and not hashed and delta
+        width = 4 if has_ids else 3
+        last_quick = len(data) - width
         for _ in range(num_blocks):
+            pos = self.pos
+            if quick and pos <= last_quick:
+                if has_ids:
+                    b0, b1, b2, b3 = data[pos], data[pos + 1], data[pos + 2], data[pos + 3]
+                    fast = (b0 | b1 | b2 | b3) < 0x80
+                    offset_field, size, md = b1, b2, b3
+                else:
+                    b1, b2, b3 = data[pos], data[pos + 1], data[pos + 2]
+                    fast = (b1 | b2 | b3) < 0x80
+                    offset_field, size, md = b1, b2, b3
+                if fast and not (validate and md & ~_KNOWN_METADATA):
+                    self.pos = pos + width
+                    offset = offset_field + prev_end
+                    prev_end = offset + size
+                    if prev_end > end:
+                        end = prev_end
+                    continue
             if has_ids:
                 uleb(_U32)
             offset_field = uleb(_U32)
@@ -528,8 +566,9 @@ class _Reader:
     def skip_pgo(self, feature: int, total_blocks: int) -> None:
         """pgo()'s reads and checks, nothing kept."""
         uleb = self.uleb
+        skip = self.skip_uleb
         if feature & _FEC:
-            uleb(_U64)
+            skip(_U64)
         if not feature & (_BBFREQ | _BRPROB):
             return
         freq_on = bool(feature & _BBFREQ)
@@ -537,15 +576,15 @@ class _Reader:
         post_link = bool(feature & _POSTLINK)
         for _ in range(total_blocks):
             if freq_on:
-                uleb(_U64)
+                skip(_U64)
             if post_link:
-                uleb(_U32)
+                skip(_U32)
             if prob_on:
                 for _ in range(uleb(_U64, count=True)):
-                    uleb(_U32)
-                    uleb(_U32)
+                    skip(_U32)
+                    skip(_U32)
                     if post_link:
-                        uleb(_U32)
+                        skip(_U32)
 
     def bb_range(self, version: int | None, feature: int) -> BBRange:
         address_offset = self.pos
