@@ -3,9 +3,10 @@ address, the rules in effect there, and one unwinding step with them.
 
 Specifications: DWARF 5 §6.4 (call frame information) and §2.5 (expressions); the LSB's
 `.eh_frame` / `.eh_frame_hdr` encoding (LSB Core 5.0, §10.6); the x86-64 psABI §3.6.2
-(DWARF register numbers). pyelftools parses the entries; the rule table is decoded here
-because pyelftools 0.33's `get_decoded()` asserts on `DW_CFA_GNU_args_size` (glibc has it) and
-scales `DW_CFA_def_cfa_sf` by the code alignment factor instead of the data alignment factor.
+(DWARF register numbers). Entries and rule tables are decoded here, with struct: pyelftools
+0.33 takes ~200 µs to parse one FDE (seconds for the cold fragments of a clang-size BOLT
+output), its `get_decoded()` asserts on `DW_CFA_GNU_args_size` (glibc has it) and it scales
+`DW_CFA_def_cfa_sf` by the code alignment factor instead of the data alignment factor.
 
 Lazily, per binary: the FDE start addresses come from `.eh_frame_hdr`'s sorted table when it is
 there (no parsing of the section), else from one pass over the entries; only the FDE that
@@ -14,7 +15,6 @@ covers a queried address is parsed and decoded, and then cached.
 
 from __future__ import annotations
 
-import io
 import struct
 import weakref
 from array import array
@@ -23,9 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from elftools.dwarf.callframe import CIE, FDE, CallFrameInfo
 from elftools.dwarf.constants import DW_CFA
-from elftools.dwarf.structs import DWARFStructs
 
 from .binary import Binary
 from .errors import DecodeError, UnsplitError
@@ -122,6 +120,245 @@ def register_name(number: int) -> str:
 # -- finding the FDE of an address ---------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Instr:
+    """One call frame instruction, as pyelftools' CallFrameInstruction spells it: the DW_CFA
+    opcode (advance_loc/offset/restore without their operand bits) and its operands, unscaled."""
+
+    opcode: int
+    args: tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class _Cie:
+    code_alignment_factor: int
+    data_alignment_factor: int
+    return_address_register: int
+    augmentation: bytes
+    fde_encoding: int
+    instructions: list[_Instr]
+
+    def __getitem__(self, key: str) -> Any:  # the fields decode_rows reads, by name
+        return getattr(self, key)
+
+
+@dataclass(slots=True)
+class _Fde:
+    cie: _Cie
+    start: int
+    size: int
+    instructions: list[_Instr]
+
+
+_DW_EH_PE_omit = 0xFF
+
+
+class _Reader:
+    """Entries of one CFI section read with struct (DWARF 5 §6.4.1, LSB 5.0 §10.6 for
+    `.eh_frame`): pyelftools spends ~200 µs on an FDE, a second per 5000; this, ~20 µs.
+    Malformed bytes raise struct.error, IndexError or ValueError; the caller says where."""
+
+    def __init__(self, data: bytes, address: int, eh: bool, little: bool,
+                 address_size: int) -> None:
+        self.data, self.address, self.eh = data, address, eh
+        self.e = "<" if little else ">"
+        self.address_size = address_size
+        self.cies: dict[int, _Cie] = {}
+
+    def uleb(self, i: int) -> tuple[int, int]:
+        data = self.data
+        result = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, i
+            shift += 7
+
+    def sleb(self, i: int) -> tuple[int, int]:
+        data = self.data
+        result = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            result |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return (result - (1 << shift) if b & 0x40 else result), i
+
+    def header(self, offset: int) -> tuple[int, int, int, int]:
+        """(end of the entry, its CIE pointer field's offset, the pointer, where its body
+        starts); an entry of length 0 is a terminator (end == body)."""
+        (length,) = struct.unpack_from(self.e + "I", self.data, offset)
+        if length == 0:
+            return offset + 4, offset + 4, 0, offset + 4
+        if length == 0xFFFFFFFF:
+            (length,) = struct.unpack_from(self.e + "Q", self.data, offset + 4)
+            id_at, fmt, size = offset + 12, "Q", 8
+        else:
+            id_at, fmt, size = offset + 4, "I", 4
+        end = id_at + length
+        if end > len(self.data):
+            raise ValueError(f"entry length {length:#x} runs past the section")
+        (cie_id,) = struct.unpack_from(self.e + fmt, self.data, id_at)
+        return end, id_at, cie_id, id_at + size
+
+    def is_cie(self, cie_id: int, id_size: int) -> bool:
+        return cie_id == 0 if self.eh else cie_id == (0xFFFFFFFF if id_size == 4 else
+                                                      0xFFFFFFFFFFFFFFFF)
+
+    def pointer(self, i: int, encoding: int) -> tuple[int, int]:
+        """A DW_EH_PE-encoded pointer at offset i: (value, offset after it)."""
+        fmt = encoding & 0x0F
+        if fmt == 0x00:
+            size_fmt = "Q" if self.address_size == 8 else "I"
+        else:
+            size_fmt = {0x02: "H", 0x03: "I", 0x04: "Q", 0x0A: "h", 0x0B: "i",
+                        0x0C: "q"}.get(fmt, "")
+        if size_fmt:
+            (value,) = struct.unpack_from(self.e + size_fmt, self.data, i)
+            after = i + struct.calcsize(size_fmt)
+        elif fmt == 0x01:
+            value, after = self.uleb(i)
+        elif fmt == 0x09:
+            value, after = self.sleb(i)
+        else:
+            raise ValueError(f"pointer encoding {encoding:#x}")
+        application = encoding & 0x70
+        if application == 0x10:  # pcrel
+            value += self.address + i
+        elif application not in (0x00,):
+            raise ValueError(f"pointer encoding {encoding:#x}")
+        return value & 0xFFFFFFFFFFFFFFFF, after
+
+    def cie(self, offset: int) -> _Cie:
+        found = self.cies.get(offset)
+        if found is not None:
+            return found
+        end, id_at, cie_id, i = self.header(offset)
+        if not self.is_cie(cie_id, i - id_at):
+            raise ValueError(f"no CIE at {offset:#x}")
+        data = self.data
+        version = data[i]
+        i += 1
+        nul = data.index(0, i, end)
+        augmentation = bytes(data[i:nul])
+        i = nul + 1
+        if not self.eh and version >= 4:
+            i += 2  # address_size, segment_selector_size
+        caf, i = self.uleb(i)
+        daf, i = self.sleb(i)
+        if version == 1:
+            ra, i = data[i], i + 1
+        else:
+            ra, i = self.uleb(i)
+        fde_encoding = 0x00
+        if augmentation.startswith(b"z"):
+            length, i = self.uleb(i)
+            aug_end = i + length
+            for ch in augmentation[1:]:
+                if ch == ord("R"):
+                    fde_encoding, i = data[i], i + 1
+                elif ch == ord("P"):
+                    enc, i = data[i], i + 1
+                    _, i = self.pointer(i, enc & 0x7F)
+                elif ch == ord("L"):
+                    i += 1
+                elif ch in (ord("S"), ord("B"), ord("G")):
+                    pass
+                else:
+                    break  # the length says where the instructions start
+            i = aug_end
+        elif augmentation not in (b"",):
+            raise ValueError(f"augmentation {augmentation!r} without 'z'")
+        cie = _Cie(caf, daf, ra, augmentation, fde_encoding, self.instructions(i, end))
+        self.cies[offset] = cie
+        return cie
+
+    def fde(self, offset: int) -> _Fde | None:
+        """The FDE at `offset`, or None for a CIE or a terminator."""
+        end, id_at, cie_id, i = self.header(offset)
+        if end == id_at or self.is_cie(cie_id, i - id_at):
+            return None
+        cie = self.cie(id_at - cie_id if self.eh else cie_id)
+        if self.eh:
+            start, i = self.pointer(i, cie.fde_encoding)
+            size, i = self.pointer(i, cie.fde_encoding & 0x0F)
+        else:
+            start, i = self.pointer(i, 0x00)
+            size, i = self.pointer(i, 0x00)
+        if cie.augmentation.startswith(b"z"):
+            length, i = self.uleb(i)
+            i += length
+        return _Fde(cie, start, size, self.instructions(i, end, cie.fde_encoding))
+
+    def instructions(self, i: int, end: int, encoding: int = 0x00) -> list[_Instr]:
+        data = self.data
+        uleb, sleb = self.uleb, self.sleb
+        e = self.e
+        out: list[_Instr] = []
+        while i < end:
+            op = data[i]
+            i += 1
+            high = op & 0xC0
+            if high == 0x40:
+                out.append(_Instr(DW_CFA.advance_loc, (op & 0x3F,)))
+                continue
+            if high == 0x80:
+                off, i = uleb(i)
+                out.append(_Instr(DW_CFA.offset, (op & 0x3F, off)))
+                continue
+            if high == 0xC0:
+                out.append(_Instr(DW_CFA.restore, (op & 0x3F,)))
+                continue
+            args: tuple[Any, ...]
+            if op in (DW_CFA.nop, DW_CFA.remember_state, DW_CFA.restore_state):
+                args = ()
+            elif op == DW_CFA.set_loc:
+                value, i = self.pointer(i, encoding if self.eh else 0x00)
+                args = (value,)
+            elif op == DW_CFA.advance_loc1:
+                args, i = (data[i],), i + 1
+            elif op == DW_CFA.advance_loc2:
+                args, i = struct.unpack_from(e + "H", data, i), i + 2
+            elif op == DW_CFA.advance_loc4:
+                args, i = struct.unpack_from(e + "I", data, i), i + 4
+            elif op in (DW_CFA.offset_extended, DW_CFA.register, DW_CFA.def_cfa,
+                        DW_CFA.val_offset):
+                a, i = uleb(i)
+                b, i = uleb(i)
+                args = (a, b)
+            elif op in (DW_CFA.offset_extended_sf, DW_CFA.def_cfa_sf, DW_CFA.val_offset_sf):
+                a, i = uleb(i)
+                b, i = sleb(i)
+                args = (a, b)
+            elif op in (DW_CFA.restore_extended, DW_CFA.undefined, DW_CFA.same_value,
+                        DW_CFA.def_cfa_register, DW_CFA.def_cfa_offset, DW_CFA.GNU_args_size):
+                a, i = uleb(i)
+                args = (a,)
+            elif op == DW_CFA.def_cfa_offset_sf:
+                a, i = sleb(i)
+                args = (a,)
+            elif op == DW_CFA.def_cfa_expression:
+                n, i = uleb(i)
+                args, i = (data[i:i + n],), i + n
+            elif op in (DW_CFA.expression, DW_CFA.val_expression):
+                a, i = uleb(i)
+                n, i = uleb(i)
+                args, i = (a, data[i:i + n]), i + n
+            elif op == 0x2F:  # DW_CFA_GNU_negative_offset_extended: an offset, negated
+                a, i = uleb(i)
+                b, i = uleb(i)
+                op, args = DW_CFA.offset_extended, (a, -b)
+            else:
+                raise ValueError(f"unknown CFI instruction {op:#04x}")
+            if i > end:
+                raise ValueError("an instruction runs past its entry")
+            out.append(_Instr(op, args))
+        return out
+
+
 class _Section:
     """One CFI section: sorted FDE starts and section offsets, and a parser for single entries."""
 
@@ -131,38 +368,29 @@ class _Section:
         assert sec is not None
         self.address: int = sec["sh_addr"]
         self.data = bytes(sec.data())
-        structs = DWARFStructs(little_endian=binary.elf.little_endian, dwarf_format=32,
-                               address_size=8 if binary.elf.elfclass == 64 else 4)
-        self.cfi = CallFrameInfo(stream=io.BytesIO(self.data), size=len(self.data),
-                                 address=self.address, base_structs=structs,
-                                 for_eh_frame=name == ".eh_frame")
+        self.reader = _Reader(self.data, self.address, name == ".eh_frame",
+                              binary.elf.little_endian, 8 if binary.elf.elfclass == 64 else 4)
         self.starts = array("Q")
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}
 
-    def entry(self, offset: int) -> Any:
-        try:
-            if hasattr(self.cfi, "_parse_entry_at"):  # one entry, not the whole section
-                return self.cfi._parse_entry_at(offset)
-            return next(e for e in self.cfi.get_entries() if e.offset == offset)
-        except UnsplitError:
-            raise
-        except Exception as e:  # pyelftools raises asserts, struct and construct errors
-            raise DecodeError(self.name, offset, f"bad CFI entry ({_one_line(e)})") from None
-
     def index_all(self) -> None:
         """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
         pairs = []
+        offset = 0
         try:
-            entries = self.cfi.get_entries()
-        except Exception as e:
-            raise DecodeError(self.name, self.cfi.stream.tell(),
-                              f"bad CFI entry ({_one_line(e)})") from None
-        for entry in entries:
-            if isinstance(entry, FDE) and entry["address_range"]:
-                pairs.append((entry["initial_location"], entry.offset))
+            while offset + 4 <= len(self.data):
+                end, id_at, _, _ = self.reader.header(offset)
+                if end == id_at and self.reader.eh:  # a zero length ends .eh_frame
+                    break
+                fde = self.reader.fde(offset)
+                if fde is not None and fde.size:
+                    pairs.append((fde.start, offset))
+                offset = end
+        except (struct.error, IndexError, ValueError) as e:
+            raise DecodeError(self.name, offset, f"bad CFI entry ({_one_line(e)})") from None
         pairs.sort()
-        self.starts = array("Q", (p[0] & 0xFFFFFFFFFFFFFFFF for p in pairs))
+        self.starts = array("Q", (p[0] for p in pairs))
         self.offsets = array("Q", (p[1] for p in pairs))
 
     def lookup(self, address: int) -> FrameDescription | None:
@@ -181,21 +409,22 @@ class _Section:
         return None
 
     def decode(self, offset: int) -> FrameDescription | None:
-        fde = self.entry(offset)
-        if not isinstance(fde, FDE) or fde.cie is None:
+        try:
+            fde = self.reader.fde(offset)
+        except (struct.error, IndexError, ValueError) as e:
+            raise DecodeError(self.name, offset, f"bad CFI entry ({_one_line(e)})") from None
+        if fde is None:
             return None
         cie = fde.cie
-        start = fde["initial_location"] & 0xFFFFFFFFFFFFFFFF
-        augmentation = bytes(cie.header.get("augmentation") or b"")
         try:
-            rows = decode_rows(cie, fde, start)
+            rows = decode_rows(cie, fde, fde.start)
         except DecodeError:
             raise
         except Exception as e:
             raise DecodeError(self.name, offset, f"bad CFI instructions ({_one_line(e)})") \
                 from None
-        return FrameDescription(self.name, offset, start, start + fde["address_range"],
-                                cie["return_address_register"], b"S" in augmentation,
+        return FrameDescription(self.name, offset, fde.start, fde.start + fde.size,
+                                cie.return_address_register, b"S" in cie.augmentation,
                                 tuple(rows))
 
 
@@ -278,7 +507,7 @@ def table_for(binary: Binary) -> CfiTable:
 # -- decoding the rule table ---------------------------------------------------------------------
 
 
-def decode_rows(cie: CIE, fde: FDE, start: int) -> list[Row]:
+def decode_rows(cie: Any, fde: Any, start: int) -> list[Row]:
     """The FDE's table: the CIE's initial instructions, then the FDE's (DWARF 5 §6.4.2)."""
     caf: int = cie["code_alignment_factor"]
     daf: int = cie["data_alignment_factor"]
