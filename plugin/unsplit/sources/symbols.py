@@ -83,10 +83,18 @@ def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
         else:
             parts[(sym.file, split[0])].append(sym)
 
+    # The linker makes hidden-visibility functions local and lists them after every file's own
+    # locals, under an unnamed STT_FILE (GNU ld and lld), away from their fragments' file: such
+    # a fragment's parent is the only function of its name, whatever file it is listed under.
+    by_name: dict[str, list[FunctionSymbol]] = defaultdict(list)
+    for sym in parents.values():
+        by_name[sym.name].append(sym)
     by_parent: dict[int, list[FunctionSymbol]] = defaultdict(list)
     orphans: list[FunctionSymbol] = []
     for (file, base), syms in parts.items():
         parent = parents.get((file, base)) or parents.get((None, base))
+        if parent is None and len(by_name.get(base, ())) == 1:
+            parent = by_name[base][0]
         if parent is None:
             orphans.extend(syms)
         else:
