@@ -136,13 +136,13 @@ def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
     index = st.session.index(path)
     if index.binary.dwarf_binary is not None:
         return "has DWARF: LLDB unwinds with its ranges"
+    if found and breakpad.made_from(symbol_file, index.binary):  # no CFI decoded at all
+        return "given (LLDB found it in the cache)"
     uuid = module.GetUUIDString() or ""
     text = breakpad.for_index(index, uuid)
     if text is None:
         return "no moved fragments with CFI"
-    out, written = breakpad.save(index, text, uuid, root)  # for LLDB to find next time
-    if found and not written and os.path.realpath(symbol_file) == os.path.realpath(out):
-        return "given (LLDB found it in the cache)"
+    breakpad.save(index, text, uuid, root)  # for LLDB to find next time
     out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     ok, message = _run_on(debugger, target, f'target symbols add "{out}"')
     if not ok:

@@ -230,7 +230,41 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     name = os.path.basename(binary.path)
     ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
     return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
-                      *records]) + "\n"
+                      generator_line(binary), *records]) + "\n"
+
+
+GENERATOR = f"INFO GENERATOR unsplit lldb-cfi-v{FORMAT_VERSION}"
+
+
+def generator_line(binary: Binary) -> str:
+    """The record that says which file the text was made from (LLDB reads only the first
+    INFO record, CODE_ID, and skips this one): a later session that finds the text in the
+    cache knows from it, without decoding any CFI, whether it still holds."""
+    return f"{GENERATOR} {fingerprint(binary.path)}"
+
+
+_FINGERPRINTS: dict[tuple[str, int, int], str] = {}
+
+
+def fingerprint(path: str) -> str:
+    """A digest of the file's bytes (BOLT outputs of one input share a build-id)."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    found = _FINGERPRINTS.get(key)
+    if found is None:
+        with open(path, "rb") as f:
+            found = _FINGERPRINTS[key] = hashlib.file_digest(f, "sha1").hexdigest()
+    return found
+
+
+def made_from(text_path: str, binary: Binary) -> bool:
+    """Was the symbol file at `text_path` made from `binary`, as it is now?"""
+    try:
+        with open(text_path, encoding="ascii", errors="replace") as f:
+            head = [f.readline().rstrip("\n") for _ in range(3)]
+    except OSError:
+        return False
+    return head[2] == generator_line(binary)
 
 
 def cache_dir() -> str:

@@ -167,3 +167,18 @@ def test_cli_writes_where_lldb_looks(zoo: dict[str, Any], tmp_path: Path) -> Non
     bad = run(moved, str(tmp_path / "nothing"))
     assert bad.returncode == 1 and "nothing: " in bad.stderr and "Traceback" not in bad.stderr
     assert made["path"] in bad.stdout or "already in" in bad.stdout
+
+
+def test_a_file_says_which_binary_it_was_made_from(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """Two BOLT outputs of one input share a build-id, so a cache entry by build-id may hold
+    the other's text: its INFO GENERATOR record (a digest of the file) tells them apart."""
+    all_fragments = ModuleIndex.open(str(ROOT / facts(zoo, "bolt-all", "switch")["binary"]))
+    random2 = ModuleIndex.open(str(ROOT / facts(zoo, "bolt-random2", "switch")["binary"]))
+    assert all_fragments.binary.build_id == random2.binary.build_id
+    text = breakpad.for_index(all_fragments)
+    assert text is not None and text.splitlines()[2].startswith(breakpad.GENERATOR)
+    path = tmp_path / "x.debug"
+    path.write_text(text)
+    assert breakpad.made_from(str(path), all_fragments.binary)
+    assert not breakpad.made_from(str(path), random2.binary)
+    assert not breakpad.made_from(str(tmp_path / "missing"), random2.binary)
