@@ -15,8 +15,9 @@ from . import bat_translate, prebolt
 from .binary import Binary, FunctionSymbol
 from .errors import AddressLookupError, UnsplitError
 from .lines import DwarfLines
-from .model import HOT, Fragment, LineRow, Location, Procedure
+from .model import HOT, Block, Fragment, LineRow, Location, Procedure
 from .sources import bat as bat_source
+from .sources import bb_addr_map as bb_addr_map_source
 from .sources import registered
 from .sources import split_info as split_info_source
 from .sources import symbols as symbols_source
@@ -44,7 +45,8 @@ class ModuleIndex:
         self._starts = array("Q", (f.start for f in fragments))
         self._fragments = fragments
         self.procedures = ProcedureTable(
-            merged, [f for f in symbols_source.plain(binary) if f.name not in merged])
+            merged, [f for f in symbols_source.plain(binary) if f.name not in merged],
+            lambda address: bb_addr_map_source.blocks_at(binary, address))
         self.dwarf_lines = DwarfLines(binary)
         self.line_sources = self._line_sources()
 
@@ -285,8 +287,10 @@ class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, functions
     in one piece as sorted arrays, made into a Procedure only when asked for."""
 
-    def __init__(self, known: dict[str, Procedure], plain: list[FunctionSymbol]) -> None:
+    def __init__(self, known: dict[str, Procedure], plain: list[FunctionSymbol],
+                 blocks_at: Callable[[int], list[Block] | None] | None = None) -> None:
         self._known = known
+        self._blocks_at = blocks_at  # a one-piece function's blocks, by its start
         plain = sorted(plain, key=lambda f: f.value)
         self._starts = array("Q", (f.value for f in plain))
         self._ends = array("Q", (f.value + f.size for f in plain))
@@ -298,7 +302,10 @@ class ProcedureTable(Mapping[str, Procedure]):
         proc = self._made.get(i)
         if proc is None:
             name, start, end = self._names[i], self._starts[i], self._ends[i]
-            proc = Procedure(name, [Fragment(name, HOT, start, end, name, 0, "symbols")])
+            blocks_at = self._blocks_at
+            load = None if blocks_at is None else (lambda: blocks_at(start) or [])
+            proc = Procedure(name, [Fragment(name, HOT, start, end, name, 0, "symbols")],
+                             load_blocks=load)
             self._made[i] = proc
         return proc
 

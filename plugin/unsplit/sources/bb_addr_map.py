@@ -13,6 +13,9 @@ map describes code that no longer runs, so it is skipped.
 from __future__ import annotations
 
 import struct
+import weakref
+from array import array
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,8 +200,22 @@ def symbol_at(
     return fallback
 
 
+@dataclass(slots=True)
+class _Singles:
+    """Records of one-range functions that a function symbol starts, by address: the index
+    keeps those functions as arrays (ProcedureTable), and their blocks come from here."""
+
+    starts: array[int]
+    records: list[tuple[MapSection, int, dict[str, Any]]]  # (section, record offset, args)
+
+
+_SINGLES: weakref.WeakKeyDictionary[Binary, _Singles] = weakref.WeakKeyDictionary()
+
+
 def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per function record of every usable map section.
+    """A Procedure per function record of every usable map section, but for functions in one
+    range that a function symbol starts: those stay a record offset (see blocks_at), so that a
+    clang-size map does not make 150k Procedures at the index build.
 
     The index needs only each record's ranges: they are scanned (fmt.scan), and a procedure's
     blocks are decoded from its record when first asked for (Procedure.blocks). On a 20 MB
@@ -207,15 +224,40 @@ def procedures(binary: Binary) -> list[Procedure]:
     sections = [s for s in map_sections(binary) if s.link_name != _BOLT_ORIGINAL_TEXT]
     if not sections:
         return []
-    symbols = function_symbols(binary)
+    symbols: dict[int, list[FunctionSymbol]] | None = None
     is_rel = binary.elf["e_type"] == "ET_REL"
+    plain_starts = set() if is_rel else {f.value for f in binary.functions}
+    singles: list[tuple[int, MapSection, int, dict[str, Any]]] = []
     out: list[Procedure] = []
     for ms in sections:
         args = _decode_args(binary, ms)
         for fe in fmt.scan(ms.data, ms.description, **args).functions:
-            if fe.ranges:
-                out.append(_procedure(fe, ms, symbols, is_rel, args))
+            if not fe.ranges:
+                continue
+            if len(fe.ranges) == 1 and fe.address in plain_starts:
+                singles.append((fe.address, ms, fe.offset, args))
+                continue
+            if symbols is None:
+                symbols = function_symbols(binary)
+            out.append(_procedure(fe, ms, symbols, is_rel, args))
+    singles.sort(key=lambda s: s[0])
+    _SINGLES[binary] = _Singles(array("Q", (s[0] for s in singles)),
+                                [(ms, offset, args) for _, ms, offset, args in singles])
     return out
+
+
+def blocks_at(binary: Binary, address: int) -> list[Block] | None:
+    """The blocks of the one-range function whose record starts at `address` (None: no such
+    record; procedures() is what finds them)."""
+    singles = _SINGLES.get(binary)
+    if singles is None:
+        return None
+    i = bisect_left(singles.starts, address)
+    if i == len(singles.starts) or singles.starts[i] != address:
+        return None
+    ms, offset, args = singles.records[i]
+    fm = fmt.decode_record(ms.data, offset, ms.description, **args)
+    return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
 
 
 def _procedure(
