@@ -114,9 +114,11 @@ class ModuleIndex:
         return self._code_byte(file_address) in (0xE9, 0xEB)
 
     def _branch_right_before(self, file_address: int) -> int | None:
-        """The anchor of ``file_address`` if it is a conditional jump ending right there."""
+        """The anchor of ``file_address`` if it is a conditional jump ending right there: a
+        branch entry, or a block entry when the jump is its block's first instruction (BAT then
+        keeps the block entry alone, spec §2.3)."""
         tr = bat_translate.translate(self.binary, file_address)
-        if tr is None or not tr.is_branch:
+        if tr is None:
             return None
         first = self._code_byte(tr.anchor_output)
         size = 2 if first is not None and 0x70 <= first <= 0x7F else None
