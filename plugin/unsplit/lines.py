@@ -27,6 +27,7 @@ from .model import LineRow
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.
 _Key = tuple[int, int, int, bool] | None
+_MASK = (1 << 64) - 1
 
 
 class _CULines:
@@ -224,7 +225,8 @@ class DwarfLines:
             try:
                 rows, names, first = self._decode(cu_offset)
                 table = _CULines(rows, names, first)
-            except (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError) as e:
+            except (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
+                    OverflowError) as e:
                 raise DecodeError(".debug_line", 0,
                                   f"line program of CU at {cu_offset:#x}: {e}") from None
             self._cu_lines[cu_offset] = table
@@ -293,7 +295,7 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
         i += 1
         if op >= opcode_base:  # a special opcode
             adjusted = op - opcode_base
-            address += min_len * (adjusted // line_range)
+            address = (address + min_len * (adjusted // line_range)) & _MASK
             line += line_base + adjusted % line_range
             append((address, (file, line, column, stmt)))
         elif op == 0:  # an extended opcode
@@ -315,7 +317,7 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
             append((address, (file, line, column, stmt)))
         elif op == 2:  # DW_LNS_advance_pc
             n, i = uleb(i)
-            address += min_len * n
+            address = (address + min_len * n) & _MASK  # uint64, as LLVM keeps it
         elif op == 3:  # DW_LNS_advance_line
             n, i = sleb(i)
             line += n
@@ -326,9 +328,9 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
         elif op == 6:  # DW_LNS_negate_stmt
             stmt = not stmt
         elif op == 8:  # DW_LNS_const_add_pc
-            address += const_add
+            address = (address + const_add) & _MASK
         elif op == 9:  # DW_LNS_fixed_advance_pc
-            address += int.from_bytes(data[i:i + 2], order)
+            address = (address + int.from_bytes(data[i:i + 2], order)) & _MASK
             i += 2
         else:  # basic_block, prologue_end, epilogue_begin, isa, and opcodes this reader
             for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):  # does not know

@@ -9,6 +9,8 @@ from contextlib import closing
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from unsplit.binary import Binary
 from unsplit.lines import DwarfLines, _parse_aranges
 
@@ -135,3 +137,27 @@ def test_a_truncated_line_program_is_a_decode_error(zoo: dict[str, Any], tmp_pat
             :program.program_start_offset + 3]
         with pytest.raises(DecodeError, match=r"\.debug_line.*CU at"):
             lines._lines_of(cu)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_line_programs_raise_only_decode_error(zoo: dict[str, Any],
+                                                       data: st.DataObject) -> None:
+    """Random bytes written over a line program: rows or one DecodeError, nothing else."""
+    from unsplit.errors import DecodeError
+
+    with closing(Binary(str(ROOT / facts(zoo, "clang-mfs", "crash")["binary"]))) as b:
+        lines = DwarfLines(b)
+        cu = lines._cu_offsets()[0]
+        program = b.dwarf.line_program_for_CU(b.dwarf.get_CU_at(cu))
+        raw = bytearray(b.dwarf.debug_line_sec.stream.getbuffer())
+        lo, hi = program.program_start_offset, program.program_end_offset
+        for _ in range(data.draw(st.integers(1, 6))):
+            raw[data.draw(st.integers(lo, hi - 1))] = data.draw(st.integers(0, 255))
+        lines._line_data = bytes(raw)
+        try:
+            table = lines._lines_of(cu)
+            table.lookup(int(facts(zoo, "clang-mfs", "crash")["crash"]["frames"][0]["pc"], 16))
+        except DecodeError as e:
+            assert "\n" not in str(e) and str(e).startswith(".debug_line")
