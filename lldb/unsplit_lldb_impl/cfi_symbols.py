@@ -134,20 +134,32 @@ def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
         return f"has a debug file ({symbol_file}): LLDB unwinds with its ranges"
     st = state_mod.for_debugger(debugger.GetID())
     index = st.session.index(path)
-    if index.binary.dwarf_binary is not None:
+    if index.binary.has_dwarf:  # LLDB's view: its symbol file is this file, DWARF or not
         return "has DWARF: LLDB unwinds with its ranges"
+    companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
+    if found and companion is not None:
+        # LLDB searches our cache before /usr/lib/debug: a debug file installed since the
+        # CFI was cached must win. (The setting symbols.enable-external-lookup off is the
+        # other way to get here; then the DWARF is what the user asked LLDB not to read.)
+        _add(debugger, target, companion.path)
+        return f"has a debug file ({companion.path}): given to LLDB instead of the cached CFI"
     if found and breakpad.made_from(symbol_file, index.binary):  # no CFI decoded at all
         return "given (LLDB found it in the cache)"
     uuid = module.GetUUIDString() or ""
     text = breakpad.for_index(index, uuid)
     if text is None:
         return "no moved fragments with CFI"
-    breakpad.save(index, text, uuid, root)  # for LLDB to find next time
+    if companion is None:  # never in front of a debug file LLDB would otherwise find
+        breakpad.save(index, text, uuid, root)  # for LLDB to find next time
     out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
-    ok, message = _run_on(debugger, target, f'target symbols add "{out}"')
+    _add(debugger, target, out)
+    return f"given: {out}"
+
+
+def _add(debugger: Any, target: Any, path: str) -> None:
+    ok, message = _run_on(debugger, target, f'target symbols add "{path}"')
     if not ok:
         raise UnsplitError(message.strip().splitlines()[0] if message.strip() else "failed")
-    return f"given: {out}"
 
 
 def _run_on(debugger: Any, target: Any, command: str) -> tuple[bool, str]:
