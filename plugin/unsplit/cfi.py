@@ -27,6 +27,7 @@ from elftools.dwarf.constants import DW_CFA
 
 from .binary import Binary
 from .errors import DecodeError, UnsplitError
+from .formats.leb128 import leb128
 
 RSP, RIP = 7, 16
 CALLEE_SAVED = (3, 6, 12, 13, 14, 15)  # rbx, rbp, r12-r15: kept when the CFI says nothing
@@ -158,34 +159,19 @@ class _Reader:
     `.eh_frame`): pyelftools spends ~200 µs on an FDE, a second per 5000; this, ~20 µs.
     Malformed bytes raise struct.error, IndexError or ValueError; the caller says where."""
 
-    def __init__(self, data: bytes, address: int, eh: bool, little: bool,
+    def __init__(self, section: str, data: bytes, address: int, little: bool,
                  address_size: int) -> None:
-        self.data, self.address, self.eh = data, address, eh
+        self.section, self.data, self.address = section, data, address
+        self.eh = section == ".eh_frame"
         self.e = "<" if little else ">"
         self.address_size = address_size
         self.cies: dict[int, _Cie] = {}
 
     def uleb(self, i: int) -> tuple[int, int]:
-        data = self.data
-        result = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result, i
-            shift += 7
+        return leb128(self.data, i, self.section, False)
 
     def sleb(self, i: int) -> tuple[int, int]:
-        data = self.data
-        result = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            result |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return (result - (1 << shift) if b & 0x40 else result), i
+        return leb128(self.data, i, self.section, True)
 
     def header(self, offset: int) -> tuple[int, int, int, int]:
         """(end of the entry, its CIE pointer field's offset, the pointer, where its body
@@ -368,8 +354,8 @@ class _Section:
         assert sec is not None
         self.address: int = sec["sh_addr"]
         self.data = bytes(sec.data())
-        self.reader = _Reader(self.data, self.address, name == ".eh_frame",
-                              binary.elf.little_endian, 8 if binary.elf.elfclass == 64 else 4)
+        self.reader = _Reader(name, self.data, self.address, binary.elf.little_endian,
+                              8 if binary.elf.elfclass == 64 else 4)
         self.starts = array("Q")
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}

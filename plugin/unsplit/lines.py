@@ -22,6 +22,7 @@ from elftools.common.exceptions import DWARFError, ELFError
 
 from .binary import Binary
 from .errors import DecodeError
+from .formats.leb128 import leb128
 from .model import LineRow
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
@@ -225,6 +226,9 @@ class DwarfLines:
             try:
                 rows, names, first = self._decode(cu_offset)
                 table = _CULines(rows, names, first)
+            except DecodeError as e:  # a number cut short: say whose program it was
+                raise DecodeError(e.section, e.offset,
+                                  f"line program of CU at {cu_offset:#x}: {e.message}") from None
             except (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
                     OverflowError) as e:
                 raise DecodeError(".debug_line", 0,
@@ -267,24 +271,10 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
     order: Literal["little", "big"] = "little" if little else "big"
 
     def uleb(i: int) -> tuple[int, int]:
-        result = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result, i
-            shift += 7
+        return leb128(data, i, ".debug_line", False)
 
     def sleb(i: int) -> tuple[int, int]:
-        result = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            result |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return (result - (1 << shift) if b & 0x40 else result), i
+        return leb128(data, i, ".debug_line", True)
 
     address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
     sequence: list[tuple[int, _Key]] = []
