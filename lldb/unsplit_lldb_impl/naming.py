@@ -131,7 +131,7 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
         st.locations.clear()
         _input_generation[0] = prebolt.generation()
     pc = int(frame.GetPC())
-    lookup = pc - 1 if frame.GetFrameID() > 0 else pc
+    lookup = pc - 1 if _holds_return_address(frame) else pc
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
     key = (lookup, lines)
     if _checked.get(id(st)) == epoch and key in st.locations:
@@ -142,6 +142,18 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     if key not in st.locations:
         st.locations[key] = st.session.locate(host, lookup, lines=lines)
     return st.locations[key], pc - lookup
+
+
+def _holds_return_address(frame: Any) -> bool:
+    """A caller's pc is a return address; not so a frame whose newer frames are all calls
+    inlined at its pc (they come first in `bt`, frame 0 among them), as GDB's
+    address_in_block: there the pc is where the thread stopped, perhaps a fragment's first
+    byte, and pc - 1 the last byte of another procedure's fragment."""
+    thread = frame.GetThread()
+    newer = int(frame.GetFrameID()) - 1
+    while newer >= 0 and thread.GetFrameAtIndex(newer).IsInlined():
+        newer -= 1
+    return newer >= 0
 
 
 def render_native(frame: Any, text: str) -> str:
@@ -167,6 +179,8 @@ def logical_name(frame: Any, callback: str) -> str:
     loc, delta = locate_frame(frame, context)
     if loc is None or not loc.in_moved_code or loc.procedure is None:
         return native
+    if frame.IsInlined() and frame.GetFunctionName() not in (loc.procedure, loc.fragment_symbol):
+        return native  # a function inlined into moved code keeps its own name, as in GDB
     if frame.GetFunction().IsValid() and native.startswith(loc.procedure + "("):
         # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
         return loc.label() + native[len(loc.procedure):]
