@@ -64,28 +64,26 @@ def read_memory(target: Any, address: int, size: int) -> bytes:
     return bytes(data) if error.Success() and data else b""
 
 
-def native_frame_numbers(target: Any, frame: Any | None, number: int | None) -> list[int]:
-    """For each concrete frame, the number of the innermost frame that shares its registers
-    (its inlined calls come first in `bt`)."""
-    numbers: list[int] = []
-    first: int | None = None
+def _innermost_of_each_frame(target: Any, frame: Any | None, number: int | None) -> list[Any]:
+    """For each frame an unwinder makes, the innermost of LLDB's frames that share its
+    registers (its inlined calls come first in `bt`)."""
+    out: list[Any] = []
+    first = None
     for f in thread(target, frame, number):
-        first = int(f.GetFrameID()) if first is None else first
+        first = f if first is None else first
         if not f.IsInlined():
-            numbers.append(first)
+            out.append(first)
             first = None
-    return numbers
+    return out
+
+
+def native_frame_numbers(target: Any, frame: Any | None, number: int | None) -> list[int]:
+    """The number `bt` gives each frame an unwinder makes: its innermost inlined call's."""
+    return [int(f.GetFrameID()) for f in _innermost_of_each_frame(target, frame, number)]
 
 
 def native_frame_pcs(target: Any, frame: Any | None, number: int | None) -> list[int]:
-    """The pc of each frame an unwinder makes. An inlined frame shares its concrete frame's
-    registers, and LLDB gives that concrete frame the pc of the inlined block's start, not
-    its register's: the real pc is the innermost frame's of the group."""
-    pcs: list[int] = []
-    first: int | None = None
-    for f in thread(target, frame, number):
-        first = int(f.GetPC()) if first is None else first
-        if not f.IsInlined():
-            pcs.append(first)
-            first = None
-    return pcs
+    """The pc of each frame an unwinder makes. LLDB gives a concrete frame with inlined calls
+    the pc of the inlined block's start, not its register's: the real pc is the innermost
+    frame's of the group."""
+    return [int(f.GetPC()) for f in _innermost_of_each_frame(target, frame, number)]
