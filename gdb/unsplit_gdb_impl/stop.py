@@ -51,6 +51,9 @@ class StopPrinter:
         loc = self.locator.moved(frame)
         if loc is None:
             return None
+        if frame.type() == gdb.INLINE_FRAME and frame.name() not in (loc.procedure,
+                                                                      loc.fragment_symbol):
+            return None  # GDB's line names the inlined function, rightly (as `bt` does)
         return _styled(frame_text(0, loc), loc.label())
 
     def on_stop(self, event: Any) -> None:
