@@ -65,6 +65,7 @@ class Binary:
             self._stream.close()
             raise BinaryError(f"{path}: not an ELF file ({e})") from None
         self._symbol_tables: dict[str, list[SymbolEntry]] = {}
+        self._sections: dict[str, Section | None] = {}
         st = os.fstat(self._stream.fileno())
         self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
@@ -86,8 +87,11 @@ class Binary:
         return out
 
     def section(self, name: str) -> Section | None:
-        i = self._section_index.get(name)
-        return None if i is None else self.elf.get_section(i)
+        """The section named `name` (made once: pyelftools parses its header per call)."""
+        if name not in self._sections:
+            i = self._section_index.get(name)
+            self._sections[name] = None if i is None else self.elf.get_section(i)
+        return self._sections[name]
 
     def sections_of_type(self, sh_type: int | str) -> list[Section]:
         return [s for s in self.elf.iter_sections() if s["sh_type"] == sh_type]

@@ -130,6 +130,9 @@ class InlineChains:
         # DIE offset -> its ranges: an address's chain walks the same DIEs as its neighbours'
         # (decoding range lists was 95% of symbolizing Lua's luaV_execute.cold, bench/realworld)
         self._range_cache: dict[int, list[tuple[int, int]]] = {}
+        # DIE offset -> the children an inline chain can go through (pyelftools walks a DIE's
+        # children anew each time, and every address of a function walks the same ones)
+        self._kids: dict[int, list[tuple[Any, bool, list[tuple[int, int]]]]] = {}
 
     def _ranges(self, die: Any, base: int) -> list[tuple[int, int]]:
         found = self._range_cache.get(die.offset)
@@ -149,7 +152,7 @@ class InlineChains:
                 return [], []
             outer = [found[-1]]  # nested subprograms (rare) come after their parent
             while True:
-                inner = _inlined_child(outer[-1], address, self._base(cu_offset), self._ranges)
+                inner = _inlined_child(outer[-1], address, self._base(cu_offset), self._children)
                 if inner is None:
                     break
                 outer.append(inner)
@@ -158,6 +161,18 @@ class InlineChains:
         except _DWARF_ERRORS:
             return [], []
         return outer[::-1], self._files[cu_offset]
+
+    def _children(self, die: Any, base: int) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
+        """(child, is it an inlined call, its ranges) of the children of `die` an inline chain
+        can go through: inlined subroutines, and what holds children but a subprogram."""
+        kids = self._kids.get(die.offset)
+        if kids is None:
+            kids = self._kids[die.offset] = [
+                (child, child.tag == "DW_TAG_inlined_subroutine", self._ranges(child, base))
+                for child in die.iter_children()
+                if child.tag == "DW_TAG_inlined_subroutine"
+                or (child.tag != "DW_TAG_subprogram" and child.has_children)]
+        return kids
 
     def _base(self, cu_offset: int) -> int:
         top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
@@ -175,18 +190,17 @@ class InlineChains:
 
 
 def _inlined_child(die: Any, address: int, base: int,
-                   ranges: Callable[[Any, int], list[tuple[int, int]]]) -> Any:
+                   children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
+                   ) -> Any:
     """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`."""
-    for child in die.iter_children():
-        if child.tag == "DW_TAG_inlined_subroutine":
-            if any(lo <= address < hi for lo, hi in ranges(child, base)):
+    for child, inlined, spans in children(die, base):
+        if inlined:
+            if any(lo <= address < hi for lo, hi in spans):
                 return child
-        elif child.tag != "DW_TAG_subprogram" and child.has_children:
-            spans = ranges(child, base)
-            if not spans or any(lo <= address < hi for lo, hi in spans):
-                found = _inlined_child(child, address, base, ranges)
-                if found is not None:
-                    return found
+        elif not spans or any(lo <= address < hi for lo, hi in spans):
+            found = _inlined_child(child, address, base, children)
+            if found is not None:
+                return found
     return None
 
 
