@@ -99,14 +99,16 @@ def set_enabled(debugger: Any, flag: bool) -> list[str]:
 
 # -- the callbacks --------------------------------------------------------------------------
 
-# (state, target, process) of a frame: what one callback needs, fetched once per callback
-_Context = tuple[state_mod.DebuggerState, Any, Any]
+# (state, target, process, thread) of a frame: what one callback needs, fetched once per
+# callback
+_Context = tuple[state_mod.DebuggerState, Any, Any, Any]
 
 
 def _context(frame: Any) -> _Context:
-    process = frame.GetThread().GetProcess()
+    thread = frame.GetThread()
+    process = thread.GetProcess()
     target = process.GetTarget()
-    return state_mod.for_debugger(target.GetDebugger().GetID()), target, process
+    return state_mod.for_debugger(target.GetDebugger().GetID()), target, process, thread
 
 
 _input_generation = [-1]
@@ -126,12 +128,12 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     `lines`: with the source line, which only frames LLDB has no line for need (the first line
     question in a module with big DWARF, libc's, costs a scan of its CUs).
     """
-    st, target, process = context if context is not None else _context(frame)
+    st, target, process, thread = context if context is not None else _context(frame)
     if _input_generation[0] != prebolt.generation():  # `bb input` changed BOLTed lines
         st.locations.clear()
         _input_generation[0] = prebolt.generation()
     pc = int(frame.GetPC())
-    lookup = pc - 1 if _holds_return_address(frame) else pc
+    lookup = pc - 1 if _holds_return_address(frame, thread) else pc
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
     key = (lookup, lines)
     if _checked.get(id(st)) == epoch and key in st.locations:
@@ -144,12 +146,11 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     return st.locations[key], pc - lookup
 
 
-def _holds_return_address(frame: Any) -> bool:
+def _holds_return_address(frame: Any, thread: Any) -> bool:
     """A caller's pc is a return address; not so a frame whose newer frames are all calls
     inlined at its pc (they come first in `bt`, frame 0 among them), as GDB's
     address_in_block: there the pc is where the thread stopped, perhaps a fragment's first
     byte, and pc - 1 the last byte of another procedure's fragment."""
-    thread = frame.GetThread()
     newer = int(frame.GetFrameID()) - 1
     while newer >= 0 and thread.GetFrameAtIndex(newer).IsInlined():
         newer -= 1
@@ -173,17 +174,19 @@ def render_native(frame: Any, text: str) -> str:
 def logical_name(frame: Any, callback: str) -> str:
     context = _context(frame)
     st = context[0]
-    native = render_native(frame, st.formats.parts.get(callback, DEFAULT_PART))
+    part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
-        return native
+        return render_native(frame, part)
     loc, delta = locate_frame(frame, context)
     if loc is None or not loc.in_moved_code or loc.procedure is None:
-        return native
+        return render_native(frame, part)
     if frame.IsInlined() and frame.GetFunctionName() not in (loc.procedure, loc.fragment_symbol):
-        return native  # a function inlined into moved code keeps its own name, as in GDB
-    if frame.GetFunction().IsValid() and native.startswith(loc.procedure + "("):
-        # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-        return loc.label() + native[len(loc.procedure):]
+        return render_native(frame, part)  # an inlined function keeps its own name, as in GDB
+    if frame.GetFunction().IsValid():  # rendering LLDB's part costs most of a frame: only here
+        native = render_native(frame, part)
+        if native.startswith(loc.procedure + "("):
+            # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
+            return loc.label() + native[len(loc.procedure):]
     return f"{loc.label()}+{(loc.offset or 0) + delta:#x}"
 
 
