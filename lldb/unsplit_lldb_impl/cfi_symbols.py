@@ -1,7 +1,7 @@
 """LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
 Breakpad symbol file of their CFI (``unsplit.breakpad`` says why that fixes LLDB's unwinding).
 
-Three ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
+Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
 ``finish``, cores, all threads, lldb-dap):
 
 * the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
