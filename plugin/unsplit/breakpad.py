@@ -170,8 +170,8 @@ def stack_cfi(fds: list[FrameDescription], start: int, end: int, base: int) -> l
     return lines
 
 
-def _function_ranges(binary: Binary, starts: Iterable[int], fde_starts: list[int],
-                     table: cfi.CfiTable) -> list[tuple[int, int]]:
+def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
+                     ) -> list[tuple[int, int]]:
     """LLDB's function around each start: the sized function symbol that holds it, else the
     FDE that covers it (LLDB makes a symbol of an FDE no symbol covers)."""
     symbols = sorted((f.value, f.value + f.size) for f in binary.functions if f.size)
@@ -218,12 +218,10 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     base = base_address(binary)
     fde_starts = sorted(a for _, a in table.fde_starts())
     records: list[str] = []
-    for start, end in _function_ranges(binary, starts, fde_starts, table):
+    for start, end in _function_ranges(binary, starts, table):
         try:
             records += stack_cfi(_fdes_in(table, fde_starts, start, end), start, end, base)
-        except (Inexpressible, ValueError):
-            continue
-        except UnsplitError:
+        except (UnsplitError, ValueError):  # Inexpressible, or CFI that does not decode
             continue
     if not records:
         return None

@@ -111,7 +111,7 @@ class ModuleIndex:
         tr = bat_translate.translate(self.binary, file_address)
         if tr is None or tr.exact or self.binary.elf["e_machine"] != "EM_X86_64":
             return False
-        return self._code_byte(file_address) in (0xE9, 0xEB)
+        return self.binary.code_byte(file_address) in (0xE9, 0xEB)
 
     def _branch_right_before(self, file_address: int) -> int | None:
         """The anchor of ``file_address`` if it is a conditional jump ending right there: a
@@ -120,15 +120,12 @@ class ModuleIndex:
         tr = bat_translate.translate(self.binary, file_address)
         if tr is None:
             return None
-        first = self._code_byte(tr.anchor_output)
+        first = self.binary.code_byte(tr.anchor_output)
         size = 2 if first is not None and 0x70 <= first <= 0x7F else None
         if first == 0x0F:
-            second = self._code_byte(tr.anchor_output + 1)
+            second = self.binary.code_byte(tr.anchor_output + 1)
             size = 6 if second is not None and 0x80 <= second <= 0x8F else None
         return tr.anchor_output if size == file_address - tr.anchor_output else None
-
-    def _code_byte(self, file_address: int) -> int | None:
-        return self.binary.code_byte(file_address)
 
     def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
         """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the

@@ -41,7 +41,7 @@ def test_inserted_jump_after_a_block_opening_branch(zoo: dict[str, Any],
 
     code = {anchor.address: 0x0F, anchor.address + 1: 0x85, jump: 0xE9}  # jne rel32; jmp
     monkeypatch.setattr(bat_translate.BatIndex, "translate", translate)
-    monkeypatch.setattr(index, "_code_byte", lambda a: code.get(a, 0x90))
+    monkeypatch.setattr(index.binary, "code_byte", lambda a: code.get(a, 0x90))
     found = index.input_location(anchor.address)
     assert found is not None and found[2] is not None
     assert index._inserted_jump(jump)
