@@ -139,9 +139,6 @@ class _Cie:
     fde_encoding: int
     instructions: list[_Instr]
 
-    def __getitem__(self, key: str) -> Any:  # the fields decode_rows reads, by name
-        return getattr(self, key)
-
 
 @dataclass(slots=True)
 class _Fde:
@@ -493,10 +490,10 @@ def table_for(binary: Binary) -> CfiTable:
 # -- decoding the rule table ---------------------------------------------------------------------
 
 
-def decode_rows(cie: Any, fde: Any, start: int) -> list[Row]:
+def decode_rows(cie: _Cie, fde: _Fde, start: int) -> list[Row]:
     """The FDE's table: the CIE's initial instructions, then the FDE's (DWARF 5 §6.4.2)."""
-    caf: int = cie["code_alignment_factor"]
-    daf: int = cie["data_alignment_factor"]
+    caf = cie.code_alignment_factor
+    daf = cie.data_alignment_factor
     state = _State(CfaRule(None), {})
     for instr in cie.instructions:
         state = _apply(instr, state, None, caf, daf)
