@@ -384,6 +384,60 @@ def test_elf_line_rows(annotated: Annotated) -> None:
     assert source.line_info(binary).partial == {}
 
 
+def _files_entry(table: bytes) -> list[str]:
+    """The paths of the first FILES entry of an `.opt_table`, read with no unsplit code (§2: tag
+    1, ULEB length, then a ULEB count and NUL-terminated paths; these values are all < 128)."""
+    at = 0
+    while table[at] != 1:
+        at += 2 + table[at + 1]
+    names = table[at + 3:at + 2 + table[at + 1]].split(b"\0")
+    assert len(names) == table[at + 2] + 1 and names[-1] == b""
+    return [n.decode() for n in names[:-1]]
+
+
+def test_esl_files_keep_their_directories(annotated: Annotated, tmp_path: Path) -> None:
+    """Two `ledger.h` in different directories: `lines --json` and `where --json` report each
+    row's file as the table gives it (as DWARF consumers name a file entry), with its path."""
+    import json
+    import os
+    import sys
+
+    work, cold, (baddr, _) = annotated.work, annotated.cold, annotated.branch
+    before = baddr - work[0]
+    rows = [esl.EslRow(0, 1, 5), esl.EslRow(before, 2, 7), esl.EslRow(before + 4, 3, 9)]
+    files = ("src/prog.c", "include/ledger.h", "lib/./ledger.h")
+    table = esl.encode_opt_table(
+        [esl.OptProc(work[0], 1, 4, 1, files, esl.encode_rows(rows, 4, 1))])
+    new = tmp_path / "opt_table.bin"
+    new.write_bytes(table)
+    out = tmp_path / "prog.dirs"
+    subprocess.run(["llvm-objcopy-22", "--update-section", f".opt_table={new}",
+                    annotated.path, out], check=True)  # fmt: skip
+    dumped = tmp_path / "dumped.bin"
+    subprocess.run(["llvm-objcopy-22", "--dump-section", f".opt_table={dumped}", out, os.devnull],
+                   check=True)  # fmt: skip
+    table_files = _files_entry(dumped.read_bytes())
+    assert table_files == list(files)
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "plugin")}
+
+    def cli(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "unsplit", *args], check=True, env=env,
+                              capture_output=True, text=True).stdout
+
+    got = json.loads(cli("lines", str(out), "work", "--json"))
+    by_address = {int(r["address"], 16): r for r in got}
+    for address, number in ((work[0], 1), (cold[0], 2), (cold[0] + 4, 3)):
+        want = table_files[number - 1]
+        assert (by_address[address]["file"], by_address[address]["path"]) == \
+            (want, os.path.normpath(want)), hex(address)
+    where = [json.loads(line) for line in
+             cli("where", "--exe", str(out), "--json", hex(cold[0] + 1), hex(cold[0] + 5))
+             .splitlines()]
+    assert [(w["file"], w["path"], w["line"]) for w in where] == [
+        ("include/ledger.h", "include/ledger.h", 7), ("lib/./ledger.h", "lib/ledger.h", 9)]
+
+
 # --- unsplit annotate / ranges / lines on the same program --------------------------------------
 
 
@@ -423,7 +477,9 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
                 continue
             want, got = dwarf.lookup(a), esl_lines.lookup(a)
             assert want is not None and got is not None
-            assert (got.file, got.line, got.column) == (want.file, want.line, want.column), a
+            # annotate's file table holds DWARF's full paths: ESL's `file` is that path
+            assert (got.file, got.path, got.line, got.column) == \
+                (want.path, want.path, want.line, want.column), a
 
     [ranges] = annotate.ranges_json(str(out), "work")
     assert ranges["procedure"] == "work" and ranges["entry"] == hex(sp.start)
@@ -431,7 +487,7 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
     assert ranges["ranges"] == [{"start": hex(r.start), "end": hex(r.end)} for r in sp.ranges]
     rows = annotate.lines_json(str(out), "work")
     assert rows and {r["source"] for r in rows} == {"esl"}
-    assert set(rows[0]) == {"procedure", "address", "file", "line", "column", "source"}
+    assert set(rows[0]) == {"procedure", "address", "file", "path", "line", "column", "source"}
     assert [int(r["address"], 16) for r in rows] == sorted(int(r["address"], 16) for r in rows)
 
     parser = argparse.ArgumentParser()

@@ -17,6 +17,7 @@ with the symbol table and turns them into model records:
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
 
 from ..binary import Binary
@@ -186,9 +187,12 @@ def _add_proc(
     rows = []
     for placed in esl.map_rows(result.rows, ranges, branches):
         row = placed.row
-        path = proc.files[row.file - 1]
-        name = path.rsplit("/", 1)[-1]  # `file` is the name, as DWARF rows have it
-        rows.append(LineRow(placed.address, name, row.line, row.column, "esl", True, path))
+        # `file` is the table's path as written (a DWARF consumer names a file entry so):
+        # two `ledger.h` in different directories stay two files. The table has no
+        # compilation directory to join it to, so `path` is that path, normalized.
+        name = proc.files[row.file - 1]
+        rows.append(LineRow(placed.address, name, row.line, row.column, "esl", True,
+                            os.path.normpath(name) if name else name))
     info.rows.extend(rows)
     info.rows_by_procedure[proc.entry] = rows
     if size or sp is not None:

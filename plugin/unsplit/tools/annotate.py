@@ -6,10 +6,11 @@ ESL programs); the JSON schemas are those of issue 5:
 - ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
   ``[{"procedure", "entry", "logical_size", "ranges": [{"start", "end"}]}]``, addresses as hex;
 - ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
-  ``[{"procedure", "address", "file", "line", "column", "source"}]``; source ``esl`` (an ESL
-  program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the pre-BOLT binary's
-  DWARF through BAT); a procedure whose ESL program stopped early, or has none, gets a one-line
-  warning (on stderr with --json);
+  ``[{"procedure", "address", "file", "path", "line", "column", "source"}]`` (``file`` as the
+  line table names its file, ``path`` the full path, as ``where --json`` has them); source
+  ``esl`` (an ESL program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the
+  pre-BOLT binary's DWARF through BAT); a procedure whose ESL program stopped early, or has
+  none, gets a one-line warning (on stderr with --json);
 - ``annotate IN -o OUT``: a copy of IN (never IN itself) with `.split_info` and `.opt_table`
   derived from what IN says, so that the copy debugs with true procedures and lines with no
   DWARF and (BOLT) no pre-BOLT binary. Compiler splits: the fragments (``foo.cold`` symbols,
@@ -158,6 +159,7 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
                     "procedure": p.name,
                     "address": hex(r.address),
                     "file": r.file,
+                    "path": r.path,
                     "line": r.line,
                     "column": r.column,
                     "source": r.source,
