@@ -47,6 +47,8 @@ class Locator:
             loc = self.session.locate(host, address, lines=False)
             if loc is not None and loc.in_moved_code:
                 loc = self.session.locate(host, address)
+            for warning in self.session.new_warnings(loc):  # e.g. damaged DWARF: said once
+                gdb.write(f"unsplit: {warning}\n", gdb.STDERR)
         self._cache[address] = loc
         return loc
 

@@ -142,7 +142,9 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     host.modules()  # refreshes the module list and drops stale locations
     _checked[id(st)] = epoch
     if key not in st.locations:
-        st.locations[key] = st.session.locate(host, lookup, lines=lines)
+        st.locations[key] = loc = st.session.locate(host, lookup, lines=lines)
+        for warning in st.session.new_warnings(loc):  # e.g. damaged DWARF: said once
+            print(f"unsplit: {warning}", file=sys.stderr)
     return st.locations[key], pc - lookup
 
 

@@ -47,7 +47,7 @@ class ModuleIndex:
         self.procedures = ProcedureTable(
             merged, [f for f in symbols_source.plain(binary) if f.name not in merged],
             lambda address: bb_addr_map_source.blocks_at(binary, address))
-        self.dwarf_lines = DwarfLines(binary)
+        self.dwarf_lines = DwarfLines(binary, self.warnings)
         self.line_sources = self._line_sources()
 
     @classmethod
@@ -76,7 +76,8 @@ class ModuleIndex:
             return None
         if self._input_lines is None or self._input_lines.binary is not \
                 (input_binary.dwarf_binary or input_binary):
-            self._input_lines = DwarfLines(input_binary)
+            self._input_lines = DwarfLines(input_binary, self.warnings,
+                                           f"pre-BOLT {input_binary.path}: ")
         row = self._input_lines.lookup(input_address)
         return None if row is None else replace(row, address=file_address, source="bat")
 

@@ -7,6 +7,9 @@ for DWARF 5 (shared/NOTES.md).
 
 The row that describes an address is the last row at or below it in the same sequence, as
 LLVM's DWARFDebugLine::lookupAddress decides.
+
+Damaged DWARF is never fatal: a CU whose line program, header or DIEs cannot be read has no
+lines ("no line here"), and says so once, in ``warnings``, naming the section and the offset.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from .binary import Binary
 from .errors import DecodeError
 from .formats.leb128 import leb128
 from .model import LineRow
+
+# What pyelftools raises on damaged DWARF, besides its own errors: it reads fields with construct
+# and struct, seeks to offsets taken from the data, and leaves None where a form was not decoded.
+DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
+                OverflowError, TypeError, AttributeError, struct.error, RecursionError)
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.
@@ -65,11 +73,15 @@ class _CULines:
 
 
 class DwarfLines:
-    """Line look-ups in one Binary's DWARF."""
+    """Line look-ups in one Binary's DWARF. What it cannot read goes to `warnings` (one line
+    each, once; a caller may pass its own list), and the look-up answers "no line"."""
 
-    def __init__(self, binary: Binary) -> None:
+    def __init__(self, binary: Binary, warnings: list[str] | None = None,
+                 label: str = "") -> None:
         # A stripped file's lines live in its separate debug file.
         self.binary = binary.dwarf_binary or binary
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self._label = label  # put before each warning: which file, when not the caller's own
         self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
         self._aranges: tuple[array[int], array[int], list[int]] | None = None
         self._line_data: bytes | None = None
@@ -81,45 +93,62 @@ class DwarfLines:
     def available(self) -> bool:
         return self.binary.has_dwarf and self.binary.section(".debug_line") is not None
 
+    def warn(self, error: DecodeError) -> None:
+        """Record what could not be read, once."""
+        text = f"{self._label}{error}; its lines are ignored"
+        if text not in self.warnings:
+            self.warnings.append(text)
+
     def lookup(self, address: int) -> LineRow | None:
         """The line row describing file address `address`, or None."""
         if not self.available:
             return None
-        cu_offset = self._cu_offset_at(address)
+        cu_offset = self.cu_offset_at(address)
         if cu_offset is None:
             return None
-        return self._lines_of(cu_offset).lookup(address)
+        return self._lines_or_none(cu_offset).lookup(address)
 
     def rows_in(self, start: int, end: int) -> list[LineRow]:
         """Rows whose address lies in [start, end), in address order."""
-        cu_offset = self._cu_offset_at(start) if self.available else None
+        cu_offset = self.cu_offset_at(start) if self.available else None
         if cu_offset is None:
             return []
-        table = self._lines_of(cu_offset)
+        table = self._lines_or_none(cu_offset)
         lo = bisect_right(table.addresses, start - 1)
         hi = bisect_right(table.addresses, end - 1)
         return [r for r in (table.row(i) for i in range(lo, hi)) if r is not None]
 
     def cu_offset_at(self, address: int) -> int | None:
         """Offset in .debug_info of the CU whose ranges cover `address` (None if none does)."""
-        return self._cu_offset_at(address) if self.available else None
+        if not self.available:
+            return None
+        try:
+            return self._cu_offset_at(address)
+        except DecodeError as e:
+            self.warn(e)
+            return None
 
     def file_paths(self, cu_offset: int) -> list[str]:
         """Full paths of a CU's line-table files, by DW_AT_decl_file/call_file number.
 
         DWARF 5 numbers files from 0, earlier versions from 1 (index 0 is then "").
         """
+        try:
+            return self._file_paths(cu_offset)
+        except DWARF_ERRORS as e:
+            self.warn(_line_header_error(self.binary, cu_offset, e))
+            return []
+
+    def _file_paths(self, cu_offset: int) -> list[str]:
         dwarf = self.binary.dwarf
         cu = dwarf.get_CU_at(cu_offset)
         program = dwarf.line_program_for_CU(cu)
         if program is None:
             return []
         version = program.header["version"]
-        top = cu.get_top_DIE().attributes
-        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
-            if "DW_AT_comp_dir" in top else ""
+        comp_dir = _comp_dir(cu)
         paths = [_file_name(program, e, version, comp_dir)[1]
-                 for e in program.header["file_entry"]]
+                 for e in _entries(program, "file_entry")]
         return paths if version >= 5 else ["", *paths]
 
     def statements(self, file: str, line: int) -> list[LineRow]:
@@ -130,11 +159,21 @@ class DwarfLines:
         if not self.available or not self._may_name(file):
             return []
         runs: list[list[LineRow]] = []
-        for cu_offset in self._cu_offsets():
-            if not any(_same_name(name, path, file) for name, path in self._file_names(cu_offset)):
+        try:
+            cu_offsets = self._cu_offsets()
+        except DecodeError as e:
+            self.warn(e)
+            return []
+        for cu_offset in cu_offsets:
+            try:
+                names = self._file_names(cu_offset)
+            except DecodeError as e:
+                self.warn(e)
+                continue
+            if not any(_same_name(name, path, file) for name, path in names):
                 continue
             run: list[LineRow] = []
-            for row in [*self._lines_of(cu_offset).rows, None]:
+            for row in [*self._lines_or_none(cu_offset).rows, None]:
                 if run and (row is None or (row.line, row.file) != (run[0].line, run[0].file)):
                     if run[0].line == line and _same_file(run[0], file):
                         runs.append(run)
@@ -159,9 +198,8 @@ class DwarfLines:
         if names is None:
             try:
                 names = self._header_names(cu_offset)
-            except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
-                raise DecodeError(".debug_line", 0,
-                                  f"line table header of CU at {cu_offset:#x}: {e}") from None
+            except DWARF_ERRORS as e:
+                raise _line_header_error(self.binary, cu_offset, e) from None
             self._cu_files[cu_offset] = names
         return names
 
@@ -171,17 +209,21 @@ class DwarfLines:
         program = dwarf.line_program_for_CU(cu)
         if program is None:
             return []
-        top = cu.get_top_DIE().attributes
-        comp_dir = top["DW_AT_comp_dir"].value.decode("utf-8", "replace") \
-            if "DW_AT_comp_dir" in top else ""
+        comp_dir = _comp_dir(cu)
         version = program.header["version"]
-        return [_file_name(program, e, version, comp_dir) for e in program.header["file_entry"]]
+        return [_file_name(program, e, version, comp_dir)
+                for e in _entries(program, "file_entry")]
 
     def _cu_offsets(self) -> list[int]:
+        offsets: list[int] = []
         try:
-            return [cu.cu_offset for cu in self.binary.dwarf.iter_CUs()]
-        except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
-            raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
+            for cu in self.binary.dwarf.iter_CUs():
+                offsets.append(cu.cu_offset)
+        except DWARF_ERRORS as e:
+            at = offsets[-1] if offsets else 0
+            raise DecodeError(".debug_info", at, f"cannot read the compile unit after "
+                              f"{at:#x}: {_one_line(e)}") from None
+        return offsets
 
     # -- which CU -------------------------------------------------------------------------
 
@@ -190,7 +232,11 @@ class DwarfLines:
         DIE parsed), then, only for an address it does not cover, from the top DIEs of the
         CUs it leaves out (assembly files, clang's CUs: each costs its abbreviation table)."""
         if self._aranges is None:
-            self._aranges = self._read_aranges()
+            try:
+                self._aranges = self._read_aranges()
+            except DecodeError as e:  # each CU's own ranges say the same, more slowly
+                self._aranges = _spans([])
+                self.warn(e)
         found = _in_spans(self._aranges, address)
         if found is not None:
             return found
@@ -200,39 +246,63 @@ class DwarfLines:
 
     def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
         data = self.binary.section_data(".debug_aranges") or b""
+        found: list[tuple[int, int, int]] = []
         try:
-            spans = sorted(_parse_aranges(data, self.binary.elf.little_endian))
+            found.extend(_parse_aranges(data, self.binary.elf.little_endian))
         except struct.error:
             raise DecodeError(".debug_aranges", len(data), "truncated") from None
-        return _spans(spans)
+        return _spans(sorted(found))
 
     def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
+        """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
+        walk (what follows it cannot be found)."""
         spans: list[tuple[int, int, int]] = []
+        dwarf = self.binary.dwarf
+        at = 0
         try:
-            dwarf = self.binary.dwarf
             for cu in dwarf.iter_CUs():
-                if cu.cu_offset not in covered:
-                    spans.extend((lo, hi, cu.cu_offset) for lo, hi in _cu_ranges(dwarf, cu))
-        except (DWARFError, ELFError, KeyError, ValueError, AssertionError) as e:
-            raise DecodeError(".debug_info", 0, f"cannot read compile units: {e}") from None
+                at = cu.cu_offset
+                if at in covered:
+                    continue
+                try:
+                    ranges = _cu_ranges(dwarf, cu)
+                    if any(hi > _MASK for _, hi in ranges):
+                        raise ValueError("a range runs past 2^64")
+                    spans.extend((lo, hi, at) for lo, hi in ranges)
+                except DWARF_ERRORS as e:
+                    self.warn(DecodeError(".debug_info", at,
+                                          f"ranges of the CU at {at:#x}: {_one_line(e)}"))
+        except DWARF_ERRORS as e:
+            self.warn(DecodeError(".debug_info", at, f"cannot read the compile unit after "
+                                  f"{at:#x}: {_one_line(e)}"))
         spans.sort()
         return _spans(spans)
 
     # -- one CU's rows ----------------------------------------------------------------------
 
+    def _lines_or_none(self, cu_offset: int) -> _CULines:
+        """The CU's rows; none (and a warning, once) when its line program is damaged."""
+        try:
+            return self._lines_of(cu_offset)
+        except DecodeError as e:
+            self.warn(e)
+            table = self._cu_lines[cu_offset] = _CULines([], [], 0)
+            return table
+
     def _lines_of(self, cu_offset: int) -> _CULines:
         table = self._cu_lines.get(cu_offset)
         if table is None:
+            self._file_names(cu_offset)  # a damaged header says so itself, as it is
             try:
                 rows, names, first = self._decode(cu_offset)
                 table = _CULines(rows, names, first)
             except DecodeError as e:  # a number cut short: say whose program it was
                 raise DecodeError(e.section, e.offset,
                                   f"line program of CU at {cu_offset:#x}: {e.message}") from None
-            except (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
-                    OverflowError) as e:
-                raise DecodeError(".debug_line", 0,
-                                  f"line program of CU at {cu_offset:#x}: {e}") from None
+            except DWARF_ERRORS as e:
+                raise DecodeError(".debug_line", _stmt_list(self.binary, cu_offset),
+                                  f"line program of CU at {cu_offset:#x}: {_one_line(e)}"
+                                  ) from None
             self._cu_lines[cu_offset] = table
         return table
 
@@ -370,6 +440,9 @@ def _parse_aranges(data: bytes, little: bool) -> Iterator[tuple[int, int, int]]:
             p += tuple_size
             if start == 0 and size == 0:
                 break
+            if start + size > _MASK:
+                raise DecodeError(".debug_aranges", p - tuple_size,
+                                  f"range {start:#x} + {size:#x} runs past 2^64")
             if size:
                 yield start, start + size, cu
         at = end
@@ -387,14 +460,55 @@ def _same_name(name: str, path: str, wanted: str) -> bool:
 
 def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:
     """(the name as the DWARF file entry gives it, the full path llvm-symbolizer would print)."""
-    name = entry.name.decode("utf-8", "replace")
-    dirs = program.header["include_directory"]
+    name = _text(entry.name, "a file name")
+    dirs = _entries(program, "include_directory")
     d = entry.dir_index if version >= 5 else entry.dir_index - 1
     path = name
     if not os.path.isabs(name):
-        directory = dirs[d].decode("utf-8", "replace") if 0 <= d < len(dirs) else ""
+        directory = _text(dirs[d], "a directory") if 0 <= d < len(dirs) else ""
         path = os.path.join(comp_dir, directory, name)
     return name, os.path.normpath(path)
+
+
+def _text(value: Any, what: str) -> str:
+    """A string attribute as pyelftools gives it: bytes, or None where the form was damaged."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{what} is {type(value).__name__}, not a string")
+
+
+def _entries(program: Any, field: str) -> list[Any]:
+    found = program.header[field]
+    if not isinstance(found, list | tuple):
+        raise ValueError(f"no {field} list in the line table header")
+    return list(found)
+
+
+def _comp_dir(cu: Any) -> str:
+    top = cu.get_top_DIE().attributes
+    return _text(top["DW_AT_comp_dir"].value, "DW_AT_comp_dir") \
+        if "DW_AT_comp_dir" in top else ""
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _stmt_list(binary: Binary, cu_offset: int) -> int:
+    """Where the CU's line program starts in .debug_line (0 when even that is unreadable)."""
+    try:
+        top = binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+        return int(top["DW_AT_stmt_list"].value) if "DW_AT_stmt_list" in top else 0
+    except DWARF_ERRORS:
+        return 0
+
+
+def _line_header_error(binary: Binary, cu_offset: int, e: BaseException) -> DecodeError:
+    return DecodeError(".debug_line", _stmt_list(binary, cu_offset),
+                       f"line table header of CU at {cu_offset:#x}: {_one_line(e)}")
 
 
 def _cu_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:

@@ -24,6 +24,7 @@ class Session:
         self.enabled = True
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
+        self._shown: set[str] = set()  # warnings an adapter has printed already
 
     def index(self, path: str) -> ModuleIndex:
         try:
@@ -91,6 +92,18 @@ class Session:
         if other is not None:  # never name code by the wrong file
             return Location(address, address - mod.bias, mod.path, None, warnings=(other,))
         return index.locate(address - mod.bias, mod.bias, lines=lines)
+
+    def new_warnings(self, loc: Location | None) -> list[str]:
+        """The warnings of `loc` not yet shown in this session, as lines to print: hooks that
+        name frames (GDB's frame filter and stop line, LLDB's frame format) print each once,
+        where a damaged section would otherwise silently cost a frame its line."""
+        if loc is None:
+            return []
+        module = os.path.basename(loc.module)
+        out = [f"warning: {module}: {w}" for w in loc.warnings]
+        out = [w for w in dict.fromkeys(out) if w not in self._shown]
+        self._shown.update(out)
+        return out
 
     def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
         """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core

@@ -49,12 +49,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import IO, Any
 
-from elftools.common.exceptions import DWARFError, ELFError
-
 from ..binary import Binary, FunctionSymbol
-from ..errors import UnsplitError, UsageError
+from ..errors import DecodeError, UnsplitError, UsageError
 from ..index import ModuleIndex
-from ..lines import DwarfLines, die_ranges
+from ..lines import DWARF_ERRORS, DwarfLines, die_ranges
 from ..model import Location
 
 PAGE = 0x1000
@@ -117,7 +115,6 @@ class Frame:
 
 
 _SUBROUTINES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
-_DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError)
 
 
 class InlineChains:
@@ -158,9 +155,17 @@ class InlineChains:
                 outer.append(inner)
             if cu_offset not in self._files:
                 self._files[cu_offset] = self.lines.file_paths(cu_offset)
-        except _DWARF_ERRORS:
+        except DWARF_ERRORS as e:
+            self.damaged(cu_offset, e)
             return [], []
         return outer[::-1], self._files[cu_offset]
+
+    def damaged(self, cu_offset: int, e: BaseException) -> None:
+        """A CU's DIEs that cannot be read: no inlined frames there, and one warning."""
+        text = str(e).strip().splitlines()
+        self.lines.warn(DecodeError(".debug_info", cu_offset, f"DIEs of the CU at "
+                                    f"{cu_offset:#x}: {type(e).__name__}"
+                                    + (f": {text[0]}" if text else "")))
 
     def _children(self, die: Any, base: int) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
         """(child, is it an inlined call, its ranges) of the children of `die` an inline chain
@@ -266,7 +271,7 @@ class Symbolizer:
             found = (prebolt.set_input(self.binary, input_path) if input_path
                      else prebolt.input_for(self.binary))
             if found is not None:
-                lines = DwarfLines(found)
+                lines = DwarfLines(found, self.index.warnings, f"pre-BOLT {found.path}: ")
                 self._input = (found, lines, InlineChains(lines))
         elif input_path:
             raise UsageError(f"{exe} has no BOLT address translation: --input is for BOLTed "
@@ -368,8 +373,17 @@ class Symbolizer:
         path = None if row is None else row.path
         line, column = (0, 0) if row is None else (row.line, row.column)
         dies, files = chains.chain(address)
-        if not dies:
-            return [Frame(UNKNOWN, path, line, column)] if row is not None else []
+        if dies:
+            try:
+                return self._inlined_frames(dies, files, path, line, column, inlines)
+            except DWARF_ERRORS as e:  # a damaged DIE on the chain: the line alone
+                cu = chains.lines.cu_offset_at(address)
+                chains.damaged(0 if cu is None else cu, e)
+        return [Frame(UNKNOWN, path, line, column)] if row is not None else []
+
+    @staticmethod
+    def _inlined_frames(dies: list[Any], files: list[str], path: str | None, line: int,
+                        column: int, inlines: bool) -> list[Frame]:
         if not inlines:
             return [Frame(_die_name(dies[0]), path, line, column,
                           _int_attr(dies[-1], "DW_AT_decl_line"))]
@@ -433,9 +447,15 @@ def _lowest_load(binary: Binary) -> int:
 
 def stream(symbolizer: Symbolizer, lines: IO[str], out: IO[str], *, relative: bool,
            inlines: bool, as_json: bool) -> int:
-    """Answer every line of `lines` on `out`, flushing after each; returns how many."""
+    """Answer every line of `lines` on `out`, flushing after each; returns how many. What the
+    binary's DWARF could not say (damaged sections) goes to stderr, each warning once."""
     count = 0
+    warned = 0
     while True:
+        warnings = symbolizer.index.warnings
+        for w in warnings[warned:]:
+            print(f"unsplit: warning: {w}", file=sys.stderr)
+        warned = len(warnings)
         text = lines.readline()
         if not text:
             return count

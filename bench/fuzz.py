@@ -1,0 +1,626 @@
+"""Fuzz campaign: damaged input to every decoder and reader of unsplit. Not run by CI.
+
+    .venv/bin/python bench/fuzz.py [--count N] [--jobs J] [--cli N] [--only NAME,...] [--seed S]
+                                   [--crashers DIR]
+
+Each decoder gets --count damaged inputs (default 100,000), made from a real section of a zoo
+binary (fixtures/build, `fixtures/build.py` first) or, for formats no toolchain writes, from the
+encoder's output; one damage per input, chosen at random: flipped bits, a run of 0xff, a zeroed
+tail, two chunks swapped, a truncation, or random bytes. The decoders are called in-process
+through their bytes-in APIs (the DWARF readers through a Binary whose one section is replaced),
+--jobs processes at a time. Every outcome is one of
+
+    ok      decoded (possibly with errors reported inside the result: bb maps, ESL programs)
+    warned  (DWARF, CLI) answered, with a warning naming the damaged section and offset
+    clean   an UnsplitError: the one-line error the user sees
+    crash   anything else (or more than 10 s, or memory exhausted): a bug
+
+then --cli damaged ELF files (default 300) go through the CLI commands as subprocesses
+(`where`, `lines`, `bbmap`, `blocks`, `symbolize` with addresses on stdin): ok is exit status
+0 or 1 without a traceback,
+crash is status 2 ("internal error"), a traceback, or a signal.
+
+The counts are printed as a table and saved to bench/results/fuzz.json; the first input of each
+distinct crash (exception type and the line that raised it) is written to --crashers (default
+bench/results/crashers/) with its traceback, to be turned into a regression test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import multiprocessing
+import os
+import random
+import resource
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugin"))
+
+from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DWARFInfo  # noqa: E402
+from saving import save  # noqa: E402
+from unsplit import cfi, corefile, lines  # noqa: E402
+from unsplit.binary import Binary  # noqa: E402
+from unsplit.errors import UnsplitError  # noqa: E402
+from unsplit.formats import bat, bb_addr_map, esl, mip  # noqa: E402
+from unsplit.formats import split_info as si  # noqa: E402
+from unsplit.tools.symbolize import InlineChains  # noqa: E402
+
+ZOO = ROOT / "fixtures" / "build"
+TIMEOUT = 10  # seconds one input may take before it counts as a hang
+MEMORY = 3 << 30  # bytes of address space a worker may use
+
+
+# --- damage ----------------------------------------------------------------------------------
+
+
+def damage(data: bytes, rng: random.Random) -> tuple[str, bytes]:
+    """One kind of damage, applied at a random place: (its name, the damaged bytes)."""
+    if not data:
+        return "random", bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
+    b = bytearray(data)
+    n = len(b)
+    kind = rng.choice(("flip", "ff_run", "zero_tail", "swap", "truncate", "random"))
+    if kind == "flip":
+        for _ in range(rng.randrange(1, 9)):
+            b[rng.randrange(n)] ^= 1 << rng.randrange(8)
+    elif kind == "ff_run":
+        at = rng.randrange(n)
+        size = min(rng.randrange(1, 33), n - at)
+        b[at:at + size] = b"\xff" * size
+    elif kind == "zero_tail":
+        at = rng.randrange(n)
+        b[at:] = bytes(n - at)
+    elif kind == "swap":
+        size = rng.randrange(1, max(2, min(65, n // 2 + 1)))
+        if 2 * size <= n:
+            i = rng.randrange(n - 2 * size + 1)
+            j = rng.randrange(i + size, n - size + 1)
+            b[i:i + size], b[j:j + size] = b[j:j + size], b[i:i + size]
+    elif kind == "truncate":
+        del b[rng.randrange(n):]
+    else:
+        for _ in range(rng.randrange(1, 9)):
+            b[rng.randrange(n)] = rng.randrange(256)
+    return kind, bytes(b)
+
+
+# --- a Binary with one section replaced -------------------------------------------------------
+
+
+class _Section:
+    """Enough of a pyelftools Section for cfi._Section: header fields and data()."""
+
+    def __init__(self, real: Any, data: bytes) -> None:
+        self.header = dict(real.header)
+        self.header["sh_size"] = len(data)
+        self._data = data
+
+    def __getitem__(self, name: str) -> Any:
+        return self.header[name]
+
+    def data(self) -> bytes:
+        return self._data
+
+
+_DWARF_FIELDS = {
+    ".debug_info": "debug_info_sec", ".debug_aranges": "debug_aranges_sec",
+    ".debug_abbrev": "debug_abbrev_sec", ".debug_str": "debug_str_sec",
+    ".debug_line": "debug_line_sec", ".debug_line_str": "debug_line_str_sec",
+    ".debug_rnglists": "debug_rnglists_sec", ".debug_ranges": "debug_ranges_sec",
+    ".debug_str_offsets": "debug_str_offsets_sec", ".debug_addr": "debug_addr_sec",
+}
+_DWARF_ARGS = ["debug_info_sec", "debug_aranges_sec", "debug_abbrev_sec", "debug_frame_sec",
+               "eh_frame_sec", "debug_str_sec", "debug_loc_sec", "debug_ranges_sec",
+               "debug_line_sec", "debug_pubtypes_sec", "debug_pubnames_sec", "debug_addr_sec",
+               "debug_str_offsets_sec", "debug_line_str_sec", "debug_loclists_sec",
+               "debug_rnglists_sec", "debug_sup_sec", "gnu_debugaltlink_sec", "debug_types_sec"]
+
+
+class DamagedBinary(Binary):
+    """A Binary whose named sections read as given bytes (section(), section_data() and
+    pyelftools' DWARFInfo): the readers see damage without a file being written."""
+
+    replaced: dict[str, bytes]
+
+    @classmethod
+    def of(cls, base: Binary, replaced: dict[str, bytes]) -> DamagedBinary:
+        made = object.__new__(cls)
+        made.__dict__.update({k: v for k, v in base.__dict__.items()
+                              if k in ("path", "_stream", "elf", "identity", "functions",
+                                       "_section_index", "_symbol_tables")})
+        made._sections = {}
+        made.replaced = replaced
+        made.__dict__["dwarf_binary"] = made if base.has_dwarf else None
+        if base.has_dwarf:
+            made.__dict__["dwarf"] = _dwarf_with(base.dwarf, replaced)
+        return made
+
+    def section(self, name: str) -> Any:
+        if name in self.replaced:
+            real = super().section(name)
+            return None if real is None else _Section(real, self.replaced[name])
+        return super().section(name)
+
+    def section_data(self, name: str) -> bytes | None:
+        if name in self.replaced:
+            return self.replaced[name]
+        return super().section_data(name)
+
+
+def _dwarf_with(real: DWARFInfo, replaced: dict[str, bytes]) -> DWARFInfo:
+    args = {name: getattr(real, name, None) for name in _DWARF_ARGS}
+    for section, data in replaced.items():
+        field = _DWARF_FIELDS.get(section)
+        old = args.get(field or "")
+        if field is not None and old is not None:
+            args[field] = DebugSectionDescriptor(io.BytesIO(data), old.name, old.global_offset,
+                                                 len(data), old.address)
+    return DWARFInfo(real.config, **args)
+
+
+# --- the decoders -----------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One decoder: the section it reads, seeds for that section (real ones, from different
+    producers), and a call that reads one damaged seed (by its number)."""
+
+    name: str
+    section: str
+    seeds: Callable[[], list[bytes]]
+    run: Callable[[int, bytes], object]
+
+
+def _zoo(variant: str, program: str = "crash") -> Binary:
+    path = ZOO / variant / program
+    if not path.exists():
+        sys.exit(f"fuzz: {path} missing: run fixtures/build.py first")
+    return Binary(str(path))
+
+
+def _bat_run(data: bytes) -> object:
+    table = bat.decode_note(data)
+    for address, m in list(table.maps.items())[:64]:
+        list(m.entries())
+        m.translate(3)
+        table.parent_of(address)
+        table.split_fragments(address)
+    return table
+
+
+def _bb_run(data: bytes) -> object:
+    found = bb_addr_map.decode(data)
+    for f in found.functions:
+        list(f.entries())
+    bb_addr_map.scan(data)
+    return found
+
+
+_FUNCS = [("work", 0x401000, 0x40), ("other", 0x401040, 0x40), ("main", 0x401080, 0x20)]
+
+
+def _split_seed() -> bytes:
+    return si.encode([si.SplitRecord(0x401006, 0x405000, 0x10, 2),
+                      si.SplitRecord(0x405004, 0x406000, 0x8, 2),
+                      si.SplitRecord(0x401050, 0x405100, 0x20, 5)])
+
+
+def _split_run(data: bytes) -> object:
+    procs = si.sp_init(si.decode(data), _FUNCS)
+    for p in procs:
+        p.address_of(5)
+        p.logical_offset(p.start + 1)
+    return procs
+
+
+def _esl_seed() -> bytes:
+    rows = [esl.EslRow(0, 1, 10), esl.EslRow(4, 1, 11, 3), esl.EslRow(13, 2, 26),
+            esl.EslRow(20, 2, 25, 7), esl.EslRow(40, 1, 3)]
+    return esl.encode_opt_table([
+        esl.OptProc(0x401000, 1, 10, 1, ("src/a.c", "include/b.h"),
+                    esl.encode_rows(rows, 10, 1)),
+        esl.OptProc(0x401040, 2, 7, 4, ("src/a.c", "include/b.h"),
+                    bytes.fromhex("031380C6050FF1")),
+        esl.OptProc(0x401080, 1, 1, 1, ("x.c",), None),
+    ])
+
+
+def _esl_run(data: bytes) -> object:
+    [sp] = si.sp_init([si.SplitRecord(0x401006, 0x405000, 0x10, 2)], _FUNCS[:1])
+    ranges = [(r.start, r.end, r.logical_start) for r in sp.ranges]
+    out = []
+    for proc in esl.decode_opt_table(data):
+        result = esl.run_program(proc, sp.size if proc.entry == sp.start else None)
+        out.append(esl.map_rows(result.rows, ranges, sp.branches))
+    return out
+
+
+def _mip_seed() -> bytes:
+    funcs = [mip.MipFunction("work", 0x401000, 0x40, 0x1234, (4, 9, 0x20), 0),
+             mip.MipFunction("other", 0x401040, 0x40, 0x99, (), 8),
+             mip.MipFunction("main_with_a_longer_name", 0x401080, 0x20, 7, (1, 2), 16)]
+    return mip.encode(funcs, 0x500000)
+
+
+def _mip_run(data: bytes) -> object:
+    found = mip.decode(data, 0x500000)
+    return mip.procedures(found)
+
+
+class _DwarfTarget:
+    """DwarfLines (and symbolize's inline chains) over zoo binaries with one damaged section: the
+    questions `where`, `bb break FILE:LINE` and `symbolize` ask. Each input damages one of
+    `cases` (variant, section), picked by the input's number."""
+
+    def __init__(self, cases: list[tuple[str, str]], chains: bool, file: str = "crash.c"
+                 ) -> None:
+        # Inline chains walk every DIE of a CU: only for damage that can reach them.
+        self.cases, self.chains, self.file = cases, chains, file
+        self._bases: list[tuple[Binary, list[int]]] = []
+
+    def seeds(self) -> list[bytes]:
+        out = []
+        for variant, section in self.cases:
+            base = _zoo(variant)
+            funcs = sorted((f for f in base.functions if f.size), key=lambda f: f.value)
+            # a handful of functions, spread over the file (CUs, fragments)
+            picked = funcs[:: max(1, len(funcs) // 5)][:5]
+            self._bases.append((base, [f.value + f.size // 2 for f in picked]))
+            data = base.section_data(section)
+            if not data:
+                sys.exit(f"fuzz: {variant}/crash has no {section}")
+            out.append(data)
+        return out
+
+    def run(self, case: int, data: bytes) -> object:
+        base, addresses = self._bases[case]
+        binary = DamagedBinary.of(base, {self.cases[case][1]: data})
+        found = lines.DwarfLines(binary)
+        chains = InlineChains(found)
+        out: list[object] = []
+        for a in addresses:
+            out.append(found.lookup(a))
+            if self.chains:
+                out.append(chains.chain(a))
+            cu = found.cu_offset_at(a)
+            if cu is not None:
+                out.append(found.file_paths(cu))
+        out.append(found.statements(self.file, 12))
+        return Degraded(found.warnings) if found.warnings else out
+
+
+class _CfiTarget:
+    def __init__(self, variant: str, section: str = ".eh_frame") -> None:
+        self.variant, self.section = variant, section
+        self._base: Binary | None = None
+        self._addresses: list[int] = []
+
+    @property
+    def base(self) -> Binary:
+        if self._base is None:
+            self._base = _zoo(self.variant)
+            self._addresses = [f.value + 1 for f in self._base.functions if f.size][:24]
+        return self._base
+
+    def seed(self) -> bytes:
+        return self.base.section_data(self.section) or b""
+
+    def run(self, data: bytes) -> object:
+        # No .eh_frame_hdr: the whole section is walked (the hdr's table is checked apart).
+        binary = DamagedBinary.of(self.base, {self.section: data})
+        binary._sections[".eh_frame_hdr"] = None
+        table = cfi.CfiTable(binary)
+        return [table.fde_at(a) for a in self._addresses]
+
+
+class _CoreTarget:
+    """A core file whose notes segment is damaged (the rest of the file stays whole)."""
+
+    def __init__(self, variant: str) -> None:
+        self.path = ZOO / variant / "crash.core"
+        self._whole: bytes | None = None
+        self._notes = (0, 0)
+
+    def seed(self) -> bytes:
+        self._whole = self.path.read_bytes()
+        d = self._whole
+        phoff, = struct.unpack_from("<Q", d, 32)
+        _, phnum = struct.unpack_from("<HH", d, 54)
+        for i in range(phnum):
+            p_type, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", d, phoff + 56 * i)
+            if p_type == 4:  # PT_NOTE
+                self._notes = (offset, filesz)
+                return d[offset:offset + filesz]
+        sys.exit(f"fuzz: {self.path} has no notes")
+
+    def run(self, data: bytes) -> object:
+        assert self._whole is not None
+        at, size = self._notes
+        whole = self._whole[:at] + data + self._whole[at + size:]
+        core = object.__new__(corefile.Core)
+        core.path = str(self.path)
+        core._data = whole
+        core._segments, core._notes, core._file_cache = [], [], {}
+        core._parse()
+        out = [core.threads, core.auxv, core.mappings]
+        out.append(corefile.note_build_id(data))
+        return out
+
+
+def _one(seed: Callable[[], bytes], run: Callable[[bytes], object]
+         ) -> tuple[Callable[[], list[bytes]], Callable[[int, bytes], object]]:
+    return (lambda: [seed()]), (lambda _case, data: run(data))
+
+
+def targets() -> list[Target]:
+    bolt = _zoo("bolt-all")
+    mfs = _zoo("clang-mfs")
+    eh = _CfiTarget("gcc-pgo")
+    core = _CoreTarget("clang-mfs")
+    out = [
+        Target("bat", ".note.bolt_bat",
+               *_one(lambda: bolt.section_data(".note.bolt_bat") or b"", _bat_run)),
+        Target("bb_addr_map", ".llvm_bb_addr_map",
+               *_one(lambda: mfs.section_data(".llvm_bb_addr_map") or b"", _bb_run)),
+        Target("split_info", ".split_info", *_one(_split_seed, _split_run)),
+        Target("esl", ".opt_table", *_one(_esl_seed, _esl_run)),
+        Target("mip", "__llvm_mipmap", *_one(_mip_seed, _mip_run)),
+        Target("cfi", ".eh_frame", *_one(eh.seed, eh.run)),
+        Target("core_notes", "PT_NOTE", *_one(core.seed, core.run)),
+    ]
+    for name, cases in (
+            ("dwarf_line", [("gcc-pgo", ".debug_line"), ("clang-mfs", ".debug_line")]),
+            ("dwarf_aranges", [("gcc-pgo", ".debug_aranges")]),
+            ("dwarf_info", [("gcc-pgo", ".debug_info"), ("clang-mfs", ".debug_info"),
+                            ("clang-mfs", ".debug_abbrev"), ("gcc-pgo", ".debug_abbrev"),
+                            ("gcc-pgo", ".debug_str"), ("clang-mfs", ".debug_line_str"),
+                            ("gcc-pgo", ".debug_rnglists"), ("clang-mfs", ".debug_rnglists"),
+                            ("clang-mfs", ".debug_str_offsets"), ("clang-mfs", ".debug_addr")])):
+        t = _DwarfTarget(cases, chains=name == "dwarf_info")
+        out.append(Target(name, ",".join(sorted({c[1] for c in cases})), t.seeds, t.run))
+    return out
+
+
+# --- running ----------------------------------------------------------------------------------
+
+
+class _Hang(Exception):
+    pass
+
+
+def _alarm(_signum: int, _frame: Any) -> None:
+    raise _Hang(f"more than {TIMEOUT} s")
+
+
+def _where(e: BaseException) -> str:
+    """The innermost frame of unsplit's own code that the exception went through."""
+    frames = traceback.extract_tb(e.__traceback__)
+    own = [f for f in frames if "/unsplit/" in f.filename] or frames
+    f = own[-1] if own else None
+    return "?" if f is None else f"{Path(f.filename).name}:{f.lineno}"
+
+
+@dataclass
+class Tally:
+    ok: int = 0
+    warned: int = 0
+    clean: int = 0
+    crash: int = 0
+
+    def add(self, other: Tally) -> None:
+        self.ok += other.ok
+        self.warned += other.warned
+        self.clean += other.clean
+        self.crash += other.crash
+
+    @property
+    def total(self) -> int:
+        return self.ok + self.warned + self.clean + self.crash
+
+
+class Degraded(list[str]):
+    """What a reader returns when it answered with warnings (the warnings)."""
+
+
+def _chunk(job: tuple[str, int, int, int]) -> tuple[str, Tally, dict[str, dict[str, Any]]]:
+    """Run inputs [start, start + n) of one target (seeded by their number: reproducible)."""
+    name, start, n, seed = job
+    target = next(t for t in _TARGETS if t.name == name)
+    seeds = _SEEDS[name]
+    tally = Tally()
+    crashes: dict[str, dict[str, Any]] = {}
+    for k in range(start, start + n):
+        rng = random.Random(f"{seed}:{name}:{k}")
+        case = k % len(seeds)
+        kind, data = damage(seeds[case], rng)
+        signal.alarm(TIMEOUT)
+        try:
+            if isinstance(target.run(case, data), Degraded):
+                tally.warned += 1
+            else:
+                tally.ok += 1
+        except UnsplitError:
+            tally.clean += 1
+        except (Exception, _Hang) as e:  # every other exception is the finding
+            tally.crash += 1
+            key = f"{type(e).__name__} at {_where(e)}"
+            if key not in crashes:
+                crashes[key] = {"input": k, "case": case, "damage": kind,
+                                "message": str(e)[:300],
+                                "traceback": traceback.format_exc()[-3000:],
+                                "data": data.hex() if len(data) < 1 << 20 else None}
+            crashes[key]["count"] = crashes[key].get("count", 0) + 1
+        finally:
+            signal.alarm(0)
+    return name, tally, crashes
+
+
+_TARGETS: list[Target] = []
+_SEEDS: dict[str, list[bytes]] = {}
+
+
+def _init_worker(only: list[str]) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    signal.signal(signal.SIGALRM, _alarm)
+    _TARGETS[:] = [t for t in targets() if not only or t.name in only]
+    _SEEDS.update({t.name: t.seeds() for t in _TARGETS})
+
+
+def decoders(count: int, jobs: int, only: list[str], seed: int) -> dict[str, Any]:
+    names = [t.name for t in targets() if not only or t.name in only]
+    size = 2000
+    work = [(name, s, min(size, count - s), seed) for name in names
+            for s in range(0, count, size)]
+    results: dict[str, Any] = {n: {"tally": Tally(), "crashes": {}, "seconds": 0.0}
+                               for n in names}
+    started = time.perf_counter()
+    with multiprocessing.Pool(jobs, _init_worker, (only,)) as pool:
+        for name, tally, crashes in pool.imap_unordered(_chunk, work):
+            r = results[name]
+            t = r["tally"]
+            t.add(tally)
+            for key, c in crashes.items():
+                have = r["crashes"].get(key)
+                if have is None:
+                    r["crashes"][key] = c
+                else:
+                    have["count"] += c["count"]
+            if t.total == count:
+                r["seconds"] = round(time.perf_counter() - started, 1)
+                print(f"  {name:<18} {t.ok:>8} {t.warned:>8} {t.clean:>8} {t.crash:>6}"
+                      f"   ({r['seconds']} s since start)", flush=True)
+    return results
+
+
+# --- the CLI on damaged ELF files -------------------------------------------------------------
+
+_CLI_CASES = [  # (variant, program, sections to damage, commands: {exe} is the damaged file)
+    ("bolt-all-dbg", "crash", [".note.bolt_bat", ".debug_line", ".debug_info", ".debug_abbrev",
+                               ".debug_str", ".eh_frame", ".symtab"],
+     [["where", "--exe", "{exe}", "--json", "{addr}"], ["symbolize", "--exe", "{exe}"],
+      ["lines", "{exe}", "--json"]]),
+    ("clang-mfs", "crash", [".llvm_bb_addr_map", ".debug_line", ".debug_info", ".debug_abbrev",
+                            ".debug_rnglists", ".debug_str", ".debug_line_str", ".symtab"],
+     [["where", "--exe", "{exe}", "{addr}"], ["bbmap", "{exe}"],
+      ["blocks", "--exe", "{exe}", "{proc}"], ["symbolize", "--exe", "{exe}"]]),
+    ("gcc-pgo", "crash", [".debug_line", ".debug_aranges", ".debug_info", ".debug_abbrev",
+                          ".debug_str", ".debug_rnglists", ".eh_frame", ".symtab"],
+     [["where", "--exe", "{exe}", "--json", "{addr}"], ["lines", "{exe}"],
+      ["symbolize", "--exe", "{exe}", "--inlines"]]),
+]
+
+
+def _section_span(path: Path, name: str) -> tuple[int, int] | None:
+    b = Binary(str(path))
+    try:
+        sec = b.section(name)
+        if sec is None or sec["sh_type"] == "SHT_NOBITS":
+            return None
+        return sec["sh_offset"], sec["sh_size"]
+    finally:
+        b.close()
+
+
+def cli(count: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(f"{seed}:cli")
+    tally = Tally()
+    crashes: dict[str, dict[str, Any]] = {}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "plugin")}
+    env.pop("UNSPLIT_DEBUG", None)
+    runs = 0
+    with tempfile.TemporaryDirectory(prefix="unsplit-fuzz-") as tmp:
+        for k in range(count):
+            variant, program, sections, commands = _CLI_CASES[k % len(_CLI_CASES)]
+            src = ZOO / variant / program
+            facts = json.loads((ZOO / variant / f"{program}.facts.json").read_text())
+            section = sections[rng.randrange(len(sections))]
+            span = _section_span(src, section)
+            if span is None:
+                continue
+            whole = bytearray(src.read_bytes())
+            at, size = span
+            kind, damaged = damage(bytes(whole[at:at + size]), rng)
+            damaged = damaged[:size].ljust(size, b"\0")  # the section keeps its place
+            whole[at:at + size] = damaged
+            exe = Path(tmp) / f"{variant}-{k}"
+            exe.write_bytes(whole)
+            exe.chmod(0o755)
+            frame = facts["crash"]["frames"][0]
+            addr, proc = frame["link_pc"] if "link_pc" in frame else frame["pc"], \
+                frame["procedure"]
+            for command in commands:
+                argv = [a.format(exe=exe, addr=addr, proc=proc) for a in command]
+                stdin = f"{addr}\n0x{int(addr, 16) - 1:x}\n" if command[0] == "symbolize" else ""
+                p = subprocess.run([sys.executable, "-m", "unsplit", *argv], env=env,
+                                   input=stdin, capture_output=True, text=True, timeout=120)
+                runs += 1
+                bad = p.returncode not in (0, 1) or "Traceback" in p.stderr
+                if bad:
+                    tally.crash += 1
+                    last = (p.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+                    kind_of = last.split(":")[2] if last.count(":") > 2 else last
+                    key = f"{command[0]} on {section}: {kind_of.strip()}"
+                    crashes.setdefault(key, {"input": k, "damage": kind, "section": section,
+                                             "variant": variant, "stderr": last, "count": 0})
+                    crashes[key]["count"] += 1
+                elif p.returncode == 0 and "warning:" in p.stdout + p.stderr:
+                    tally.warned += 1
+                elif p.returncode == 0:
+                    tally.ok += 1
+                else:
+                    tally.clean += 1
+            exe.unlink()
+    return {"tally": tally, "crashes": crashes, "runs": runs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--count", type=int, default=100_000, help="damaged inputs per decoder")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    ap.add_argument("--cli", type=int, default=300, help="damaged ELF files through the CLI")
+    ap.add_argument("--only", default="", help="comma-separated decoder names")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--crashers", type=Path, default=ROOT / "bench" / "results" / "crashers")
+    args = ap.parse_args()
+    only = [n for n in args.only.split(",") if n]
+    print(f"  {'decoder':<18} {'ok':>8} {'warned':>8} {'clean':>8} {'crash':>6}")
+    results = decoders(args.count, args.jobs, only, args.seed) if args.count else {}
+    if args.cli:
+        print(f"CLI: {args.cli} damaged ELF files ...", flush=True)
+        results["cli"] = cli(args.cli, args.seed)
+        t = results["cli"]["tally"]
+        print(f"  {'cli (runs)':<18} {t.ok:>8} {t.warned:>8} {t.clean:>8} {t.crash:>6}")
+    args.crashers.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {}
+    for name, r in results.items():
+        t = r["tally"]
+        summary[name] = {"ok": t.ok, "warned": t.warned, "clean": t.clean, "crash": t.crash,
+                         "crashes": {k: {kk: vv for kk, vv in c.items()
+                                         if kk not in ("data", "traceback")}
+                                     for k, c in r["crashes"].items()}}
+        for i, (key, c) in enumerate(r["crashes"].items()):
+            print(f"  CRASH {name}: {key} x{c['count']}: {c.get('message') or c.get('stderr')}")
+            stem = args.crashers / f"{name}-{i}"
+            if c.get("data"):
+                stem.with_suffix(".bin").write_bytes(bytes.fromhex(c["data"]))
+            if c.get("traceback"):
+                stem.with_suffix(".txt").write_text(f"{key}\n{c['traceback']}")
+    save("fuzz", {"count": args.count, "cli": args.cli, "seed": args.seed, "results": summary})
+
+
+if __name__ == "__main__":
+    main()
