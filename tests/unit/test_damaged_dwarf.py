@@ -83,7 +83,7 @@ class Damaged:
         self.path = tmp_path / "crash"
         shutil.copy(ROOT / self.facts["binary"], self.path)
         self.data = bytearray(self.path.read_bytes())
-        self._file = open(ROOT / self.facts["binary"], "rb")  # closed by where()
+        self._file = open(ROOT / self.facts["binary"], "rb")  # closed by save()
         self.elf = ELFFile(self._file)
         self.dwarf = self.elf.get_dwarf_info(relocate_dwarf_sections=False)
         crash = self.facts["crash"]["frames"][0]
@@ -111,9 +111,14 @@ class Damaged:
         stmt_list = self.cu().get_top_DIE().attributes["DW_AT_stmt_list"].value
         return stmt_list, _line_header(self.section(".debug_line")[1], stmt_list)
 
-    def where(self, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    def save(self) -> Path:
+        """Write the damaged copy (and let go of the original)."""
         self._file.close()
         self.path.write_bytes(bytes(self.data))
+        return self.path
+
+    def where(self, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+        self.save()
         rc = cli.main(["where", "--exe", str(self.path), "--json", self.address])
         out, err = capsys.readouterr()
         assert "internal error" not in out + err and rc == 0, out + err
@@ -230,8 +235,7 @@ def test_symbolize_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
     """`symbolize --inlines`: the function is still named; the warning goes to stderr, once."""
     d = Damaged(variant, zoo, tmp_path)
     said = damage(d)
-    d._file.close()
-    d.path.write_bytes(bytes(d.data))
+    d.save()
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{d.address}\n{d.address}\n"))
     rc = cli.main(["symbolize", "--exe", str(d.path), "--inlines"])
     out, err = capsys.readouterr()
