@@ -337,6 +337,8 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
     line_base, line_range = header["line_base"], header["line_range"]
     opcode_base = header["opcode_base"]
     lengths = list(header["standard_opcode_lengths"])
+    if not line_range:  # every special opcode divides by it (§6.2.5.1)
+        raise DecodeError(".debug_line", at, "line_range 0 in the program's header")
     const_add = min_len * ((255 - opcode_base) // line_range)
     order: Literal["little", "big"] = "little" if little else "big"
 

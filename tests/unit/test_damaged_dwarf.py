@@ -145,6 +145,13 @@ def _no_file_names(d: Damaged) -> str:
     return f".debug_line: at offset {stmt_list:#x}"
 
 
+def _line_range_zero(d: Damaged) -> str:
+    """line_range 0 (was: ZeroDivisionError: integer division or modulo by zero)."""
+    stmt_list, _ = d.line_header()
+    d.patch(".debug_line", stmt_list + 16, b"\x00")  # DWARF 5 §6.2.4: line_range
+    return ".debug_line: at offset 0x"
+
+
 def _file_name_past_the_strings(d: Damaged) -> str:
     """Every file's DW_LNCT_path (line_strp) far past .debug_line_str: names None (was:
     'NoneType' object has no attribute 'decode')."""
@@ -202,6 +209,7 @@ def _rnglists_base_far(d: Damaged) -> str:
 
 CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _no_file_names), ("clang-mfs", _no_file_names),
+    ("gcc-pgo", _line_range_zero), ("clang-mfs", _line_range_zero),
     ("gcc-pgo", _file_name_past_the_strings), ("clang-mfs", _file_name_past_the_strings),
     ("gcc-pgo", _directory_past_the_strings), ("clang-mfs", _directory_past_the_strings),
     ("clang-mfs", _comp_dir_unreadable),
