@@ -30,8 +30,10 @@ from .model import LineRow
 
 # What pyelftools raises on damaged DWARF, besides its own errors: it reads fields with construct
 # and struct, seeks to offsets taken from the data, and leaves None where a form was not decoded.
+# NotImplementedError: a header whose file names take a form pyelftools does not resolve (strx).
 DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
-                OverflowError, TypeError, AttributeError, struct.error, RecursionError)
+                OverflowError, TypeError, AttributeError, struct.error, RecursionError,
+                NotImplementedError)
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.

@@ -38,14 +38,18 @@ def _uleb(data: bytes, at: int) -> tuple[int, int]:
 _FIXED = {0x0B: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x1E: 16, 0x1F: 4, 0x0E: 4, 0x17: 4}
 
 
-def _entries(data: bytes, at: int) -> tuple[int, list[list[tuple[int, int]]], int]:
+def _entries(data: bytes, at: int) -> tuple[int, list[list[tuple[int, int]]], int,
+                                           list[tuple[int, int]]]:
     """A DWARF 5 entry list (§6.2.4.1: format count, (content, form) pairs, ULEB count, the
-    entries): (where its count is, per entry the (content type, offset) of each field, end)."""
+    entries): (where its count is, per entry the (content type, offset) of each field, end,
+    per format its (content type, offset of its form))."""
     nformats = data[at]
     at += 1
     formats = []
+    form_at = []
     for _ in range(nformats):
         content, at = _uleb(data, at)
+        form_at.append((content, at))
         form, at = _uleb(data, at)
         formats.append((content, form))
     count_at = at
@@ -62,7 +66,7 @@ def _entries(data: bytes, at: int) -> tuple[int, list[list[tuple[int, int]]], in
             else:
                 at += _FIXED[form]
         entries.append(fields)
-    return count_at, entries, at
+    return count_at, entries, at, form_at
 
 
 def _line_header(data: bytes, at: int) -> dict[str, Any]:
@@ -70,9 +74,10 @@ def _line_header(data: bytes, at: int) -> dict[str, Any]:
     version, = struct.unpack_from("<H", data, at + 4)
     assert version == 5
     opcode_base = data[at + 17]
-    dirs_count, dirs, after = _entries(data, at + 18 + opcode_base - 1)
-    files_count, files, _ = _entries(data, after)
-    return {"dirs_count": dirs_count, "dirs": dirs, "files_count": files_count, "files": files}
+    dirs_count, dirs, after, _ = _entries(data, at + 18 + opcode_base - 1)
+    files_count, files, _, file_forms = _entries(data, after)
+    return {"dirs_count": dirs_count, "dirs": dirs, "files_count": files_count, "files": files,
+            "file_forms": file_forms}
 
 
 class Damaged:
@@ -152,6 +157,15 @@ def _line_range_zero(d: Damaged) -> str:
     return ".debug_line: at offset 0x"
 
 
+def _file_name_as_strx(d: Damaged) -> str:
+    """File names in DW_FORM_strx1, which pyelftools does not resolve in a line table header
+    (was: NotImplementedError)."""
+    stmt_list, header = d.line_header()
+    [(_, form_at)] = [f for f in header["file_forms"] if f[0] == 1]  # DW_LNCT_path
+    d.patch(".debug_line", form_at, b"\x25")  # DW_FORM_strx1
+    return f".debug_line: at offset {stmt_list:#x}"
+
+
 def _file_name_past_the_strings(d: Damaged) -> str:
     """Every file's DW_LNCT_path (line_strp) far past .debug_line_str: names None (was:
     'NoneType' object has no attribute 'decode')."""
@@ -210,6 +224,7 @@ def _rnglists_base_far(d: Damaged) -> str:
 CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _no_file_names), ("clang-mfs", _no_file_names),
     ("gcc-pgo", _line_range_zero), ("clang-mfs", _line_range_zero),
+    ("gcc-pgo", _file_name_as_strx),
     ("gcc-pgo", _file_name_past_the_strings), ("clang-mfs", _file_name_past_the_strings),
     ("gcc-pgo", _directory_past_the_strings), ("clang-mfs", _directory_past_the_strings),
     ("clang-mfs", _comp_dir_unreadable),
