@@ -267,3 +267,16 @@ def test_symbolize_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
     assert out.split("\n")[0] == procedure, out
     warnings = [w for w in err.splitlines() if w.startswith("unsplit: warning: ")]
     assert len(warnings) == 1 and said in warnings[0], err
+
+
+def test_lines_on_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`unsplit lines --json`: the CU it cannot read has no rows, and stderr says why once."""
+    d = Damaged("gcc-pgo", zoo, tmp_path)
+    said = _no_file_names(d)
+    rc = cli.main(["lines", str(d.save()), "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "internal error" not in out + err, out + err
+    assert json.loads(out) == []  # its one CU is the damaged one
+    warnings = [w for w in err.splitlines() if w.startswith("warning: ")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {said}"), err

@@ -107,11 +107,12 @@ def _ranges(args: argparse.Namespace) -> str:
 # --- lines -----------------------------------------------------------------------------------
 
 
-def _row_sources(binary: Binary) -> Callable[[Procedure], list[LineRow]]:
+def _row_sources(binary: Binary, warnings: list[str]) -> Callable[[Procedure], list[LineRow]]:
     """Rows of one procedure from the best source: its ESL program, else the binary's DWARF,
-    else (BOLTed code) the pre-BOLT binary's DWARF through BAT, one row per line change."""
+    else (BOLTed code) the pre-BOLT binary's DWARF through BAT, one row per line change.
+    What damaged DWARF costs goes to `warnings`."""
     info = source.line_info(binary)
-    dwarf = DwarfOracle(DwarfLines(binary))
+    dwarf = DwarfOracle(DwarfLines(binary, warnings))
     bolt: list[annotate_bolt.BoltLines | None] = []  # made on first need (runs objdump)
 
     def rows(p: Procedure) -> list[LineRow]:
@@ -149,7 +150,8 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
         for p in every:
             if p.entry in info.rows_by_procedure:
                 procs.setdefault(p.entry, p)
-    rows_of = _row_sources(binary)
+    damaged: list[str] = []
+    rows_of = _row_sources(binary, damaged)
     out: list[dict[str, Any]] = []
     for entry in sorted(procs):
         p = procs[entry]
@@ -177,6 +179,7 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
         for e in info.without_esl
         if wanted is None or e in wanted
     ]
+    warnings += [f"warning: {w}" for w in damaged]
     return out, warnings
 
 
