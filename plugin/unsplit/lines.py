@@ -248,12 +248,11 @@ class DwarfLines:
 
     def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
         data = self.binary.section_data(".debug_aranges") or b""
-        found: list[tuple[int, int, int]] = []
         try:
-            found.extend(_parse_aranges(data, self.binary.elf.little_endian))
+            spans = sorted(_parse_aranges(data, self.binary.elf.little_endian))
         except struct.error:
             raise DecodeError(".debug_aranges", len(data), "truncated") from None
-        return _spans(sorted(found))
+        return _spans(spans)
 
     def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
