@@ -179,8 +179,8 @@ class ModuleIndex:
                 have = merged.get(proc.name)
                 if have is None:
                     merged[proc.name] = proc
-                elif not have.blocks and proc.blocks:
-                    have.blocks = proc.blocks
+                elif not have.blocks and proc.blocks and have.entry == proc.entry:
+                    have.blocks = proc.blocks  # never a same-named function's (statics)
         return merged
 
     # -- questions ----------------------------------------------------------------------
