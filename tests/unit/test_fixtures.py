@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "fixtures" / "build"
 VARIANTS = [
     "gcc-pgo", "gcc-pgo-nodebug", "gcc-pgo-stripped", "clang-mfs", "clang-mfs-nodebug",
-    "clang-mfs-pgomap", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
+    "clang-mfs-pgomap", "clang-mip", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
     "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
     "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
     "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
@@ -111,9 +111,9 @@ def test_variant_properties(index: dict[str, Any]) -> None:
     for v in VARIANTS:
         f = _facts(index, v, "crash")
         assert f["has_debug_info"] == (
-            v in ("gcc-pgo", "clang-mfs", "clang-mfs-pgomap", "clang-bbsections")
+            v in ("gcc-pgo", "clang-mfs", "clang-mfs-pgomap", "clang-mip", "clang-bbsections")
             or v.endswith("-dbg")), v
-        assert f["has_bb_addr_map"] == v.startswith("clang-"), v
+        assert f["has_bb_addr_map"] == (v.startswith("clang-") and v != "clang-mip"), v
         assert f["has_symtab"] == (v != "gcc-pgo-stripped"), v
         assert f["has_bat"] == v.startswith("bolt-"), v
         if v.startswith("bolt-"):
@@ -154,6 +154,24 @@ def test_pgomap_block_facts(index: dict[str, Any], prog: str) -> None:
         link_pc = int(f["crash"]["link_pc"], 16)
         assert [b for b in cold if int(b["start"], 16) <= link_pc < int(b["end"], 16)]
         assert all(b["frequency"] < 0.01 for b in cold)
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_mip_facts(index: dict[str, Any], prog: str) -> None:
+    """clang-mip: each function's blocks start at its entry and lie inside its symbol, in
+    map order; the training run reached some of them (and the crash program not all)."""
+    f = _facts(index, "clang-mip", prog)
+    functions = f["mip"]["functions"]
+    assert f["training_args"] == ["train"] and {"main"} <= set(functions)
+    for name, fn in functions.items():
+        start, end = int(fn["address"], 16), int(fn["address"], 16) + fn["size"]
+        blocks = fn["blocks"]
+        assert [b["block_id"] for b in blocks] == list(range(len(blocks))), name
+        assert int(blocks[0]["start"], 16) == start and fn["covered"] == blocks[0]["covered"]
+        for b in blocks:
+            assert start <= int(b["start"], 16) < end and isinstance(b["covered"], bool), name
+    ran = {b["covered"] for fn in functions.values() for b in fn["blocks"]}
+    assert True in ran and (prog != "crash" or False in ran)
 
 
 def test_training_run_exits_zero(index: dict[str, Any]) -> None:
