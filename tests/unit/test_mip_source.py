@@ -162,3 +162,15 @@ def test_blocks_join_the_symbols_procedure_only_at_its_entry(zoo: dict[str, Any]
     wrong = ModuleIndex.open(str(_with_map(ROOT / f["binary"], tmp_path / "wrong", [elsewhere],
                                            tmp_path)))
     assert wrong.procedure("checksum").blocks == []
+
+
+def test_a_function_placed_below_zero_is_one_warning(zoo: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    """Addresses are relative to the raw section: a record that lands before address 0 (a map
+    written for another layout) must not reach the index's unsigned arrays."""
+    f = facts(zoo, "gcc-pgo", "loop")
+    bad = fmt.MipFunction("checksum", -0x40, 0x20, 1, (), 0)
+    copy = _with_map(ROOT / f["binary"], tmp_path / "bad", [bad], tmp_path)
+    (warning,) = ModuleIndex.open(str(copy)).warnings
+    assert warning == ("mip: __llvm_mipmap: at offset 0x18: checksum: [-0x40, +0x20) is "
+                       "outside the address space: map and raw section disagree")

@@ -44,8 +44,9 @@ Call counts and timestamps (bits 2, 3) change that layout and are not read here.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..errors import DecodeError, UnsupportedVersion
 from ..model import HOT, Block, Fragment, Procedure
@@ -59,6 +60,8 @@ FILE_TYPE_RAW = 1
 FUNCTION_COVERAGE = 0x1  # profile type bits
 BLOCK_COVERAGE = 0x2
 COVERED, NOT_COVERED = 0x00, 0xFF  # a raw byte after / before its code ran
+_COVERAGE_BYTES = bytes([COVERED, NOT_COVERED])
+_ran = COVERED.__eq__  # per byte, at C speed
 HEADER_SIZE = 24
 RECORD_ALIGN = 8  # each $MAP is `.p2align 3` in its own section: the linker pads between
 
@@ -295,15 +298,15 @@ def decode_raw(data: bytes, mip: MipMap, section: str = RAW_SECTION) -> RawProfi
                 section, max(at, 0), f"{f.name}: raw profile of {n} bytes at {at:#x} outside "
                 f"the data (24..{len(data):#x})"
             )  # fmt: skip
-        ran = []
-        for i, byte in enumerate(data[at : at + n]):
-            if byte not in (COVERED, NOT_COVERED):
-                raise DecodeError(
-                    section, at + i, f"{f.name}: coverage byte {byte:#04x}, expected 0x00 "
-                    "(ran) or 0xff (not yet)"
-                )  # fmt: skip
-            ran.append(byte == COVERED)
-        coverage[at] = Coverage(ran[0], tuple(ran[1:]) if ptype & BLOCK_COVERAGE else None)
+        chunk = data[at : at + n]
+        if chunk.translate(None, _COVERAGE_BYTES):  # anything but 0x00 and 0xff is left
+            i = next(i for i, byte in enumerate(chunk) if byte not in _COVERAGE_BYTES)
+            raise DecodeError(
+                section, at + i, f"{f.name}: coverage byte {chunk[i]:#04x}, expected 0x00 "
+                "(ran) or 0xff (not yet)"
+            )  # fmt: skip
+        blocks = tuple(map(_ran, chunk[1:])) if ptype & BLOCK_COVERAGE else None
+        coverage[at] = Coverage(chunk[0] == COVERED, blocks)
     return RawProfile(MipHeader(version, ftype, ptype, mhash), coverage)
 
 
@@ -343,15 +346,22 @@ def lay_out_raw(functions: Iterable[MipFunction], profile_type: int) -> list[Mip
     return out
 
 
-def procedures(mip: MipMap, raw: RawProfile | None = None) -> list[Procedure]:
+def procedures(
+    mip: MipMap,
+    raw: RawProfile | None = None,
+    symbol: Callable[[MipFunction], str | None] | None = None,
+) -> list[Procedure]:
     """Model procedures: MIP knows one fragment per function (the part that holds its entry),
-    with its blocks, flagged by the raw profile's coverage when it has run."""
-    ran = raw is not None and raw.ran_at_all
+    with its blocks, flagged by the raw profile's coverage when it has run. `symbol` says
+    which ELF symbol names a function's fragment (default: its map name)."""
+    coverage = raw.coverage if raw is not None and raw.ran_at_all else {}
+    # Blocks are made on first use: a big map holds millions, and most are never asked for.
     return [
         Procedure(
             f.name,
-            [Fragment(f.name, HOT, f.address, f.address + f.size, f.name, 0, "mip")],
-            f.blocks(raw.of(f) if raw is not None and ran else None),
+            [Fragment(f.name, HOT, f.address, f.address + f.size,
+                      f.name if symbol is None else symbol(f), 0, "mip")],
+            load_blocks=partial(f.blocks, coverage.get(f.raw_offset)),
         )
         for f in mip.functions
     ]

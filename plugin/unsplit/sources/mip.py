@@ -20,7 +20,6 @@ the address of the raw section"), so a map without its ``__llvm_mipraw`` cannot 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 from ..binary import Binary
 from ..errors import DecodeError
@@ -46,24 +45,30 @@ def procedures(binary: Binary) -> list[Procedure]:
             fmt.SECTION, 0, f"no {fmt.RAW_SECTION} section: its address places the functions"
         )
     mip = fmt.decode(data, raw_section["sh_addr"])
+    for f in mip.functions:
+        if not 0 <= f.address <= f.address + f.size < 1 << 64:
+            raise DecodeError(fmt.SECTION, f.offset, f"{f.name}: [{f.address:#x}, +{f.size:#x})"
+                              " is outside the address space: map and raw section disagree")
     raw = fmt.decode_raw(bytes(raw_section.data()), mip)
+
+    def symbol(f: fmt.MipFunction) -> str | None:
+        return f.name if binary.function_at(f.name, f.address) is not None else None
+
+    procs = fmt.procedures(mip, raw, symbol)
     pieces = _split_pieces(binary)
-    procs = fmt.procedures(mip, raw)
     for proc in procs:
-        hot = proc.fragments[0]
-        if binary.function_at(proc.name, hot.start) is None:
-            hot = replace(hot, symbol=None)
-        proc.fragments = [hot, *_moved(proc.name, hot, pieces)]
+        if proc.name in pieces:
+            proc.fragments += _moved(proc.fragments[0], pieces[proc.name])
     return procs
 
 
 Piece = tuple[str, str, int, int]  # (symbol, fragment name, start, size)
 
 
-def _split_pieces(binary: Binary) -> dict[tuple[str, str | None], list[Piece]]:
-    """Sized split-piece symbols (STT_FUNC or STT_NOTYPE) by base name and the STT_FILE
+def _split_pieces(binary: Binary) -> dict[str, dict[str | None, list[Piece]]]:
+    """Sized split-piece symbols (STT_FUNC or STT_NOTYPE) by base name, then by the STT_FILE
     group of a local one (None for a global one)."""
-    out: dict[tuple[str, str | None], list[Piece]] = defaultdict(list)
+    out: dict[str, dict[str | None, list[Piece]]] = defaultdict(lambda: defaultdict(list))
     file: str | None = None
     for sym in binary.symbol_entries(".symtab"):
         if sym.type == _STT_FILE:
@@ -74,23 +79,23 @@ def _split_pieces(binary: Binary) -> dict[tuple[str, str | None], list[Piece]]:
         split = split_fragment_name(sym.name)
         if split is not None:
             where = file if sym.bind == _STB_LOCAL else None
-            out[split[0], where].append((sym.name, split[1], sym.value, sym.size))
+            out[split[0]][where].append((sym.name, split[1], sym.value, sym.size))
     return out
 
 
-def _moved(name: str, hot: Fragment, pieces: dict[tuple[str, str | None], list[Piece]]
-           ) -> list[Fragment]:
-    """The pieces of `name` outside its entry part, in their original order. Local pieces of
-    one base name in several files: those of no file can be told apart, so none is taken."""
-    found = list(pieces.get((name, None), []))
-    files = [k for k in pieces if k[0] == name and k[1] is not None]
+def _moved(hot: Fragment, by_file: dict[str | None, list[Piece]]) -> list[Fragment]:
+    """The pieces of `hot`'s procedure outside it, in their original order. Local pieces of
+    one base name in several files cannot be told apart by name: none of them is taken."""
+    found = list(by_file.get(None, []))
+    files = [k for k in by_file if k is not None]
     if len(files) == 1:
-        found += pieces[files[0]]
-    found = [p for p in found if not (hot.start <= p[2] < hot.end)]
+        found += by_file[files[0]]
+    found = [p for p in found if not hot.start <= p[2] < hot.end]
     found.sort(key=_order)
     out, logical = [], hot.size
     for symbol, piece, start, size in found:
-        out.append(Fragment(name, piece, start, start + size, symbol, logical, "symbols"))
+        out.append(Fragment(hot.procedure, piece, start, start + size, symbol, logical,
+                            "symbols"))
         logical += size
     return out
 
