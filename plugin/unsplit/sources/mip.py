@@ -27,7 +27,6 @@ from ..formats import mip as fmt
 from ..model import Fragment, Procedure
 from .symbols import split_fragment_name
 
-SOURCE = "mip"
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
 # Original order of the pieces after the entry part (as the symbols source has it).
 _KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
