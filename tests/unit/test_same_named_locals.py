@@ -5,7 +5,8 @@ multi-TU `statics` program has its own local ``__cxx_global_array_dtor``, ``help
 `unsplit where` on every instruction of those functions must name the right input function,
 never by name alone. The truth comes from LLVM's tools (tests/bolt_truth.py): perf2bolt-22's
 translation through BAT, the input's symbols and llvm-symbolizer-22 on the input (for the
---update-debug-sections twin: BOLT's own line table).
+--update-debug-sections twin: BOLT's own line table). Compiler splits (GCC's ``helper.cold``
+in several units) pair through the STT_FILE groups.
 """
 
 from __future__ import annotations
@@ -64,3 +65,44 @@ def test_where_pairs_fragments_with_their_own_unit(zoo: dict[str, Any], variant:
             wrong.append((hex(a), (g["file"], g["line"]), line))
     assert not wrong, f"{len(wrong)} of {len(addresses)}: {wrong[:8]}"
     assert sum(ln is not None for ln in lines) > 0.9 * len(lines)
+
+
+UNIT_C = """#include <stdio.h>
+__attribute__((cold, noinline)) static void complain(int i) { fprintf(stderr, "%d\\n", i); }
+__attribute__((noinline)) static int helper(int i)
+{
+    int v = i * N;
+    for (int k = 0; k < N; k++)
+        v += k ^ i;
+    if (i < 0)
+        complain(i);
+    return v;
+}
+int unit_N(int i) { return helper(i) + 1; }
+"""
+MAIN_C = """int unit_1(int), unit_2(int), unit_3(int);
+int main(int argc, char **argv) { return unit_1(argc) + unit_2(argc) + unit_3(-argc) > 9; }
+"""
+
+
+def test_compiler_split_locals_pair_within_their_unit(tmp_path: Path) -> None:
+    """GCC's own splits: each unit's static ``helper`` has its ``helper.cold`` (a call to a
+    cold function), all three named alike. A fragment's logical offset is its parent's size
+    plus the distance into it, so pairing it with another unit's helper (another size) shows;
+    the parent is the one in the same STT_FILE group of llvm-readelf-22's table."""
+    for n in (1, 2, 3):
+        (tmp_path / f"u{n}.c").write_text(UNIT_C.replace("N", str(n)))
+    (tmp_path / "main.c").write_text(MAIN_C)
+    exe = tmp_path / "m"
+    bolt_truth.run("gcc", "-O2", "-g", *(tmp_path / f"u{n}.c" for n in (1, 2, 3)),
+                   tmp_path / "main.c", "-o", exe)
+    helpers = [fn for fn in bolt_truth.functions(exe) if fn.name.startswith("helper")]
+    hot = {fn.unit: fn for fn in helpers if fn.name == "helper"}
+    cold = [fn for fn in helpers if fn.name == "helper.cold"]
+    assert len(hot) == 3 and len(cold) == 3, f"gcc made no helper.cold in every unit: {helpers}"
+    assert len({fn.size for fn in hot.values()}) == 3  # the sizes tell the parents apart
+    addresses = [fn.address + 1 for fn in cold] + [fn.address + 1 for fn in hot.values()]
+    want = [(fn.unit, hot[fn.unit].size + 1) for fn in cold] + [(u, 1) for u in hot]
+    got = where(exe, addresses)
+    assert [(g["procedure"], g["file"], g["offset"]) for g in got] == \
+        [("helper", unit, offset) for unit, offset in want]
