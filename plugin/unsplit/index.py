@@ -138,7 +138,8 @@ class ModuleIndex:
         frag = self.fragment_at(file_address)
         if frag is None or frag.symbol is None:
             return None
-        theirs = prebolt.function_address(input_binary, frag.symbol)
+        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
         ours = self.binary.function_at(frag.symbol, frag.start)
         mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
         if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
