@@ -301,10 +301,8 @@ def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleI
     if found is None:
         return None
     mod, index = found
-    frag = index.fragment_at(pc - mod.bias)
-    if frag is None:
-        return None
-    return mod, index, index.procedures[frag.procedure]
+    proc = index.procedure_at(pc - mod.bias)
+    return None if proc is None else (mod, index, proc)
 
 
 def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

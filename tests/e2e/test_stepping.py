@@ -371,16 +371,15 @@ def _scripted(session: Any, *pairs: str) -> str:
 
 
 @pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
-def test_lldb_thread_step_scripted_by_hand(debugger: Callable[..., Any], zoo: dict[str, Any],
+def test_lldb_thread_step_scripted_by_hand(lldb: Callable[..., Any], zoo: dict[str, Any],
                                            variant: str) -> None:
     """The thread plan run by name, its arguments in SBStructuredData, no `bb` command first:
     it computes each leg with the core from the thread's pc, chains them (a return goes on to
-    the caller's line), and composes with LLDB's own breakpoints."""
-    if debugger.name != "lldb":  # type: ignore[attr-defined]
-        pytest.skip("a scripted thread plan is LLDB's")
+    the caller's line), and composes with LLDB's own breakpoints. (A scripted thread plan is
+    LLDB's: no GDB half.)"""
     f = facts(zoo, variant, "loop")
     lines = {m: n for n, m in _markers(f, "loop.c").items()}
-    session = _start(debugger, f, ["error"], "checksum")
+    session = _start(lldb, f, ["error"], "checksum")
 
     def where() -> Stop:
         out = session.command("bb frame")
