@@ -11,13 +11,12 @@ address, LLDB with a scripted thread plan. :class:`Walk` chains plans (return to
 call stepped into, a callee without lines stepped out of, the frames below a selected frame
 returning first); :func:`run` drives it for `bb` commands, LLDB's plan by itself when run by
 hand. Return addresses and CFAs come from the CFI (unsplit.unwind), not from the debugger's
-unwinder, which may invent a frame in moved code or refuse to unwind at all: GDB stops unwinding
-at a function named `main` (`set backtrace past-main off`) but not at `main.cold`, so a frame
-check through its unwinder tells the same activation of main apart from itself once a step
-crosses from main's cold fragment into its hot one. A plan therefore names the stepping frame by
-its CFA and carries the CFA rule of every stretch of the procedure's code (:attr:`StepPlan.
-cfa_rules`), so an adapter checks a frame with one register read (:meth:`StepPlan.
-is_stepping_frame`).
+unwinder, which may invent a frame in moved code or not unwind at all: GDB stops unwinding at a
+function named `main` (`set backtrace past-main off`) but not at `main.cold`, so through its
+unwinder main's hot part looks like another activation than its cold part. A plan names the
+stepping frame by its CFA and carries the CFA rule of each stretch of the procedure's code
+(`StepPlan.cfa_rules`): an adapter recognises the frame anywhere in the procedure with one
+register read (`StepPlan.is_stepping_frame`).
 
 Lines come from the best source of the module (unsplit.index.ModuleIndex.line_at: ESL, DWARF,
 the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
