@@ -5,7 +5,8 @@
 It makes the core (``<repo>/plugin``), the adapter package next to this file
 (``unsplit_gdb_impl``) and the project venv's site-packages (pyelftools) importable from GDB's
 embedded Python, then registers the ``bb`` commands, the ``unsplit`` frame filter and the stop
-printer. Sourcing it again registers nothing twice (see unsplit_gdb_impl.register).
+printer. Sourcing it again registers nothing twice (see unsplit_gdb_impl.register). Without
+pyelftools it prints one line saying what to install and registers nothing.
 
 There is deliberately no ``__init__.py`` in this folder: a package named ``gdb`` on sys.path
 would hijack ``import gdb``.
@@ -35,8 +36,18 @@ def _add_paths() -> None:
         sys.path[:] = added + before
 
 
-_add_paths()
+def _load() -> None:
+    """Register the plugin, or say in one line what is missing (the session goes on)."""
+    _add_paths()
+    from unsplit import dependencies
 
-import unsplit_gdb_impl  # noqa: E402  (needs the paths above)
+    problem = dependencies.missing()
+    if problem is not None:
+        print(f"unsplit: not loaded: {problem}", file=sys.stderr)
+        return
+    import unsplit_gdb_impl
 
-unsplit_gdb_impl.register()
+    unsplit_gdb_impl.register()
+
+
+_load()
