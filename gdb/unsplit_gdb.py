@@ -22,18 +22,20 @@ import sys
 def _add_paths() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(here)
-    for path in (here, os.path.join(repo, "plugin")):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    ours = [here, os.path.join(repo, "plugin")]
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     venv_site = os.path.join(repo, ".venv", "lib", version, "site-packages")
+    added: list[str] = []
     if os.path.isdir(venv_site) and venv_site not in sys.path:
         # addsitedir appends; the venv's pyelftools (0.33) must win over a distribution's older
-        # one (Debian's 0.29 cannot read DWARF 5), so move what it added to the front.
+        # one (Debian's 0.29 cannot read DWARF 5), so what it added goes to the front, after
+        # this checkout's own code: an editable install's .pth in the venv may name another
+        # checkout's plugin/ (a git worktree sharing the venv), which must not win over ours.
         before = list(sys.path)
         site.addsitedir(venv_site)
         added = [p for p in sys.path if p not in before]
-        sys.path[:] = added + before
+    rest = [p for p in sys.path if p not in ours and p not in added]
+    sys.path[:] = ours + added + rest
 
 
 def _load() -> None:
