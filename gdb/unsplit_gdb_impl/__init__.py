@@ -57,6 +57,7 @@ def register() -> Plugin:
     stop_printer = StopPrinter(locator)
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
+    host.breakpoint_lister = breaks.listing
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks)
     frames.install(locator)

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
+from unsplit.break_text import BreakGroup
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
@@ -120,6 +121,7 @@ class GdbHost:
         self.naming_switch: Callable[[bool], None] | None = None
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
+        self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
 
     # -- modules ------------------------------------------------------------------------
 
@@ -284,6 +286,11 @@ class GdbHost:
         if self.breakpoint_maker is None:
             raise UsageError("bb break: breakpoints are not set up in this GDB")
         return self.breakpoint_maker(spec, sites)
+
+    def bb_breakpoints(self) -> list[BreakGroup]:
+        if self.breakpoint_lister is None:
+            raise UsageError("bb break: breakpoints are not set up in this GDB")
+        return self.breakpoint_lister()
 
 
 @dataclass(slots=True)

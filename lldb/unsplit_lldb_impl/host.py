@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from unsplit.break_text import BreakGroup
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
@@ -145,7 +146,15 @@ class LldbHost:
         """One LLDB breakpoint with a scripted resolver (see .breakpoints)."""
         from . import breakpoints
 
-        return breakpoints.create(self.target, spec, sites)
+        session = state_mod.for_debugger(self.debugger.GetID()).session
+        return breakpoints.create(self.target, spec, sites, session)
+
+    def bb_breakpoints(self) -> list[BreakGroup]:
+        from . import breakpoints
+
+        if not self.target.IsValid():
+            return []
+        return breakpoints.listing(self.target)
 
     # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, breakpoints, cfi, prebolt, unwind
+from . import bat_translate, break_text, breakpoints, cfi, prebolt, unwind
 from .cfi import registers_from_names
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host
@@ -164,7 +164,11 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
 # -- bb break -------------------------------------------------------------------------------
 
 def _break_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("location", help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE")
+    p.add_argument("location", nargs="?",
+                   help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE")
+    p.add_argument("--list", action="store_true",
+                   help="list every bb breakpoint's locations: procedure, fragment, original "
+                        "offset, block and line")
     p.add_argument("-a", "--all-fragments", action="store_true",
                    help="with PROC: also stop at the first instruction of every other fragment")
     p.add_argument("--pending", action="store_true",
@@ -176,7 +180,14 @@ def _break_args(p: argparse.ArgumentParser) -> None:
 
 
 def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
-    spec = breakpoints.parse(args.location, args.all_fragments)
+    if args.list:
+        if args.location is not None:
+            raise UsageError("bb break --list takes no location")
+        groups = getattr(host, "bb_breakpoints", None)
+        if groups is None:
+            raise UsageError("bb break: this debugger adapter cannot list breakpoints")
+        return break_text.list_text(session, groups())
+    spec = breakpoints.parse(args.location or "", args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())
     sites = session.resolve_breakpoint(host, spec)

@@ -40,7 +40,9 @@ class Host(Protocol):
     #     are those of PC - 1, as both debuggers show.
     #   create_breakpoint(spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
     #     one native breakpoint for `bb break` at the sites the core resolved now, re-resolved
-    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print.
+    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print
+    #     (the debugger's own `break` message, unsplit.break_text).
+    #   bb_breakpoints() -> list[break_text.BreakGroup]: every `bb break` and its locations.
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.
