@@ -23,6 +23,7 @@ from unsplit.breakpoints import BreakSpec, Site
 from unsplit.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
+from unsplit.model import Location
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
@@ -122,6 +123,7 @@ class GdbHost:
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
         self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
+        self.step_reporter: Any = None  # step_report.StepReporter, set by register()
 
     # -- modules ------------------------------------------------------------------------
 
@@ -190,6 +192,25 @@ class GdbHost:
         from .stepping import Stepper
 
         return Stepper().apply(plan)
+
+    def step_context(self, kind: str) -> Any:
+        if self.step_reporter is None:
+            return None
+        try:
+            return self.step_reporter.context(kind)
+        except gdb.error:  # no frame to compare with: the report says the frame line
+            return None
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+        """What GDB prints for its own step to `pc` (see step_report.py)."""
+        from unsplit.stop_text import verbose_line
+
+        if self.step_reporter is None:
+            return verbose_line(loc, pc)
+        try:
+            return str(self.step_reporter.report(self, kind, loc, pc, context))
+        except gdb.error:  # GDB cannot show the frame: say where, our way
+            return verbose_line(loc, pc)
 
     def evaluate_address(self, expression: str) -> int:
         try:

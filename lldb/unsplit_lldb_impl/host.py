@@ -14,6 +14,7 @@ from unsplit.break_text import BreakGroup
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
+from unsplit.model import Location
 
 from . import state as state_mod
 
@@ -174,6 +175,22 @@ class LldbHost:
         frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
         self.frame = frame if frame is not None and frame.IsValid() else None
         return outcome
+
+    def _thread(self) -> Any:
+        if self.frame is not None:
+            return self.frame.GetThread()
+        return self.target.GetProcess().GetSelectedThread()
+
+    def step_context(self, kind: str) -> Any:
+        from . import step_report
+
+        return step_report.context(self._thread(), kind)
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+        """What LLDB prints for its own step to `pc` (see step_report.py)."""
+        from . import step_report
+
+        return step_report.report(self.debugger, self._thread(), kind, loc, context)
 
     # -- bb bt (unsplit.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
 

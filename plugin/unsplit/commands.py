@@ -409,6 +409,21 @@ def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
     return text
 
 
+# -- bb set -----------------------------------------------------------------------------------
+
+def _set_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("option", choices=["verbose"],
+                   help="verbose: step reports also give the fragment, original offset and "
+                        "block (as `bb where` does)")
+    p.add_argument("value", nargs="?", choices=["on", "off"], help="omit to show the value")
+
+
+def _set(session: Session, host: Host, args: argparse.Namespace) -> str:
+    if args.value is not None:
+        session.verbose = args.value == "on"
+    return f"verbose is {'on' if session.verbose else 'off'}"
+
+
 # -- bb next / step / finish / until / advance / stepi (policy: unsplit.stepping) -----------
 
 def _step_args(p: argparse.ArgumentParser) -> None:
@@ -461,6 +476,8 @@ COMMANDS: dict[str, Command] = {
         Command("exact-frames", "on|off: the debugger unwinds moved fragments with their CFI, "
                 "so its own frame list has no invented frames (LLDB; on by default).",
                 _exact_args, _exact),
+        Command("set", "Set an option of unsplit: `verbose on|off` (step reports also give "
+                "fragment, original offset and block).", _set_args, _set),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
                 _step_args, _stepper("next")),
         Command("step", "Step to the next line of the procedure, in any fragment, into calls "

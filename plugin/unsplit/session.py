@@ -22,6 +22,7 @@ class Session:
     def __init__(self) -> None:
         self.indexes = IndexCache()
         self.enabled = True
+        self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
 
