@@ -124,9 +124,10 @@ def _break_at_line(session: Any, line: int, bb: bool) -> None:
     assert out.startswith("Breakpoint"), out
 
 
-# From the call of audit in run's cold fragment: over it to the next line (same frame), then,
-# in a new run, into it and back out to run's cold fragment.
-RUNS = [[("next", "step over")], [("step", "step in"), ("finish", "step out")]]
+# From the call of audit in run's cold fragment: one instruction, over the call to the next
+# line (same frame), then, in a new run, into audit and back out to run's cold fragment.
+RUNS = [[("stepi", "instruction step into"), ("next", "step over")],
+        [("step", "step in"), ("finish", "step out")]]
 
 
 def test_steps_read_as_the_debuggers_own(debugger: Callable[..., Any], zoo: dict[str, Any],
@@ -205,3 +206,23 @@ def test_verbose_adds_the_extras(debugger: Callable[..., Any], zoo: dict[str, An
     out = s.command("bb step", SLOW)
     last = out.splitlines()[-1]
     assert re.match(r"#0  0x[0-9a-f]{16} in audit\+0x0 at crash\.c:\d+", last), out
+
+
+@pytest.mark.parametrize("frame_info", ["source-line", "location", "short-location"])
+def test_gdb_print_frame_info_is_honoured(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                          unsplit_build: Path, frame_info: str) -> None:
+    """`set print frame-info` decides what a step into another frame prints, for GDB's own
+    `step` and for `bb step` alike (a GDB setting: LLDB has stop-line-count, above)."""
+    if debugger.name != "gdb":  # type: ignore[attr-defined]
+        pytest.skip("a GDB setting")
+    f = facts(zoo, "gcc-pgo", "crash")
+    line = f["markers"]["crash.c"]["run cold path"]
+    shapes = []
+    for binary, bb in ((unsplit_build, False), (ROOT / f["binary"], True)):
+        s = debugger(binary, args=["crash"], startup_timeout=SLOW)
+        _break_at_line(s, line, bb)
+        s.run(SLOW)
+        s.command(f"set print frame-info {frame_info}")
+        shapes.append(_shape(s.command("bb step" if bb else "step", SLOW), gdb=True))
+    assert _kinds(shapes[1]) == _kinds(shapes[0]), shapes
+    assert _kinds(shapes[0]) == (["source"] if frame_info == "source-line" else ["frame"])
