@@ -103,7 +103,8 @@ class StepReporter:
             out.append(stop_text.gdb_stop(
                 loc, pc, native_frame=native[0] if native else "", what=what,
                 at_line_start=stop_text.at_line_start(self.session, host, pc),
-                print_address=bool(parameter("print address", True))))
+                print_address=bool(parameter("print address", True)),
+                read=self.session.source_lines))
         if context is not None and context.return_type is not None:
             out.append(_value_returned(context.return_type))
         return "\n".join(line for line in out if line)

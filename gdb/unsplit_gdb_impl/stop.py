@@ -65,7 +65,8 @@ class StopPrinter:
         text = stop_text.gdb_stop(
             loc, pc, native_frame=native[0] if native else "", what=what,
             at_line_start=stop_text.at_line_start(self.locator.session, self.locator.host, pc),
-            print_address=bool(parameter("print address", True)))
+            print_address=bool(parameter("print address", True)),
+            read=self.locator.session.source_lines)
         if self.locator.session.verbose:
             text += "\n" + stop_text.verbose_line(loc, pc)
         return _styled(text, loc.label())

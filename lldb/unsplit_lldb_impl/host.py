@@ -174,6 +174,12 @@ class LldbHost:
         # The frame this host was made with is gone: later questions are about the new stop.
         frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
         self.frame = frame if frame is not None and frame.IsValid() else None
+        if outcome.kind == "stopped" and outcome.message.startswith("* thread"):
+            # A stop the step did not make (a breakpoint, a signal), reported as LLDB does.
+            from dataclasses import replace
+
+            pid = process.GetProcessID()
+            outcome = replace(outcome, message=f"Process {pid} stopped\n{outcome.message}")
         return outcome
 
     def _thread(self) -> Any:

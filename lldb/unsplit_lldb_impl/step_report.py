@@ -21,6 +21,8 @@ import lldb
 from unsplit import stop_text
 from unsplit.model import Location
 
+from . import state as state_mod
+
 # LLDB's own stop reasons for its steps (ThreadPlanStepOverRange and friends).
 NATIVE_REASON = {"next": "step over", "step": "step in", "finish": "step out",
                  "until": "step over", "advance": "step over", "stepi": "instruction step into"}
@@ -70,7 +72,8 @@ def report(debugger: Any, thread: Any, kind: str, loc: Location | None,
             loc, int(_setting(debugger, "stop-line-count-before", "3")),
             int(_setting(debugger, "stop-line-count-after", "3")),
             caret=_setting(debugger, "stop-show-column", "ansi-or-caret") in
-            ("caret", "ansi-or-caret") and not debugger.GetUseColor())
+            ("caret", "ansi-or-caret") and not debugger.GetUseColor(),
+            read=state_mod.for_debugger(debugger.GetID()).session.source_lines)
         keep = _setting(debugger, "stop-disassembly-display", "no-debuginfo") == "always"
         frame_at = next((i for i, line in enumerate(lines) if "frame #0:" in line), None)
         if block is not None and frame_at is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from .host import Host
 from .model import Location
@@ -31,10 +32,12 @@ SRC_LINE, LOCATION, SRC_AND_LOC = "source-line", "location", "source-and-locatio
 LOC_AND_ADDRESS, SHORT_LOCATION = "location-and-address", "short-location"
 
 
-def source_lines(path: str | None) -> list[str] | None:
-    """The lines of a source file, or None when it cannot be read."""
-    if not path:
-        return None
+Reader = Callable[[str], "list[str] | None"]
+"""A source file's lines, or None when it cannot be read (Session.source_lines caches them)."""
+
+
+def source_lines(path: str) -> list[str] | None:
+    """The lines of a source file, read now, or None when it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read().splitlines()
@@ -102,11 +105,11 @@ def gdb_location_line(native: str, loc: Location | None, pc: int, at_line_start:
 
 
 def gdb_source_line(loc: Location | None, pc: int, mid_statement: bool,
-                    print_address: bool = True) -> str | None:
+                    print_address: bool = True, read: Reader = source_lines) -> str | None:
     """`43\\t<text>` (`0x…\\t43\\t<text>` mid-statement); None without a line."""
     if loc is None or not loc.line:
         return None
-    lines = source_lines(loc.path or loc.file)
+    lines = read(loc.path or loc.file or "")
     prefix = f"{pc:#018x}\t" if mid_statement and print_address else ""
     if lines is None or loc.line > len(lines):
         return f"{prefix}{loc.line}\tin {loc.path or loc.file}"
@@ -114,7 +117,8 @@ def gdb_source_line(loc: Location | None, pc: int, mid_statement: bool,
 
 
 def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
-             at_line_start: bool, print_address: bool = True) -> str:
+             at_line_start: bool, print_address: bool = True,
+             read: Reader = source_lines) -> str:
     """The whole stop as GDB prints it for `what` (a print frame-info value)."""
     out = []
     no_line = loc is None or not loc.line
@@ -126,7 +130,8 @@ def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
             line = f"{pc:#018x} in {line}"
         out.append(line)
     if what in (SRC_LINE, SRC_AND_LOC):
-        src = gdb_source_line(loc, pc, what == SRC_LINE and not at_line_start, print_address)
+        src = gdb_source_line(loc, pc, what == SRC_LINE and not at_line_start, print_address,
+                              read)
         if src is not None:
             out.append(src)
     return "\n".join(out)
@@ -134,9 +139,10 @@ def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
 
 # -- LLDB -------------------------------------------------------------------------------------
 
-def lldb_source_block(loc: Location, before: int, after: int, caret: bool) -> str | None:
+def lldb_source_block(loc: Location, before: int, after: int, caret: bool,
+                      read: Reader = source_lines) -> str | None:
     """The source lines LLDB shows under a stop's frame line, for our line of `loc`."""
-    lines = source_lines(loc.path or loc.file)
+    lines = read(loc.path or loc.file or "")
     if lines is None or not loc.line or loc.line > len(lines):
         return None
     out = []
