@@ -5,7 +5,8 @@ output, with the procedure as written and its true line in moved code (unsplit.s
 The frame line comes only when the step ended in another frame than it began (a logical frame:
 the procedure and its CFA, so a jump between fragments is not a new frame), as GDB's does,
 unless ``set print frame-info`` says otherwise. `finish` says ``Run till exit from #N …``
-and ``Value returned is $N = …`` as GDB's does, for scalar return types.
+before it runs and ``Value returned is $N = …`` after, as GDB's does, for scalar return
+types.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TY
 @dataclass(frozen=True, slots=True)
 class StepContext:
     frame: tuple[str | None, int | None]  # (procedure or GDB's name, CFA) of the stepping frame
-    run_till: str | None  # finish: "Run till exit from #0  …"
     return_type: Any  # finish: gdb.Type of a scalar return value, or None
 
 
@@ -72,7 +72,6 @@ class StepReporter:
 
     def context(self, kind: str) -> StepContext:
         frame = gdb.selected_frame()
-        run_till = None
         return_type = None
         if kind == "finish":
             native = frame_output(frame)
@@ -82,13 +81,13 @@ class StepReporter:
                 level = re.match(r"#\d+\s+", first)
                 first = (level[0] if level else f"#{frame.level()}  ") + \
                     stop_text.gdb_location_line(first, loc, int(frame.pc()), False)
-            run_till = f"Run till exit from {first}"
+            gdb.write(f"Run till exit from {first}\n")  # before it runs, as GDB's finish does
             function = frame.function()
             if function is not None and function.type is not None:
                 target = function.type.target()
                 if target is not None and target.strip_typedefs().code in _SCALAR:
                     return_type = target
-        return StepContext(self._key(frame), run_till, return_type)
+        return StepContext(self._key(frame), return_type)
 
     def report(self, host: Host, kind: str, loc: Location | None, pc: int,
                context: StepContext | None) -> str:
@@ -96,7 +95,7 @@ class StepReporter:
         changed = context is None or kind == "finish" or self._key(frame) != context.frame
         what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), changed)
         native = frame_output(frame)
-        out = [context.run_till] if context is not None and context.run_till else []
+        out = []
         if self._gdb_is_right(frame, loc, native):
             out.append(_native_stop(native, what, pc, bool(parameter("print address", True))))
         else:
