@@ -43,15 +43,19 @@ def parameter(name: str, default: Any) -> Any:
 
 
 def frame_output(frame: Any) -> list[str]:
-    """GDB's own `frame` output for `frame` (its location line, then its source line)."""
-    selected = gdb.selected_frame()
+    """GDB's own `frame` output for `frame` (its location line, then its source line); []
+    when GDB cannot print it (the report is then made from the core's answer alone)."""
     try:
-        if frame != selected:
-            frame.select()
-        return str(gdb.execute("frame", to_string=True) or "").splitlines()
-    finally:
-        if frame != selected and selected.is_valid():
-            selected.select()
+        selected = gdb.selected_frame()
+        try:
+            if frame != selected:
+                frame.select()
+            return str(gdb.execute("frame", to_string=True) or "").splitlines()
+        finally:
+            if frame != selected and selected.is_valid():
+                selected.select()
+    except gdb.error:
+        return []
 
 
 class StepReporter:
