@@ -193,11 +193,11 @@ class GdbHost:
 
         return Stepper().apply(plan)
 
-    def step_context(self, kind: str) -> Any:
+    def step_context(self, kind: str, line: int | None) -> Any:
         if self.step_reporter is None:
             return None
         try:
-            return self.step_reporter.context(kind)
+            return self.step_reporter.context(kind, line)
         except gdb.error:  # no frame to compare with: the report says the frame line
             return None
 

@@ -32,6 +32,7 @@ _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TY
 @dataclass(frozen=True, slots=True)
 class StepContext:
     frame: tuple[str | None, int | None]  # (procedure or GDB's name, CFA) of the stepping frame
+    located: bool  # finish, until LINE, advance LINE: GDB prints the frame line whatever frame
     return_type: Any  # finish: gdb.Type of a scalar return value, or None
 
 
@@ -74,7 +75,7 @@ class StepReporter:
         older = frame.older()
         return name, None if older is None else int(older.read_register("sp"))
 
-    def context(self, kind: str) -> StepContext:
+    def context(self, kind: str, line: int | None) -> StepContext:
         frame = gdb.selected_frame()
         return_type = None
         if kind == "finish":
@@ -91,12 +92,13 @@ class StepReporter:
                 target = function.type.target()
                 if target is not None and target.strip_typedefs().code in _SCALAR:
                     return_type = target
-        return StepContext(self._key(frame), return_type)
+        located = kind == "finish" or line is not None  # (until_break_command: no step)
+        return StepContext(self._key(frame), located, return_type)
 
     def report(self, host: Host, kind: str, loc: Location | None, pc: int,
                context: StepContext | None) -> str:
         frame = gdb.newest_frame()
-        changed = context is None or kind == "finish" or self._key(frame) != context.frame
+        changed = context is None or context.located or self._key(frame) != context.frame
         what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), changed)
         native = frame_output(frame)
         out = []

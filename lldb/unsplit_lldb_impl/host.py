@@ -187,7 +187,7 @@ class LldbHost:
             return self.frame.GetThread()
         return self.target.GetProcess().GetSelectedThread()
 
-    def step_context(self, kind: str) -> Any:
+    def step_context(self, kind: str, line: int | None) -> Any:
         from . import step_report
 
         return step_report.context(self._thread(), kind)

@@ -2,11 +2,12 @@
 report (``Thread::GetStatus``: the thread line, ``frame #0`` named by the plugin's frame-format
 callbacks, the source around the pc or disassembly), as its own steps print it.
 
-Three things are LLDB's words rather than the plan's: the stop reason (``step over``,
-``step in``, ``step out``, ``instruction step into``; the scripted plan would say ``bb next``),
-``Process N stopped`` before it, and `finish`'s ``Return value: (long) $0 = 1000`` for a scalar
-return type. Where LLDB has no line for the pc (BOLT without DWARF) but the plugin has, the
-disassembly gives way to those source lines, printed as LLDB prints source
+Four things are LLDB's words rather than the plan's: the stop reason (``step over``,
+``step in``, ``step out``, ``instruction step into``, ``step until``; the scripted plan would
+say ``bb next``), ``Process N stopped`` before it (and ``Process N resuming`` for
+until/advance, as ``thread until`` says), and `finish`'s ``Return value: (long) $0 = 1000``
+for a scalar return type. Where LLDB has no line for the pc (BOLT without DWARF) but the
+plugin has, the disassembly gives way to those source lines, printed as LLDB prints source
 (unsplit.stop_text.lldb_source_block, with ``stop-line-count-before``/``-after`` and
 ``stop-show-column``).
 """
@@ -25,7 +26,8 @@ from . import state as state_mod
 
 # LLDB's own stop reasons for its steps (ThreadPlanStepOverRange and friends).
 NATIVE_REASON = {"next": "step over", "step": "step in", "finish": "step out",
-                 "until": "step over", "advance": "step over", "stepi": "instruction step into"}
+                 "until": "step until", "advance": "step until",
+                 "stepi": "instruction step into"}
 _SCALAR = (lldb.eTypeClassBuiltin, lldb.eTypeClassPointer, lldb.eTypeClassEnumeration,
            lldb.eTypeClassTypedef)
 
@@ -84,4 +86,7 @@ def report(debugger: Any, thread: Any, kind: str, loc: Location | None,
         if value.IsValid() and value.GetError().Success():
             lines[1:1] = [f"Return value: ({value.GetTypeName()}) {value.GetName()} = "
                           f"{value.GetValue()}", ""]
-    return "\n".join([f"Process {process.GetProcessID()} stopped", *lines])
+    pid = process.GetProcessID()
+    # `thread until` says it resumes the process (a run to a location, not a step).
+    resumed = [f"Process {pid} resuming"] if kind in ("until", "advance") else []
+    return "\n".join([*resumed, f"Process {pid} stopped", *lines])

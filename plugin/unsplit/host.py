@@ -63,6 +63,11 @@ class Host(Protocol):
     #     CORE_FILE, NOT_RUNNING), None when it can.
     #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
     #     (run to its targets or the frame's return, with a frame check) and say how it ended.
+    #   step_context(kind: str, line: int | None) -> object: before a step command runs, what
+    #     its report compares with (the stepping frame); may print what the debugger prints
+    #     then (GDB's `Run till exit from …`).
+    #   stop_report(kind, loc: Location | None, pc: int, context) -> str: where the step
+    #     stopped, as the debugger prints its own steps (unsplit.stop_text).
 
 
 @dataclass(slots=True)

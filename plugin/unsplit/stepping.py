@@ -544,7 +544,7 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
         raise UsageError(f"bb {kind}: this debugger adapter cannot step")
     walk = Walk(session, host, kind, line)
     begin = getattr(host, "step_context", None)
-    context = begin(kind) if begin is not None else None  # what the report compares with
+    context = begin(kind, line) if begin is not None else None  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()
     while isinstance(step, StepPlan):
         step = walk.after(apply(step))

@@ -38,6 +38,7 @@ _GDB_KINDS = [
     ("value", re.compile(r"^Value returned is \$\d+ = .+$")),
 ]
 _LLDB_KINDS = [
+    ("resuming", re.compile(r"^Process \d+ resuming$")),
     ("process", re.compile(r"^Process \d+ stopped$")),
     ("thread", re.compile(r"^\* thread #1, name = '\S+', stop reason = (?P<reason>.+)$")),
     ("return", re.compile(r"^Return value: \(.+\) \$\d+ = .+$")),
@@ -125,9 +126,13 @@ def _break_at_line(session: Any, line: int, bb: bool) -> None:
 
 
 # From the call of audit in run's cold fragment: one instruction, over the call to the next
-# line (same frame), then, in a new run, into audit and back out to run's cold fragment.
+# line (same frame); in a new run, into audit and back out to run's cold fragment; in a third,
+# to the next line by number (GDB `advance`, LLDB `thread until`: the frame line is printed).
+AFTER = "run cold call"
 RUNS = [[("stepi", "instruction step into"), ("next", "step over")],
-        [("step", "step in"), ("finish", "step out")]]
+        [("step", "step in"), ("finish", "step out")],
+        [("advance {after}", "step until")]]
+NATIVE_LLDB = {"advance": "thread until"}
 
 
 def test_steps_read_as_the_debuggers_own(debugger: Callable[..., Any], zoo: dict[str, Any],
@@ -146,7 +151,10 @@ def test_steps_read_as_the_debuggers_own(debugger: Callable[..., Any], zoo: dict
             native.run(SLOW)
             mine.run(SLOW)
             continue
-        theirs = _shape(native.command(command, SLOW), gdb)
+        command = command.format(after=f["markers"]["crash.c"][AFTER])
+        word, _, rest = command.partition(" ")
+        theirs = _shape(native.command(
+            f"{word if gdb else NATIVE_LLDB.get(word, word)} {rest}".strip(), SLOW), gdb)
         ours = _shape(mine.command(f"bb {command}", SLOW), gdb)
         assert _kinds(ours) == _kinds(theirs), (command, ours, theirs)
         _text_is_the_source(theirs)
