@@ -41,11 +41,14 @@ def _add_paths() -> None:
 
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
-    try:
-        from unsplit_lldb_impl import cfi_symbols, commands, naming
-    except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
-        print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
+    from unsplit import dependencies
+
+    problem = dependencies.missing()
+    if problem is not None:  # one line, and LLDB goes on without the plugin
+        print(f"unsplit: not loaded: {problem}", file=sys.stderr)
         return
+    from unsplit_lldb_impl import cfi_symbols, commands, naming
+
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments

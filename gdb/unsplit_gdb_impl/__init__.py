@@ -23,6 +23,7 @@ from . import commands, frames
 from .breakpoints import Breakpoints
 from .host import GdbHost
 from .locator import Locator
+from .step_report import StepReporter
 from .stop import StopPrinter
 
 
@@ -55,8 +56,10 @@ def register() -> Plugin:
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)
     stop_printer = StopPrinter(locator)
+    host.step_reporter = StepReporter(locator)
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
+    host.breakpoint_lister = breaks.listing
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks)
     frames.install(locator)

@@ -39,10 +39,10 @@ from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host, LoadedModule
 from .index import ModuleIndex
 from .lines import DwarfLines
-from .model import LineRow, Location, Procedure
-from .render import frame_text
+from .model import LineRow, Procedure
 from .session import Session
 from .sources import split_info as split_info_source
+from .stop_text import verbose_line
 
 LINE_KINDS = ("next", "step", "until")
 KINDS = ("next", "step", "finish", "until", "advance", "stepi")
@@ -628,36 +628,33 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     if apply is None:
         raise UsageError(f"bb {kind}: this debugger adapter cannot step")
     walk = Walk(session, host, kind, line)
+    begin = getattr(host, "step_context", None)
+    context = begin(kind, line) if begin is not None else None  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()
     while isinstance(step, StepPlan):
         step = walk.after(apply(step))
-    return _report(session, host, kind, step, walk.notes)
+    return _report(session, host, kind, step, walk.notes, context)
 
 
 def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
-            notes: list[str]) -> str:
+            notes: list[str], context: object = None) -> str:
+    """What the step prints: the debugger's own report of the stop (Host.stop_report, see
+    unsplit.stop_text), after the notes on how the step was made; a stop the step did not
+    make (a breakpoint, a signal) as the debugger reported it."""
     lines = list(notes)
-    if outcome.kind == "stopped":
-        if outcome.message:
-            lines.append(outcome.message)
-        if outcome.pc is None:
-            return "\n".join(lines)
+    if outcome.kind == "stopped" and outcome.message:
+        lines.append(outcome.message)
     try:
-        pc = host.selected_pc()
+        pc = None if outcome.kind == "stopped" and outcome.pc is None else host.selected_pc()
     except UnsplitError:
+        pc = None
+    if pc is None:
         return "\n".join(lines)
-    text = stop_text(session.locate(host, pc), pc)
-    said = lines[-1].splitlines()[-1] if lines and lines[-1] else ""
-    if not said.startswith("#0") or not text.startswith(said):  # GDB's stop printer said it
-        lines.append(text)
-    return "\n".join(lines)
-
-
-def stop_text(loc: Location | None, pc: int) -> str:
-    """Where a step stopped: the frame line, procedure named as written."""
-    if loc is None:
-        return f"#0  {pc:#018x} in ??"
-    text = frame_text(0, loc)
-    if loc.block is not None:
-        text += f"  (block %{loc.block.id}+{loc.file_address - loc.block.start:#x})"
-    return text
+    loc = session.locate(host, pc)
+    render = getattr(host, "stop_report", None)
+    if not (outcome.kind == "stopped" and outcome.message):
+        lines.append(render(kind, loc, pc, context) if render is not None
+                     else verbose_line(loc, pc))
+    if session.verbose and render is not None:
+        lines.append(verbose_line(loc, pc))
+    return "\n".join(line for line in lines if line)

@@ -60,7 +60,11 @@ class _Patient:
 
 
 def _session(debugger: Callable[..., Any], binary: Any, **kwargs: Any) -> Any:
-    return _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
+    """A session whose steps also print the `#0 … [fragment]+0x… at file:line` line that
+    `_stop` reads (`bb set verbose on`; test_step_output.py checks the default report)."""
+    session = _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
+    assert session.command("bb set verbose on") == "verbose is on"
+    return session
 
 
 def _break(session: Any, name: str) -> None:
