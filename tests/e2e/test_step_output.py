@@ -217,17 +217,15 @@ def test_verbose_adds_the_extras(debugger: Callable[..., Any], zoo: dict[str, An
 
 
 @pytest.mark.parametrize("frame_info", ["source-line", "location", "short-location"])
-def test_gdb_print_frame_info_is_honoured(debugger: Callable[..., Any], zoo: dict[str, Any],
+def test_gdb_print_frame_info_is_honoured(gdb: Callable[..., Any], zoo: dict[str, Any],
                                           unsplit_build: Path, frame_info: str) -> None:
     """`set print frame-info` decides what a step into another frame prints, for GDB's own
     `step` and for `bb step` alike (a GDB setting: LLDB has stop-line-count, above)."""
-    if debugger.name != "gdb":  # type: ignore[attr-defined]
-        pytest.skip("a GDB setting")
     f = facts(zoo, "gcc-pgo", "crash")
     line = f["markers"]["crash.c"]["run cold path"]
     shapes = []
     for binary, bb in ((unsplit_build, False), (ROOT / f["binary"], True)):
-        s = debugger(binary, args=["crash"], startup_timeout=SLOW)
+        s = gdb(binary, args=["crash"], startup_timeout=SLOW)
         _break_at_line(s, line, bb)
         s.run(SLOW)
         s.command(f"set print frame-info {frame_info}")
