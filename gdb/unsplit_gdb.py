@@ -21,9 +21,6 @@ import sys
 def _add_paths() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     repo = os.path.dirname(here)
-    for path in (here, os.path.join(repo, "plugin")):
-        if path not in sys.path:
-            sys.path.insert(0, path)
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     venv_site = os.path.join(repo, ".venv", "lib", version, "site-packages")
     if os.path.isdir(venv_site) and venv_site not in sys.path:
@@ -33,6 +30,12 @@ def _add_paths() -> None:
         site.addsitedir(venv_site)
         added = [p for p in sys.path if p not in before]
         sys.path[:] = added + before
+    # First of all, this checkout's own core: the venv may hold an editable install of another
+    # one (a worktree sharing its main checkout's venv), whose .pth the step above put first.
+    for path in (os.path.join(repo, "plugin"), here):
+        if path in sys.path:
+            sys.path.remove(path)
+        sys.path.insert(0, path)
 
 
 _add_paths()

@@ -1,10 +1,11 @@
 """The corrected stop line (gdb.events.stop, and gdb.events.before_prompt for core files).
 
 GDB 13 prints the stop location itself, before Python's stop observers run, and frame filters
-do not reach it; so when the program stops inside moved code, one more line follows GDB's:
-the core's render.frame_text for frame 0 (``#0  0x… in transfer [cold]+0x39 at crash.c:32``).
-Loading a core file is not a stop event: the first prompt after a core appears prints the same
-line once.
+do not reach it; so when the program stops in a frame the plugin shows differently from GDB
+(locator.Locator.shown: moved code, or no line from GDB where the core has one), one more line
+follows GDB's: the core's render.frame_text for frame 0 (``#0  0x… in transfer [cold]+0x39 at
+crash.c:32``). Loading a core file is not a stop event: the first prompt after a core appears
+prints the same line once. frame_hooks.py prints the same line after `frame`, `up` and `down`.
 """
 
 from __future__ import annotations
@@ -42,19 +43,38 @@ class StopPrinter:
         self.enabled = True
         self._core_seen: tuple[object, ...] | None = None
 
+    def frame_line(self, frame: gdb.Frame) -> str | None:
+        """The corrected line for `frame`, or None when GDB's own stands."""
+        loc = self.locator.shown(frame)
+        if loc is None:
+            return None
+        if loc.in_moved_code and frame.type() == gdb.INLINE_FRAME and \
+                frame.name() not in (loc.procedure, loc.fragment_symbol):
+            return None  # GDB's line names the inlined function, rightly (as `bt` does)
+        return _styled(frame_text(frame.level(), loc, int(frame.pc())), loc.label())
+
     def line(self) -> str | None:
-        """The corrected line for the newest frame, or None when it is not in moved code."""
+        """The corrected line for the newest frame."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
-        loc = self.locator.moved(frame)
-        if loc is None:
-            return None
-        if frame.type() == gdb.INLINE_FRAME and frame.name() not in (loc.procedure,
-                                                                      loc.fragment_symbol):
-            return None  # GDB's line names the inlined function, rightly (as `bt` does)
-        return _styled(frame_text(0, loc), loc.label())
+        return self.frame_line(frame)
+
+    def on_frame_command(self) -> None:
+        """After GDB printed the selected frame (`frame`, `up`, `down`, `info frame`)."""
+        if not self.enabled:
+            return
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            return
+        try:
+            text = self.frame_line(frame)
+            if text:
+                gdb.write(text + "\n")
+        except Exception as e:
+            report_internal(e, once=True)
 
     def on_stop(self, event: Any) -> None:
         if not self.enabled:
