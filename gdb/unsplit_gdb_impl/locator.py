@@ -59,7 +59,7 @@ class Locator:
         self._cache[address] = loc
         return loc
 
-    def locate_line(self, address: int, *, checked: bool = False) -> Location | None:
+    def _locate_line(self, address: int, *, checked: bool = False) -> Location | None:
         """`locate` with the source line, whatever code holds `address` (a line question costs
         a DWARF look-up: asked only for frames GDB has no line for)."""
         loc = self.locate(address, checked=checked)
@@ -71,11 +71,6 @@ class Locator:
                 OneModuleHost(self.host, module), address)
         return self._lines[address]
 
-    def moved(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
-        """Location of `frame` when it is in moved code (a non-entry fragment), else None."""
-        loc = self.locate(address_in_block(frame), checked=checked)
-        return loc if loc is not None and loc.in_moved_code else None
-
     def shown(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
         """The Location the plugin shows for `frame` instead of GDB's own: in moved code always
         (with its line when the core knows it), elsewhere only when GDB has no line for the
@@ -86,7 +81,7 @@ class Locator:
             return loc
         if loc is None or gdb_has_line(frame):
             return None
-        loc = self.locate_line(address, checked=checked)
+        loc = self._locate_line(address, checked=checked)
         return loc if loc is not None and loc.file and loc.line else None
 
 
