@@ -4,7 +4,7 @@
 
 The program is the Lua 5.4 interpreter (~30k lines of C, `lua.c` as main), taken from the
 sources that PyPI's `lupa` sdist bundles (third-party/lua54; downloaded once with
-`pip download --no-binary :all: --no-deps lupa` into bench/realworld/cache, git-ignored). It
+`pip download --no-binary lupa --no-deps lupa` into bench/realworld/cache, git-ignored). It
 is built once per recipe (a stamp holds the recipe's hash) into bench/realworld/cache/build:
 
     gcc-pgo        gcc -O2 -g -fprofile-generate, a training run (bench/realworld/train.lua),
@@ -94,7 +94,9 @@ def fetch_source() -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     sdists = sorted(CACHE.glob(f"{PACKAGE}-*.tar.gz"))
     if not sdists:
-        run([PY, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", PACKAGE,
+        # The sdist of PACKAGE alone: `--no-binary :all:` would also build its build
+        # dependencies (Cython) from source to read its metadata, past the timeout here.
+        run([PY, "-m", "pip", "download", "--no-binary", PACKAGE, "--no-deps", PACKAGE,
              "-d", str(CACHE)], timeout=600)
         sdists = sorted(CACHE.glob(f"{PACKAGE}-*.tar.gz"))
     if not sdists:

@@ -24,7 +24,7 @@ import pytest
 
 from ..conftest import ROOT, facts
 from .conftest import resume
-from .driver_gdb import PLUGIN
+from .driver_gdb import PLUGIN, GdbDriver
 
 pytestmark = pytest.mark.e2e
 
@@ -177,3 +177,25 @@ def test_gdb_mi_stack_list_frames(zoo: dict[str, Any], variant: str) -> None:
         frame = frames[number]
         assert frame.group(2).split(" ")[0] == procedure, stack
         assert (frame.group(3), frame.group(4)) == ("crash.c", str(line)), stack
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+def test_gdb_leaves_the_users_own_hook_alone(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A `hookpost-up` defined before the plugin loads stays the user's (the plugin says that
+    `up` keeps GDB's line); `down` still gets the plugin's line; loading twice is harmless."""
+    f = _crash(zoo, "bolt-cdsplit")
+    marks = f["markers"]["crash.c"]
+    log = (tmp_path / "gdb.log").open("w")
+    with GdbDriver(str(ROOT / f["binary"]), args=["train"], plugin=False, log=log) as gdb:
+        gdb.command(r'python gdb.execute("define hookpost-up\necho MINE\\n\nend")')
+        said = gdb.command(f"source {PLUGIN}")
+        assert "`hookpost-up` is yours, so `up` shows GDB's own line only" in said, said
+        assert "yours" not in gdb.command(f"source {PLUGIN}")
+        gdb.command("break transfer")
+        gdb.run()
+        up = gdb.command("up")
+        assert "MINE" in up and "crash.c" not in up, up
+        gdb.command("up")
+        down = gdb.command("down")
+        assert re.search(rf"#1\b.*\brun\b.*\bcrash\.c:{marks['run hot call']}\b", down), down
+        assert "MINE" not in down, down
