@@ -513,17 +513,18 @@ def _gdb_stop(b: Build, stop: str, frags: list[Fragment]) -> str:
             "-ex", "python print('UNSPLIT-BT-BEGIN')", "-ex", "bt",
             "-ex", "python print('UNSPLIT-BT-END')", "-ex", "bb where",
             "--args", str(b.binary), str(PROBE)]
-    if stop == "error":
-        return _run_debugger([*head, "-ex", f"break {ERROR_FUNCTION}", "-ex", "run", *tail])
-    script = CACHE / f"gdb-breaks-{b.name}.py"
+    script = CACHE / f"gdb-breaks-{b.name}-{stop}.py"
     script.write_text(
         "import gdb\n"
         "name = gdb.current_progspace().filename\n"
         "maps = gdb.execute('info proc mappings', to_string=True).splitlines()\n"
         "bias = min(int(l.split()[0], 16) for l in maps if l.strip().endswith(name))\n"
-        f"for a in {[f.start for f in frags]!r}:\n"
-        "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n"
-        "print('UNSPLIT-BIAS', hex(bias))\n")
+        "print('UNSPLIT-BIAS', hex(bias))\n"
+        f"for a in {[] if stop == 'error' else [f.start for f in frags]!r}:\n"
+        "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n")
+    if stop == "error":  # the load bias from the mappings too (BOLT's PIE may not start at 0)
+        return _run_debugger([*head, "-ex", f"break {ERROR_FUNCTION}", "-ex", "run",
+                              "-ex", f"source {script}", *tail])
     return _run_debugger([*head, "-ex", "starti", "-ex", f"source {script}", "-ex", "continue",
                           *tail])
 

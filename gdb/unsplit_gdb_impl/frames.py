@@ -66,19 +66,18 @@ class MovedCodeDecorator(LineDecorator):
         return self._label
 
 
-class UnknownFunctionDecorator(LineDecorator):
-    """A frame GDB cannot name at all. Its own `bt` says `??`, but once any frame filter is
-    active GDB prints an unresolvable address as an empty name; keep the `??`."""
+class MinimalSymbolDecorator(LineDecorator):
+    """A frame without debug information, named as GDB's own `bt` names it: by the minimal
+    symbol at pc - 1 in a caller (gdb.Frame.name). Once a frame filter is active, GDB looks the
+    name up at the pc itself, which after a call to a function that does not return is the next
+    function or padding (an empty name, where GDB's own `bt` says `??`)."""
+
+    def __init__(self, base: Any, loc: Location | None, name: str | None) -> None:
+        super().__init__(base, loc)
+        self._name = name or "??"
 
     def function(self) -> str:
-        return "??"
-
-
-def _has_symbol(address: int) -> bool:
-    format_address = getattr(gdb, "format_address", None)  # GDB 13+
-    if format_address is None:
-        return True
-    return "<" in format_address(address)
+        return self._name
 
 
 class UnsplitFrameFilter:
@@ -107,8 +106,8 @@ class UnsplitFrameFilter:
                 return decorator
             loc = self.locator.shown(frame, checked=checked)
             if loc is None or not loc.in_moved_code:
-                if frame.function() is None and not _has_symbol(int(frame.pc())):
-                    return UnknownFunctionDecorator(decorator, loc)
+                if frame.function() is None:
+                    return MinimalSymbolDecorator(decorator, loc, frame.name())
                 return decorator if loc is None else LineDecorator(decorator, loc)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
                 return decorator  # a function inlined into moved code keeps its own name
