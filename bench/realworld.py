@@ -69,7 +69,14 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from saving import save  # noqa: E402
-from toolbox import BuildError, fragment_name, run, text_symbols  # noqa: E402
+from toolbox import (  # noqa: E402
+    BuildError,
+    Symbol,
+    fragment_name,
+    run,
+    symbol_at,
+    text_symbols,
+)
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 PACKAGE = "lupa"
@@ -569,28 +576,31 @@ def _frames(out: str, pattern: re.Pattern[str]) -> list[Frame]:
 
 def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment],
                  debugger: str, has_line: Callable[[int], bool],
-                 code: tuple[int, int]) -> tuple[list[str], Counter[str]]:
-    """Problems with the frames in the program's own code (`code`: its symbols' span), and
-    counts: `own` frames there, `moved` ones in moved code, `lines` the oracle (llvm-symbolizer-22
-    on the build or its DWARF twin) knows a line for and `shown` of those with a line in `bt`.
-    Every such frame needs its line, hot or moved (a BOLTed function's hot part has no DWARF
-    either); frames in moved code also their procedure [fragment] name."""
+                 code: list[Symbol]) -> tuple[list[str], Counter[str]]:
+    """Problems with the frames in the program's own code (`code`: its sized code symbols),
+    and counts: `own` frames there, `moved` ones in moved code, `lines` the oracle
+    (llvm-symbolizer-22 on the build or its DWARF twin) knows a line for and `shown` of those
+    with a line in `bt`. Every such frame needs its line, hot or moved (a BOLTed function's
+    hot part has no DWARF either), and its name: `proc [fragment` in moved code, else the
+    symbol (nm) that holds its pc (a caller's pc - 1)."""
     problems, counts = [], Counter[str]()
+    low, high = min(s.start for s in code), max(s.end for s in code)
     for k, f in enumerate(frames):
         if f.pc is None:
             continue
         at = f.pc - bias - (1 if k else 0)  # a caller's pc is a return address
-        if not code[0] <= at < code[1]:
+        if not low <= at < high:
             continue
         counts["own"] += 1
         frag = next((g for g in frags if g.start <= at < g.end), None)
-        if frag is not None:
-            counts["moved"] += 1
-            want = f"{frag.procedure} [{frag.fragment}"
-            if want not in f.text:
-                problems.append(f"{debugger} #{f.number} at {at:#x}: not named {want}]: "
-                                f"{f.text[:120]}")
-                continue
+        counts["moved"] += frag is not None
+        symbol = symbol_at(code, at)
+        want = f"{frag.procedure} [{frag.fragment}" if frag is not None \
+            else None if symbol is None else symbol.name
+        if want is not None and not re.search(rf"(?<![\w.]){re.escape(want)}\b", f.text):
+            problems.append(f"{debugger} #{f.number} at {at:#x}: not named {want}: "
+                            f"{f.text[:120]}")
+            continue
         if has_line(at):
             counts["lines"] += 1
             if _AT_LINE.search(f.text):
@@ -600,12 +610,6 @@ def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment]
                 problems.append(f"{debugger} #{f.number} at {at:#x} ({where}): no line: "
                                 f"{f.text[:120]}")
     return problems, counts
-
-
-def code_span(binary: Path) -> tuple[int, int]:
-    """From the first to the end of the last code symbol of `binary` (file addresses)."""
-    syms = [s for s in text_symbols(binary) if s.size > 0]
-    return min(s.start for s in syms), max(s.end for s in syms)
 
 
 def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
@@ -639,7 +643,7 @@ def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
         answer = llvm_symbolize(b.lines_oracle, [address])[0][0]
         return bool(_first(answer).get("Line"))
 
-    code = code_span(b.binary)
+    code = [s for s in text_symbols(b.binary) if s.size > 0]
     gp, gcount = check_frames(b, gframes, gbias, frags, "gdb", has_line, code)
     lp, lcount = check_frames(b, lframes, lbias, frags, "lldb", has_line, code)
     problems += gp + lp
