@@ -24,7 +24,6 @@ from . import commands, frame_hooks, frames
 from .breakpoints import Breakpoints
 from .host import GdbHost
 from .locator import Locator
-from .report import report_internal
 from .stop import StopPrinter
 
 
@@ -74,20 +73,17 @@ def register() -> Plugin:
     gdb.events.stop.connect(stop_printer.on_stop)
     gdb.events.before_prompt.connect(stop_printer.on_prompt)
     gdb.events.before_prompt.connect(breaks.flush)
-    for command in frame_hooks.install():
-        gdb.write(f"unsplit: `{frame_hooks.hook_name(command)}` is yours, so `{command}` shows "
-                  "GDB's own line only\n", gdb.STDERR)
+    for warning in frame_hooks.install():
+        gdb.write(warning + "\n", gdb.STDERR)
     _plugin = plugin
     return plugin
 
 
 def after_frame_command() -> None:
-    """What frame_hooks' post-hooks run (never raises: a hook that fails stops GDB's scripts)."""
-    try:
-        if _plugin is not None:
-            _plugin.stop_printer.on_frame_command()
-    except Exception as e:
-        report_internal(e, once=True)
+    """What frame_hooks' post-hooks run (StopPrinter.on_frame_command never raises: a hook
+    that fails would stop the user's scripts)."""
+    if _plugin is not None:
+        _plugin.stop_printer.on_frame_command()
 
 
 def plugin() -> Plugin | None:

@@ -35,14 +35,19 @@ def _definition(name: str) -> str | None:
 
 
 def install() -> list[str]:
-    """Define our post-hook on each command of COMMANDS that has none of the user's; return
-    the commands whose hook the user owns."""
-    theirs = []
+    """Define our post-hook on each command of COMMANDS that has none of the user's; return one
+    warning per command left with GDB's own line (the user's hook, or GDB refused ours)."""
+    warnings = []
     for command in COMMANDS:
         name = hook_name(command)
         current = _definition(name)
         if current is not None and CALL not in current:
-            theirs.append(command)
+            warnings.append(f"unsplit: `{name}` is yours, so `{command}` shows GDB's own "
+                            "line only")
             continue
-        gdb.execute(f"define {name}\n{CALL}\nend")
-    return theirs
+        try:
+            gdb.execute(f"define {name}\n{CALL}\nend")
+        except gdb.error as e:
+            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` shows "
+                            "GDB's own line only")
+    return warnings
