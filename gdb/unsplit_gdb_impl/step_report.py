@@ -80,7 +80,7 @@ class StepReporter:
         return_type = None
         if kind == "finish":
             native = frame_output(frame)
-            loc = self.locator.moved(frame)
+            loc = self.locator.shown(frame)
             first = native[0] if native else ""
             if loc is not None:
                 level = re.match(r"#\d+\s+", first)
