@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 export PYTHONPATH := $(CURDIR)/plugin
 
-.PHONY: all fixtures demo test lint unit e2e bench clean
+.PHONY: all fixtures demo test lint unit e2e matrix matrix-ci debuggers bench clean
 
 all: test
 
@@ -18,12 +18,36 @@ lint:
 
 test: fixtures lint
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory matrix-ci
 
 unit:
 	$(PY) -m pytest -q tests/unit
 
 e2e: fixtures
 	$(PY) -m pytest -q tests/e2e
+
+# The debuggers our users have (issue 17): GDB 13 and LLDB 22 from setup.sh, GDB 18.1 and LLDB 19
+# from tools/debuggers.sh (a private prefix, .debuggers/). `matrix` runs the e2e suite against all
+# four; `matrix-ci` (part of `test`) the scenario table's representative cases against the two
+# extra ones: one variant per fragment source (GCC .cold, clang MFS, BOLT), with and without
+# DWARF, live and post-mortem.
+GDB18  := $(CURDIR)/.debuggers/bin/gdb-18
+LLDB19 := $(CURDIR)/.debuggers/bin/lldb-19
+MATRIX_CI_K := gcc-pgo or clang-mfs- or bolt-all- or test_errors or test_fully_stripped
+
+debuggers:
+	bash tools/debuggers.sh
+
+matrix: fixtures debuggers
+	$(PY) -m pytest -q tests/e2e
+	UNSPLIT_GDB=$(GDB18) $(PY) -m pytest -q tests/e2e -k "gdb and not lldb"
+	UNSPLIT_LLDB=$(LLDB19) $(PY) -m pytest -q tests/e2e -k "lldb"
+
+matrix-ci: fixtures debuggers
+	UNSPLIT_GDB=$(GDB18) $(PY) -m pytest -q tests/e2e/test_scenarios.py \
+	    -k "gdb and ($(MATRIX_CI_K))"
+	UNSPLIT_LLDB=$(LLDB19) $(PY) -m pytest -q tests/e2e/test_scenarios.py \
+	    -k "lldb and ($(MATRIX_CI_K))"
 
 bench: fixtures
 	$(PY) bench/run.py
