@@ -36,12 +36,19 @@ def _add_paths() -> None:
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
     try:
-        from unsplit_lldb_impl import cfi_symbols, commands, naming
+        from unsplit_lldb_impl import capabilities, cfi_symbols, commands, naming
     except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
         print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
         return
+    import lldb
+
     problems = commands.register(debugger, sys.modules[__name__])
-    problems += naming.install(debugger)
+    missing = capabilities.missing_for_naming(lldb)
+    if missing:  # an LLDB older than the SB calls the frame names need: say so, go on
+        problems.append(f"unsplit: this LLDB has no {', '.join(missing)}: bt keeps LLDB's own "
+                        "frame names; bb commands work")
+    else:
+        problems += naming.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments
     for line in problems:
         print(line, file=sys.stderr)
