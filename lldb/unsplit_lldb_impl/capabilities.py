@@ -8,10 +8,10 @@ Two probes (issue 17):
   LLDB's names alone; the ``bb`` commands still work.
 * :func:`split_function`: whether LLDB takes a function that DWARF describes in several
   ranges (``DW_AT_ranges``: hot and cold parts) as those ranges. LLDB 19 takes the span from
-  the lowest to the highest address as the function, so in a cold part that lies after the
-  entry it unwinds with the hot part's FDE or with its assembly profiler run from the entry,
-  and its ``bt`` ends there (measured: ``bt`` in clang MFS / BOLT ``-dbg`` cold code shows
-  frame 0 only). ``SBFunction.GetRanges`` tells which: one range where the function's block
+  the lowest to the highest address as the function, so in any part but the lowest it unwinds
+  with the lowest part's FDE or with its assembly profiler run from the span's start, and its
+  ``bt`` ends there (measured: ``bt`` in clang MFS / BOLT ``-dbg`` cold code, which lies after
+  the entry, shows frame 0 only; GCC's ``foo.cold``, below its entry, unwinds). ``SBFunction.GetRanges`` tells which: one range where the function's block
   has several means the span. LLDB 22 gives the ranges and unwinds each with its own FDE.
 """
 
@@ -53,5 +53,5 @@ def split_function(module: Any, procedures: list[str]) -> tuple[str, bool] | Non
 def split_functions_note(example: str) -> str:
     """The one line that says what an LLDB that unwinds split functions as one span cannot do."""
     return (f"unsplit: this LLDB takes a function whose DWARF has several ranges ({example}) as "
-            "one span (SBFunction.GetRanges): its bt ends in cold parts after the entry; "
+            "one span (SBFunction.GetRanges): its bt may end in any part but the lowest; "
             "`bb bt` shows every frame")

@@ -169,7 +169,7 @@ def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> s
         _DONE.span_noted.add(int(debugger.GetID()))
         notes.append(capabilities.split_functions_note(found[0]))
     return ("has DWARF that gives functions several ranges, which this LLDB unwinds as one "
-            "span: its bt ends in their cold parts (`bb bt` shows every frame)")
+            "span: its bt may end in any part but the lowest (`bb bt` shows every frame)")
 
 
 def _add(debugger: Any, target: Any, path: str) -> None:

@@ -41,8 +41,9 @@ def test_missing_frame_naming_hook_is_one_line(debugger: Callable[..., Any],
     session.command(hide)
     out = session.command(load)
     session.command(restore)
-    notes = [line for line in out.splitlines() if line.startswith("unsplit:")]
-    assert len(notes) == 1 and hook in notes[0], out
+    # (LLDB 19 adds its own note on split functions: capabilities.split_function)
+    notes = [line for line in out.splitlines() if line.startswith("unsplit:") and hook in line]
+    assert len(notes) == 1, out
     assert "Traceback" not in out, out
 
     # The bb commands work; bt is the debugger's own (no fragment tags), and nothing breaks.
