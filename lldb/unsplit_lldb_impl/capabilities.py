@@ -11,8 +11,9 @@ Two probes (issue 17):
   the lowest to the highest address as the function, so in any part but the lowest it unwinds
   with the lowest part's FDE or with its assembly profiler run from the span's start, and its
   ``bt`` ends there (measured: ``bt`` in clang MFS / BOLT ``-dbg`` cold code, which lies after
-  the entry, shows frame 0 only; GCC's ``foo.cold``, below its entry, unwinds). ``SBFunction.GetRanges`` tells which: one range where the function's block
-  has several means the span. LLDB 22 gives the ranges and unwinds each with its own FDE.
+  the entry, shows frame 0 only; GCC's ``foo.cold``, below its entry, unwinds).
+  ``SBFunction.GetRanges`` tells which: one range where the function's block has several
+  means the span. LLDB 22 gives the ranges and unwinds each with its own FDE.
 """
 
 from __future__ import annotations

@@ -151,7 +151,8 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     text = breakpad.for_index(index, uuid)
     if text is None:
         return "no moved fragments with CFI"
-    if companion is None:  # never in front of a debug file LLDB would otherwise find
+    # never in front of a debug file LLDB would otherwise find, nor under a shared build-id
+    if companion is None and breakpad.alone_under_build_id(index.binary):
         breakpad.save(index, text, uuid, root)  # for LLDB to find next time
     out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     _add(debugger, target, out)
