@@ -2,7 +2,7 @@
 PY      := .venv/bin/python
 export PYTHONPATH := $(CURDIR)/plugin
 
-.PHONY: all fixtures demo test lint unit e2e bench clean
+.PHONY: all fixtures demo test lint unit e2e matrix matrix-ci debuggers bench clean
 
 all: test
 
@@ -18,12 +18,40 @@ lint:
 
 test: fixtures lint
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory matrix-ci
 
 unit:
 	$(PY) -m pytest -q tests/unit
 
 e2e: fixtures
 	$(PY) -m pytest -q tests/e2e
+
+# The debuggers our users have (issue 17): GDB 13 and LLDB 22 from setup.sh, GDB 18.1 and LLDB 19
+# from tools/debuggers.sh (a private prefix, .debuggers/). `matrix` runs the e2e suite against GDB
+# 13, GDB 18 and LLDB 22, and the scenario table and version checks against LLDB 19; `matrix-ci`
+# (part of `test`) their representative cases against GDB 18 and LLDB 19: one variant per
+# fragment source (GCC .cold, clang MFS, BOLT), with and without DWARF, live and post-mortem.
+GDB18  := $(CURDIR)/.debuggers/bin/gdb-18
+LLDB19 := $(CURDIR)/.debuggers/bin/lldb-19
+MATRIX_CI_K := gcc-pgo or clang-mfs- or bolt-all- or test_errors or test_fully_stripped \
+               or test_missing
+
+debuggers:
+	bash tools/debuggers.sh
+
+# LLDB 19 runs the scenario table and the version checks: the other e2e files drive what it
+# cannot do (its own bt through split functions with DWARF, see README's version table).
+matrix: fixtures debuggers
+	$(PY) -m pytest -q tests/e2e
+	UNSPLIT_GDB=$(GDB18) $(PY) -m pytest -q tests/e2e -k "gdb and not lldb"
+	UNSPLIT_LLDB=$(LLDB19) $(PY) -m pytest -q tests/e2e/test_scenarios.py \
+	    tests/e2e/test_versions.py -k "lldb"
+
+matrix-ci: fixtures debuggers
+	UNSPLIT_GDB=$(GDB18) $(PY) -m pytest -q tests/e2e/test_scenarios.py \
+	    tests/e2e/test_versions.py -k "gdb and ($(MATRIX_CI_K))"
+	UNSPLIT_LLDB=$(LLDB19) $(PY) -m pytest -q tests/e2e/test_scenarios.py \
+	    tests/e2e/test_versions.py -k "lldb and ($(MATRIX_CI_K))"
 
 bench: fixtures
 	$(PY) bench/run.py

@@ -47,10 +47,16 @@ def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     if problem is not None:  # one line, and LLDB goes on without the plugin
         print(f"unsplit: not loaded: {problem}", file=sys.stderr)
         return
-    from unsplit_lldb_impl import cfi_symbols, commands, naming
+    import lldb
+    from unsplit_lldb_impl import capabilities, cfi_symbols, commands, naming
 
     problems = commands.register(debugger, sys.modules[__name__])
-    problems += naming.install(debugger)
+    missing = capabilities.missing_for_naming(lldb)
+    if missing:  # an LLDB older than the SB calls the frame names need: say so, go on
+        problems.append(f"unsplit: this LLDB has no {', '.join(missing)}: bt keeps LLDB's own "
+                        "frame names; bb commands work")
+    else:
+        problems += naming.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments
     for line in problems:
         print(line, file=sys.stderr)

@@ -20,7 +20,7 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.session import Session
 
-from . import commands, frame_hooks, frames
+from . import capabilities, commands, frame_hooks
 from .breakpoints import Breakpoints
 from .host import GdbHost
 from .locator import Locator
@@ -42,7 +42,10 @@ _plugin: Plugin | None = None
 
 
 def _set_frame_naming(flag: bool) -> None:
-    frames.set_enabled(flag)
+    if capabilities.has_frame_filters(gdb):
+        from . import frames
+
+        frames.set_enabled(flag)
     if _plugin is not None:
         _plugin.stop_printer.enabled = flag
 
@@ -63,7 +66,12 @@ def register() -> Plugin:
     host.breakpoint_lister = breaks.listing
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks)
-    frames.install(locator)
+    for note in capabilities.missing_notes(gdb):
+        print(note)
+    if capabilities.has_frame_filters(gdb):  # frames.py subclasses gdb.FrameDecorator
+        from . import frames
+
+        frames.install(locator)
     for registry in ("new_objfile", "clear_objfiles", "free_objfile", "exited"):
         events = getattr(gdb.events, registry, None)  # free_objfile is GDB 13+
         if events is not None:

@@ -25,6 +25,7 @@ from typing import Any
 from unsplit import breakpad
 from unsplit.errors import UnsplitError
 
+from . import capabilities
 from . import state as state_mod
 
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
@@ -36,6 +37,7 @@ class _Done:
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
     hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
+    span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
 
 
@@ -117,14 +119,14 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
         if not path or key in _DONE.seen:
             continue
         try:
-            _DONE.seen[key] = _give(debugger, target, module, path)
+            _DONE.seen[key] = _give(debugger, target, module, path, notes)
         except (OSError, UnsplitError, ValueError) as e:  # never stops the debugger
             _DONE.seen[key] = f"not given: {e}"
             notes.append(f"unsplit: CFI for LLDB's unwinder not given to {path}: {e}")
     return notes
 
 
-def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
+def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) -> str:
     symbol_file = module.GetSymbolFileSpec().fullpath or ""
     root = breakpad.cache_dir()
     if not os.path.isfile(path):
@@ -135,7 +137,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
     st = state_mod.for_debugger(debugger.GetID())
     index = st.session.index(path)
     if index.binary.has_dwarf:  # LLDB's view: its symbol file is this file, DWARF or not
-        return "has DWARF: LLDB unwinds with its ranges"
+        return _dwarf_status(debugger, module, index, notes)
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
     if found and companion is not None:
         # LLDB searches our cache before /usr/lib/debug: a debug file installed since the
@@ -149,11 +151,26 @@ def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
     text = breakpad.for_index(index, uuid)
     if text is None:
         return "no moved fragments with CFI"
-    if companion is None:  # never in front of a debug file LLDB would otherwise find
+    # never in front of a debug file LLDB would otherwise find, nor under a shared build-id
+    if companion is None and breakpad.alone_under_build_id(index.binary):
         breakpad.save(index, text, uuid, root)  # for LLDB to find next time
     out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     _add(debugger, target, out)
     return f"given: {out}"
+
+
+def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> str:
+    """What LLDB does with a module's own DWARF; the first module whose split functions LLDB
+    cannot unwind (capabilities.split_function) gets a note, once per debugger."""
+    procedures = list(dict.fromkeys(f.procedure for f in index.moved_fragments()))
+    found = capabilities.split_function(module, procedures)
+    if found is None or found[1]:
+        return "has DWARF: LLDB unwinds with its ranges"
+    if int(debugger.GetID()) not in _DONE.span_noted:
+        _DONE.span_noted.add(int(debugger.GetID()))
+        notes.append(capabilities.split_functions_note(found[0]))
+    return ("has DWARF that gives functions several ranges, which this LLDB unwinds as one "
+            "span: its bt may end in any part but the lowest (`bb bt` shows every frame)")
 
 
 def _add(debugger: Any, target: Any, path: str) -> None:

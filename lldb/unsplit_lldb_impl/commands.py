@@ -28,8 +28,13 @@ PREFIX_SHORT_HELP = ("unsplit: debug hot/cold split code as if it had never been
 def run_command(name: str, debugger: Any, command: str, exe_ctx: Any, result: Any) -> None:
     """Run `bb NAME COMMAND` and put its text, or its one-line error, into `result`."""
     try:
+        # The CFI first: a symbol file it gives flushes the thread's frames, and LLDB 19
+        # crashes in SBFrame.GetFrameID on a frame taken before (a BOLT core, measured).
+        target = exe_ctx.GetTarget()
+        notes = cfi_symbols.sync(debugger, target if target.IsValid()
+                                 else debugger.GetSelectedTarget())
         host = LldbHost.from_exe_ctx(debugger, exe_ctx)
-        host.notes += cfi_symbols.sync(debugger, host.target)
+        host.notes += notes
         session = state_mod.for_debugger(debugger.GetID()).session
         text = dispatch(session, host, name, command or "")
     except UnsplitError as e:

@@ -226,8 +226,13 @@ class LldbHost:
         return unwinding.thread_numbers(self.target)
 
     def set_frame_naming(self, flag: bool) -> list[str]:
-        from . import naming
+        import lldb
 
+        from . import capabilities, naming
+
+        missing = capabilities.missing_for_naming(lldb)
+        if flag and missing:
+            return [f"unsplit: this LLDB has no {', '.join(missing)}: frame names stay LLDB's"]
         return list(naming.set_enabled(self.debugger, flag))
 
     def set_exact_frames(self, flag: bool | None) -> str:

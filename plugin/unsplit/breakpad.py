@@ -301,13 +301,22 @@ def save(index: ModuleIndex, text: str, uuid: str | None = None, root: str | Non
     written: False when the same text is there already).
 
     Two BOLT outputs of one input keep its build-id: the later one's text replaces the
-    earlier's here (the plugin checks the text of every module LLDB loads)."""
+    earlier's here (the plugin checks the text of every module LLDB loads, and leaves BOLT
+    outputs out: :func:`alone_under_build_id`)."""
     ident = index.binary.build_id or bytes.fromhex((uuid or "").replace("-", "") or "00")
     path = cache_path(ident, root)
     if _same(path, text):
         return path, False
     write(path, text)
     return path, True
+
+
+def alone_under_build_id(binary: Binary) -> bool:
+    """Whether a cache entry by build-id can stand for `binary` alone. Not for a BOLT output
+    (``.note.bolt_info``): BOLT gives every output of one input the same build-id, so LLDB
+    would load another output's text, and LLDB 19 goes on unwinding with the first symbol
+    file it read, whatever replaces it later (measured: bolt-reverse after bolt-randomN)."""
+    return binary.section(".note.bolt_info") is None
 
 
 def pinned(text: str, root: str | None = None) -> str:

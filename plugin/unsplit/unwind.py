@@ -211,7 +211,8 @@ def _stop(frames: list[Frame], reason: str) -> None:
 def compare(native_pcs: list[int], cfi_frames: list[Frame]) -> list[str]:
     """Where a debugger's frame list (its pcs, innermost first) and the CFI's disagree, one line
     each; empty when they agree. A debugger that stops earlier (GDB stops at `main`) is not a
-    disagreement; frames it invents or skips, and different pcs, are."""
+    disagreement; frames it invents or skips, and different pcs, are, and so is a list that
+    ends in moved code below `main` (LLDB 19 ends in cold parts that DWARF describes)."""
     cfi_pcs = [f.pc for f in cfi_frames]
     out: list[str] = []
     i = j = 0
@@ -237,11 +238,22 @@ def compare(native_pcs: list[int], cfi_frames: list[Frame]) -> list[str]:
                        f"the CFI {cfi_pcs[j]:#x} ({cfi_frames[j].label()})")
             i += 1
             j += 1
+    if 0 < i == len(native_pcs) and j < len(cfi_pcs) and _ends_early(cfi_frames[j - 1]):
+        out.append(f"the debugger's frames end at frame #{j - 1} ({cfi_frames[j - 1].label()}); "
+                   f"the CFI goes on to {cfi_pcs[j]:#x} ({cfi_frames[j].label()})")
     for k in range(i, len(native_pcs)):
         out.append(f"debugger frame #{k} ({native_pcs[k]:#x}) is past the CFI's last frame"
                    + (f" ({cfi_frames[-1].stop_reason})"
                       if cfi_frames and cfi_frames[-1].stop_reason else ""))
     return out
+
+
+def _ends_early(frame: Frame) -> bool:
+    """A debugger's last frame that cannot be where it meant to stop: one in moved code, other
+    than main's (GDB's backtrace past-main stops at main, wherever main's pc is)."""
+    loc = frame.location
+    return (loc is not None and loc.in_moved_code and loc.procedure is not None
+            and loc.procedure != "main")
 
 
 def backtrace_text(frames: list[Frame]) -> str:

@@ -33,16 +33,17 @@ def start_crash(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> A
 
 
 def _driver_class(name: str) -> Any:
+    # The debugger itself comes from UNSPLIT_GDB / UNSPLIT_LLDB (`make matrix`), else gdb, lldb-22.
     if name == "gdb":
-        if shutil.which("gdb") is None:
-            pytest.skip("gdb not installed")
-        from .driver_gdb import GdbDriver
+        from .driver_gdb import GDB, GdbDriver
 
+        if shutil.which(GDB) is None:
+            pytest.skip(f"{GDB} not installed")
         return GdbDriver
-    if shutil.which("lldb-22") is None:
-        pytest.skip("lldb-22 not installed")
-    from .driver_lldb import LldbDriver
+    from .driver_lldb import LLDB, LldbDriver
 
+    if shutil.which(LLDB) is None:
+        pytest.skip(f"{LLDB} not installed")
     return LldbDriver
 
 

@@ -1,0 +1,41 @@
+"""What the running GDB's Python API offers, probed by attribute (never by version number).
+
+The plugin needs little beyond what GDB 13 has; what it cannot do without a hook it says once,
+at load, and goes on with the rest (issue 17):
+
+* Python frame filters (``gdb.frame_filters``, module ``gdb.FrameDecorator``, GDB 7.10+): the
+  logical names in ``bt``. Without them ``bt`` keeps GDB's own names; ``bb`` commands and the
+  stop line still work.
+
+Newer hooks (the README's version table says which GDB has which):
+
+* ``gdb.Breakpoint.locations`` (GDB 13+): `bb break` checks where GDB put a symbolic breakpoint.
+* ``gdb.missing_debug`` (GDB 15+): missing-debug-info handlers; not used yet.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def has_frame_filters(gdb: Any) -> bool:
+    return isinstance(getattr(gdb, "frame_filters", None), dict) and \
+        _importable("gdb.FrameDecorator")
+
+
+def missing_notes(gdb: Any) -> list[str]:
+    """One line per feature this GDB cannot have, saying what is missing and what still works."""
+    notes = []
+    if not has_frame_filters(gdb):
+        notes.append("unsplit: this GDB has no Python frame filters (gdb.frame_filters, "
+                     "gdb.FrameDecorator): bt keeps GDB's own frame names; bb commands work")
+    return notes
