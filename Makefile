@@ -16,9 +16,10 @@ lint:
 	$(PY) -m ruff check plugin gdb lldb tests fixtures bench
 	$(PY) -m mypy
 
+# The version matrix's CI cases first, so that the whole suite's summary is the last line.
 test: fixtures lint
-	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory matrix-ci
+	$(PY) -m pytest -q
 
 unit:
 	$(PY) -m pytest -q tests/unit
