@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +52,60 @@ class SymbolEntry:
         return self.shndx != 0  # SHN_UNDEF
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SymbolColumns:
+    """Every symbol of one table as arrays, in table order (STT_* in the low nibble of
+    ``infos``, STB_* in the high one); names decoded from ``strtab`` when asked for."""
+
+    values: array[int]
+    sizes: array[int]
+    name_offsets: array[int]
+    infos: bytes
+    shndx: array[int]
+    strtab: bytes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def name_at(self, offset: int) -> str:
+        end = self.strtab.find(b"\0", offset)
+        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
+            "utf-8", "replace")
+
+    def name(self, i: int) -> str:
+        return self.name_at(self.name_offsets[i])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FunctionColumns:
+    """The sized STT_FUNC symbols of one table as arrays, in table order: what
+    :attr:`Binary.functions` holds, without a Python object per symbol (a stripped libLLVM's
+    .dynsym has 129k). Names are decoded from ``strtab`` when asked for."""
+
+    values: array[int]
+    sizes: array[int]
+    name_offsets: array[int]
+    locals: bytes  # 1 for STB_LOCAL
+    files: array[int]  # name offset of the STT_FILE before a local one, else -1
+    strtab: bytes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def name_at(self, offset: int) -> str:
+        end = self.strtab.find(b"\0", offset)
+        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
+            "utf-8", "replace")
+
+    def name(self, i: int) -> str:
+        return self.name_at(self.name_offsets[i])
+
+    def symbol(self, i: int) -> FunctionSymbol:
+        file = self.files[i]
+        return FunctionSymbol(self.name(i), self.values[i], self.sizes[i], bool(self.locals[i]),
+                              None if file < 0 else self.name_at(file))
+
+
 class Binary:
     """An ELF file, opened lazily; cheap to create."""
 
@@ -66,6 +122,7 @@ class Binary:
             raise BinaryError(f"{path}: not an ELF file ({e})") from None
         self._symbol_tables: dict[str, list[SymbolEntry]] = {}
         self._sections: dict[str, Section | None] = {}
+        self._symbol_columns: dict[str, SymbolColumns] = {}
         st = os.fstat(self._stream.fileno())
         self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
@@ -115,6 +172,28 @@ class Binary:
         if companion is not None and companion.section(".symtab") is not None:
             return companion.functions
         return _read_functions(self, ".dynsym")
+
+    @cached_property
+    def function_columns(self) -> FunctionColumns:
+        """:attr:`functions` as arrays, from the same table."""
+        if self.section(".symtab") is not None:
+            return _function_columns(self, ".symtab")
+        companion = self.debug_companion
+        if companion is not None and companion.section(".symtab") is not None:
+            return companion.function_columns
+        return _function_columns(self, ".dynsym")
+
+    def symbol_columns(self, table: str = ".symtab") -> SymbolColumns:
+        """Every symbol of `table` as arrays sliced from its bytes (made once per table)."""
+        cached = self._symbol_columns.get(table)
+        if cached is None:
+            cached = self._symbol_columns[table] = _symbol_columns(self, table)
+        return cached
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes of the file from ``offset`` (fewer at its end)."""
+        self._stream.seek(offset)
+        return self._stream.read(size)
 
     def symbol_entries(self, table: str = ".symtab") -> list[SymbolEntry]:
         """The function, untyped and file symbols of `table` (.symtab or .dynsym), in table
@@ -255,6 +334,61 @@ def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
         name = strtab[entry[n] : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
         out.append(SymbolEntry(index, name, entry[v], entry[z], kind, info >> 4, entry[x]))
     return out
+
+
+def _symbol_columns(binary: Binary, table: str) -> SymbolColumns:
+    """Columns sliced straight out of the table's bytes: strided array slices, done in C."""
+    elf = binary.elf
+    sec = binary.section(table)
+    if not isinstance(sec, SymbolTableSection):
+        return SymbolColumns(array("Q"), array("Q"), array("L"), b"", array("H"), b"")
+    data = bytes(sec.data())
+    strtab = bytes(elf.get_section(sec["sh_link"]).data())
+    wide = elf.elfclass == 64
+    entsize = 24 if wide else 16
+    if sec["sh_entsize"] not in (0, entsize) or len(data) % entsize:
+        raise DecodeError(sec.name, 0, f"symbol table entries are not {entsize} bytes")
+    swap = elf.little_endian != (sys.byteorder == "little")
+    words, halves = array(_U32, data), array("H", data)
+    if swap:
+        words.byteswap()
+        halves.byteswap()
+    if wide:
+        quads = array("Q", data)
+        if swap:
+            quads.byteswap()
+        return SymbolColumns(quads[1::3], quads[2::3], words[0::6], data[4::24], halves[3::12],
+                             strtab)
+    return SymbolColumns(array("Q", words[1::4]), array("Q", words[2::4]), words[0::4],
+                         data[12::16], halves[7::8], strtab)
+
+
+_U32 = "I" if array("I").itemsize == 4 else "L"
+
+
+def _function_columns(binary: Binary, table: str) -> FunctionColumns:
+    """The sized functions of the symbol columns; the one Python loop left walks the symbols
+    only to pick them and their STT_FILE."""
+    cols = binary.symbol_columns(table)
+    values, sizes, names = cols.values, cols.sizes, cols.name_offsets
+    out_values, out_sizes, out_names = array("Q"), array("Q"), array("L")
+    out_files = array("q")
+    local_flags = bytearray()
+    current_file = -1
+    for i, info in enumerate(cols.infos):
+        kind = info & 0xF
+        if kind == _STT_FUNC:
+            if values[i] and sizes[i] and names[i]:
+                local = info >> 4 == _STB_LOCAL
+                out_values.append(values[i])
+                out_sizes.append(sizes[i])
+                out_names.append(names[i])
+                local_flags.append(local)
+                out_files.append(current_file if local else -1)
+        elif kind == _STT_FILE and names[i]:
+            current_file = names[i]
+    return FunctionColumns(out_values, out_sizes, out_names, bytes(local_flags), out_files,
+                           cols.strtab)
 
 
 def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:

@@ -14,6 +14,7 @@ the ``offset`` of BOLTed code.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from .. import bat_translate
 from ..binary import Binary
@@ -23,8 +24,9 @@ from ..model import Block, Fragment, Procedure
 _PROBLEMS: dict[tuple[str, int, int], DecodeError] = {}
 
 
-def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per input function BAT has a map for (source="bat").
+def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
+    """The procedures of every input function BAT has a map for (source="bat"), made one at
+    a time when asked for (a BOLTed libLLVM has 129k).
 
     A malformed note yields [] (the symbols source then still names the fragments) and the
     error is kept for :func:`problem`, so one bad note never breaks a debugging session.
@@ -34,10 +36,72 @@ def procedures(binary: Binary) -> list[Procedure]:
     except DecodeError as e:
         _PROBLEMS[binary.identity] = e
         return []
-    if index is None:
+    if index is None or not index.table.hot:
         return []
-    # By main-fragment address, not name: two static functions may share a name.
-    return [_procedure(index, hot) for hot in index.table.hot]
+    return BatProcedures(index)
+
+
+class BatProcedures:
+    """Procedures from BAT by address or name, each made on first use and kept; their blocks
+    are decoded when first read (Procedure.blocks)."""
+
+    def __init__(self, index: bat_translate.BatIndex) -> None:
+        self.index = index
+        self._made: dict[int, Procedure] = {}
+        self.hidden: set[str] = set()  # names a more precise source gives (split_info)
+
+    def __len__(self) -> int:
+        return len(self.index.table.hot)
+
+    def __iter__(self) -> Iterator[Procedure]:
+        """Every procedure, in hot-table order (whole-module tools and tests)."""
+        for hot in self.index.table.hot:
+            yield self._procedure(hot)
+
+    def at(self, address: int) -> tuple[Procedure, Fragment] | None:
+        """The procedure and fragment holding ``address``, or None outside BAT's fragments."""
+        info = self.index.fragment_at(address)
+        if info is None:
+            return None
+        if info.procedure in self.hidden:
+            return None
+        proc = self._procedure(info.parent)
+        frag = next((f for f in proc.fragments if f.start == info.start), None)
+        return None if frag is None else (proc, frag)
+
+    def get(self, name: str) -> Procedure | None:
+        hot = self.index.procedures.get(name)
+        return None if hot is None or name in self.hidden else self._procedure(hot)
+
+    def names(self) -> list[str]:
+        return list(self.index.procedures)
+
+    def knows(self, name: str) -> bool:
+        return name in self.index.procedures
+
+    def moved_fragments(self) -> list[Fragment]:
+        """Every fragment that is not its procedure's entry (for unwinders), made without
+        keeping a Procedure per function."""
+        table = self.index.table
+        out = []
+        done: set[int] = set()
+        for parent in table.split_parents():
+            if parent in done:
+                continue
+            done.add(parent)
+            proc = self._made.get(parent)
+            frags = proc.fragments if proc is not None else _fragments(
+                sorted(self.index.fragments_at(parent, keep=False),
+                       key=lambda f: _order(f.name, f.start)))
+            if frags and frags[0].procedure not in self.hidden:
+                out.extend(frags[1:])
+        return out
+
+    def _procedure(self, hot: int) -> Procedure:
+        proc = self._made.get(hot)
+        if proc is None:
+            proc = self._made[hot] = _procedure(self.index, hot)
+        return proc
 
 
 def problem(binary: Binary) -> DecodeError | None:
@@ -88,14 +152,21 @@ def _order(name: str, start: int) -> tuple[int, int, int]:
 
 def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
     infos = sorted(index.fragments_at(hot), key=lambda f: _order(f.name, f.start))
-    name = infos[0].procedure
+
+    def load_blocks() -> list[Block]:
+        return [b for info in infos for b in _blocks(index, info)]
+
+    return Procedure(infos[0].procedure, _fragments(infos), load_blocks=load_blocks)
+
+
+def _fragments(infos: list[bat_translate.FragmentInfo]) -> list[Fragment]:
+    """A procedure's fragments laid end to end in BOLT's order (see the module docstring)."""
     fragments: list[Fragment] = []
-    blocks: list[Block] = []
     logical = 0
     for info in infos:
         fragments.append(
             Fragment(
-                procedure=name,
+                procedure=info.procedure,
                 name=info.name,
                 start=info.start,
                 end=info.end,
@@ -105,8 +176,7 @@ def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
             )
         )
         logical += info.end - info.start
-        blocks += _blocks(index, info)
-    return Procedure(name, fragments, blocks)
+    return fragments
 
 
 def _blocks(index: bat_translate.BatIndex, info: bat_translate.FragmentInfo) -> list[Block]:
