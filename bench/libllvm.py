@@ -30,24 +30,17 @@ empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/resu
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import random
-import re
-import resource
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from saving import save  # noqa: E402
 
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402

@@ -345,27 +345,44 @@ def placements(binary: Binary, procedure: str, input_offset: int) -> Placement |
 
 
 class _SymbolsByAddress:
-    """The defined STT_FUNC symbols of .symtab (else .dynsym) by value, from the symbol
-    columns: a sorted array and a permutation, a _Sym made only for the symbols asked about."""
+    """The defined STT_FUNC symbols of .symtab (else .dynsym) at an address, from the symbol
+    columns. The first questions search the values array in C (a bt asks a few dozen); after
+    that a sorted index is made, for the walks over every fragment."""
+
+    _SEARCHES_BEFORE_SORTING = 256
 
     def __init__(self, binary: Binary) -> None:
         table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
-        cols = binary.symbol_columns(table)
-        keep = [i for i, info in enumerate(cols.infos)
-                if info & 0xF == _STT_FUNC and cols.shndx[i]]
-        keep.sort(key=cols.values.__getitem__)  # stable: equal values stay in table order
-        self._cols = cols
-        self._order = array("L", keep)
-        self._values = array("Q", (cols.values[i] for i in keep))
+        self._cols = binary.symbol_columns(table)
+        self._searches = 0
+        self._order: array[int] | None = None
+        self._values = array("Q")
 
     def at(self, address: int) -> list[_Sym]:
+        """The symbols at ``address``, in table order."""
         cols = self._cols
-        out = []
-        for k in range(bisect_left(self._values, address), bisect_right(self._values, address)):
-            i = self._order[k]
-            bind = cols.infos[i] >> 4
-            out.append(_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(bind, str(bind))))
-        return out
+        return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
+                                                                str(cols.infos[i] >> 4)))
+                for i in self._positions(address)
+                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]]
+
+    def _positions(self, address: int) -> list[int]:
+        values = self._cols.values
+        if self._order is None and self._searches < self._SEARCHES_BEFORE_SORTING:
+            self._searches += 1
+            out: list[int] = []
+            i = -1
+            while True:
+                try:
+                    i = values.index(address, i + 1)
+                except ValueError:
+                    return out
+                out.append(i)
+        if self._order is None:
+            self._order = array("L", sorted(range(len(values)), key=values.__getitem__))
+            self._values = array("Q", (values[i] for i in self._order))
+        lo, hi = bisect_left(self._values, address), bisect_right(self._values, address)
+        return sorted(self._order[lo:hi])
 
 
 class _Sym(NamedTuple):

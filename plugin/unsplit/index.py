@@ -419,9 +419,9 @@ def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
     symbols = sum(int(s["sh_size"]) for name in (".symtab", ".dynsym")
                   if (s := binary.section(name)) is not None)
     if bat_size >= 16 << 20:
-        what = f" ({bat_size / (1 << 20):.0f} MB BAT)"
+        what = f" ({bat_size / 1e6:.0f} MB BAT)"
     elif symbols >= 32 << 20:
-        what = f" ({symbols / (1 << 20):.0f} MB of symbols)"
+        what = f" ({symbols / 1e6:.0f} MB of symbols)"
     else:
         return
     progress(f"unsplit: indexing {os.path.basename(binary.path)}{what}…")

@@ -7,6 +7,8 @@ adapters never do address arithmetic themselves.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 
 from . import breakpoints
 from .binary import Binary
@@ -15,12 +17,22 @@ from .corefile import image_build_id
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
+from .index_store import IndexStore
 from .model import Location, Procedure
 
 
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class Session:
-    def __init__(self) -> None:
-        self.indexes = IndexCache()
+    """``persistent``: indexes come from and go to the cache on disk (unsplit.index_store);
+    ``progress`` hears about a first index build that takes a while (default: stderr, which
+    GDB and LLDB show in the session)."""
+
+    def __init__(self, *, persistent: bool = True,
+                 progress: Callable[[str], None] | None = _stderr) -> None:
+        self.indexes = IndexCache(IndexStore() if persistent else None, progress)
         self.enabled = True
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
