@@ -30,17 +30,25 @@ empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/resu
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "plugin"))
 
+from saving import save  # noqa: E402
 
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
@@ -153,3 +161,152 @@ def build(force: bool) -> None:
     build_lib(force)
     build_ir(force)
     build_core(force)
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for {pid}")
+
+
+_TIMED = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
+
+
+def _timed_bt(session: Any, depth: int) -> tuple[float, int, int, str]:
+    """Seconds `bt DEPTH` takes inside the debugger, its frames, its frames named as moved
+    code (`[cold…]`), and its text."""
+    report = ("print('T=%f N=%d COLD=%d' % (_e, _o.count(chr(10)), _o.count(' [cold')))"
+              "; print(_o)")
+    if session.name == "gdb":
+        line = (f"python import time as _t; _s = _t.perf_counter(); "
+                f"_o = gdb.execute('bt {depth}', to_string=True); "
+                f"_e = _t.perf_counter() - _s; " + report)
+    else:
+        line = (f"script import time as _t; _r = lldb.SBCommandReturnObject(); "
+                f"_i = lldb.debugger.GetCommandInterpreter(); _s = _t.perf_counter(); "
+                f"_i.HandleCommand('bt {depth}', _r); _e = _t.perf_counter() - _s; "
+                f"_o = _r.GetOutput() or ''; " + report)
+    out = session.command(line, timeout=900)
+    m = _TIMED.search(out)
+    if m is None:
+        raise RuntimeError(f"{session.name}: bt: no timing in {out!r}")
+    return float(m.group(1)), int(m.group(2)), int(m.group(3)), out[m.end():]
+
+
+def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, Any]:
+    """One debugger session on the core: its wall time up to the end of `bt`, the `bt` alone,
+    and the debugger's peak RSS."""
+    os.environ["UNSPLIT_CACHE"] = str(cache)
+    start = time.perf_counter()
+    with DRIVERS[name](OPT, core=str(CORE), plugin=plugin, startup_timeout=900) as session:
+        seconds, frames, cold, text = _timed_bt(session, depth)
+        total = time.perf_counter() - start
+        rss = _peak_rss_mb(session.child.pid)
+    return {"debugger": name, "plugin": plugin, "session_s": total, "bt_s": seconds,
+            "frames": frames, "moved_frames": cold, "peak_rss_mb": rss,
+            "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
+
+
+def _run_cli(args: list[str], cache: Path, stdin: str | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB, from GNU time) and stdout of `unsplit ARGS`, cache root
+    `cache`."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugin"), UNSPLIT_CACHE=str(cache))
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, PY, "-m",
+                               "unsplit", *args], input=stdin, capture_output=True, text=True,
+                              env=env)
+        seconds = time.perf_counter() - start
+        rss = int(report.read().split()[-1]) / 1024
+    if proc.returncode:
+        raise RuntimeError(f"unsplit {' '.join(args[:2])}: exit {proc.returncode}: "
+                           f"{proc.stderr.strip()[-300:]}")
+    return seconds, rss, proc.stdout
+
+
+def cold_addresses(count: int, seed: int = 15) -> list[int]:
+    """``count`` addresses in moved code of the BOLTed library, spread over every fragment
+    kind: BAT's split fragments (its own arrays, read with the plugin's decoder of the note's
+    header only; the oracle for what each one is comes from the benchmark's comparison with a
+    fresh index, not from these addresses)."""
+    from unsplit.binary import Binary
+    from unsplit.formats import bat, bat_scan
+
+    binary = Binary(str(LIB))
+    desc, base = bat.note_descriptor(binary.section_data(bat.SECTION) or b"")
+    found = bat_scan.scan(desc, base)
+    assert isinstance(found, bat_scan.BatScan)
+    cold = list(found.addresses[found.hot_count:])
+    rnd = random.Random(seed)
+    return sorted(a + rnd.randrange(0, 16) for a in rnd.sample(cold, count))
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
+    with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
+        for name in args.debugger or ["gdb", "lldb"]:
+            cache = Path(tmp) / f"cache-{name}"
+            plain = one_session(name, False, cache, args.depth)
+            first = one_session(name, True, cache, args.depth)
+            later = one_session(name, True, cache, args.depth)
+            for kind, row in (("plain", plain), ("first", first), ("later", later)):
+                row["kind"] = kind
+                for key in ("session_s", "bt_s", "peak_rss_mb"):
+                    row[key.rsplit("_", 1)[0] + "_ratio"] = row[key] / plain[key]
+                out["sessions"].append(row)
+                print(f"{name:5} {kind:6} session {row['session_s']:7.2f} s "
+                      f"({row['session_ratio']:5.2f}x)  bt {row['bt_s']:7.3f} s "
+                      f"({row['bt_ratio']:6.2f}x)  peak {row['peak_rss_mb']:7.1f} MB "
+                      f"({row['peak_rss_ratio']:4.2f}x)  {row['frames']} frames, "
+                      f"{row['moved_frames']} moved" + (
+                          "  [said: indexing]" if row["indexing_said"] else ""), flush=True)
+        cache = Path(tmp) / "cache-cli"
+        address = hex(cold_addresses(1)[0])
+        for kind in ("empty", "warm"):
+            seconds, rss, text = _run_cli(["where", "--exe", str(LIB), address], cache)
+            out[f"where_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
+                                    "answer": text.splitlines()[0]}
+            print(f"where      {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  {text.splitlines()[0]}",
+                  flush=True)
+        shutil.rmtree(cache)
+        addresses = "\n".join(hex(a) for a in cold_addresses(SYMBOLIZE_COUNT)) + "\n"
+        for kind in ("empty", "warm"):
+            seconds, rss, text = _run_cli(["symbolize", "--exe", str(LIB)], cache, addresses)
+            named = sum(1 for line in text.split("\n\n") if line and not line.startswith("??"))
+            out[f"symbolize_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
+                                        "addresses": SYMBOLIZE_COUNT, "named": named}
+            print(f"symbolize  {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  "
+                  f"{named}/{SYMBOLIZE_COUNT} named", flush=True)
+        start = time.perf_counter()
+        subprocess.run(["llvm-symbolizer-22", f"--obj={LIB}"], input=addresses, text=True,
+                       capture_output=True, check=True)
+        out["llvm_symbolizer_s"] = time.perf_counter() - start
+        print(f"llvm-symbolizer-22 {out['llvm_symbolizer_s']:.2f} s", flush=True)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--force", action="store_true", help="rebuild the cached inputs")
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--depth", type=int, default=20, help="frames per bt")
+    parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    args = parser.parse_args()
+    build(args.force)
+    if args.build_only:
+        return 0
+    results = measure(args)
+    for row in results["sessions"]:
+        row.pop("bt", None) if row["kind"] != "first" else None
+    print(f"results: {save('libllvm', results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

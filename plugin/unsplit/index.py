@@ -411,6 +411,11 @@ class ProcedureTable(Mapping[str, Procedure]):
         return sum(1 for _ in self)
 
 
+# What makes a first build take over a second (bench/libllvm.py: the BAT scan reads ~20 MB/s).
+ANNOUNCE_BAT_BYTES = 16 << 20
+ANNOUNCE_SYMBOL_BYTES = 32 << 20
+
+
 def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
     """Say once that a first index will take a while: the BAT note (the long pass, about
     1 s per 20 MB) or the symbol tables are big."""
@@ -418,9 +423,9 @@ def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
     bat_size = 0 if bat is None else int(bat["sh_size"])
     symbols = sum(int(s["sh_size"]) for name in (".symtab", ".dynsym")
                   if (s := binary.section(name)) is not None)
-    if bat_size >= 16 << 20:
+    if bat_size >= ANNOUNCE_BAT_BYTES:
         what = f" ({bat_size / 1e6:.0f} MB BAT)"
-    elif symbols >= 32 << 20:
+    elif symbols >= ANNOUNCE_SYMBOL_BYTES:
         what = f" ({symbols / 1e6:.0f} MB of symbols)"
     else:
         return

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit import index as index_module
 from unsplit import index_store
 from unsplit.binary import Binary
 from unsplit.formats import bat_scan
@@ -186,3 +187,22 @@ def test_cache_command(zoo: dict[str, Any], tmp_path: Path) -> None:
     assert not os.path.exists(warm["index"])
     bad = _cli("cache", "warm", str(tmp_path / "missing"), cache=cache)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
+
+
+def test_a_long_first_build_says_so_once(zoo: dict[str, Any], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress: a first build over the size that takes a second says one line; a hit, or a
+    small module, says nothing. (The fixtures are small: the bar is lowered to their size.)"""
+    path = _bolted(zoo, tmp_path)
+    note = Binary(path).section(".note.bolt_bat")
+    assert note is not None
+    monkeypatch.setattr(index_module, "ANNOUNCE_BAT_BYTES", note["sh_size"])
+    store, said = _store(tmp_path)
+    heard: list[str] = []
+    ModuleIndex(Binary(path), store, heard.append)
+    assert heard == [f"unsplit: indexing crash ({note['sh_size'] / 1e6:.0f} MB BAT)…"]
+    ModuleIndex(Binary(path), store, heard.append)  # from the cache: quick, nothing said
+    assert len(heard) == 1 and said == []
+    monkeypatch.setattr(index_module, "ANNOUNCE_BAT_BYTES", note["sh_size"] + 1)
+    ModuleIndex(Binary(path), None, heard.append)
+    assert len(heard) == 1
