@@ -117,7 +117,9 @@ class Session:
 def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
     read_memory = getattr(host, "read_memory", None)
     want = binary.build_id
-    loads = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
+    loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))
+             if h["p_type"] == "PT_LOAD"]
     if read_memory is None or want is None or not loads:
         return None
     start = mod.bias + min(loads)
