@@ -238,6 +238,12 @@ class ModuleIndex:
         found = self._lookup(address)
         return None if found is None else found[1]
 
+    def procedure_at(self, address: int) -> Procedure | None:
+        """The procedure whose code holds file address `address` (by address: no table of
+        names is made, and two static functions of one name are told apart)."""
+        found = self._lookup(address)
+        return None if found is None else found[0]
+
     def _lookup(self, address: int) -> tuple[Procedure, Fragment] | None:
         found = self._lookup_known(address)
         if found is not None and (self._bat is None or found[1].source == "split_info"):
