@@ -95,10 +95,11 @@ class BatIndex:
     table's arrays and the symbol columns when an address in it is asked about, then kept.
     """
 
-    def __init__(self, binary: Binary, table: bat.BatTable) -> None:
+    def __init__(self, binary: Binary, table: bat.BatTable,
+                 symbol_order: array[int] | None = None) -> None:
         self.binary = binary
         self.table = table
-        self._symbols = _SymbolsByAddress(binary)
+        self._symbols = _SymbolsByAddress(binary, symbol_order)
         self._fragments: dict[int, FragmentInfo] = {}
         self._names: dict[int, str] = {}
         self._procedures: dict[str, int] | None = None
@@ -112,6 +113,11 @@ class BatIndex:
             for addr in self.table.hot:
                 self._procedures.setdefault(self.name_of(addr), addr)
         return self._procedures
+
+    def symbol_order(self) -> array[int]:
+        """The positions of the function symbols it names fragments by, sorted by address
+        (for the persistent index to keep)."""
+        return self._symbols.order()
 
     def name_of(self, hot: int) -> str:
         """The input function name of the main fragment at ``hot``."""
@@ -322,11 +328,13 @@ def load_with_scan(binary: Binary) -> tuple[BatIndex | None, bat_scan.BatScan | 
     return index, maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
 
 
-def load_from_scan(binary: Binary, scan: bat_scan.BatScan) -> BatIndex | None:
-    """:func:`load` from a scan the persistent index kept: the note is not read whole."""
+def load_from_scan(binary: Binary, scan: bat_scan.BatScan,
+                   symbol_order: array[int] | None = None) -> BatIndex | None:
+    """:func:`load` from a scan the persistent index kept: the note is not read whole
+    (``symbol_order``: the function symbols by address, as :meth:`BatIndex.symbol_order`)."""
     if binary not in _CACHE:
         table = bat_table(binary, scan)
-        _CACHE[binary] = None if table is None else BatIndex(binary, table)
+        _CACHE[binary] = None if table is None else BatIndex(binary, table, symbol_order)
     return _CACHE[binary]
 
 
@@ -351,12 +359,25 @@ class _SymbolsByAddress:
 
     _SEARCHES_BEFORE_SORTING = 16
 
-    def __init__(self, binary: Binary) -> None:
+    def __init__(self, binary: Binary, order: array[int] | None = None) -> None:
         table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
         self._cols = binary.symbol_columns(table)
         self._searches = 0
         self._order: array[int] | None = None
         self._values = array("Q")
+        if order is not None and (not order or max(order) < len(self._cols)):
+            self._sort(order)
+
+    def order(self) -> array[int]:
+        if self._order is None:
+            values = self._cols.values
+            self._sort(array("L", sorted(range(len(values)), key=values.__getitem__)))
+        assert self._order is not None
+        return self._order
+
+    def _sort(self, order: array[int]) -> None:
+        self._order = order
+        self._values = array("Q", (self._cols.values[i] for i in order))
 
     def at(self, address: int) -> list[_Sym]:
         """The symbols at ``address``, in table order."""
@@ -378,11 +399,9 @@ class _SymbolsByAddress:
                 except ValueError:
                     return out
                 out.append(i)
-        if self._order is None:
-            self._order = array("L", sorted(range(len(values)), key=values.__getitem__))
-            self._values = array("Q", (values[i] for i in self._order))
+        order = self.order()
         lo, hi = bisect_left(self._values, address), bisect_right(self._values, address)
-        return sorted(self._order[lo:hi])
+        return sorted(order[lo:hi])
 
 
 class _Sym(NamedTuple):

@@ -214,7 +214,9 @@ class ModuleIndex:
         if failed or bat_source.problem(self.binary) is not None:
             return merged, lazy, None
         symbol_procs = symbols_source.procedures(self.binary)
-        return merged, lazy, StoredParts(scan, symbols_source.plain(self.binary), symbol_procs)
+        order = None if lazy is None or scan is None else lazy.index.symbol_order()
+        return merged, lazy, StoredParts(scan, symbols_source.plain(self.binary), symbol_procs,
+                                         order)
 
     def _from_source(self, name: str, fn: SourceFn, stored: StoredParts | None
                      ) -> list[Procedure] | BatProcedures:
@@ -225,7 +227,8 @@ class ModuleIndex:
             return list(stored.symbol_procedures)
         if name == "bat" and stored.bat_scan is not None:
             try:
-                index = bat_translate.load_from_scan(self.binary, stored.bat_scan)
+                index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
+                                                     stored.bat_symbol_order)
             except DecodeError:
                 return fn(self.binary)
             return [] if index is None or not index.table.hot else BatProcedures(index)

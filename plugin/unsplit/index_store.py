@@ -54,6 +54,7 @@ class StoredParts:
     bat_scan: BatScan | None
     plain: PlainFunctions
     symbol_procedures: list[Procedure]
+    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
 
 
 def cache_root() -> str:
@@ -116,6 +117,8 @@ class IndexStore:
                        ("bat.cursors", s.cursors), ("bat.hot_indices", s.hot_indices),
                        ("bat.parents", s.parents)]
             arrays += [(f"bat.lookup.{k}", v) for k, v in s.lookup()._asdict().items()]
+            if parts.bat_symbol_order is not None:
+                arrays.append(("bat.symbol_order", parts.bat_symbol_order))
         head["procedures"] = [
             [p.name, [[f.name, f.start, f.end, f.symbol, f.logical_start, f.source]
                       for f in p.fragments]] for p in parts.symbol_procedures]
@@ -289,7 +292,10 @@ def _parts(head: dict[str, Any], arrays: dict[str, Any]) -> StoredParts:
                 (n and max(lookup.order) >= n):
             raise BadIndexFile("BAT lookup columns do not fit the scan")
         scan.with_lookup(lookup)
-    return StoredParts(scan, plain, _procedures(head.get("procedures")))
+    order = arrays.get("bat.symbol_order")
+    if order is not None and not isinstance(order, array):
+        raise BadIndexFile("mistyped array bat.symbol_order")
+    return StoredParts(scan, plain, _procedures(head.get("procedures")), order)
 
 
 def _procedures(raw: Any) -> list[Procedure]:
