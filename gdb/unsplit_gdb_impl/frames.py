@@ -1,9 +1,12 @@
 """The `unsplit` frame filter (GDB's gdb.frames API, gdb/python/lib/gdb/FrameDecorator.py).
 
 Frames whose PC lies in a non-entry fragment are named by their logical procedure with a
-fragment tag (``transfer [cold]``), and get a file and line from the core when GDB has none
-(no DWARF for that code). Every other frame is passed through untouched. GDB applies frame
-filters to ``bt`` only (not to the stop line or ``frame``); stop.py covers the stop line.
+fragment tag (``transfer [cold]``); every frame GDB has no line for (no DWARF for that code: a
+BOLTed binary's hot part as much as its moved fragments) gets a file and line from the core
+when it has one (locator.Locator.shown). Every other frame is passed through untouched. GDB
+applies frame filters to ``bt`` and to MI's ``-stack-list-frames`` after
+``-enable-frame-filters`` only, not to the stop line or ``frame``: stop.py and frame_hooks.py
+cover those.
 
 ``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
 ``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
@@ -18,53 +21,63 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
 
-from .locator import Locator
+from .locator import Locator, gdb_has_line
 from .report import report_internal
 
 NAME = "unsplit"
 
 
-class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
-    """A frame in moved code, named as the procedure it belongs to."""
+class LineDecorator(FrameDecorator):  # type: ignore[misc]
+    """A frame with the core's line where GDB has none (GDB's name stands)."""
 
-    def __init__(self, base: Any, loc: Location) -> None:
+    def __init__(self, base: Any, loc: Location | None) -> None:
         super().__init__(base)
         self._loc = loc
         self._has_line: bool | None = None
 
-    def function(self) -> str:
-        return self._loc.label()
-
     def _gdb_has_line(self) -> bool:
         if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
-            sal = self.inferior_frame().find_sal()
-            self._has_line = bool(sal.symtab and sal.symtab.filename)
+            self._has_line = gdb_has_line(self.inferior_frame())
         return self._has_line
 
+    def _core_line(self) -> Location | None:
+        loc = self._loc
+        if loc is None or not loc.file or not loc.line or self._gdb_has_line():
+            return None
+        return loc
+
     def filename(self) -> Any:
-        if not self._gdb_has_line() and self._loc.file and self._loc.line:
-            return self._loc.file
-        return super().filename()
+        loc = self._core_line()
+        return super().filename() if loc is None else loc.file
 
     def line(self) -> Any:
-        if not self._gdb_has_line() and self._loc.file and self._loc.line:
-            return self._loc.line
-        return super().line()
+        loc = self._core_line()
+        return super().line() if loc is None else loc.line
 
 
-class UnknownFunctionDecorator(FrameDecorator):  # type: ignore[misc]
-    """A frame GDB cannot name at all. Its own `bt` says `??`, but once any frame filter is
-    active GDB prints an unresolvable address as an empty name; keep the `??`."""
+class MovedCodeDecorator(LineDecorator):
+    """A frame in moved code, named as the procedure it belongs to."""
+
+    def __init__(self, base: Any, loc: Location) -> None:
+        super().__init__(base, loc)
+        self._label = loc.label()
 
     def function(self) -> str:
-        return "??"
+        return self._label
 
 
-def _has_symbol(address: int) -> bool:
-    format_address = getattr(gdb, "format_address", None)  # GDB 13+
-    if format_address is None:
-        return True
-    return "<" in format_address(address)
+class MinimalSymbolDecorator(LineDecorator):
+    """A frame without debug information, named as GDB's own `bt` names it: by the minimal
+    symbol at pc - 1 in a caller (gdb.Frame.name). Once a frame filter is active, GDB looks the
+    name up at the pc itself, which after a call to a function that does not return is the next
+    function or padding (an empty name, where GDB's own `bt` says `??`)."""
+
+    def __init__(self, base: Any, loc: Location | None, name: str | None) -> None:
+        super().__init__(base, loc)
+        self._name = name or "??"
+
+    def function(self) -> str:
+        return self._name
 
 
 class UnsplitFrameFilter:
@@ -91,11 +104,11 @@ class UnsplitFrameFilter:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
-            loc = self.locator.moved(frame, checked=checked)
-            if loc is None:
-                if frame.function() is None and not _has_symbol(int(frame.pc())):
-                    return UnknownFunctionDecorator(decorator)
-                return decorator
+            loc = self.locator.shown(frame, checked=checked)
+            if loc is None or not loc.in_moved_code:
+                if frame.function() is None:
+                    return MinimalSymbolDecorator(decorator, loc, frame.name())
+                return decorator if loc is None else LineDecorator(decorator, loc)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
                 return decorator  # a function inlined into moved code keeps its own name
             return MovedCodeDecorator(decorator, loc)

@@ -1,10 +1,16 @@
-"""The corrected stop line (gdb.events.stop, and gdb.events.before_prompt for core files).
+"""The corrected stop location (gdb.events.stop, and gdb.events.before_prompt for core files).
 
 GDB 13 prints the stop location itself, before Python's stop observers run, and frame filters
-do not reach it; so when the program stops inside moved code, one more line follows GDB's:
-the core's render.frame_text for frame 0 (``#0  0x… in transfer [cold]+0x39 at crash.c:32``).
+do not reach it; so when the program stops in a frame the plugin shows differently from GDB
+(locator.Locator.shown: moved code, or no line from GDB where the core has one), GDB's location
+is followed by the same one as GDB would print it had it known the procedure and its line
+(``0x… in transfer [cold.1] () at crash.c:32`` and ``32\t    *log = amount;``, shaped by
+``set print frame-info``; unsplit.stop_text). Only `bb` steps print one location: GDB can hold
+back its own stop report only with ``set suppress-cli-notifications on``, which also silences
+every breakpoint, watchpoint and signal report that Python cannot print again.
 Loading a core file is not a stop event: the first prompt after a core appears prints the same
-line once.
+lines once.
+frame_hooks.py prints the corrected frame line after `frame`, `up` and `down`.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit import stop_text
 from unsplit.render import frame_text
 
 from .locator import Locator
 from .report import report_internal
+from .step_report import frame_output, parameter
 
 
 def _styled(text: str, label: str) -> str:
@@ -42,19 +50,54 @@ class StopPrinter:
         self.enabled = True
         self._core_seen: tuple[object, ...] | None = None
 
+    def frame_line(self, frame: gdb.Frame) -> str | None:
+        """The corrected line for `frame`, or None when GDB's own stands."""
+        loc = self.locator.shown(frame)
+        if loc is None:
+            return None
+        if loc.in_moved_code and frame.type() == gdb.INLINE_FRAME and \
+                frame.name() not in (loc.procedure, loc.fragment_symbol):
+            return None  # GDB's line names the inlined function, rightly (as `bt` does)
+        return _styled(frame_text(frame.level(), loc, int(frame.pc())), loc.label())
+
     def line(self) -> str | None:
-        """The corrected line for the newest frame, or None when it is not in moved code."""
+        """The corrected line for the newest frame."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
-        loc = self.locator.moved(frame)
+        loc = self.locator.shown(frame)
         if loc is None:
             return None
-        if frame.type() == gdb.INLINE_FRAME and frame.name() not in (loc.procedure,
-                                                                      loc.fragment_symbol):
+        if loc.in_moved_code and frame.type() == gdb.INLINE_FRAME and \
+                frame.name() not in (loc.procedure, loc.fragment_symbol):
             return None  # GDB's line names the inlined function, rightly (as `bt` does)
-        return _styled(frame_text(0, loc), loc.label())
+        pc = int(frame.pc())
+        what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), True)
+        native = frame_output(frame)
+        text = stop_text.gdb_stop(
+            loc, pc, native_frame=native[0] if native else "", what=what,
+            at_line_start=stop_text.at_line_start(self.locator.session, self.locator.host, pc),
+            print_address=bool(parameter("print address", True)),
+            read=self.locator.session.source_lines)
+        if self.locator.session.verbose:
+            text += "\n" + stop_text.verbose_line(loc, pc)
+        return _styled(text, loc.label())
+
+    def on_frame_command(self) -> None:
+        """After GDB printed the selected frame (`frame`, `up`, `down`, `info frame`)."""
+        if not self.enabled:
+            return
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            return
+        try:
+            text = self.frame_line(frame)
+            if text:
+                gdb.write(text + "\n")
+        except Exception as e:
+            report_internal(e, once=True)
 
     def on_stop(self, event: Any) -> None:
         if not self.enabled:

@@ -420,7 +420,8 @@ def _function_columns(binary: Binary, table: str) -> FunctionColumns:
     current_file = -1
     for i, info in enumerate(cols.infos):
         kind = info & 0xF
-        if kind == _STT_FUNC:
+        if kind == _STT_FUNC or (kind == _STT_NOTYPE and _is_split_label_at(cols.strtab,
+                                                                           names[i])):
             if values[i] and sizes[i] and names[i]:
                 local = info >> 4 == _STB_LOCAL
                 out_values.append(values[i])
@@ -434,13 +435,27 @@ def _function_columns(binary: Binary, table: str) -> FunctionColumns:
                            cols.strtab)
 
 
+def _is_split_label(sym: SymbolEntry) -> bool:
+    """clang labels the pieces it moves (``foo.cold``, ``foo.__part.1``) as sized STT_NOTYPE
+    symbols, not STT_FUNC: without them a clang split built without a bb address map loses
+    its cold code (``clang-mfs/crash`` with the map removed: 0x11c6 outside every procedure)."""
+    return sym.type == _STT_NOTYPE and (".cold" in sym.name or ".__part." in sym.name)
+
+
+def _is_split_label_at(strtab: bytes, offset: int) -> bool:
+    """The same test on a name still in the string table (no str made for other symbols)."""
+    end = strtab.find(b"\0", offset)
+    name = strtab[offset : end if end >= 0 else len(strtab)]
+    return b".cold" in name or b".__part." in name
+
+
 def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:
     out: list[FunctionSymbol] = []
     current_file: str | None = None
     for sym in binary.symbol_entries(table):
         if sym.type == _STT_FILE:
             current_file = sym.name
-        elif sym.type == _STT_FUNC and sym.value and sym.size:
+        elif sym.value and sym.size and (sym.type == _STT_FUNC or _is_split_label(sym)):
             local = sym.bind == _STB_LOCAL
             out.append(FunctionSymbol(sym.name, sym.value, sym.size, local,
                                       current_file if local else None))

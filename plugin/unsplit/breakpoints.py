@@ -22,7 +22,7 @@ from . import bat_translate, prebolt
 from .errors import AddressLookupError, UsageError
 from .index import ModuleIndex
 from .lines import DwarfLines
-from .model import HOT, Procedure
+from .model import Procedure
 from .sources import split_info as split_info_source
 
 _BLOCK = re.compile(r"^(?P<proc>[^:%\s]+):%(?P<id>\d+)$")
@@ -160,13 +160,3 @@ def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]
             out.update(s.address for s in placement.sites)
     return out
 
-
-def describe(sites: list[Site], bias: int = 0) -> str:
-    """`2 locations: 0x… in transfer (entry), 0x… in transfer [cold] (cold start)`."""
-    parts = []
-    for s in sites:
-        name = s.procedure or "??"
-        if s.fragment not in (None, HOT):
-            name += f" [{s.fragment}]"
-        parts.append(f"{bias + s.file_address:#x} in {name} ({s.why})")
-    return f"{len(sites)} location{'s' if len(sites) != 1 else ''}: " + ", ".join(parts)

@@ -48,15 +48,19 @@ class ModuleIndex:
         bad_bat = bat_source.problem(binary)
         if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
             self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
-        fragments = sorted(
-            (f for p in merged.values() for f in p.fragments),
-            key=lambda f: (f.start, -f.end),
+        owned = sorted(
+            ((f, p) for p in merged.values() for f in p.fragments),
+            key=lambda fp: (fp[0].start, -fp[0].end),
         )
-        self._starts = array("Q", (f.start for f in fragments))
-        self._fragments = fragments
+        self._starts = array("Q", (f.start for f, _ in owned))
+        self._fragments = [f for f, _ in owned]
+        self._owners = [p for _, p in owned]  # names repeat (static functions): keep the object
+        by_name: dict[str, Procedure] = {}
+        for proc in merged.values():
+            by_name.setdefault(proc.name, proc)
         plain = symbols_source.plain(binary) if parts is None else parts.plain
         self.procedures = ProcedureTable(
-            merged, plain, lambda address: bb_addr_map_source.blocks_at(binary, address),
+            by_name, plain, lambda address: bb_addr_map_source.blocks_at(binary, address),
             self._bat)
         self.dwarf_lines = DwarfLines(binary)
         self.line_sources = self._line_sources()
@@ -145,7 +149,8 @@ class ModuleIndex:
         frag = self.fragment_at(file_address)
         if frag is None or frag.symbol is None:
             return None
-        theirs = prebolt.function_address(input_binary, frag.symbol)
+        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
         ours = self.binary.function_at(frag.symbol, frag.start)
         mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
         if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
@@ -177,14 +182,24 @@ class ModuleIndex:
         return bat_source.input_offset(self.binary, file_address)
 
     def _merge_sources(self, stored: StoredParts | None) -> tuple[
-            dict[str, Procedure], BatProcedures | None, StoredParts | None]:
-        """Procedures by name from every source (the first source that knows a name wins),
-        BAT's kept apart as a lazy set, and the parts a persistent index keeps (None when a
-        source failed: a file with a bad section is not cached)."""
-        merged: dict[str, Procedure] = {}
+            dict[tuple[str, int], Procedure], BatProcedures | None, StoredParts | None]:
+        """Procedures by (name, entry) from every source (two units' static functions may
+        share a name), BAT's kept apart as a lazy set, and the parts a persistent index keeps
+        (None when a source failed: a file with a bad section is not cached).
+
+        A later source's procedure keeps only the fragments no earlier source placed, and is
+        left out when its entry was placed (BAT pairs a fragment with its input function; a
+        name-based source might pair it with another). BAT's fragments count as placed by
+        address (BatProcedures.places), without making its procedures."""
+        merged: dict[tuple[str, int], Procedure] = {}
+        placed: set[int] = set()
         lazy: BatProcedures | None = None
         failed = False
         scan = None
+
+        def taken(start: int) -> bool:
+            return start in placed or (lazy is not None and lazy.places(start))
+
         for name, fn in registered():
             try:
                 found = self._from_source(name, fn, stored)
@@ -196,19 +211,30 @@ class ModuleIndex:
                 self.sources_used.append(name)
             if isinstance(found, BatProcedures):
                 lazy = found
+                lazy.placed = set(placed)  # what split_info placed stays split_info's
                 maps = found.index.table.maps
                 scan = maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
                 continue
+            mine: set[int] = set()
             for proc in found:
-                if lazy is not None and lazy.knows(proc.name):
-                    continue  # BAT is the more precise source
-                have = merged.get(proc.name)
+                key = (proc.name, proc.entry)
+                have = merged.get(key)
+                if have is None and lazy is not None and lazy.places(proc.entry):
+                    # BAT's procedure at that entry; only the blocks of one of its name count
+                    # (read in that order: a symbols procedure has none, BAT's are decoded)
+                    have = lazy.at_entry(proc.entry) if proc.blocks else None
+                    if have is None or have.name != proc.name:
+                        continue
                 if have is None:
-                    merged[proc.name] = proc
+                    kept = [f for f in proc.fragments if not taken(f.start)]
+                    if len(kept) < len(proc.fragments) and kept[:1] == proc.fragments[:1]:
+                        proc = Procedure(proc.name, kept, proc.blocks)
+                    if kept[:1] == proc.fragments[:1]:
+                        merged[key] = proc
+                        mine.update(f.start for f in proc.fragments)
                 elif not have.blocks and proc.blocks:
                     have.blocks = proc.blocks
-        if lazy is not None:  # names a more precise source gave hide BAT's procedure
-            lazy.hidden = {n for n in merged if lazy.knows(n)}
+            placed |= mine
         if stored is not None:
             return merged, lazy, stored
         if failed or bat_source.problem(self.binary) is not None:
@@ -265,7 +291,7 @@ class ModuleIndex:
         while i >= 0:
             frag = self._fragments[i]
             if frag.contains(address):
-                return self.procedures[frag.procedure], frag
+                return self._owners[i], frag
             if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
                 break
             i -= 1
@@ -275,7 +301,8 @@ class ModuleIndex:
         """Every fragment that is not its procedure's entry, in address order: code entered by
         a jump from elsewhere in its procedure, which unwinders must not take for a function
         start."""
-        out = [f for f in self._fragments if self.procedures[f.procedure].fragments[0] is not f]
+        out = [f for f, p in zip(self._fragments, self._owners, strict=True)
+               if p.fragments[0] is not f]
         if self._bat is not None:
             out = sorted(out + self._bat.moved_fragments(), key=lambda f: (f.start, -f.end))
         return out
@@ -391,13 +418,14 @@ class ProcedureTable(Mapping[str, Procedure]):
         return self._by_name.get(name)
 
     def __getitem__(self, name: str) -> Procedure:
-        proc = self._known.get(name)
+        proc = self._known.get(name)  # the sources' order: split_info, then BAT, the rest
+        if proc is not None and (self._bat is None or proc.fragments[0].source == "split_info"):
+            return proc
+        made = None if self._bat is None else self._bat.get(name)
+        if made is not None:
+            return made
         if proc is not None:
             return proc
-        if self._bat is not None and name not in self._bat.hidden:
-            proc = self._bat.get(name)
-            if proc is not None:
-                return proc
         i = self._index_of(name)
         if i is None:
             raise KeyError(name)

@@ -37,7 +37,7 @@ from .model import Fragment, Procedure
 from .sources.symbols import PlainFunctions
 
 MAGIC = b"UNSPLIX\0"
-VERSION = 1
+VERSION = 2  # 2: clang's sized STT_NOTYPE split labels count as functions (binary.py)
 _PREFIX = struct.Struct("<8sII")
 _TYPECODES = {"B": 1, "Q": 8, "L": 8, "I": 4, "q": 8}  # what the head may name, and sizes
 _MAX_HEAD = 64 << 20

@@ -43,12 +43,17 @@ def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
 
 class BatProcedures:
     """Procedures from BAT by address or name, each made on first use and kept; their blocks
-    are decoded when first read (Procedure.blocks)."""
+    are decoded when first read (Procedure.blocks).
+
+    BAT pairs each fragment with its input function by address, so procedures are told apart
+    by their main fragment, never by name alone (two units' static ``helper`` may both be
+    BOLTed). ``placed`` holds the fragment starts an earlier source placed (split_info): those
+    fragments are left out, and a procedure whose main fragment is among them is not given."""
 
     def __init__(self, index: bat_translate.BatIndex) -> None:
         self.index = index
         self._made: dict[int, Procedure] = {}
-        self.hidden: set[str] = set()  # names a more precise source gives (split_info)
+        self.placed: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.index.table.hot)
@@ -56,51 +61,62 @@ class BatProcedures:
     def __iter__(self) -> Iterator[Procedure]:
         """Every procedure, in hot-table order (whole-module tools and tests)."""
         for hot in self.index.table.hot:
-            yield self._procedure(hot)
+            if hot not in self.placed:
+                yield self._procedure(hot)
+
+    def places(self, start: int) -> bool:
+        """Whether one of BAT's procedures has a fragment starting at ``start``: a later
+        source's fragment there is left out (ModuleIndex._merge_sources)."""
+        parent = self.index.table.parent_of(start)
+        return parent is not None and parent not in self.placed and start not in self.placed
 
     def at(self, address: int) -> tuple[Procedure, Fragment] | None:
         """The procedure and fragment holding ``address``, or None outside BAT's fragments."""
         info = self.index.fragment_at(address)
-        if info is None:
-            return None
-        if info.procedure in self.hidden:
+        if info is None or info.start in self.placed or info.parent in self.placed:
             return None
         proc = self._procedure(info.parent)
         frag = next((f for f in proc.fragments if f.start == info.start), None)
         return None if frag is None else (proc, frag)
 
+    def at_entry(self, entry: int) -> Procedure | None:
+        """The procedure whose main fragment starts at ``entry``, or None."""
+        if self.index.table.parent_of(entry) != entry or entry in self.placed:
+            return None
+        return self._procedure(entry)
+
     def get(self, name: str) -> Procedure | None:
+        """The procedure of the first main fragment of that name (as the index names them)."""
         hot = self.index.procedures.get(name)
-        return None if hot is None or name in self.hidden else self._procedure(hot)
+        return None if hot is None or hot in self.placed else self._procedure(hot)
 
     def names(self) -> list[str]:
         return list(self.index.procedures)
-
-    def knows(self, name: str) -> bool:
-        return name in self.index.procedures
 
     def moved_fragments(self) -> list[Fragment]:
         """Every fragment that is not its procedure's entry (for unwinders), made without
         keeping a Procedure per function."""
         table = self.index.table
-        out = []
+        out: list[Fragment] = []
         done: set[int] = set()
         for parent in table.split_parents():
-            if parent in done:
+            if parent in done or parent in self.placed:
                 continue
             done.add(parent)
             proc = self._made.get(parent)
             frags = proc.fragments if proc is not None else _fragments(
                 sorted(self.index.fragments_at(parent, keep=False),
                        key=lambda f: _order(f.name, f.start)))
-            if frags and frags[0].procedure not in self.hidden:
-                out.extend(frags[1:])
+            out.extend(f for f in frags[1:] if f.start not in self.placed)
         return out
 
     def _procedure(self, hot: int) -> Procedure:
         proc = self._made.get(hot)
         if proc is None:
-            proc = self._made[hot] = _procedure(self.index, hot)
+            proc = _procedure(self.index, hot)
+            if self.placed and any(f.start in self.placed for f in proc.fragments):
+                proc.fragments = [f for f in proc.fragments if f.start not in self.placed]
+            self._made[hot] = proc
         return proc
 
 
@@ -131,7 +147,8 @@ def input_offset(
 
     if input_binary is None:
         input_binary = prebolt.input_for(binary)
-    address = None if input_binary is None else prebolt.function_address(input_binary, tr.procedure)
+    address = None if input_binary is None else prebolt.function_address(
+        input_binary, tr.procedure, prebolt.output_unit(binary, tr.procedure, tr.parent_address))
     return tr.procedure, tr.input_offset, address
 
 

@@ -350,8 +350,9 @@ class Symbolizer:
         if loc.procedure is None:
             return None, None
         name = demangle(loc.procedure)
-        proc = self.index.procedure_at(loc.file_address) if loc.in_moved_code else None
-        if proc is not None:
+        if loc.in_moved_code:
+            proc = self.index.procedure_at(loc.file_address) or \
+                self.index.procedures[loc.procedure]
             if self.fragments:
                 name = f"{name} [{loc.fragment}]"
             return name, proc.entry
