@@ -60,6 +60,7 @@ bench: fixtures
 	$(PY) bench/bt.py
 	$(PY) bench/bbmap.py --repeats 1
 	$(PY) bench/realworld.py
+	$(PY) bench/libllvm.py
 
 clean:
 	rm -rf fixtures/build

@@ -11,13 +11,15 @@ Decoding is done once per :class:`~unsplit.binary.Binary` and cached.
 from __future__ import annotations
 
 import re
+import struct
 import weakref
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from .binary import Binary
-from .formats import bat
+from .formats import bat, bat_scan
 from .model import HOT
 
 # BOLT names split fragments <name>.cold.<k>, <name>.warm, <name>.cold (spec §6.1); perf2bolt
@@ -27,6 +29,7 @@ FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.*)\.(?P<tag>(?:cold|warm)(?:\.[0-9]+)?
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
 _STT_FUNC = 2
+_SHF_COMPRESSED = 0x800
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,42 +89,71 @@ class Placement:
 
 
 class BatIndex:
-    """BAT of one binary joined with its symbols: fragments, names, both directions."""
+    """BAT of one binary joined with its symbols: fragments, names, both directions.
 
-    def __init__(self, binary: Binary, table: bat.BatTable) -> None:
+    Nothing is made per map up front: a fragment's name, symbol and end are worked out from the
+    table's arrays and the symbol columns when an address in it is asked about, then kept.
+    """
+
+    def __init__(self, binary: Binary, table: bat.BatTable,
+                 symbol_order: array[int] | None = None) -> None:
         self.binary = binary
         self.table = table
-        by_address = _function_symbols(binary)
-        self.fragments: dict[int, FragmentInfo] = {}
-        self.procedures: dict[str, int] = {}  # input function name -> main fragment address
-        names: dict[int, str] = {}
-        for addr in table.hot:
-            name = _procedure_name(by_address.get(addr, []), addr)
-            names[addr] = name
-            self.procedures.setdefault(name, addr)
-        limits = _limits(binary, table)
-        for addr, m in table.maps.items():
-            parent = addr if m.parent is None else m.parent
-            proc = names[parent]
-            syms = by_address.get(addr, [])
-            if m.parent is None:
-                frag, symbol = HOT, next((s for s in syms if s.name == proc), None)
-            else:
-                frag, symbol = _fragment_name(syms, proc, addr, table)
-            size = symbol.size if symbol is not None and symbol.size else 0
-            end = addr + size if size else limits[addr]
-            self.fragments[addr] = FragmentInfo(
-                proc, frag, addr, end, None if symbol is None else symbol.name, parent
-            )
+        self._symbols = _SymbolsByAddress(binary, symbol_order)
+        self._fragments: dict[int, FragmentInfo] = {}
+        self._names: dict[int, str] = {}
+        self._procedures: dict[str, int] | None = None
+
+    @property
+    def procedures(self) -> dict[str, int]:
+        """Input function name -> main fragment address (the first of a name), made when a
+        name is first looked up."""
+        if self._procedures is None:
+            self._procedures = {}
+            for addr in self.table.hot:
+                self._procedures.setdefault(self.name_of(addr), addr)
+        return self._procedures
+
+    def symbol_order(self) -> array[int]:
+        """The positions of the function symbols it names fragments by, sorted by address
+        (for the persistent index to keep)."""
+        return self._symbols.order()
+
+    def name_of(self, hot: int) -> str:
+        """The input function name of the main fragment at ``hot``."""
+        name = self._names.get(hot)
+        if name is None:
+            name = self._names[hot] = _procedure_name(self._symbols.at(hot), hot)
+        return name
+
+    def fragment(self, addr: int, keep: bool = True) -> FragmentInfo | None:
+        """The fragment whose map starts at ``addr``, or None (kept for the next question
+        unless ``keep`` is False: a walk over every fragment keeps nothing)."""
+        info = self._fragments.get(addr)
+        if info is not None:
+            return info
+        parent = self.table.parent_of(addr)
+        if parent is None:
+            return None
+        proc = self.name_of(parent)
+        syms = self._symbols.at(addr)
+        if parent == addr:
+            frag, symbol = HOT, next((s for s in syms if s.name == proc), None)
+        else:
+            frag, symbol = _fragment_name(syms, proc, addr, self.table)
+        size = symbol.size if symbol is not None and symbol.size else 0
+        end = addr + size if size else _limit(self.binary, self.table, addr)
+        info = FragmentInfo(proc, frag, addr, end, None if symbol is None else symbol.name, parent)
+        if keep:
+            self._fragments[addr] = info
+        return info
 
     # -- output -> input ---------------------------------------------------------------------
 
     def fragment_at(self, address: int) -> FragmentInfo | None:
-        m = self.table.map_before(address)
-        if m is None:
-            return None
-        frag = self.fragments[m.address]
-        return frag if address < frag.end else None
+        start = self.table.start_before(address)
+        frag = None if start is None else self.fragment(start)
+        return frag if frag is not None and address < frag.end else None
 
     def translate(self, address: int) -> Translation | None:
         """Output file address -> input function and offset, or None outside BAT's fragments.
@@ -169,11 +201,12 @@ class BatIndex:
         hot = self.procedures.get(procedure)
         return [] if hot is None else self.fragments_at(hot)
 
-    def fragments_at(self, hot: int) -> list[FragmentInfo]:
+    def fragments_at(self, hot: int, keep: bool = True) -> list[FragmentInfo]:
         """The fragments of the input function whose main fragment starts at ``hot``."""
-        if hot not in self.fragments:
+        if self.table.parent_of(hot) != hot:
             return []
-        return [self.fragments[a] for a in (hot, *self.table.split_fragments(hot))]
+        return [f for a in (hot, *self.table.split_fragments(hot))
+                if (f := self.fragment(a, keep)) is not None]
 
     def placements(self, procedure: str, input_offset: int) -> Placement | None:
         """Every output address input ``procedure + input_offset`` lives at, or None when BAT
@@ -241,10 +274,68 @@ def load(binary: Binary) -> BatIndex | None:
     per call on a malformed note, and caches the good ones."""
     if binary in _CACHE:
         return _CACHE[binary]
-    data = binary.section_data(bat.SECTION)
-    index = None if data is None else BatIndex(binary, bat.decode_note(data))
+    table = bat_table(binary)
+    index = None if table is None else BatIndex(binary, table)
     _CACHE[binary] = index
     return index
+
+
+def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTable | None:
+    """The BAT of ``binary`` as a lazily decoded table (None without the note). ``scan`` is
+    the descriptor's scan when a persistent index already holds it; the descriptor is then
+    read from the file a record at a time, as its maps are asked for."""
+    if binary.section(bat.SECTION) is None:
+        return None
+    if scan is not None:
+        where = note_descriptor_place(binary)
+        if where is not None:
+            file_offset, base = where
+            return bat_scan.table(scan, lambda off, n: binary.read_at(file_offset + off, n),
+                                  base)
+    data = binary.section_data(bat.SECTION)
+    assert data is not None
+    desc, base = bat.note_descriptor(data)
+    found = bat_scan.scan(desc, base)
+    if isinstance(found, bat.BatTable):
+        return found
+    if len(desc) < (64 << 10):  # small: no need to re-read the file for each record
+        return bat_scan.table(found, lambda off, n: desc[off: off + n], base)
+    return bat_table(binary, found)
+
+
+def note_descriptor_place(binary: Binary) -> tuple[int, int] | None:
+    """(file offset, section offset) of the BAT descriptor, when it can be read from the file
+    directly (not compressed); else None."""
+    sec = binary.section(bat.SECTION)
+    if sec is None or sec["sh_flags"] & _SHF_COMPRESSED or sec["sh_type"] == "SHT_NOBITS":
+        return None
+    # The note header alone (spec §1): the descriptor follows the 4-aligned owner name.
+    head = binary.read_at(sec["sh_offset"], 12)
+    if len(head) < 12:
+        return None
+    namesz, descsz, ntype = struct.unpack("<III", head)
+    name = binary.read_at(sec["sh_offset"] + 12, namesz).rstrip(b"\0")
+    base = 12 + ((namesz + 3) & ~3)
+    if name != bat.NOTE_OWNER or ntype != bat.NT_BOLT_BAT or base + descsz > sec["sh_size"]:
+        return None  # another note first: read the section whole
+    return sec["sh_offset"] + base, base
+
+
+def load_with_scan(binary: Binary) -> tuple[BatIndex | None, bat_scan.BatScan | None]:
+    """:func:`load`, and the scan behind it (for the persistent index to keep)."""
+    index = load(binary)
+    maps = None if index is None else index.table.maps
+    return index, maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
+
+
+def load_from_scan(binary: Binary, scan: bat_scan.BatScan,
+                   symbol_order: array[int] | None = None) -> BatIndex | None:
+    """:func:`load` from a scan the persistent index kept: the note is not read whole
+    (``symbol_order``: the function symbols by address, as :meth:`BatIndex.symbol_order`)."""
+    if binary not in _CACHE:
+        table = bat_table(binary, scan)
+        _CACHE[binary] = None if table is None else BatIndex(binary, table, symbol_order)
+    return _CACHE[binary]
 
 
 def translate(binary: Binary, address: int) -> Translation | None:
@@ -261,14 +352,56 @@ def placements(binary: Binary, procedure: str, input_offset: int) -> Placement |
 # Symbols
 
 
-def _function_symbols(binary: Binary) -> dict[int, list[_Sym]]:
-    out: dict[int, list[_Sym]] = {}
-    table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
-    for sym in binary.symbol_entries(table):
-        if sym.type == _STT_FUNC and sym.defined:
-            entry = _Sym(sym.name, sym.size, _BINDINGS.get(sym.bind, str(sym.bind)))
-            out.setdefault(sym.value, []).append(entry)
-    return out
+class _SymbolsByAddress:
+    """The defined STT_FUNC symbols of .symtab (else .dynsym) at an address, from the symbol
+    columns. The first few questions search the values array in C (3 ms each on libLLVM);
+    after that a sorted index is made once (a bt of 20 frames asks ~70)."""
+
+    _SEARCHES_BEFORE_SORTING = 16
+
+    def __init__(self, binary: Binary, order: array[int] | None = None) -> None:
+        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+        self._cols = binary.symbol_columns(table)
+        self._searches = 0
+        self._order: array[int] | None = None
+        self._values = array("Q")
+        if order is not None and (not order or max(order) < len(self._cols)):
+            self._sort(order)
+
+    def order(self) -> array[int]:
+        if self._order is None:
+            values = self._cols.values
+            self._sort(array("L", sorted(range(len(values)), key=values.__getitem__)))
+        assert self._order is not None
+        return self._order
+
+    def _sort(self, order: array[int]) -> None:
+        self._order = order
+        self._values = array("Q", (self._cols.values[i] for i in order))
+
+    def at(self, address: int) -> list[_Sym]:
+        """The symbols at ``address``, in table order."""
+        cols = self._cols
+        return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
+                                                                str(cols.infos[i] >> 4)))
+                for i in self._positions(address)
+                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]]
+
+    def _positions(self, address: int) -> list[int]:
+        values = self._cols.values
+        if self._order is None and self._searches < self._SEARCHES_BEFORE_SORTING:
+            self._searches += 1
+            out: list[int] = []
+            i = -1
+            while True:
+                try:
+                    i = values.index(address, i + 1)
+                except ValueError:
+                    return out
+                out.append(i)
+        order = self.order()
+        lo, hi = bisect_left(self._values, address), bisect_right(self._values, address)
+        return sorted(order[lo:hi])
 
 
 class _Sym(NamedTuple):
@@ -308,16 +441,12 @@ def _fragment_name(
     return f"cold.{siblings.index(address)}", None
 
 
-def _limits(binary: Binary, table: bat.BatTable) -> dict[int, int]:
-    """Fallback end of each fragment without a sized symbol: the next fragment or section end."""
-    ranges = binary.text_address_ranges()
-    addrs = list(table.maps)
-    out: dict[int, int] = {}
-    for i, a in enumerate(addrs):
-        end = addrs[i + 1] if i + 1 < len(addrs) else a
-        for lo, hi in ranges:
-            if lo <= a < hi:
-                end = min(end, hi) if i + 1 < len(addrs) else hi
-                break
-        out[a] = max(end, a)
-    return out
+def _limit(binary: Binary, table: bat.BatTable, addr: int) -> int:
+    """Fallback end of a fragment without a sized symbol: the next fragment or section end."""
+    following = table.next_start(addr)
+    end = addr if following is None else following
+    for lo, hi in binary.text_address_ranges():
+        if lo <= addr < hi:
+            end = min(end, hi) if following is not None else hi
+            break
+    return max(end, addr)

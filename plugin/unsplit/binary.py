@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +52,60 @@ class SymbolEntry:
         return self.shndx != 0  # SHN_UNDEF
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SymbolColumns:
+    """Every symbol of one table as arrays, in table order (STT_* in the low nibble of
+    ``infos``, STB_* in the high one); names decoded from ``strtab`` when asked for."""
+
+    values: array[int]
+    sizes: array[int]
+    name_offsets: array[int]
+    infos: bytes
+    shndx: array[int]
+    strtab: bytes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def name_at(self, offset: int) -> str:
+        end = self.strtab.find(b"\0", offset)
+        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
+            "utf-8", "replace")
+
+    def name(self, i: int) -> str:
+        return self.name_at(self.name_offsets[i])
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FunctionColumns:
+    """The sized STT_FUNC symbols of one table as arrays, in table order: what
+    :attr:`Binary.functions` holds, without a Python object per symbol (a stripped libLLVM's
+    .dynsym has 129k). Names are decoded from ``strtab`` when asked for."""
+
+    values: array[int]
+    sizes: array[int]
+    name_offsets: array[int]
+    locals: bytes  # 1 for STB_LOCAL
+    files: array[int]  # name offset of the STT_FILE before a local one, else -1
+    strtab: bytes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def name_at(self, offset: int) -> str:
+        end = self.strtab.find(b"\0", offset)
+        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
+            "utf-8", "replace")
+
+    def name(self, i: int) -> str:
+        return self.name_at(self.name_offsets[i])
+
+    def symbol(self, i: int) -> FunctionSymbol:
+        file = self.files[i]
+        return FunctionSymbol(self.name(i), self.values[i], self.sizes[i], bool(self.locals[i]),
+                              None if file < 0 else self.name_at(file))
+
+
 class Binary:
     """An ELF file, opened lazily; cheap to create."""
 
@@ -66,6 +122,7 @@ class Binary:
             raise BinaryError(f"{path}: not an ELF file ({e})") from None
         self._symbol_tables: dict[str, list[SymbolEntry]] = {}
         self._sections: dict[str, Section | None] = {}
+        self._symbol_columns: dict[str, SymbolColumns] = {}
         st = os.fstat(self._stream.fileno())
         self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
@@ -81,10 +138,15 @@ class Binary:
         # From the headers alone: pyelftools' own name map builds every section object, and
         # building a hash section parses the whole table.
         out: dict[str, int] = {}
-        for i in range(self.elf.num_sections()):
-            header = self.elf._get_section_header(i)
+        for i, header in enumerate(self.section_headers):
             out.setdefault(self.elf._get_section_name(header), i)
         return out
+
+    @cached_property
+    def section_headers(self) -> list[Any]:
+        """Every section header, without making the sections (iter_sections parses a
+        .gnu.hash whole: 0.15 s on libLLVM)."""
+        return [self.elf._get_section_header(i) for i in range(self.elf.num_sections())]
 
     def section(self, name: str) -> Section | None:
         """The section named `name` (made once: pyelftools parses its header per call)."""
@@ -116,6 +178,28 @@ class Binary:
             return companion.functions
         return _read_functions(self, ".dynsym")
 
+    @cached_property
+    def function_columns(self) -> FunctionColumns:
+        """:attr:`functions` as arrays, from the same table."""
+        if self.section(".symtab") is not None:
+            return _function_columns(self, ".symtab")
+        companion = self.debug_companion
+        if companion is not None and companion.section(".symtab") is not None:
+            return companion.function_columns
+        return _function_columns(self, ".dynsym")
+
+    def symbol_columns(self, table: str = ".symtab") -> SymbolColumns:
+        """Every symbol of `table` as arrays sliced from its bytes (made once per table)."""
+        cached = self._symbol_columns.get(table)
+        if cached is None:
+            cached = self._symbol_columns[table] = _symbol_columns(self, table)
+        return cached
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes of the file from ``offset`` (fewer at its end)."""
+        self._stream.seek(offset)
+        return self._stream.read(size)
+
     def symbol_entries(self, table: str = ".symtab") -> list[SymbolEntry]:
         """The function, untyped and file symbols of `table` (.symtab or .dynsym), in table
         order, unpacked once with struct: the one reader every symbol question goes through."""
@@ -136,7 +220,10 @@ class Binary:
 
     @cached_property
     def build_id(self) -> bytes | None:
-        for sec in self.elf.iter_sections():
+        for i, header in enumerate(self.section_headers):
+            if header["sh_type"] != "SHT_NOTE":
+                continue
+            sec = self.elf.get_section(i)
             if not isinstance(sec, NoteSection):
                 continue
             for note in sec.iter_notes():
@@ -198,7 +285,7 @@ class Binary:
     def _code_sections(self) -> list[tuple[int, int, int]]:
         """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""
         return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_offset"])
-                      for s in self.elf.iter_sections()
+                      for s in self.section_headers
                       if s["sh_flags"] & 0x4 and s["sh_type"] == "SHT_PROGBITS")
 
     def function_at(self, name: str, address: int) -> FunctionSymbol | None:
@@ -219,11 +306,46 @@ class Binary:
     @cached_property
     def _text_ranges(self) -> list[tuple[int, int]]:
         out = []
-        for sec in self.elf.iter_sections():
+        for sec in self.section_headers:
             flags = sec["sh_flags"]
             if flags & 0x2 and flags & 0x4 and sec["sh_type"] != "SHT_NOBITS":  # ALLOC, EXEC
                 out.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
         return sorted(out)
+
+
+def allocated_sections(path: str) -> dict[str, int] | None:
+    """sh_addr of every SHF_ALLOC section of the ELF file at `path`, by name, read with
+    struct from its headers alone (pyelftools takes ~10 ms a file; a process maps dozens).
+    None when the file needs pyelftools (extended section numbering) or is not ELF."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+                return None
+            wide, end = head[4] == 2, "<" if head[5] == 1 else ">"
+            (shoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head,
+                                          0x28 if wide else 0x20)
+            shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head,
+                                                            0x3A if wide else 0x2E)
+            fmt = end + ("IIQQQQIIQQ" if wide else "IIIIIIIIII")
+            if not shnum or shstrndx >= shnum or shentsize < struct.calcsize(fmt):
+                return None
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+            if len(table) < shentsize * shnum:
+                return None
+            headers = [struct.unpack_from(fmt, table, i * shentsize) for i in range(shnum)]
+            f.seek(headers[shstrndx][4])
+            names = f.read(headers[shstrndx][5])
+    except OSError:
+        return None
+    out: dict[str, int] = {}
+    for name_at, _, flags, addr, *_ in headers:
+        if flags & 0x2:  # SHF_ALLOC
+            stop = names.find(b"\0", name_at)
+            out.setdefault(names[name_at: stop if stop >= 0 else len(names)].decode(
+                "utf-8", "replace"), addr)
+    return out
 
 
 def _debug_dirs() -> list[str]:
@@ -257,11 +379,74 @@ def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
     return out
 
 
+def _symbol_columns(binary: Binary, table: str) -> SymbolColumns:
+    """Columns sliced straight out of the table's bytes: strided array slices, done in C."""
+    elf = binary.elf
+    sec = binary.section(table)
+    if not isinstance(sec, SymbolTableSection):
+        return SymbolColumns(array("Q"), array("Q"), array("L"), b"", array("H"), b"")
+    data = bytes(sec.data())
+    strtab = bytes(elf.get_section(sec["sh_link"]).data())
+    wide = elf.elfclass == 64
+    entsize = 24 if wide else 16
+    if sec["sh_entsize"] not in (0, entsize) or len(data) % entsize:
+        raise DecodeError(sec.name, 0, f"symbol table entries are not {entsize} bytes")
+    swap = elf.little_endian != (sys.byteorder == "little")
+    words, halves = array(_U32, data), array("H", data)
+    if swap:
+        words.byteswap()
+        halves.byteswap()
+    if wide:
+        quads = array("Q", data)
+        if swap:
+            quads.byteswap()
+        return SymbolColumns(quads[1::3], quads[2::3], words[0::6], data[4::24], halves[3::12],
+                             strtab)
+    return SymbolColumns(array("Q", words[1::4]), array("Q", words[2::4]), words[0::4],
+                         data[12::16], halves[7::8], strtab)
+
+
+_U32 = "I" if array("I").itemsize == 4 else "L"
+
+
+def _function_columns(binary: Binary, table: str) -> FunctionColumns:
+    """The sized functions of the symbol columns; the one Python loop left walks the symbols
+    only to pick them and their STT_FILE."""
+    cols = binary.symbol_columns(table)
+    values, sizes, names = cols.values, cols.sizes, cols.name_offsets
+    out_values, out_sizes, out_names = array("Q"), array("Q"), array("L")
+    out_files = array("q")
+    local_flags = bytearray()
+    current_file = -1
+    for i, info in enumerate(cols.infos):
+        kind = info & 0xF
+        if kind == _STT_FUNC or (kind == _STT_NOTYPE and _is_split_label_at(cols.strtab,
+                                                                           names[i])):
+            if values[i] and sizes[i] and names[i]:
+                local = info >> 4 == _STB_LOCAL
+                out_values.append(values[i])
+                out_sizes.append(sizes[i])
+                out_names.append(names[i])
+                local_flags.append(local)
+                out_files.append(current_file if local else -1)
+        elif kind == _STT_FILE and names[i]:
+            current_file = names[i]
+    return FunctionColumns(out_values, out_sizes, out_names, bytes(local_flags), out_files,
+                           cols.strtab)
+
+
 def _is_split_label(sym: SymbolEntry) -> bool:
     """clang labels the pieces it moves (``foo.cold``, ``foo.__part.1``) as sized STT_NOTYPE
     symbols, not STT_FUNC: without them a clang split built without a bb address map loses
     its cold code (``clang-mfs/crash`` with the map removed: 0x11c6 outside every procedure)."""
     return sym.type == _STT_NOTYPE and (".cold" in sym.name or ".__part." in sym.name)
+
+
+def _is_split_label_at(strtab: bytes, offset: int) -> bool:
+    """The same test on a name still in the string table (no str made for other symbols)."""
+    end = strtab.find(b"\0", offset)
+    name = strtab[offset : end if end >= 0 else len(strtab)]
+    return b".cold" in name or b".__part." in name
 
 
 def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:

@@ -31,6 +31,7 @@ from . import cfi
 from .binary import Binary
 from .cfi import CfaRule, FrameDescription, Row, Rule
 from .errors import UnsplitError
+from .index_store import cache_root
 
 if TYPE_CHECKING:
     from .index import ModuleIndex
@@ -267,12 +268,9 @@ def made_from(text_path: str, binary: Binary) -> bool:
 
 def cache_dir() -> str:
     """Where generated files live, in the layout LLDB searches (``.build-id/xx/rest.debug``):
-    ``$UNSPLIT_CACHE`` or ``$XDG_CACHE_HOME/unsplit`` (``~/.cache/unsplit``), then
-    ``lldb-cfi-vN``."""
-    root = os.environ.get("UNSPLIT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "unsplit")
-    return os.path.join(root, f"lldb-cfi-v{FORMAT_VERSION}")
+    ``lldb-cfi-vN`` under the cache root (unsplit.index_store.cache_root: ``$UNSPLIT_CACHE``
+    or ``$XDG_CACHE_HOME/unsplit``, ``~/.cache/unsplit``)."""
+    return os.path.join(cache_root(), f"lldb-cfi-v{FORMAT_VERSION}")
 
 
 def cache_path(build_id: bytes, root: str | None = None) -> str:

@@ -12,16 +12,20 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 
 from . import bat_translate, prebolt
-from .binary import Binary, FunctionSymbol
-from .errors import AddressLookupError, UnsplitError
+from .binary import Binary
+from .errors import AddressLookupError, DecodeError, UnsplitError
+from .formats import bat_scan
+from .index_store import IndexStore, StoredParts
 from .lines import DwarfLines
 from .model import HOT, Block, Fragment, LineRow, Location, Procedure
+from .sources import SourceFn, registered
 from .sources import bat as bat_source
 from .sources import bb_addr_map as bb_addr_map_source
-from .sources import registered
 from .sources import split_info as split_info_source
 from .sources import symbols as symbols_source
+from .sources.bat import BatProcedures
 from .sources.split_info import EslLines
+from .sources.symbols import PlainFunctions
 
 LineSource = Callable[[int], LineRow | None]
 
@@ -29,12 +33,18 @@ LineSource = Callable[[int], LineRow | None]
 class ModuleIndex:
     """Procedures, fragments and lines of one ELF file (file addresses throughout)."""
 
-    def __init__(self, binary: Binary) -> None:
+    def __init__(self, binary: Binary, store: IndexStore | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.binary = binary
         self.sources_used: list[str] = []
         self.warnings: list[str] = []
         self._input_lines: DwarfLines | None = None
-        merged = self._merge_sources()
+        stored = None if store is None else store.load(binary)
+        if stored is None and progress is not None:
+            _announce(binary, progress)
+        merged, self._bat, parts = self._merge_sources(stored)
+        if store is not None and stored is None and parts is not None:
+            store.save(binary, parts)
         bad_bat = bat_source.problem(binary)
         if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
             self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
@@ -48,9 +58,10 @@ class ModuleIndex:
         by_name: dict[str, Procedure] = {}
         for proc in merged.values():
             by_name.setdefault(proc.name, proc)
+        plain = symbols_source.plain(binary) if parts is None else parts.plain
         self.procedures = ProcedureTable(
-            by_name, [f for f in symbols_source.plain(binary) if (f.name, f.value) not in merged],
-            lambda address: bb_addr_map_source.blocks_at(binary, address))
+            by_name, plain, lambda address: bb_addr_map_source.blocks_at(binary, address),
+            self._bat)
         self.dwarf_lines = DwarfLines(binary, self.warnings)
         self.line_sources = self._line_sources()
 
@@ -171,26 +182,52 @@ class ModuleIndex:
             return None
         return bat_source.input_offset(self.binary, file_address)
 
-    def _merge_sources(self) -> dict[tuple[str, int], Procedure]:
-        """Procedures by (name, entry): two units' static functions may share a name. A later
-        source's procedure keeps only the fragments no earlier source placed (BAT pairs a
-        fragment with its input function; a name-based source might pair it with another)."""
+    def _merge_sources(self, stored: StoredParts | None) -> tuple[
+            dict[tuple[str, int], Procedure], BatProcedures | None, StoredParts | None]:
+        """Procedures by (name, entry) from every source (two units' static functions may
+        share a name), BAT's kept apart as a lazy set, and the parts a persistent index keeps
+        (None when a source failed: a file with a bad section is not cached).
+
+        A later source's procedure keeps only the fragments no earlier source placed, and is
+        left out when its entry was placed (BAT pairs a fragment with its input function; a
+        name-based source might pair it with another). BAT's fragments count as placed by
+        address (BatProcedures.places), without making its procedures."""
         merged: dict[tuple[str, int], Procedure] = {}
         placed: set[int] = set()
+        lazy: BatProcedures | None = None
+        failed = False
+        scan = None
+
+        def taken(start: int) -> bool:
+            return start in placed or (lazy is not None and lazy.places(start))
+
         for name, fn in registered():
             try:
-                found = fn(self.binary)
+                found = self._from_source(name, fn, stored)
             except UnsplitError as e:  # one bad section must not hide what the others know
                 self.warnings.append(f"{name}: {e}")
+                failed = True
                 continue
             if found:
                 self.sources_used.append(name)
+            if isinstance(found, BatProcedures):
+                lazy = found
+                lazy.placed = set(placed)  # what split_info placed stays split_info's
+                maps = found.index.table.maps
+                scan = maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
+                continue
             mine: set[int] = set()
             for proc in found:
                 key = (proc.name, proc.entry)
                 have = merged.get(key)
+                if have is None and lazy is not None and lazy.places(proc.entry):
+                    # BAT's procedure at that entry; only the blocks of one of its name count
+                    # (read in that order: a symbols procedure has none, BAT's are decoded)
+                    have = lazy.at_entry(proc.entry) if proc.blocks else None
+                    if have is None or have.name != proc.name:
+                        continue
                 if have is None:
-                    kept = [f for f in proc.fragments if f.start not in placed]
+                    kept = [f for f in proc.fragments if not taken(f.start)]
                     if len(kept) < len(proc.fragments) and kept[:1] == proc.fragments[:1]:
                         proc = Procedure(proc.name, kept, proc.blocks)
                     if kept[:1] == proc.fragments[:1]:
@@ -199,7 +236,30 @@ class ModuleIndex:
                 elif not have.blocks and proc.blocks:
                     have.blocks = proc.blocks
             placed |= mine
-        return merged
+        if stored is not None:
+            return merged, lazy, stored
+        if failed or bat_source.problem(self.binary) is not None:
+            return merged, lazy, None
+        symbol_procs = symbols_source.procedures(self.binary)
+        order = None if lazy is None or scan is None else lazy.index.symbol_order()
+        return merged, lazy, StoredParts(scan, symbols_source.plain(self.binary), symbol_procs,
+                                         order)
+
+    def _from_source(self, name: str, fn: SourceFn, stored: StoredParts | None
+                     ) -> list[Procedure] | BatProcedures:
+        """One source's procedures; from the persistent index for those it keeps."""
+        if stored is None:
+            return fn(self.binary)
+        if name == "symbols":
+            return list(stored.symbol_procedures)
+        if name == "bat" and stored.bat_scan is not None:
+            try:
+                index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
+                                                     stored.bat_symbol_order)
+            except DecodeError:
+                return fn(self.binary)
+            return [] if index is None or not index.table.hot else BatProcedures(index)
+        return fn(self.binary)
 
     # -- questions ----------------------------------------------------------------------
 
@@ -208,7 +268,25 @@ class ModuleIndex:
         found = self._lookup(address)
         return None if found is None else found[1]
 
+    def procedure_at(self, address: int) -> Procedure | None:
+        """The procedure whose code holds file address `address` (by address: no table of
+        names is made, and two static functions of one name are told apart)."""
+        found = self._lookup(address)
+        return None if found is None else found[0]
+
     def _lookup(self, address: int) -> tuple[Procedure, Fragment] | None:
+        found = self._lookup_known(address)
+        if found is not None and (self._bat is None or found[1].source == "split_info"):
+            return found
+        in_bat = None if self._bat is None else self._bat.at(address)
+        if in_bat is not None:
+            return in_bat
+        if found is not None:
+            return found
+        proc = self.procedures.plain_at(address)
+        return None if proc is None else (proc, proc.fragments[0])
+
+    def _lookup_known(self, address: int) -> tuple[Procedure, Fragment] | None:
         i = bisect_right(self._starts, address) - 1
         # Fragments may nest (an alias symbol over a range); walk back to one that contains it.
         while i >= 0:
@@ -218,20 +296,17 @@ class ModuleIndex:
             if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
                 break
             i -= 1
-        proc = self.procedures.plain_at(address)
-        return None if proc is None else (proc, proc.fragments[0])
+        return None
 
     def moved_fragments(self) -> list[Fragment]:
         """Every fragment that is not its procedure's entry, in address order: code entered by
         a jump from elsewhere in its procedure, which unwinders must not take for a function
         start."""
-        return [f for f, p in zip(self._fragments, self._owners, strict=True)
-                if p.fragments[0] is not f]
-
-    def procedure_at(self, address: int) -> Procedure | None:
-        """The procedure whose code holds file address ``address`` (not looked up by name)."""
-        found = self._lookup(address)
-        return None if found is None else found[0]
+        out = [f for f, p in zip(self._fragments, self._owners, strict=True)
+               if p.fragments[0] is not f]
+        if self._bat is not None:
+            out = sorted(out + self._bat.moved_fragments(), key=lambda f: (f.start, -f.end))
+        return out
 
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
@@ -306,24 +381,24 @@ class ModuleIndex:
 
 
 class ProcedureTable(Mapping[str, Procedure]):
-    """Procedures by name: the split ones (and any a precise source knows) as objects, functions
-    in one piece as sorted arrays, made into a Procedure only when asked for."""
+    """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
+    made when asked for, functions in one piece as sorted arrays, made into a Procedure only
+    when asked for."""
 
-    def __init__(self, known: dict[str, Procedure], plain: list[FunctionSymbol],
-                 blocks_at: Callable[[int], list[Block] | None] | None = None) -> None:
+    def __init__(self, known: dict[str, Procedure], plain: PlainFunctions,
+                 blocks_at: Callable[[int], list[Block] | None] | None = None,
+                 bat: BatProcedures | None = None) -> None:
         self._known = known
+        self._bat = bat
         self._blocks_at = blocks_at  # a one-piece function's blocks, by its start
-        plain = sorted(plain, key=lambda f: f.value)
-        self._starts = array("Q", (f.value for f in plain))
-        self._ends = array("Q", (f.value + f.size for f in plain))
-        self._names = [f.name for f in plain]
+        self._plain = plain
         self._by_name: dict[str, int] | None = None
         self._made: dict[int, Procedure] = {}
 
     def _make(self, i: int) -> Procedure:
         proc = self._made.get(i)
         if proc is None:
-            name, start, end = self._names[i], self._starts[i], self._ends[i]
+            name, start, end = self._plain.name(i), self._plain.starts[i], self._plain.ends[i]
             blocks_at = self._blocks_at
             load = None if blocks_at is None else (lambda: blocks_at(start) or [])
             proc = Procedure(name, [Fragment(name, HOT, start, end, name, 0, "symbols")],
@@ -333,18 +408,23 @@ class ProcedureTable(Mapping[str, Procedure]):
 
     def plain_at(self, address: int) -> Procedure | None:
         """The one-piece function that contains `address`, if any."""
-        i = bisect_right(self._starts, address) - 1
-        return self._make(i) if i >= 0 and address < self._ends[i] else None
+        i = bisect_right(self._plain.starts, address) - 1
+        return self._make(i) if i >= 0 and address < self._plain.ends[i] else None
 
     def _index_of(self, name: str) -> int | None:
         if self._by_name is None:
             self._by_name = {}
-            for i, n in enumerate(self._names):
-                self._by_name.setdefault(n, i)
+            for i in range(len(self._plain)):
+                self._by_name.setdefault(self._plain.name(i), i)
         return self._by_name.get(name)
 
     def __getitem__(self, name: str) -> Procedure:
-        proc = self._known.get(name)
+        proc = self._known.get(name)  # the sources' order: split_info, then BAT, the rest
+        if proc is not None and (self._bat is None or proc.fragments[0].source == "split_info"):
+            return proc
+        made = None if self._bat is None else self._bat.get(name)
+        if made is not None:
+            return made
         if proc is not None:
             return proc
         i = self._index_of(name)
@@ -355,7 +435,12 @@ class ProcedureTable(Mapping[str, Procedure]):
     def __iter__(self) -> Iterator[str]:
         yield from self._known
         seen = set(self._known)
-        for n in self._names:
+        for n in [] if self._bat is None else self._bat.names():
+            if n not in seen:
+                seen.add(n)
+                yield n
+        for i in range(len(self._plain)):
+            n = self._plain.name(i)
             if n not in seen:
                 seen.add(n)
                 yield n
@@ -364,12 +449,37 @@ class ProcedureTable(Mapping[str, Procedure]):
         return sum(1 for _ in self)
 
 
+# What makes a first build take over a second (bench/libllvm.py: the BAT scan reads ~20 MB/s).
+ANNOUNCE_BAT_BYTES = 16 << 20
+ANNOUNCE_SYMBOL_BYTES = 32 << 20
+
+
+def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
+    """Say once that a first index will take a while: the BAT note (the long pass, about
+    1 s per 20 MB) or the symbol tables are big."""
+    bat = binary.section(".note.bolt_bat")
+    bat_size = 0 if bat is None else int(bat["sh_size"])
+    symbols = sum(int(s["sh_size"]) for name in (".symtab", ".dynsym")
+                  if (s := binary.section(name)) is not None)
+    if bat_size >= ANNOUNCE_BAT_BYTES:
+        what = f" ({bat_size / 1e6:.0f} MB BAT)"
+    elif symbols >= ANNOUNCE_SYMBOL_BYTES:
+        what = f" ({symbols / 1e6:.0f} MB of symbols)"
+    else:
+        return
+    progress(f"unsplit: indexing {os.path.basename(binary.path)}{what}…")
+
+
 class IndexCache:
     """One Binary and (when first asked for) one ModuleIndex per file; both are dropped when
-    the file changes on disk."""
+    the file changes on disk. Indexes come from, and go to, the persistent ``store``
+    (None: built every time); ``progress`` hears about a first build that takes a while."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: IndexStore | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self._by_path: dict[str, tuple[tuple[int, int], Binary, ModuleIndex | None]] = {}
+        self.store = store
+        self.progress = progress
 
     def _entry(self, path: str) -> tuple[tuple[int, int], Binary, ModuleIndex | None]:
         st = os.stat(path)
@@ -387,6 +497,6 @@ class IndexCache:
     def get(self, path: str) -> ModuleIndex:
         stamp, binary, index = self._entry(path)
         if index is None:
-            index = ModuleIndex(binary)
+            index = ModuleIndex(binary, self.store, self.progress)
             self._by_path[path] = (stamp, binary, index)
         return index

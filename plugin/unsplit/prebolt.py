@@ -187,7 +187,7 @@ def mismatch(binary: Binary, candidate: Binary) -> str | None:
         )
         return f"{len(missing)} BOLTed function(s) missing from its symbols: {shown}"
     for hot in index.table.hot:
-        name = index.fragments[hot].procedure
+        name = index.name_of(hot)
         entry = _function(candidate, name, output_unit(binary, name, hot))
         size = 0 if entry is None else entry[1]
         if not size:

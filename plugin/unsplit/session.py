@@ -7,6 +7,8 @@ adapters never do address arithmetic themselves.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 
 from . import breakpoints
 from .binary import Binary
@@ -15,12 +17,22 @@ from .corefile import image_build_id
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
+from .index_store import IndexStore
 from .model import Location, Procedure
 
 
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
 class Session:
-    def __init__(self) -> None:
-        self.indexes = IndexCache()
+    """``persistent``: indexes come from and go to the cache on disk (unsplit.index_store);
+    ``progress`` hears about a first index build that takes a while (default: stderr, which
+    GDB and LLDB show in the session)."""
+
+    def __init__(self, *, persistent: bool = True,
+                 progress: Callable[[str], None] | None = _stderr) -> None:
+        self.indexes = IndexCache(IndexStore() if persistent else None, progress)
         self.enabled = True
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
@@ -135,7 +147,9 @@ class Session:
 def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
     read_memory = getattr(host, "read_memory", None)
     want = binary.build_id
-    loads = [s["p_vaddr"] for s in binary.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+    elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
+    loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))
+             if h["p_type"] == "PT_LOAD"]
     if read_memory is None or want is None or not loads:
         return None
     start = mod.bias + min(loads)

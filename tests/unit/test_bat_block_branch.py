@@ -28,7 +28,8 @@ def test_inserted_jump_after_a_block_opening_branch(zoo: dict[str, Any],
     bat = bat_translate.load(binary)
     assert bat is not None
     # A block entry in a cold fragment, and what BAT says of it.
-    anchor = next(t for t in (bat.translate(f.start) for f in bat.fragments.values()
+    anchor = next(t for t in (bat.translate(f.start) for h in bat.table.hot
+                                                     for f in bat.fragments_at(h)
                               if f.name != "hot") if t is not None and t.exact and not t.is_branch)
     jump = anchor.address + 6
     real = bat_translate.BatIndex.translate

@@ -116,3 +116,36 @@ def test_compiler_split_locals_pair_within_their_unit(tmp_path: Path) -> None:
     got = where(exe, addresses)
     assert [(g["procedure"], g["file"], g["offset"]) for g in got] == \
         [("helper", unit, offset) for unit, offset in want]
+
+
+def test_compiler_split_locals_beside_a_bolted_one(tmp_path: Path) -> None:
+    """BOLT rewrites one unit's static ``helper`` (with BAT) and leaves the other units'
+    ``helper`` + ``helper.cold`` where GCC put them: BAT knowing a ``helper`` must not hide the
+    others (their procedure was null when BAT's procedures were matched by name). Which units
+    stayed, and their sizes, come from llvm-readelf-22's STT_FILE groups of input and output."""
+    for n in (1, 2, 3):
+        (tmp_path / f"u{n}.c").write_text(UNIT_C.replace("N", str(n)))
+    (tmp_path / "main.c").write_text(MAIN_C)
+    exe, bolted = tmp_path / "m", tmp_path / "m.bolt"
+    bolt_truth.run("gcc", "-O2", "-g", *(tmp_path / f"u{n}.c" for n in (1, 2, 3)),
+                   tmp_path / "main.c", "-o", exe, "-Wl,--emit-relocs")
+    bolt_truth.run("llvm-bolt-22", exe, "-o", bolted, "--enable-bat", "--funcs=helper/1")
+    before = {(fn.unit, fn.name): fn for fn in bolt_truth.functions(exe)}
+    after = [fn for fn in bolt_truth.functions(bolted) if fn.name.startswith("helper")]
+    stayed = {fn.unit for fn in after if fn.name == "helper"
+              and (b := before.get((fn.unit, fn.name))) and b.address == fn.address}
+    moved = {fn.unit for fn in after if fn.name == "helper"} - stayed
+    assert len(stayed) == 2 and len(moved) == 1, f"BOLT did not move one helper alone: {after}"
+    hot = {fn.unit: fn for fn in after if fn.name == "helper"}
+    cold = [fn for fn in after if fn.name == "helper.cold" and fn.unit in stayed]
+    assert len(cold) == 2, after
+    addresses = [fn.address + 1 for fn in cold] + [hot[u].address + 1 for u in sorted(stayed)]
+    want = [(fn.unit, hot[fn.unit].size + 1) for fn in cold] + [(u, 1) for u in sorted(stayed)]
+    for _ in ("built", "from the persistent index"):
+        got = where(bolted, addresses)
+        assert [(g["procedure"], g["file"], g["offset"]) for g in got] == \
+            [("helper", unit, offset) for unit, offset in want]
+    (unit,) = moved  # and the one BOLT rewrote is BAT's, paired with its own unit's input
+    (g,) = where(bolted, [hot[unit].address + 1])
+    assert (g["procedure"], g["file"], g.get("input_address")) == \
+        ("helper", unit, hex(before[(unit, "helper")].address + 1))

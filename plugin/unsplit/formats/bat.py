@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -133,33 +133,58 @@ class BatMap:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class BatTable:
-    """A decoded ``.note.bolt_bat``: every fragment's map, hot (main) fragments in table order."""
+    """A decoded ``.note.bolt_bat``: every fragment's map, hot (main) fragments in table order.
+
+    ``maps`` may decode a map only when it is first asked for (formats.bat_scan); everything
+    else here is flat arrays, so a 200k-map table costs no Python object per map until used.
+    """
 
     format: str  # CURRENT or LEGACY
-    maps: dict[int, BatMap]  # by output address, ascending
-    hot: tuple[int, ...]  # main-fragment addresses in hot-table order (HotFuncs)
-    _addresses: array[int] = field(default_factory=lambda: array("Q"))
-    _children: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    maps: Mapping[int, BatMap]  # by output address, ascending
+    hot: Sequence[int]  # main-fragment addresses in hot-table order (HotFuncs)
+    _addresses: array[int] = field(default_factory=lambda: array("Q"))  # every map, ascending
+    _parents: array[int] = field(default_factory=lambda: array("Q"))  # main fragment of each
+    _child_parents: array[int] = field(default_factory=lambda: array("Q"))  # split fragments
+    _child_addresses: array[int] = field(default_factory=lambda: array("Q"))  # by (parent, addr)
 
     @property
     def writer(self) -> str:
         return WRITERS[self.format]
 
+    def position(self, address: int) -> int | None:
+        """Index of the map starting at ``address`` in address order, or None."""
+        i = bisect_left(self._addresses, address)
+        return i if i < len(self._addresses) and self._addresses[i] == address else None
+
     def parent_of(self, address: int) -> int | None:
         """Main-fragment address of the fragment starting at ``address`` (itself when hot)."""
-        m = self.maps.get(address)
-        if m is None:
-            return None
-        return address if m.parent is None else m.parent
+        i = self.position(address)
+        return None if i is None else self._parents[i]
 
     def split_fragments(self, hot_address: int) -> tuple[int, ...]:
         """Addresses of the split (cold/warm) fragments of a main fragment, ascending."""
-        return self._children.get(hot_address, ())
+        i = bisect_left(self._child_parents, hot_address)
+        j = bisect_right(self._child_parents, hot_address)
+        return tuple(self._child_addresses[i:j])
+
+    def split_parents(self) -> array[int]:
+        """The main fragment of every split fragment, ascending (repeated per fragment)."""
+        return self._child_parents
 
     def map_before(self, address: int) -> BatMap | None:
         """The map with the greatest start <= ``address``; the caller bounds it by a size."""
         i = bisect_right(self._addresses, address) - 1
         return None if i < 0 else self.maps[self._addresses[i]]
+
+    def start_before(self, address: int) -> int | None:
+        """The greatest map start <= ``address`` (no map decoded)."""
+        i = bisect_right(self._addresses, address) - 1
+        return None if i < 0 else self._addresses[i]
+
+    def next_start(self, address: int) -> int | None:
+        """The least map start > ``address``."""
+        i = bisect_right(self._addresses, address)
+        return self._addresses[i] if i < len(self._addresses) else None
 
     def maps_between(self, lo: int, hi: int) -> list[BatMap]:
         i = bisect_left(self._addresses, lo)
@@ -167,20 +192,19 @@ class BatTable:
         return [self.maps[a] for a in self._addresses[i:j]]
 
 
-def build_table(fmt: str, maps: dict[int, BatMap], hot: tuple[int, ...]) -> BatTable:
+def table_from_columns(fmt: str, maps: Mapping[int, BatMap], hot: Sequence[int],
+                       addresses: array[int], parents: array[int]) -> BatTable:
+    """A BatTable from the sorted map starts and each one's main fragment (itself when hot)."""
+    children = sorted((p, a) for a, p in zip(addresses, parents, strict=True) if p != a)
+    return BatTable(fmt, maps, hot, addresses, parents,
+                    array("Q", (p for p, _ in children)), array("Q", (a for _, a in children)))
+
+
+def build_table(fmt: str, maps: dict[int, BatMap], hot: Sequence[int]) -> BatTable:
     """A BatTable from maps (any order) and the hot-table order; derives the lookup columns."""
     ordered = dict(sorted(maps.items()))
-    children: dict[int, list[int]] = {}
-    for addr, m in ordered.items():
-        if m.parent is not None:
-            children.setdefault(m.parent, []).append(addr)
-    return BatTable(
-        fmt,
-        ordered,
-        hot,
-        array("Q", ordered),
-        {k: tuple(v) for k, v in children.items()},
-    )
+    parents = array("Q", (a if m.parent is None else m.parent for a, m in ordered.items()))
+    return table_from_columns(fmt, ordered, tuple(hot), array("Q", ordered), parents)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +327,7 @@ def decode_current(desc: bytes, base: int = 0, section: str = SECTION) -> BatTab
 
 
 def _decode_function(
-    r: _Reader, kind: Kind, prev: int, hot_index: int, hot: list[int]
+    r: _Reader, kind: Kind, prev: int, hot_index: int, hot: Sequence[int]
 ) -> tuple[BatMap, int, int]:
     """One HotFunction or ColdFunction record (spec §2.2); returns (map, prev, hot_index)."""
     address = (prev + r.uleb("address delta")) & _M64

@@ -1,19 +1,25 @@
 """Fragment sources: each turns one on-disk format of a Binary into model Procedures.
 
 A source module exposes ``procedures(binary) -> list[Procedure]``; it returns [] when the binary
-lacks its format. The index asks every source in PRIORITY order and, per procedure name, keeps
-the fragments of the first source that knows the procedure (the most precise one) and the
-blocks of the first source that has blocks.
+lacks its format. BAT's source returns a BatProcedures instead, which makes its procedures one
+at a time when asked for (a BOLTed libLLVM has 129k). The index asks every source in PRIORITY
+order and, per procedure (name and entry: static functions of several units share names),
+keeps the fragments no earlier (more precise) source placed and the blocks of the first
+source that has blocks at that entry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..binary import Binary
 from ..model import Procedure
 
-SourceFn = Callable[[Binary], list[Procedure]]
+if TYPE_CHECKING:
+    from .bat import BatProcedures
+
+SourceFn = Callable[[Binary], "list[Procedure] | BatProcedures"]
 
 
 def registered() -> list[tuple[str, SourceFn]]:

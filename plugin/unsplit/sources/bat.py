@@ -14,6 +14,7 @@ the ``offset`` of BOLTed code.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from .. import bat_translate
 from ..binary import Binary
@@ -23,8 +24,9 @@ from ..model import Block, Fragment, Procedure
 _PROBLEMS: dict[tuple[str, int, int], DecodeError] = {}
 
 
-def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per input function BAT has a map for (source="bat").
+def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
+    """The procedures of every input function BAT has a map for (source="bat"), made one at
+    a time when asked for (a BOLTed libLLVM has 129k).
 
     A malformed note yields [] (the symbols source then still names the fragments) and the
     error is kept for :func:`problem`, so one bad note never breaks a debugging session.
@@ -34,10 +36,88 @@ def procedures(binary: Binary) -> list[Procedure]:
     except DecodeError as e:
         _PROBLEMS[binary.identity] = e
         return []
-    if index is None:
+    if index is None or not index.table.hot:
         return []
-    # By main-fragment address, not name: two static functions may share a name.
-    return [_procedure(index, hot) for hot in index.table.hot]
+    return BatProcedures(index)
+
+
+class BatProcedures:
+    """Procedures from BAT by address or name, each made on first use and kept; their blocks
+    are decoded when first read (Procedure.blocks).
+
+    BAT pairs each fragment with its input function by address, so procedures are told apart
+    by their main fragment, never by name alone (two units' static ``helper`` may both be
+    BOLTed). ``placed`` holds the fragment starts an earlier source placed (split_info): those
+    fragments are left out, and a procedure whose main fragment is among them is not given."""
+
+    def __init__(self, index: bat_translate.BatIndex) -> None:
+        self.index = index
+        self._made: dict[int, Procedure] = {}
+        self.placed: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.index.table.hot)
+
+    def __iter__(self) -> Iterator[Procedure]:
+        """Every procedure, in hot-table order (whole-module tools and tests)."""
+        for hot in self.index.table.hot:
+            if hot not in self.placed:
+                yield self._procedure(hot)
+
+    def places(self, start: int) -> bool:
+        """Whether one of BAT's procedures has a fragment starting at ``start``: a later
+        source's fragment there is left out (ModuleIndex._merge_sources)."""
+        parent = self.index.table.parent_of(start)
+        return parent is not None and parent not in self.placed and start not in self.placed
+
+    def at(self, address: int) -> tuple[Procedure, Fragment] | None:
+        """The procedure and fragment holding ``address``, or None outside BAT's fragments."""
+        info = self.index.fragment_at(address)
+        if info is None or info.start in self.placed or info.parent in self.placed:
+            return None
+        proc = self._procedure(info.parent)
+        frag = next((f for f in proc.fragments if f.start == info.start), None)
+        return None if frag is None else (proc, frag)
+
+    def at_entry(self, entry: int) -> Procedure | None:
+        """The procedure whose main fragment starts at ``entry``, or None."""
+        if self.index.table.parent_of(entry) != entry or entry in self.placed:
+            return None
+        return self._procedure(entry)
+
+    def get(self, name: str) -> Procedure | None:
+        """The procedure of the first main fragment of that name (as the index names them)."""
+        hot = self.index.procedures.get(name)
+        return None if hot is None or hot in self.placed else self._procedure(hot)
+
+    def names(self) -> list[str]:
+        return list(self.index.procedures)
+
+    def moved_fragments(self) -> list[Fragment]:
+        """Every fragment that is not its procedure's entry (for unwinders), made without
+        keeping a Procedure per function."""
+        table = self.index.table
+        out: list[Fragment] = []
+        done: set[int] = set()
+        for parent in table.split_parents():
+            if parent in done or parent in self.placed:
+                continue
+            done.add(parent)
+            proc = self._made.get(parent)
+            frags = proc.fragments if proc is not None else _fragments(
+                sorted(self.index.fragments_at(parent, keep=False),
+                       key=lambda f: _order(f.name, f.start)))
+            out.extend(f for f in frags[1:] if f.start not in self.placed)
+        return out
+
+    def _procedure(self, hot: int) -> Procedure:
+        proc = self._made.get(hot)
+        if proc is None:
+            proc = _procedure(self.index, hot)
+            if self.placed and any(f.start in self.placed for f in proc.fragments):
+                proc.fragments = [f for f in proc.fragments if f.start not in self.placed]
+            self._made[hot] = proc
+        return proc
 
 
 def problem(binary: Binary) -> DecodeError | None:
@@ -67,9 +147,8 @@ def input_offset(
 
     if input_binary is None:
         input_binary = prebolt.input_for(binary)
-    unit = prebolt.output_unit(binary, tr.procedure, tr.parent_address)
     address = None if input_binary is None else prebolt.function_address(
-        input_binary, tr.procedure, unit)
+        input_binary, tr.procedure, prebolt.output_unit(binary, tr.procedure, tr.parent_address))
     return tr.procedure, tr.input_offset, address
 
 
@@ -90,14 +169,21 @@ def _order(name: str, start: int) -> tuple[int, int, int]:
 
 def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
     infos = sorted(index.fragments_at(hot), key=lambda f: _order(f.name, f.start))
-    name = infos[0].procedure
+
+    def load_blocks() -> list[Block]:
+        return [b for info in infos for b in _blocks(index, info)]
+
+    return Procedure(infos[0].procedure, _fragments(infos), load_blocks=load_blocks)
+
+
+def _fragments(infos: list[bat_translate.FragmentInfo]) -> list[Fragment]:
+    """A procedure's fragments laid end to end in BOLT's order (see the module docstring)."""
     fragments: list[Fragment] = []
-    blocks: list[Block] = []
     logical = 0
     for info in infos:
         fragments.append(
             Fragment(
-                procedure=name,
+                procedure=info.procedure,
                 name=info.name,
                 start=info.start,
                 end=info.end,
@@ -107,8 +193,7 @@ def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
             )
         )
         logical += info.end - info.start
-        blocks += _blocks(index, info)
-    return Procedure(name, fragments, blocks)
+    return fragments
 
 
 def _blocks(index: bat_translate.BatIndex, info: bat_translate.FragmentInfo) -> list[Block]:

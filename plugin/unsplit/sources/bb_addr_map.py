@@ -73,6 +73,9 @@ class MapSection:
 def map_sections(binary: Binary) -> list[MapSection]:
     """Every bb address map section, in section order, contents decompressed."""
     elf = binary.elf
+    if not any(h["sh_type"] in (fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0)
+               for h in binary.section_headers):
+        return []  # without making every section (a .gnu.hash is parsed whole)
     is_rel = elf["e_type"] == "ET_REL"
     out: list[MapSection] = []
     relocs_for: dict[int, list[int]] = defaultdict(list)
@@ -203,10 +206,13 @@ def symbol_at(
 @dataclass(slots=True)
 class _Singles:
     """Records of one-range functions that a function symbol starts, by address: the index
-    keeps those functions as arrays (ProcedureTable), and their blocks come from here."""
+    keeps those functions as arrays (ProcedureTable), and their blocks come from here. Three
+    numbers per function (start, map section, record offset), no object."""
 
     starts: array[int]
-    records: list[tuple[MapSection, int, dict[str, Any]]]  # (section, record offset, args)
+    sections: array[int]  # index into `maps`
+    offsets: array[int]  # the record's byte offset in its section
+    maps: list[tuple[MapSection, dict[str, Any]]]  # (section, decoding args), per section
 
 
 _SINGLES: weakref.WeakKeyDictionary[Binary, _Singles] = weakref.WeakKeyDictionary()
@@ -226,23 +232,28 @@ def procedures(binary: Binary) -> list[Procedure]:
         return []
     symbols: dict[int, list[FunctionSymbol]] | None = None
     is_rel = binary.elf["e_type"] == "ET_REL"
-    plain_starts = set() if is_rel else {f.value for f in binary.functions}
-    singles: list[tuple[int, MapSection, int, dict[str, Any]]] = []
+    plain_starts = set() if is_rel else set(binary.function_columns.values)
+    starts, section_of, offsets = array("Q"), array("L"), array("Q")
+    maps: list[tuple[MapSection, dict[str, Any]]] = []
     out: list[Procedure] = []
     for ms in sections:
         args = _decode_args(binary, ms)
+        maps.append((ms, args))
         for fe in fmt.scan(ms.data, ms.description, **args).functions:
             if not fe.ranges:
                 continue
             if len(fe.ranges) == 1 and fe.address in plain_starts:
-                singles.append((fe.address, ms, fe.offset, args))
+                starts.append(fe.address)
+                section_of.append(len(maps) - 1)
+                offsets.append(fe.offset)
                 continue
             if symbols is None:
                 symbols = function_symbols(binary)
             out.append(_procedure(fe, ms, symbols, is_rel, args))
-    singles.sort(key=lambda s: s[0])
-    _SINGLES[binary] = _Singles(array("Q", (s[0] for s in singles)),
-                                [(ms, offset, args) for _, ms, offset, args in singles])
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    _SINGLES[binary] = _Singles(array("Q", (starts[k] for k in order)),
+                                array("L", (section_of[k] for k in order)),
+                                array("Q", (offsets[k] for k in order)), maps)
     return out
 
 
@@ -255,8 +266,8 @@ def blocks_at(binary: Binary, address: int) -> list[Block] | None:
     i = bisect_left(singles.starts, address)
     if i == len(singles.starts) or singles.starts[i] != address:
         return None
-    ms, offset, args = singles.records[i]
-    fm = fmt.decode_record(ms.data, offset, ms.description, **args)
+    ms, args = singles.maps[singles.sections[i]]
+    fm = fmt.decode_record(ms.data, singles.offsets[i], ms.description, **args)
     return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 import weakref
+from array import array
 from collections import defaultdict
+from dataclasses import dataclass
 
 from ..binary import Binary, FunctionSymbol
 from ..model import HOT, Fragment, Procedure
@@ -44,18 +46,91 @@ def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
     return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"]), sym.value
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class PlainFunctions:
+    """Functions in one piece, sorted by start, as arrays: names are offsets into ``strings``
+    (NUL-terminated), decoded when asked for."""
+
+    starts: array[int]
+    ends: array[int]
+    name_offsets: array[int]
+    strings: bytes
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def name(self, i: int) -> str:
+        offset = self.name_offsets[i]
+        end = self.strings.find(b"\0", offset)
+        return self.strings[offset: end if end >= 0 else len(self.strings)].decode(
+            "utf-8", "replace")
+
+    @classmethod
+    def of(cls, functions: list[FunctionSymbol]) -> PlainFunctions:
+        """From symbol objects (a binary that has fragments, or a test)."""
+        functions = sorted(functions, key=lambda f: f.value)
+        strings = bytearray()
+        offsets = array("L")
+        for f in functions:
+            offsets.append(len(strings))
+            strings += f.name.encode() + b"\0"
+        return cls(array("Q", (f.value for f in functions)),
+                   array("Q", (f.value + f.size for f in functions)), offsets, bytes(strings))
+
+
 def procedures(binary: Binary) -> list[Procedure]:
     """One Procedure per function that has moved fragments (and per orphaned fragment).
 
     Functions in one piece are left to :func:`plain`: the index keeps those as compact arrays
     and makes a Procedure only when one is asked for (a clang-size binary has 150k of them).
     """
+    if not _has_fragment_names(binary):
+        return []
     return _grouped(binary)[0]
 
 
-def plain(binary: Binary) -> list[FunctionSymbol]:
+def plain(binary: Binary) -> PlainFunctions:
     """Function symbols that have no fragment and are not fragments themselves."""
-    return _grouped(binary)[1]
+    if not _has_fragment_names(binary):
+        return _plain_columns(binary)
+    return PlainFunctions.of(_grouped(binary)[1])
+
+
+_FRAGMENT_NAME_END = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
+
+
+def _has_fragment_names(binary: Binary) -> bool:
+    """Whether any symbol name may be a fragment's (one regex pass over the string table):
+    without any, the symbols are taken as arrays and no Python object is made per symbol."""
+    return _FRAGMENT_NAME_END.search(binary.function_columns.strtab + b"\0") is not None
+
+
+def _plain_columns(binary: Binary) -> PlainFunctions:
+    """:func:`_group`'s answer for a table without fragment names: every function, minus
+    aliases (same name and value) and later functions of an already seen name (per file for
+    locals), sorted by start."""
+    cols = binary.function_columns
+    strtab, values = cols.strtab, cols.values
+    seen: set[tuple[bytes, int]] = set()
+    keys: set[tuple[bytes | None, bytes]] = set()
+    keep = []
+    for i, offset in enumerate(cols.name_offsets):
+        name = strtab[offset: strtab.find(b"\0", offset)]
+        place = (name, values[i])
+        if place in seen:
+            continue
+        seen.add(place)
+        file = cols.files[i]
+        key = (strtab[file: strtab.find(b"\0", file)] if cols.locals[i] and file >= 0
+               else None, name)
+        if key in keys:
+            continue
+        keys.add(key)
+        keep.append(i)
+    keep.sort(key=values.__getitem__)
+    return PlainFunctions(array("Q", (values[i] for i in keep)),
+                          array("Q", (values[i] + cols.sizes[i] for i in keep)),
+                          array("L", (cols.name_offsets[i] for i in keep)), strtab)
 
 
 _GROUPED: weakref.WeakKeyDictionary[Binary, tuple[list[Procedure], list[FunctionSymbol]]] = \

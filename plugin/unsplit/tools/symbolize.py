@@ -43,6 +43,7 @@ import json
 import os
 import re
 import sys
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,9 +52,9 @@ from typing import IO, Any
 
 from ..binary import Binary, FunctionSymbol
 from ..errors import DecodeError, UnsplitError, UsageError
-from ..index import ModuleIndex
 from ..lines import DWARF_ERRORS, DwarfLines, die_ranges
 from ..model import Location
+from ..session import Session
 
 PAGE = 0x1000
 UNKNOWN = "??"
@@ -254,7 +255,7 @@ class Symbolizer:
     """Symbolizes file addresses of one binary (and its pre-BOLT input, for BOLTed code)."""
 
     def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False) -> None:
-        self.index = ModuleIndex.open(exe)
+        self.index = Session().index(exe)  # the persistent index, when there is one
         self.binary = self.index.binary
         self.fragments = fragments
         self.base = _lowest_load(self.binary)
@@ -262,8 +263,8 @@ class Symbolizer:
         self._input: tuple[Binary, DwarfLines, InlineChains] | None = None
         self._bat = False
         self._functions: dict[str, int] | None = None
-        self._symbols: list[FunctionSymbol] | None = None
-        self._symbol_starts: list[int] = []
+        self._symbol_order: array[int] | None = None  # function columns by address
+        self._symbol_starts = array("Q")
         from .. import bat_translate, prebolt
 
         if bat_translate.has_bat(self.binary):
@@ -336,13 +337,16 @@ class Symbolizer:
         return Answer(address, frames, loc if loc.procedure is not None else None)
 
     def _symbol_at(self, address: int) -> FunctionSymbol | None:
-        if self._symbols is None:
-            self._symbols = sorted(self.binary.functions, key=lambda f: f.value)
-            self._symbol_starts = [f.value for f in self._symbols]
+        cols = self.binary.function_columns
+        if self._symbol_order is None:
+            self._symbol_order = array("L", sorted(range(len(cols)),
+                                                   key=cols.values.__getitem__))
+            self._symbol_starts = array("Q", (cols.values[k] for k in self._symbol_order))
         i = bisect_right(self._symbol_starts, address) - 1
-        while i >= 0 and address - self._symbols[i].value < 1 << 20:
-            if address < self._symbols[i].value + self._symbols[i].size:
-                return self._symbols[i]
+        while i >= 0 and address - self._symbol_starts[i] < 1 << 20:
+            k = self._symbol_order[i]
+            if address < cols.values[k] + cols.sizes[k]:
+                return cols.symbol(k)
             i -= 1
         return None
 

@@ -1,0 +1,325 @@
+"""Benchmark: unsplit on the binary BOLT exists for, a BOLTed libLLVM (issue 15).
+
+    .venv/bin/python bench/libllvm.py [--force] [--only STEP]...
+
+Built once into bench/libllvm/cache (git-ignored; a stamp per step holds its recipe's hash):
+
+    lib     llvm-bolt-22 /usr/lib/x86_64-linux-gnu/libLLVM.so.22.1 --allow-stripped
+            --split-functions --split-strategy=random2 --enable-bat --lite=0   (~1.5 min,
+            236 MB, 129k functions, a 36 MB .note.bolt_bat, cold code in .bolt.text)
+    ir      big.ll: clang-22 -O0 -Xclang -disable-O0-optnone -S -emit-llvm of a generated C
+            file (many functions with loops and switches, so `opt -O3` runs for seconds)
+    core    /usr/lib/llvm-22/bin/opt -O3 big.ll with LD_LIBRARY_PATH=cache (the BOLTed
+            library), `gcore` after 2 s: a core whose stack runs through the library's
+            split code
+
+Then, in one run, so that every ratio compares figures taken under the same load:
+
+    gdb/lldb  `bt 20` on the core, timed inside the debugger (as bench/bt.py does), and the
+              debugger's peak RSS (VmHWM) at the end of the session, plain and with the
+              plugin; with the plugin twice: `first` with an empty unsplit cache
+              ($UNSPLIT_CACHE pointed at a fresh directory), `later` with the cache the
+              first session left. Ratios are to the plain session of the same debugger.
+    where     `unsplit where --exe LIB ADDR` of a cold-fragment address: empty cache, warm cache
+    symbolize `unsplit symbolize --exe LIB` of 2,000 addresses in split functions (every
+              fragment kind), empty cache and warm cache (wall time and peak RSS of the process)
+
+Goals (issue 15): bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
+empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/results/libllvm.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "plugin"))
+
+from saving import save  # noqa: E402
+
+from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
+from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
+
+CACHE = ROOT / "bench" / "libllvm" / "cache"
+SYSTEM_LIB = Path("/usr/lib/x86_64-linux-gnu/libLLVM.so.22.1")
+OPT = "/usr/lib/llvm-22/bin/opt"
+LIB = CACHE / SYSTEM_LIB.name
+IR = CACHE / "big.ll"
+CORE = CACHE / "opt.core"
+BOLT_FLAGS = ["--allow-stripped", "--split-functions", "--split-strategy=random2",
+              "--enable-bat", "--lite=0"]
+PY = str(ROOT / ".venv" / "bin" / "python")
+
+
+class _CoreLldb(LldbDriver):
+    """LldbDriver, but LLDB's warning that a core cannot take its internal breakpoints (it
+    says "error:" inside a warning) does not fail the session's start."""
+
+    def _checked(self, text: str, timeout: float = 60) -> str:
+        out = self.command(text, timeout)
+        if "error:" in out.replace("error: elf-core does not support enabling breakpoints", ""):
+            raise RuntimeError(f"lldb: {text!r} failed:\n{out}")
+        return out
+
+
+DRIVERS = {"gdb": GdbDriver, "lldb": _CoreLldb}
+SYMBOLIZE_COUNT = 2000
+
+
+# -- building the input, once -------------------------------------------------------------------
+
+
+def _stamped(name: str, recipe: str, force: bool) -> bool:
+    """Whether step `name` is built with this very recipe (its stamp holds the recipe's hash)."""
+    stamp = CACHE / f"{name}.stamp"
+    digest = hashlib.sha256(recipe.encode()).hexdigest()
+    return not force and stamp.exists() and stamp.read_text() == digest
+
+
+def _stamp(name: str, recipe: str) -> None:
+    (CACHE / f"{name}.stamp").write_text(hashlib.sha256(recipe.encode()).hexdigest())
+
+
+def build_lib(force: bool) -> None:
+    recipe = " ".join(["llvm-bolt-22", str(SYSTEM_LIB), *BOLT_FLAGS,
+                       str(SYSTEM_LIB.stat().st_size)])
+    if _stamped("lib", recipe, force) and LIB.exists():
+        return
+    print(f"building {LIB} with llvm-bolt-22 (~1.5 min) …", flush=True)
+    tmp = CACHE / (LIB.name + ".tmp")
+    subprocess.run(["llvm-bolt-22", str(SYSTEM_LIB), "-o", str(tmp), *BOLT_FLAGS], check=True,
+                   stdout=subprocess.DEVNULL)
+    os.replace(tmp, LIB)
+    _stamp("lib", recipe)
+
+
+def generated_c(functions: int = 1500, seed: int = 15) -> str:
+    """A large C file whose IR keeps `opt -O3` busy: loops to unroll and vectorize, switches,
+    calls to inline."""
+    rnd = random.Random(seed)
+    out = ["#include <stddef.h>", "static volatile long sink;"]
+    for i in range(functions):
+        a, b, c = rnd.randrange(2, 97), rnd.randrange(3, 89), rnd.randrange(1, 13)
+        callee = f"f{rnd.randrange(i)}(x + {c}, v, n)" if i else "x"
+        out.append(f"""
+long f{i}(long x, long *v, size_t n) {{
+    long acc = {a};
+    for (size_t k = 0; k < n; k++) {{
+        switch ((v[k] + x) % {c + 5}) {{
+        case 0: acc += v[k] * {b}; break;
+        case 1: acc ^= v[k] << {c}; break;
+        case 2: acc -= v[(k + {a}) % n] / (x | 1); break;
+        case 3: for (int j = 0; j < {c + 3}; j++) acc += (v[k] >> j) & {b}; break;
+        default: acc += k * {a};
+        }}
+    }}
+    if (acc % {b} == {c}) acc += {callee};
+    sink = acc;
+    return acc;
+}}""")
+    return "\n".join(out) + "\n"
+
+
+def build_ir(force: bool) -> None:
+    source = generated_c()
+    recipe = "clang-22 -O0 -Xclang -disable-O0-optnone -S -emit-llvm\n" + source
+    if _stamped("ir", recipe, force) and IR.exists():
+        return
+    print(f"building {IR} …", flush=True)
+    c_file = CACHE / "big.c"
+    c_file.write_text(source)
+    subprocess.run(["clang-22", "-O0", "-Xclang", "-disable-O0-optnone", "-S", "-emit-llvm",
+                    str(c_file), "-o", str(IR)], check=True)
+    _stamp("ir", recipe)
+
+
+def build_core(force: bool) -> None:
+    recipe = f"{OPT} -O3 {IR.name} LD_LIBRARY_PATH=cache; gcore after 2 s; " + \
+        hashlib.sha256(LIB.read_bytes()[:1 << 20]).hexdigest() + str(LIB.stat().st_mtime_ns)
+    if _stamped("core", recipe, force) and CORE.exists():
+        return
+    print(f"making {CORE} …", flush=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(CACHE))
+    proc = subprocess.Popen([OPT, "-O3", str(IR), "-o", os.devnull], env=env)
+    try:
+        time.sleep(2)
+        if proc.poll() is not None:
+            raise SystemExit(f"opt finished within 2 s (status {proc.returncode}): "
+                             "the IR is too small")
+        prefix = CACHE / "opt"
+        subprocess.run(["gcore", "-o", str(prefix), str(proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.replace(f"{prefix}.{proc.pid}", CORE)
+    finally:
+        proc.kill()
+        proc.wait()
+    _stamp("core", recipe)
+
+
+def build(force: bool) -> None:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    build_lib(force)
+    build_ir(force)
+    build_core(force)
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for {pid}")
+
+
+_TIMED = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
+
+
+def _timed_bt(session: Any, depth: int) -> tuple[float, int, int, str]:
+    """Seconds `bt DEPTH` takes inside the debugger, its frames, its frames named as moved
+    code (`[cold…]`), and its text."""
+    report = ("print('T=%f N=%d COLD=%d' % (_e, _o.count(chr(10)), _o.count(' [cold')))"
+              "; print(_o)")
+    if session.name == "gdb":
+        line = (f"python import time as _t; _s = _t.perf_counter(); "
+                f"_o = gdb.execute('bt {depth}', to_string=True); "
+                f"_e = _t.perf_counter() - _s; " + report)
+    else:
+        line = (f"script import time as _t; _r = lldb.SBCommandReturnObject(); "
+                f"_i = lldb.debugger.GetCommandInterpreter(); _s = _t.perf_counter(); "
+                f"_i.HandleCommand('bt {depth}', _r); _e = _t.perf_counter() - _s; "
+                f"_o = _r.GetOutput() or ''; " + report)
+    out = session.command(line, timeout=900)
+    m = _TIMED.search(out)
+    if m is None:
+        raise RuntimeError(f"{session.name}: bt: no timing in {out!r}")
+    return float(m.group(1)), int(m.group(2)), int(m.group(3)), out[m.end():]
+
+
+def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, Any]:
+    """One debugger session on the core: its wall time up to the end of `bt`, the `bt` alone,
+    and the debugger's peak RSS."""
+    os.environ["UNSPLIT_CACHE"] = str(cache)
+    start = time.perf_counter()
+    with DRIVERS[name](OPT, core=str(CORE), plugin=plugin, startup_timeout=900) as session:
+        seconds, frames, cold, text = _timed_bt(session, depth)
+        total = time.perf_counter() - start
+        rss = _peak_rss_mb(session.child.pid)
+    return {"debugger": name, "plugin": plugin, "session_s": total, "bt_s": seconds,
+            "frames": frames, "moved_frames": cold, "peak_rss_mb": rss,
+            "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
+
+
+def _run_cli(args: list[str], cache: Path, stdin: str | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB, from GNU time) and stdout of `unsplit ARGS`, cache root
+    `cache`."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugin"), UNSPLIT_CACHE=str(cache))
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, PY, "-m",
+                               "unsplit", *args], input=stdin, capture_output=True, text=True,
+                              env=env)
+        seconds = time.perf_counter() - start
+        rss = int(report.read().split()[-1]) / 1024
+    if proc.returncode:
+        raise RuntimeError(f"unsplit {' '.join(args[:2])}: exit {proc.returncode}: "
+                           f"{proc.stderr.strip()[-300:]}")
+    return seconds, rss, proc.stdout
+
+
+def cold_addresses(count: int, seed: int = 15) -> list[int]:
+    """``count`` addresses in moved code of the BOLTed library, spread over every fragment
+    kind: BAT's split fragments (its own arrays, read with the plugin's decoder of the note's
+    header only; the oracle for what each one is comes from the benchmark's comparison with a
+    fresh index, not from these addresses)."""
+    from unsplit.binary import Binary
+    from unsplit.formats import bat, bat_scan
+
+    binary = Binary(str(LIB))
+    desc, base = bat.note_descriptor(binary.section_data(bat.SECTION) or b"")
+    found = bat_scan.scan(desc, base)
+    assert isinstance(found, bat_scan.BatScan)
+    cold = list(found.addresses[found.hot_count:])
+    rnd = random.Random(seed)
+    return sorted(a + rnd.randrange(0, 16) for a in rnd.sample(cold, count))
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
+    with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
+        for name in args.debugger or ["gdb", "lldb"]:
+            cache = Path(tmp) / f"cache-{name}"
+            plain = one_session(name, False, cache, args.depth)
+            first = one_session(name, True, cache, args.depth)
+            later = one_session(name, True, cache, args.depth)
+            for kind, row in (("plain", plain), ("first", first), ("later", later)):
+                row["kind"] = kind
+                for key in ("session_s", "bt_s", "peak_rss_mb"):
+                    row[key.rsplit("_", 1)[0] + "_ratio"] = row[key] / plain[key]
+                out["sessions"].append(row)
+                print(f"{name:5} {kind:6} session {row['session_s']:7.2f} s "
+                      f"({row['session_ratio']:5.2f}x)  bt {row['bt_s']:7.3f} s "
+                      f"({row['bt_ratio']:6.2f}x)  peak {row['peak_rss_mb']:7.1f} MB "
+                      f"({row['peak_rss_ratio']:4.2f}x)  {row['frames']} frames, "
+                      f"{row['moved_frames']} moved" + (
+                          "  [said: indexing]" if row["indexing_said"] else ""), flush=True)
+        cache = Path(tmp) / "cache-cli"
+        address = hex(cold_addresses(1)[0])
+        for kind in ("empty", "warm"):
+            seconds, rss, text = _run_cli(["where", "--exe", str(LIB), address], cache)
+            out[f"where_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
+                                    "answer": text.splitlines()[0]}
+            print(f"where      {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  {text.splitlines()[0]}",
+                  flush=True)
+        shutil.rmtree(cache)
+        addresses = "\n".join(hex(a) for a in cold_addresses(SYMBOLIZE_COUNT)) + "\n"
+        for kind in ("empty", "warm"):
+            seconds, rss, text = _run_cli(["symbolize", "--exe", str(LIB)], cache, addresses)
+            named = sum(1 for line in text.split("\n\n") if line and not line.startswith("??"))
+            out[f"symbolize_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
+                                        "addresses": SYMBOLIZE_COUNT, "named": named}
+            print(f"symbolize  {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  "
+                  f"{named}/{SYMBOLIZE_COUNT} named", flush=True)
+        start = time.perf_counter()
+        subprocess.run(["llvm-symbolizer-22", f"--obj={LIB}"], input=addresses, text=True,
+                       capture_output=True, check=True)
+        out["llvm_symbolizer_s"] = time.perf_counter() - start
+        print(f"llvm-symbolizer-22 {out['llvm_symbolizer_s']:.2f} s", flush=True)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--force", action="store_true", help="rebuild the cached inputs")
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--depth", type=int, default=20, help="frames per bt")
+    parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    args = parser.parse_args()
+    build(args.force)
+    if args.build_only:
+        return 0
+    results = measure(args)
+    for row in results["sessions"]:
+        row.pop("bt", None) if row["kind"] != "first" else None
+    print(f"results: {save('libllvm', results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,284 @@
+"""A fast first pass over a current-format (LLVM 19-22) BAT descriptor: where each map is.
+
+Specification: ``shared/specs/bolt-bat.md`` §2.2, §2.4. The second reader of this format, kept
+beside :func:`unsplit.formats.bat.decode_current` because a benchmark says so
+(bench/libllvm.py): on a BOLTed libLLVM (36 MB note, 217k maps, 5.6 M entries) the full decode
+makes four array items per entry and a BatMap per function, 30 s; this pass keeps four numbers
+per *map* (its address, byte offset, and the two cursors its decoding starts from) and skips
+the entries, and :class:`LazyMaps` decodes one map with the full decoder when an address in it
+is asked about.
+
+Anything unusual (a LEB128 longer than one byte where one byte is the rule, an output offset
+that could wrap, a truncation, a duplicate address) sends the whole descriptor to the full
+decoder, whose DecodeError (or table) is then the answer: the two readers never disagree on
+what is malformed.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..errors import DecodeError
+from . import bat
+from .leb128 import leb128
+
+_M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BatScan:
+    """Every map of a descriptor in table order (the hot table's records, then the cold one's).
+
+    ``offsets`` has one more item than the maps: the descriptor's end. ``cursors[k]`` is the
+    output-address cursor and ``hot_indices[k]`` the HotIndex before record ``k`` (the
+    decoder's state, spec §2.2); ``parents[k]`` the main fragment's address (itself when hot).
+    """
+
+    addresses: array[int]
+    offsets: array[int]
+    cursors: array[int]
+    hot_indices: array[int]
+    parents: array[int]
+    hot_count: int
+    # The lookup columns (by address; split fragments by parent), derived once and kept with
+    # the scan in the persistent index: sorting 200k maps is a third of a first build.
+    _lookup: list[Lookup] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.addresses)
+
+    def lookup(self) -> Lookup:
+        if not self._lookup:
+            self._lookup.append(Lookup.of(self))
+        return self._lookup[0]
+
+    def with_lookup(self, lookup: Lookup) -> BatScan:
+        self._lookup[:] = [lookup]
+        return self
+
+
+class Lookup(NamedTuple):
+    """A scan's maps by address (``order``: their table positions; ``addresses``, ``parents``)
+    and its split fragments by (parent, address): the columns of a BatTable."""
+
+    order: array[int]
+    addresses: array[int]
+    parents: array[int]
+    child_parents: array[int]
+    child_addresses: array[int]
+
+    @classmethod
+    def of(cls, scan: BatScan) -> Lookup:
+        addresses = scan.addresses
+        order = array("Q", sorted(range(len(addresses)), key=addresses.__getitem__))
+        parents = scan.parents
+        children = sorted((parents[k], addresses[k]) for k in range(scan.hot_count, len(scan)))
+        return cls(order, array("Q", (addresses[k] for k in order)),
+                   array("Q", (parents[k] for k in order)),
+                   array("Q", (p for p, _ in children)), array("Q", (a for _, a in children)))
+
+
+class _Unusual(Exception):
+    """Not for the fast pass: the full decoder decides."""
+
+
+def scan(desc: bytes, base: int = 0, section: str = bat.SECTION) -> BatScan | bat.BatTable:
+    """A BatScan of ``desc``; a BatTable when the full decoder had to read it (see module doc).
+
+    Raises DecodeError exactly where :func:`unsplit.formats.bat.decode_current` would.
+    """
+    try:
+        found = _scan(desc)
+    except (_Unusual, IndexError):
+        return bat.decode_current(desc, base, section)
+    if len(set(found.addresses)) != len(found.addresses):  # its error names the record
+        return bat.decode_current(desc, base, section)
+    return found
+
+
+def _uleb(d: bytes, pos: int) -> tuple[int, int]:
+    c = d[pos]
+    if c < 0x80:
+        return c, pos + 1
+    value, pos = leb128(d, pos, "", False, 64)
+    return value, pos
+
+
+def _long_uleb(d: bytes, pos: int, first: int) -> tuple[int, int]:
+    """The rest of a ULEB128 whose first byte ``first`` (>= 0x80) ended at ``pos``."""
+    value, shift = first & 0x7F, 7
+    while True:
+        c = d[pos]
+        pos += 1
+        value |= (c & 0x7F) << shift
+        if c < 0x80:
+            break
+        shift += 7
+    if shift > 56:  # ten bytes or more: whether it fits in 64 bits is the full decoder's call
+        raise _Unusual
+    return value, pos
+
+
+def _skip_leb(d: bytes, pos: int, signed: bool) -> int:
+    """Past the rest of a LEB128 whose first byte was >= 0x80 (at ``pos - 1``). Ten-byte
+    ones are common (a block-index delta that goes back wraps around 2**64) and are checked
+    as the full decoder checks them."""
+    start = pos
+    while d[pos] >= 0x80:
+        pos += 1
+    if pos - start >= 8:
+        _, end = leb128(d, start - 1, "", signed, 64)
+        return end
+    return pos + 1
+
+
+def _scan(d: bytes) -> BatScan:
+    end = len(d)
+    addresses, offsets, cursors, hot_indices = array("Q"), array("Q"), array("Q"), array("Q")
+    parents = array("Q")
+    prev = 0
+    pos = 0
+    hot_count = 0
+    try:
+        for kind in (0, 1):
+            count, pos = _uleb(d, pos)
+            if count > end - pos:
+                raise _Unusual
+            hot_index = 0
+            for _ in range(count):
+                offsets.append(pos)
+                cursors.append(prev)
+                hot_indices.append(hot_index)
+                delta, pos = _uleb(d, pos)
+                address = (prev + delta) & _M64
+                addresses.append(address)
+                n_sec = 0
+                if kind == 0:
+                    pos += 8  # function hash
+                    _, pos = _uleb(d, pos)  # block count
+                    n_sec, pos = _uleb(d, pos)
+                    if n_sec > end - pos:
+                        raise _Unusual
+                    parents.append(address)
+                else:
+                    delta, pos = _uleb(d, pos)
+                    hot_index = (hot_index + delta) & _M64
+                    if hot_index >= hot_count:
+                        raise _Unusual
+                    parents.append(addresses[hot_index])
+                    _, pos = _uleb(d, pos)  # cold input skew
+                n, pos = _uleb(d, pos)
+                eq, pos = _uleb(d, pos)
+                if n > end - pos or eq > n:
+                    raise _Unusual
+                mask_bytes = (eq + 7) // 8
+                mask = int.from_bytes(d[pos: pos + mask_bytes], "little") if eq else 0
+                pos += mask_bytes
+                total = 0  # the output offsets' unwrapped sum: past 2**32 they could wrap
+                acc = 0  # only its low bit matters: BRANCHENTRY
+                for j in range(n):
+                    c = d[pos]
+                    pos += 1
+                    if c < 0x80:
+                        total += c
+                    else:
+                        value, pos = _long_uleb(d, pos, c)
+                        total += value
+                    if j < eq:
+                        acc = (mask >> j) & 1
+                    else:  # an SLEB128 whose low bit is its first byte's, whatever its length
+                        c = d[pos]
+                        pos += 1
+                        acc ^= c & 1
+                        if c >= 0x80:
+                            pos = _skip_leb(d, pos, True)
+                    if not acc:  # a block entry: its hash and block-index delta
+                        pos += 9
+                        if d[pos - 1] >= 0x80:
+                            pos = _skip_leb(d, pos, False)
+                if total > _M32:
+                    raise _Unusual
+                prev = (address + total) & _M64
+                for _ in range(n_sec):
+                    _, pos = _uleb(d, pos)
+                if pos > end:
+                    raise _Unusual
+            if kind == 0:
+                hot_count = count
+    except DecodeError:
+        raise _Unusual from None
+    if pos != end:
+        raise _Unusual
+    offsets.append(pos)
+    return BatScan(addresses, offsets, cursors, hot_indices, parents, hot_count)
+
+
+class LazyMaps(Mapping[int, bat.BatMap]):
+    """The maps of a scanned descriptor by output address, each decoded on first use and kept.
+
+    ``read(offset, size)`` returns descriptor bytes (from memory, or from the file when the
+    scan came from the persistent index); ``base`` is the descriptor's offset in the section.
+    """
+
+    def __init__(self, scan: BatScan, order: array[int], read: Callable[[int, int], bytes],
+                 base: int = 0, section: str = bat.SECTION) -> None:
+        self._scan = scan
+        self._order = order  # table positions, by ascending address
+        self._sorted = scan.lookup().addresses
+        self._read = read
+        self._base = base
+        self._section = section
+        self._decoded: dict[int, bat.BatMap] = {}
+
+    @property
+    def scan(self) -> BatScan:
+        return self._scan
+
+    def __getitem__(self, address: int) -> bat.BatMap:
+        m = self._decoded.get(address)
+        if m is None:
+            i = bisect_left(self._sorted, address)
+            if i == len(self._sorted) or self._sorted[i] != address:
+                raise KeyError(address)
+            m = self._decoded[address] = self._decode(self._order[i])
+        return m
+
+    def _decode(self, k: int) -> bat.BatMap:
+        s = self._scan
+        start, stop = s.offsets[k], s.offsets[k + 1]
+        data = self._read(start, stop - start)
+        r = bat._Reader(data, self._base + start, self._section)
+        kind: bat.Kind = "hot" if k < s.hot_count else "cold"
+        hot = s.addresses[: s.hot_count] if kind == "cold" else []
+        m, _, _ = bat._decode_function(r, kind, s.cursors[k], s.hot_indices[k], hot)
+        # The last hot record is followed by the cold table's count, not by a record.
+        exact = r.pos == len(data) or (k + 1 == s.hot_count and r.pos < len(data))
+        if not exact or m.address != s.addresses[k]:
+            raise DecodeError(self._section, self._base + start,
+                              "BAT record changed since it was indexed")
+        return m
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._sorted)
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __contains__(self, address: object) -> bool:
+        if not isinstance(address, int):
+            return False
+        i = bisect_left(self._sorted, address)
+        return i < len(self._sorted) and self._sorted[i] == address
+
+
+def table(scan: BatScan, read: Callable[[int, int], bytes], base: int = 0,
+          section: str = bat.SECTION) -> bat.BatTable:
+    """A BatTable over a scan: lookups by arrays, maps decoded on first use."""
+    order = scan.lookup().order
+    maps = LazyMaps(scan, order, read, base, section)
+    return bat.BatTable(bat.CURRENT, maps, scan.addresses[: scan.hot_count], *scan.lookup()[1:])
