@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.demangle import GNU
 from unsplit.session import Session
 
 from . import commands, frames
@@ -39,6 +40,14 @@ class Plugin:
 _plugin: Plugin | None = None
 
 
+def demangling() -> str | None:
+    """GDB's `print demangle` (on: names as libiberty demangles them, GDB's own demangler)."""
+    try:
+        return GNU if gdb.parameter("print demangle") else None
+    except (gdb.error, RuntimeError):
+        return GNU
+
+
 def _set_frame_naming(flag: bool) -> None:
     frames.set_enabled(flag)
     if _plugin is not None:
@@ -50,7 +59,7 @@ def register() -> Plugin:
     global _plugin
     if _plugin is not None:
         return _plugin
-    session = Session()
+    session = Session(demangling)
     host = GdbHost()
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)

@@ -199,7 +199,9 @@ class Breakpoints:
             raise UsageError(f"bb break: condition {expression!r}: {e}; nothing set") from None
 
     def _summary(self, group: Group, sites: list[tuple[LoadedModule, Site]]) -> str:
-        where = ", ".join(policy.describe([s], m.bias).split(": ", 1)[1] for m, s in sites)
+        style = self.session.demangling()
+        where = ", ".join(policy.describe([s], m.bias, style).split(": ", 1)[1]
+                          for m, s in sites)
         numbers = [m.breakpoint.number for m in group.members.values()]
         count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
         out = f"Breakpoint {group.number} (bb break {group.spec.option_text()}), {count}: {where}"
@@ -258,7 +260,8 @@ class Breakpoints:
                            for m, s in added]
                 gdb.write(f"unsplit: Breakpoint {group.number} (bb break {group.text}) in "
                           f"{os.path.basename(added[0][0].path)}: "
-                          + policy.describe([s for _, s in added], added[0][0].bias)
+                          + policy.describe([s for _, s in added], added[0][0].bias,
+                                            self.session.demangling())
                           + f"; as GDB breakpoint{'s' if len(numbers) > 1 else ''} "
                           + ", ".join(map(str, numbers)) + "\n")
 

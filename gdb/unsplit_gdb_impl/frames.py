@@ -17,6 +17,7 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
+from unsplit.names import names_procedure
 
 from .locator import Locator
 from .report import report_internal
@@ -27,13 +28,17 @@ NAME = "unsplit"
 class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
     """A frame in moved code, named as the procedure it belongs to."""
 
-    def __init__(self, base: Any, loc: Location) -> None:
+    def __init__(self, base: Any, loc: Location, style: str | None) -> None:
         super().__init__(base)
         self._loc = loc
+        self._style = style  # GDB's `print demangle`, as unsplit.demangle's style
         self._has_line: bool | None = None
 
     def function(self) -> str:
-        return self._loc.label()
+        # GDB names a function it has DWARF for without its parameters (they follow as
+        # arguments), one it knows by its ELF symbol alone with them.
+        has_symbol = self.inferior_frame().function() is not None
+        return self._loc.label(self._style, parameters=not has_symbol)
 
     def _gdb_has_line(self) -> bool:
         if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
@@ -98,7 +103,7 @@ class UnsplitFrameFilter:
                 return decorator
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
                 return decorator  # a function inlined into moved code keeps its own name
-            return MovedCodeDecorator(decorator, loc)
+            return MovedCodeDecorator(decorator, loc, self.locator.session.demangling())
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
@@ -106,7 +111,8 @@ class UnsplitFrameFilter:
 
 def _names_procedure(decorator: Any, loc: Location) -> bool:
     name = decorator.function()
-    return isinstance(name, str) and name in (loc.procedure, loc.fragment_symbol)
+    return isinstance(name, str) and loc.procedure is not None and (
+        name == loc.fragment_symbol or names_procedure(name, loc.procedure))
 
 
 def install(locator: Locator) -> UnsplitFrameFilter:

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.names import names_procedure
 from unsplit.render import frame_text
 
 from .locator import Locator
@@ -51,10 +52,12 @@ class StopPrinter:
         loc = self.locator.moved(frame)
         if loc is None:
             return None
-        if frame.type() == gdb.INLINE_FRAME and frame.name() not in (loc.procedure,
-                                                                      loc.fragment_symbol):
+        name = frame.name()
+        if frame.type() == gdb.INLINE_FRAME and loc.procedure is not None and \
+                name != loc.fragment_symbol and not names_procedure(name or "", loc.procedure):
             return None  # GDB's line names the inlined function, rightly (as `bt` does)
-        return _styled(frame_text(0, loc), loc.label())
+        style = self.locator.session.demangling()
+        return _styled(frame_text(0, loc, style), loc.label(style))
 
     def on_stop(self, event: Any) -> None:
         if not self.enabled:

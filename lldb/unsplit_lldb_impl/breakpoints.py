@@ -122,6 +122,8 @@ def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]])
     text = spec.option_text()
     if not sites:
         return f"Breakpoint {bkpt.GetID()} (bb break {text}): pending, no loaded module has it yet"
-    where = ", ".join(core.describe([site], mod.bias).split(": ", 1)[1] for mod, site in sites)
+    style = state_mod.for_debugger(target.GetDebugger().GetID()).session.demangling()
+    where = ", ".join(core.describe([site], mod.bias, style).split(": ", 1)[1]
+                      for mod, site in sites)
     count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
     return f"Breakpoint {bkpt.GetID()} (bb break {text}), {count}: {where}"

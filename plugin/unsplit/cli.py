@@ -1,6 +1,9 @@
 """The `unsplit` command line: the core's answers without a debugger.
 
-    unsplit where --exe BINARY [--json] ADDR...
+    unsplit where --exe BINARY [--json] [--no-demangle] ADDR...
+
+Names are demangled in LLVM's wording (as llvm-symbolizer, which `unsplit symbolize` follows);
+`--no-demangle` shows linkage names, as llvm-symbolizer's option does.
 
 Errors are one line on stderr and exit status 1; set UNSPLIT_DEBUG=1 for tracebacks.
 """
@@ -15,11 +18,16 @@ from collections.abc import Callable, Sequence
 
 from . import __version__, prebolt
 from .commands import COMMANDS
+from .demangle import LLVM
 from .errors import UnsplitError
 from .host import LoadedModule, StaticHost
 from .render import where_text
 from .session import Session
 from .tools import Tool, tools
+
+
+def _style(args: argparse.Namespace) -> str | None:
+    return None if args.no_demangle else LLVM
 
 
 def _where(args: argparse.Namespace) -> str:
@@ -33,9 +41,9 @@ def _where(args: argparse.Namespace) -> str:
         address = host.evaluate_address(text)
         loc = index.locate(address)
         if args.json:
-            out.append(json.dumps(loc.to_json()))
+            out.append(json.dumps(loc.to_json(_style(args))))
         else:
-            out.append(where_text(loc, address))
+            out.append(where_text(loc, address, _style(args)))
     return "\n".join(out)
 
 
@@ -44,7 +52,8 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
 
     def handler(args: argparse.Namespace) -> str:
         host = StaticHost([LoadedModule(args.exe, 0)])
-        return COMMANDS[name].run(Session(), host, args)
+        style = _style(args)
+        return COMMANDS[name].run(Session(lambda: style), host, args)
 
     return handler
 
@@ -61,16 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--input", metavar="PRE_BOLT",
                        help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
     where.add_argument("address", nargs="+", help="file virtual addresses (0x… or decimal)")
+    _demangle_option(where)
     where.set_defaults(handler=_where)
 
     blocks = sub.add_parser("blocks", help="list a procedure's basic blocks")
     blocks.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
     COMMANDS["blocks"].arguments(blocks)
+    _demangle_option(blocks)
     blocks.set_defaults(handler=_core_command("blocks"))
 
     for module in _tool_modules():
         module.add_cli(sub)
     return parser
+
+
+def _demangle_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-demangle", action="store_true",
+                        help="print linkage names (`_Z7processPKii`), as llvm-symbolizer's "
+                             "option")
 
 
 def _tool_modules() -> list[Tool]:

@@ -7,21 +7,30 @@ adapters never do address arithmetic themselves.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from . import breakpoints
 from .binary import Binary
 from .breakpoints import BreakSpec, Site
 from .corefile import image_build_id
+from .demangle import GNU
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
 from .model import Location, Procedure
 
 
+def _gnu() -> str | None:
+    return GNU
+
+
 class Session:
-    def __init__(self) -> None:
+    def __init__(self, demangling: Callable[[], str | None] = _gnu) -> None:
         self.indexes = IndexCache()
         self.enabled = True
+        # How procedure names are shown (an unsplit.demangle style; None: linkage names),
+        # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
+        self.demangling = demangling
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
 
@@ -55,12 +64,17 @@ class Session:
         return None
 
     def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:
-        """The first loaded module (executable first) that defines procedure `name`."""
+        """The first loaded module (executable first) that defines procedure `name` (a linkage
+        name, or a demangled one as unsplit.names reads it: the first match)."""
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
                 continue
             try:
-                proc = self.index(mod.path).procedures.get(name)
+                procedures = self.index(mod.path).procedures
+                proc = procedures.get(name)
+                if proc is None:
+                    found = breakpoints.procedures_named(self.index(mod.path), name)
+                    proc = procedures[found[0]] if found else None
             except UnsplitError:
                 continue
             if proc is not None:
