@@ -33,6 +33,10 @@ def _add_paths() -> None:
         site.addsitedir(venv_site)
         added = [p for p in sys.path if p not in before]
         sys.path[:] = added + before
+    # This checkout's code wins over an installed copy (the venv's editable install may point
+    # at another checkout of the repository).
+    ours = [here, os.path.join(repo, "plugin")]
+    sys.path[:] = ours + [p for p in sys.path if p not in ours]
 
 
 _add_paths()

@@ -7,6 +7,16 @@ filters to ``bt`` only (not to the stop line or ``frame``); stop.py covers the s
 
 ``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
 ``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
+
+GDB prints a filtered backtrace with its Python printer (py-framefilter.c), which words some
+frames differently from its own: a frame with no line in a shared library reads
+`` at /lib/libX.so`` (the file name a decorator gives is always printed after " at ") where
+GDB says `` from /lib/libX.so``, and a C++ function with DWARF reads with its parameter types.
+So the filter takes part only in backtraces that have a frame in moved code (``enabled`` is
+asked before each backtrace: the selected thread's frames are checked, from the cache); every
+other backtrace is GDB's own, word for word. In one that has, a frame GDB has a function for
+is named as GDB names it (``frame.name()``), and a frame without a line shows no file rather
+than its library as if it were a source file: GDB 13's printer has no `` from LIB``.
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from .locator import Locator
 from .report import report_internal
 
 NAME = "unsplit"
-
+STACK_CHECK_LIMIT = 4096  # frames looked at for moved code before a backtrace
 
 class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
     """A frame in moved code, named as the procedure it belongs to."""
@@ -47,14 +57,27 @@ class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
         return self._has_line
 
     def filename(self) -> Any:
-        if not self._gdb_has_line() and self._loc.file and self._loc.line:
-            return self._loc.file
+        if not self._gdb_has_line():  # ours, or none rather than the library (module doc)
+            return self._loc.file if self._loc.file and self._loc.line else None
         return super().filename()
 
     def line(self) -> Any:
         if not self._gdb_has_line() and self._loc.file and self._loc.line:
             return self._loc.line
         return super().line()
+
+
+class NativeDecorator(FrameDecorator):  # type: ignore[misc]
+    """A frame outside moved code, worded as GDB's own `bt` words it (see the module doc)."""
+
+    def function(self) -> Any:
+        frame = self.inferior_frame()
+        name = frame.name() if frame.type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) else None
+        return name if name is not None else super().function()
+
+    def filename(self) -> Any:
+        sal = self.inferior_frame().find_sal()
+        return sal.symtab.filename if sal.symtab and sal.symtab.filename else None
 
 
 class UnknownFunctionDecorator(FrameDecorator):  # type: ignore[misc]
@@ -78,8 +101,36 @@ class UnsplitFrameFilter:
     def __init__(self, locator: Locator) -> None:
         self.name = NAME
         self.priority = 100
-        self.enabled = True
+        self.chosen = True  # the user's choice: bb enable/disable, enable/disable frame-filter
         self.locator = locator
+
+    @property
+    def enabled(self) -> bool:
+        """GDB asks before each backtrace: on when chosen and the stack has moved code."""
+        try:
+            return self.chosen and self._stack_has_moved_code()
+        except Exception as e:  # never cost the user their backtrace
+            report_internal(e, once=True)
+            return self.chosen
+
+    @enabled.setter
+    def enabled(self, flag: bool) -> None:
+        self.chosen = bool(flag)
+
+    def _stack_has_moved_code(self) -> bool:
+        try:
+            frame = gdb.newest_frame()
+        except gdb.error:
+            return True  # no stack: nothing is printed (`info frame-filter` says the choice)
+        self.locator.begin_backtrace()
+        for _ in range(STACK_CHECK_LIMIT):
+            if frame is None:
+                return False
+            if frame.type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) and \
+                    self.locator.moved(frame, checked=True) is not None:
+                return True
+            frame = frame.older()
+        return True  # deeper than we look: let the filter see it
 
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
         try:
@@ -100,9 +151,9 @@ class UnsplitFrameFilter:
             if loc is None:
                 if frame.function() is None and not _has_symbol(int(frame.pc())):
                     return UnknownFunctionDecorator(decorator)
-                return decorator
+                return NativeDecorator(decorator)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
-                return decorator  # a function inlined into moved code keeps its own name
+                return NativeDecorator(decorator)  # an inlined function keeps its own name
             return MovedCodeDecorator(decorator, loc, self.locator.session.demangling())
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
@@ -120,7 +171,7 @@ def install(locator: Locator) -> UnsplitFrameFilter:
     frame_filter = UnsplitFrameFilter(locator)
     old = gdb.frame_filters.get(NAME)
     if old is not None:
-        frame_filter.enabled = old.enabled
+        frame_filter.chosen = getattr(old, "chosen", True)
     gdb.frame_filters[NAME] = frame_filter
     return frame_filter
 
