@@ -12,7 +12,7 @@ holds the two readers equal; bench/bbmap.py measures the gain.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import add, sub
@@ -41,14 +41,15 @@ from .bb_addr_map import (
 
 @dataclass(frozen=True, slots=True)
 class FlatRange:
-    """One range; the lists hold one value per block (empty with OmitBBEntries)."""
+    """One range; the columns hold one value per block (empty with OmitBBEntries): lists, or
+    for the usual range the section's own bytes (one-byte numbers are their own value)."""
 
     base_address: int
     num_blocks: int
-    ids: list[int]
+    ids: Sequence[int]
     offsets: list[int]  # absolute, from the base address
-    sizes: list[int]
-    metadata: list[int]
+    sizes: Sequence[int]
+    metadata: Sequence[int]
     callsites: list[list[int]] | None = None  # with CallsiteOffsets: absolute, per block
     hashes: list[int] | None = None  # with BBHash
 
@@ -61,7 +62,7 @@ class FlatPGO:
     frequencies: list[int] | None
     post_link_frequencies: list[int] | None
     # per block: flat (id, probability[, post-link]) triples/pairs; with BrProb only
-    successors: list[list[int]] | None
+    successors: list[Sequence[int]] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,7 @@ class FlatFunction:
         return self.ranges[0].base_address if self.ranges else 0
 
 
+_NO_SUCCESSORS: tuple[int, ...] = ()
 _NEWER = 0x20 | 0x40 | 0x80  # the feature bits that need a version above 2 (_MIN_VERSION)
 
 
@@ -136,7 +138,7 @@ def flatten(fm: fmt.FunctionMap) -> FlatFunction:
         blocks = fm.pgo.blocks
         freq_on = bool(fm.features & _BBFREQ)
         post_link = bool(fm.features & _POSTLINK)
-        succs = None
+        succs: list[Sequence[int]] | None = None
         if fm.features & _BRPROB:
             succs = []
             for b in blocks:
@@ -224,13 +226,16 @@ class _Fast:
         chunk = data[pos:stop]
         if len(chunk) == 4 * num_blocks and (not chunk or max(chunk) < 0x80) and \
                 (not chunk or max(chunk[3::4]) <= _KNOWN_METADATA):
-            sizes = list(chunk[2::4])
-            ends = list(accumulate(map(add, chunk[1::4], sizes)))
+            block_sizes = chunk[2::4]
+            ends = list(accumulate(map(add, chunk[1::4], block_sizes)))
             if ends and ends[-1] > _U32:
                 raise _Slow  # uint32 wrap-around: the strict reader's arithmetic
-            return FlatRange(base, num_blocks, list(chunk[0::4]), list(map(sub, ends, sizes)),
-                             sizes, list(chunk[3::4])), stop
-        ids, offsets, sizes, mds = [], [], [], []
+            return FlatRange(base, num_blocks, chunk[0::4], list(map(sub, ends, block_sizes)),
+                             block_sizes, chunk[3::4]), stop
+        ids: list[int] = []
+        offsets: list[int] = []
+        sizes: list[int] = []
+        mds: list[int] = []
         prev_end = 0
         for _ in range(num_blocks):
             bid = data[pos]
@@ -310,8 +315,10 @@ class _Fast:
             entry_count, pos = _uleb(data, pos, _U64)
         freqs: list[int] | None = None
         post: list[int] | None = None
-        succs: list[list[int]] | None = None
-        if feature & (_BBFREQ | _BRPROB):
+        succs: list[Sequence[int]] | None = None
+        if feature & (_BBFREQ | _BRPROB | _POSTLINK) == _BBFREQ | _BRPROB:
+            freqs, succs, pos = self.frequencies_and_successors(pos, total_blocks)
+        elif feature & (_BBFREQ | _BRPROB):
             freq_on = bool(feature & _BBFREQ)
             prob_on = bool(feature & _BRPROB)
             post_link = bool(feature & _POSTLINK)
@@ -355,6 +362,46 @@ class _Fast:
                             flat.append(value)
                     succs.append(flat)
         return FlatPGO(entry_count, freqs, post, succs), pos
+
+    def frequencies_and_successors(self, pos: int, total_blocks: int
+                                   ) -> tuple[list[int], list[Sequence[int]], int]:
+        """pgo()'s loop for the usual layout (BBFreq and BrProb, no PostLinkCfg)."""
+        data = self.data
+        freqs: list[int] = []
+        succs: list[Sequence[int]] = []
+        add_freq = freqs.append
+        add_succs = succs.append
+        for _ in range(total_blocks):
+            value = data[pos]
+            if value < 0x80:
+                pos += 1
+            else:
+                value, pos = _uleb(data, pos, _U64)
+            add_freq(value)
+            n = data[pos]
+            if n == 0:
+                pos += 1
+                add_succs(_NO_SUCCESSORS)
+                continue
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _uleb(data, pos, _U64)
+            flat: list[int] = []
+            for _ in range(n):
+                sid = data[pos]
+                if sid < 0x80:
+                    pos += 1
+                else:
+                    sid, pos = _uleb(data, pos, _U32)
+                prob = data[pos]
+                if prob < 0x80:
+                    pos += 1
+                else:
+                    prob, pos = _uleb(data, pos, _U32)
+                flat += (sid, prob)
+            add_succs(flat)
+        return freqs, succs, pos
 
 
 def _uleb(data: bytes, pos: int, limit: int) -> tuple[int, int]:

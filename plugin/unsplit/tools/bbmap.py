@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..binary import Binary
@@ -115,6 +117,7 @@ def _decode_args(binary: Binary, ms: MapSection) -> dict[str, Any]:
 _FLAGS = [",".join(f'"{key}":{"true" if md & bit else "false"}' for key, bit in _METADATA_KEYS)
           for md in range(fmt.Metadata.HAS_INDIRECT_BRANCH * 2)]
 _ENTRY = '{"ID":%d,"Offset":%d,"Size":%d,%s}'
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f-\U0010ffff]*')  # needs no JSON escape
 
 
 def _function_json(fn: flat.FlatFunction, ms: MapSection,
@@ -127,9 +130,10 @@ def _function_json(fn: flat.FlatFunction, ms: MapSection,
         warnings.append(f"could not identify function symbol for address (0x{fn.address:X}) "
                         f"in {ms.description}")
     name = "<?>" if sym is None else sym.name
+    quoted = f'"{name}"' if _PLAIN.fullmatch(name) else json.dumps(name)
     ranges = ",".join(f'{{"Base Address":{r.base_address},"BB Entries":[{_entries(r)}]}}'
                       for r in fn.ranges)
-    text = f'{{"Function":{{"At":{fn.address},"Name":{json.dumps(name)},"BB Ranges":[{ranges}]'
+    text = f'{{"Function":{{"At":{fn.address},"Name":{quoted},"BB Ranges":[{ranges}]'
     if fn.pgo is not None:
         text += f',"PGO analyses":{_pgo_json(fn.features, fn.pgo)}'
     return text + "}}"
@@ -157,7 +161,21 @@ _FEC = int(fmt.Feature.FUNC_ENTRY_COUNT)
 _PGO_TABLES = int(fmt.Feature.BB_FREQ | fmt.Feature.BR_PROB)
 _POST_LINK = int(fmt.Feature.POST_LINK_CFG)
 _SUCCESSOR = '{"ID":%d,"Probability":%d}'
+_BLOCK = '{"Frequency":%d,"Successors":[%s]}'
+_ONE = _SUCCESSOR
+_TWO = f"{_SUCCESSOR},{_SUCCESSOR}"
 _SUCCESSOR_POST_LINK = '{"ID":%d,"Probability":%d,"PostLink Probability":%d}'
+
+
+def _successors(s: Sequence[int]) -> str:
+    n = len(s)
+    if n == 0:
+        return ""
+    if n == 2:
+        return _ONE % (s[0], s[1])
+    if n == 4:
+        return _TWO % (s[0], s[1], s[2], s[3])
+    return ",".join(map(_SUCCESSOR.__mod__, zip(s[0::2], s[1::2], strict=True)))
 
 
 def _pgo_json(features: int, pgo: flat.FlatPGO) -> str:
@@ -166,6 +184,11 @@ def _pgo_json(features: int, pgo: flat.FlatPGO) -> str:
         parts.append(f'"FuncEntryCount":{pgo.func_entry_count or 0}')
     if features & _PGO_TABLES:
         freqs, post, succs = pgo.frequencies, pgo.post_link_frequencies, pgo.successors
+        if freqs is not None and succs is not None and post is None:  # the usual layout
+            blocks = ",".join([_BLOCK % (k, _successors(s)) for k, s in zip(freqs, succs,
+                                                                             strict=True)])
+            parts.append(f'"PGO BB entries":[{blocks}]')
+            return "{" + ",".join(parts) + "}"
         fields: list[list[str]] = [[] for _ in (freqs if freqs is not None else succs or ())]
         if freqs is not None:
             if post is not None:  # readobj prints it only together with the frequency (§7)
