@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from . import bat_translate, cfi, prebolt, unwind
+from .demangle import GNU, demangle
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host, LoadedModule
 from .index import ModuleIndex
@@ -358,7 +359,7 @@ def _to_line_plan(kind: str, lines: ProcedureLines, bias: int, line: int, here: 
     starts = [s for s in lines.spans if s.line == line and (file is None or s.file == file)]
     starts = [s for s in starts if s.starts_line] or starts[:1]
     if not starts:
-        name = lines.procedure.name
+        name = demangle(lines.procedure.name)
         raise AddressLookupError(f"bb {kind}: line {line} has no code in {name}"
                                  + ("" if lines.has_lines else " (no line information)"))
     where = f"{starts[0].file}:{line}"
@@ -370,7 +371,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
                 common: dict[str, object]) -> StepPlan:
     if not proc.blocks:
         return StepPlan(kind, "instruction", file_pc + bias, procedure=proc.name,
-                        note=f"no line or block information for {proc.name}: "
+                        note=f"no line or block information for {demangle(proc.name)}: "
                              "stepped one instruction")
     block = proc.block_at(file_pc)
     targets = [b.start for b in proc.blocks if block is None or b.start != block.start]
@@ -378,7 +379,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
     return StepPlan(kind, "line", line_ranges=_runtime(bias, current),
                     call_ranges=_runtime(bias, current),
                     targets=tuple(sorted(bias + t for t in targets)),
-                    note=f"no line information for {proc.name}: stepped by basic block",
+                    note=f"no line information for {demangle(proc.name)}: stepped by basic block",
                     **common)  # type: ignore[arg-type]
 
 
@@ -561,18 +562,19 @@ def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
         pc = host.selected_pc()
     except UnsplitError:
         return "\n".join(lines)
-    text = stop_text(session.locate(host, pc), pc)
+    text = stop_text(session.locate(host, pc), pc, session.demangling())
     said = lines[-1].splitlines()[-1] if lines and lines[-1] else ""
     if not said.startswith("#0") or not text.startswith(said):  # GDB's stop printer said it
         lines.append(text)
     return "\n".join(lines)
 
 
-def stop_text(loc: Location | None, pc: int) -> str:
-    """Where a step stopped: the frame line, procedure named as written."""
+def stop_text(loc: Location | None, pc: int, style: str | None = GNU) -> str:
+    """Where a step stopped: the frame line, procedure named as written (demangled in
+    `style`, unsplit.demangle)."""
     if loc is None:
         return f"#0  {pc:#018x} in ??"
-    text = frame_text(0, loc)
+    text = frame_text(0, loc, style)
     if loc.block is not None:
         text += f"  (block %{loc.block.id}+{loc.file_address - loc.block.start:#x})"
     return text
