@@ -17,6 +17,7 @@ asked before each backtrace: the selected thread's frames are checked, from the 
 other backtrace is GDB's own, word for word. In one that has, a frame GDB has a function for
 is named as GDB names it (``frame.name()``), and a frame without a line shows no file rather
 than its library as if it were a source file: GDB 13's printer has no `` from LIB``.
+(``info frame-filter`` asks ``enabled`` too: it says Yes while the stack has moved code.)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .report import report_internal
 
 NAME = "unsplit"
 STACK_CHECK_LIMIT = 4096  # frames looked at for moved code before a backtrace
+
 
 class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
     """A frame in moved code, named as the procedure it belongs to."""
