@@ -237,7 +237,19 @@ class _Fast:
         sizes: list[int] = []
         mds: list[int] = []
         prev_end = 0
+        last_quick = len(data) - 4
         for _ in range(num_blocks):
+            if pos <= last_quick:  # the usual block: four one-byte numbers, known bits
+                bid, gap, size, md = data[pos], data[pos + 1], data[pos + 2], data[pos + 3]
+                if (bid | gap | size) < 0x80 and md <= _KNOWN_METADATA:
+                    pos += 4
+                    offset = gap + prev_end
+                    prev_end = (offset + size) & _U32
+                    ids.append(bid)
+                    offsets.append(offset & _U32)
+                    sizes.append(size)
+                    mds.append(md)
+                    continue
             bid = data[pos]
             if bid < 0x80:
                 pos += 1

@@ -79,8 +79,7 @@ def write_readobj_json(path: str, out: TextIO) -> list[str]:
                 try:
                     for fn in flat.iter_functions(ms.data, ms.description,
                                                   **_decode_args(binary, ms)):
-                        spool.write(separator)
-                        spool.write(_function_json(fn, ms, symbols, is_rel, said))
+                        spool.write(separator + _function_json(fn, ms, symbols, is_rel, said))
                         separator = ",\n"
                 except DecodeError as e:
                     warnings.append(f"unable to dump {ms.description}: {e.message}")
