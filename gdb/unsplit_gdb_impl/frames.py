@@ -48,9 +48,9 @@ class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
 
     def function(self) -> str:
         # GDB names a function it has DWARF for without its parameters (they follow as
-        # arguments), one it knows by its ELF symbol alone with them.
-        has_symbol = self.inferior_frame().function() is not None
-        return self._loc.label(self._style, parameters=not has_symbol)
+        # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line
+        # here says whether it has DWARF, and costs no more: filename() and line() ask it too.
+        return self._loc.label(self._style, parameters=not self._gdb_has_line())
 
     def _gdb_has_line(self) -> bool:
         if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
@@ -135,6 +135,7 @@ class UnsplitFrameFilter:
         return True  # deeper than we look: let the filter see it
 
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
+        style = self.locator.session.demangling()  # `print demangle`, asked once per bt
         try:
             self.locator.begin_backtrace()
             checked = True
@@ -142,9 +143,9 @@ class UnsplitFrameFilter:
             report_internal(e, once=True)
             checked = False
         for decorator in frame_iter:
-            yield self._decorate(decorator, checked)
+            yield self._decorate(decorator, style, checked)
 
-    def _decorate(self, decorator: Any, checked: bool = False) -> Any:
+    def _decorate(self, decorator: Any, style: str | None, checked: bool = False) -> Any:
         try:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
@@ -156,7 +157,7 @@ class UnsplitFrameFilter:
                 return NativeDecorator(decorator)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
                 return NativeDecorator(decorator)  # an inlined function keeps its own name
-            return MovedCodeDecorator(decorator, loc, self.locator.session.demangling())
+            return MovedCodeDecorator(decorator, loc, style)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
