@@ -114,8 +114,9 @@ def test_library_frame_without_line_keeps_gdbs_wording(debugger: Callable[..., A
     if debugger.name != "gdb":  # type: ignore[attr-defined]
         pytest.skip("GDB's wording")
     native = _stop_at_throw(debugger, zoo, "clang-mfs", plugin=False).backtrace()
+    if not re.search(r"#0 .* in __cxa_throw \(\) from /\S+/libstdc\+\+\.so\.6$", native, re.M):
+        pytest.skip("libstdc++ has line information on this machine (its debug package)")
     ours = _stop_at_throw(debugger, zoo, "clang-mfs").backtrace()
-    assert re.search(r"#0 .* in __cxa_throw \(\) from /\S+/libstdc\+\+\.so\.6$", native, re.M)
     assert ours == native
 
 
