@@ -102,7 +102,7 @@ class Query:
         last = self.scopes[-1].lstrip("~")
         ident = _IDENTIFIER.match(last)
         # Itanium writes an identifier as <length><text>; operators have codes instead.
-        self.token = None if ident is None or ident[0] == "operator" else \
+        self.token = None if ident is None or ident[0].startswith("operator") else \
             f"{len(ident[0])}{ident[0]}"
 
     def may_match(self, linkage: str) -> bool:

@@ -129,6 +129,8 @@ def test_names_as_gdbs_break_reads_them() -> None:
     assert matching(names, "foo") == ["_Z3fooIiEvT_"]
     assert matching(names, "foo<int>") == ["_Z3fooIiEvT_"]
     assert matching(names, "operator+") == ["_ZplRK1AS1_"]
+    assert matching(["_Znwm", "_ZdlPv"], "operator new") == ["_Znwm"]
+    assert matching(["_Znwm", "_ZdlPv"], "operator delete(void*)") == ["_ZdlPv"]
     assert matching(names, "main") == ["main"]
     assert matching(names, "proc") == []
     assert Query("process").token == "7process"
