@@ -4,7 +4,7 @@
 
 The program is the Lua 5.4 interpreter (~30k lines of C, `lua.c` as main), taken from the
 sources that PyPI's `lupa` sdist bundles (third-party/lua54; downloaded once with
-`pip download --no-binary :all: --no-deps lupa` into bench/realworld/cache, git-ignored). It
+`pip download --no-binary lupa --no-deps lupa` into bench/realworld/cache, git-ignored). It
 is built once per recipe (a stamp holds the recipe's hash) into bench/realworld/cache/build:
 
     gcc-pgo        gcc -O2 -g -fprofile-generate, a training run (bench/realworld/train.lua),
@@ -32,8 +32,9 @@ and every build is compared with independent oracles (none of them imports the p
     gdb/lldb   the probe workload (bench/realworld/probe.lua: the rare paths training never
                took) stopped at the first cold fragment it enters (a breakpoint on every
                fragment start) and in luaG_errormsg (called from moved error paths): `bt` with
-               the plugin loaded must name every frame in moved code `proc [cold…]` with a
-               line, and LLDB's own frame list must hold no pc twice in a row.
+               the plugin loaded must name every frame in moved code `proc [cold…]` and give
+               every frame in the program's own code (hot part too) a line wherever the
+               oracle has one, and LLDB's own frame list must hold no pc twice in a row.
 
 Disagreements are classified; each class that is an oracle's quirk or out of scope says why
 (the NOTES column). Results go to bench/results/realworld.json.
@@ -68,7 +69,14 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from saving import save  # noqa: E402
-from toolbox import BuildError, fragment_name, run, text_symbols  # noqa: E402
+from toolbox import (  # noqa: E402
+    BuildError,
+    Symbol,
+    fragment_name,
+    run,
+    symbol_at,
+    text_symbols,
+)
 
 PY = str(ROOT / ".venv" / "bin" / "python")
 PACKAGE = "lupa"
@@ -93,7 +101,9 @@ def fetch_source() -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     sdists = sorted(CACHE.glob(f"{PACKAGE}-*.tar.gz"))
     if not sdists:
-        run([PY, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", PACKAGE,
+        # The sdist of PACKAGE alone: `--no-binary :all:` would also build its build
+        # dependencies (Cython) from source to read its metadata, past the timeout here.
+        run([PY, "-m", "pip", "download", "--no-binary", PACKAGE, "--no-deps", PACKAGE,
              "-d", str(CACHE)], timeout=600)
         sdists = sorted(CACHE.glob(f"{PACKAGE}-*.tar.gz"))
     if not sdists:
@@ -510,17 +520,18 @@ def _gdb_stop(b: Build, stop: str, frags: list[Fragment]) -> str:
             "-ex", "python print('UNSPLIT-BT-BEGIN')", "-ex", "bt",
             "-ex", "python print('UNSPLIT-BT-END')", "-ex", "bb where",
             "--args", str(b.binary), str(PROBE)]
-    if stop == "error":
-        return _run_debugger([*head, "-ex", f"break {ERROR_FUNCTION}", "-ex", "run", *tail])
-    script = CACHE / f"gdb-breaks-{b.name}.py"
+    script = CACHE / f"gdb-breaks-{b.name}-{stop}.py"
     script.write_text(
         "import gdb\n"
         "name = gdb.current_progspace().filename\n"
         "maps = gdb.execute('info proc mappings', to_string=True).splitlines()\n"
         "bias = min(int(l.split()[0], 16) for l in maps if l.strip().endswith(name))\n"
-        f"for a in {[f.start for f in frags]!r}:\n"
-        "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n"
-        "print('UNSPLIT-BIAS', hex(bias))\n")
+        "print('UNSPLIT-BIAS', hex(bias))\n"
+        f"for a in {[] if stop == 'error' else [f.start for f in frags]!r}:\n"
+        "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n")
+    if stop == "error":  # the load bias from the mappings too (BOLT's PIE may not start at 0)
+        return _run_debugger([*head, "-ex", f"break {ERROR_FUNCTION}", "-ex", "run",
+                              "-ex", f"source {script}", *tail])
     return _run_debugger([*head, "-ex", "starti", "-ex", f"source {script}", "-ex", "continue",
                           *tail])
 
@@ -564,25 +575,41 @@ def _frames(out: str, pattern: re.Pattern[str]) -> list[Frame]:
 
 
 def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment],
-                 debugger: str, has_line: Callable[[int], bool]) -> tuple[list[str], int]:
-    """Problems with the frames in moved code, and how many there are. A frame needs a line
-    where the oracle (llvm-symbolizer-22 on the build or its DWARF twin) knows one."""
-    problems, moved = [], 0
+                 debugger: str, has_line: Callable[[int], bool],
+                 code: list[Symbol]) -> tuple[list[str], Counter[str]]:
+    """Problems with the frames in the program's own code (`code`: its sized code symbols),
+    and counts: `own` frames there, `moved` ones in moved code, `lines` the oracle
+    (llvm-symbolizer-22 on the build or its DWARF twin) knows a line for and `shown` of those
+    with a line in `bt`. Every such frame needs its line, hot or moved (a BOLTed function's
+    hot part has no DWARF either), and its name: `proc [fragment` in moved code, else the
+    symbol (nm) that holds its pc (a caller's pc - 1)."""
+    problems, counts = [], Counter[str]()
+    low, high = min(s.start for s in code), max(s.end for s in code)
     for k, f in enumerate(frames):
         if f.pc is None:
             continue
         at = f.pc - bias - (1 if k else 0)  # a caller's pc is a return address
-        frag = next((g for g in frags if g.start <= at < g.end), None)
-        if frag is None:
+        if not low <= at < high:
             continue
-        moved += 1
-        want = f"{frag.procedure} [{frag.fragment}"
-        if want not in f.text:
-            problems.append(f"{debugger} #{f.number} at {at:#x}: not named {want}]: "
+        counts["own"] += 1
+        frag = next((g for g in frags if g.start <= at < g.end), None)
+        counts["moved"] += frag is not None
+        symbol = symbol_at(code, at)
+        want = f"{frag.procedure} [{frag.fragment}" if frag is not None \
+            else None if symbol is None else symbol.name
+        if want is not None and not re.search(rf"(?<![\w.]){re.escape(want)}\b", f.text):
+            problems.append(f"{debugger} #{f.number} at {at:#x}: not named {want}: "
                             f"{f.text[:120]}")
-        elif not _AT_LINE.search(f.text) and has_line(at):
-            problems.append(f"{debugger} #{f.number} at {at:#x}: no line: {f.text[:120]}")
-    return problems, moved
+            continue
+        if has_line(at):
+            counts["lines"] += 1
+            if _AT_LINE.search(f.text):
+                counts["shown"] += 1
+            else:
+                where = "moved" if frag is not None else "hot"
+                problems.append(f"{debugger} #{f.number} at {at:#x} ({where}): no line: "
+                                f"{f.text[:120]}")
+    return problems, counts
 
 
 def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
@@ -616,8 +643,9 @@ def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
         answer = llvm_symbolize(b.lines_oracle, [address])[0][0]
         return bool(_first(answer).get("Line"))
 
-    gp, gmoved = check_frames(b, gframes, gbias, frags, "gdb", has_line)
-    lp, lmoved = check_frames(b, lframes, lbias, frags, "lldb", has_line)
+    code = [s for s in text_symbols(b.binary) if s.size > 0]
+    gp, gcount = check_frames(b, gframes, gbias, frags, "gdb", has_line, code)
+    lp, lcount = check_frames(b, lframes, lbias, frags, "lldb", has_line, code)
     problems += gp + lp
     if not lframes:
         problems.append("lldb printed no frames")
@@ -640,13 +668,17 @@ def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
                     if lframe0 is not None and g.start <= lframe0 < g.end), "hot code")
     return {"stopped": True, "frame0": where0, "frame0_lldb": lwhere0, "same_stop": same_stop,
             "frames_gdb": len(gpcs), "frames_lldb": len(lpcs),
-            "moved_frames_gdb": gmoved, "moved_frames_lldb": lmoved, "problems": problems,
+            "moved_frames_gdb": gcount["moved"], "moved_frames_lldb": lcount["moved"],
+            "own_frames_gdb": gcount["own"], "own_frames_lldb": lcount["own"],
+            "frame_lines_gdb": [gcount["shown"], gcount["lines"]],
+            "frame_lines_lldb": [lcount["shown"], lcount["lines"]], "problems": problems,
             "seconds": seconds}
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     rows = [("build", "moved insns", "func %", "line %", "line % (q)", "unsplit s", "llvm s",
-             "ratio", "where ok", "bbmap", "gdb/lldb stops", "moved frames", "problems")]
+             "ratio", "where ok", "bbmap", "gdb/lldb stops", "moved frames", "frame lines",
+             "problems")]
     notes: set[str] = set()
     for name, r in results.items():
         sym, wh, bb = r.get("symbolize", {}), r.get("where", {}), r.get("bbmap")
@@ -665,13 +697,18 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             " ".join(f"{k}:{v.get('frame0', '-')}" for k, v in dbg.items()) or "-",
             "/".join(f"{v.get('moved_frames_gdb', 0)}+{v.get('moved_frames_lldb', 0)}"
                      for v in dbg.values()) or "-",
+            " ".join(f"{d}:{sum(v.get(f'frame_lines_{d}', [0, 0])[0] for v in dbg.values())}"
+                     f"/{sum(v.get(f'frame_lines_{d}', [0, 0])[1] for v in dbg.values())}"
+                     for d in ("gdb", "lldb")) if dbg else "-",
             str(sum(len(v.get("problems", [])) for v in dbg.values())) if dbg else "-",
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.append("")
     lines.append("line % (q): agreement once the oracle's quirks are set aside; moved frames: "
-                 "gdb+lldb frames in moved code per stop (cold-entry/error)")
+                 "gdb+lldb frames in moved code per stop (cold-entry/error); frame lines: "
+                 "frames in the program's own code shown with a line / those the oracle has "
+                 "a line for, both stops")
     for k in sorted(notes):
         lines.append(f"note {k}: {QUIRKS[k]}")
     for name, r in results.items():

@@ -53,6 +53,7 @@ def one_session(cls: Any, variant: str) -> tuple[float, float]:
     f = json.loads((ROOT / entry["variants"][variant]["programs"]["crash"]["facts"]).read_text())
     crash_site = f["crash"]["line"]
     with cls(str(ROOT / f["binary"]), args=["crash"]) as session:
+        session.command("bb set verbose on")  # the `#0 … [fragment]` line _COLD_STOP reads
         for name in ("main", "transfer"):
             if session.name == "gdb":
                 session.command(f"break *'{name}'")

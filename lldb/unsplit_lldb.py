@@ -5,8 +5,8 @@ Put this line in ~/.lldbinit:
     command script import /path/to/unsplit/lldb/unsplit_lldb.py
 
 Importing makes the core (``<repo>/plugin``) and the adapter (``unsplit_lldb_impl`` next to
-this file) importable, adds the repository's virtualenv site-packages (pyelftools) for the
-running interpreter, and registers the ``bb`` container, one ``bb NAME`` per entry of
+this file) importable, puts the repository's virtualenv site-packages (pyelftools) first on
+the running interpreter's path, and registers the ``bb`` container, one ``bb NAME`` per entry of
 ``unsplit.commands.COMMANDS``, and the ``${script.frame:unsplit_lldb.…}`` frame-name callbacks
 in ``frame-format``/``thread-format``, and has LLDB unwind moved fragments with their CFI
 (``unsplit_lldb_impl/cfi_symbols.py``). Importing twice registers nothing twice.
@@ -30,16 +30,25 @@ def _add_paths() -> None:
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     venv = os.path.join(_REPO, ".venv", "lib", version, "site-packages")
     if os.path.isdir(venv) and venv not in sys.path:
+        # addsitedir appends; the venv's pyelftools (0.33) must win over a distribution's older
+        # one (Debian's 0.29 cannot read DWARF 5), so move what it added to the front, as
+        # gdb/unsplit_gdb.py does.
+        before = list(sys.path)
         site.addsitedir(venv)
+        added = [p for p in sys.path if p not in before]
+        sys.path[:] = added + before
 
 
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
     _add_paths()
-    try:
-        from unsplit_lldb_impl import cfi_symbols, commands, naming
-    except ImportError as e:  # e.g. pyelftools missing: say so in one line, keep LLDB alive
-        print(f"unsplit: cannot load: {e} (run setup.sh)", file=sys.stderr)
+    from unsplit import dependencies
+
+    problem = dependencies.missing()
+    if problem is not None:  # one line, and LLDB goes on without the plugin
+        print(f"unsplit: not loaded: {problem}", file=sys.stderr)
         return
+    from unsplit_lldb_impl import cfi_symbols, commands, naming
+
     problems = commands.register(debugger, sys.modules[__name__])
     problems += naming.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments

@@ -113,7 +113,8 @@ def split_library(work: Path, *, load: str = "linked", pie: bool = True) -> Path
     ``work`` and ``work.cold``, and ``m``, which runs it (``m crash``: dies in ``work.cold``).
 
     ``load`` is how ``m`` gets the library: "linked" (``-lw``, rpath ``work``) or "dlopen";
-    ``pie`` adds ``-fPIE -pie``. Skips the test when gcc is missing or did not split work()."""
+    ``pie`` adds ``-fPIE -pie``. Skips the test when gcc is missing; fails it when gcc no
+    longer splits work() (the toolchain stopped producing the case under test)."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
     lib = ["gcc", "-O2", "-g", "-fPIC", "-shared", "lib.c", "-o", "libw.so"]
@@ -127,5 +128,5 @@ def split_library(work: Path, *, load: str = "linked", pie: bool = True) -> Path
                   plain_instrumented=load == "linked", train=[str(work / "m")],
                   train_must_succeed=False)
     if "work.cold" not in run(["nm", "libw.so"], work):
-        pytest.skip("gcc did not split work() in the library")
+        pytest.fail("gcc did not split work() in the library (PGO made no work.cold)")
     return work

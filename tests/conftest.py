@@ -34,7 +34,7 @@ def zoo() -> dict[str, Any]:
 
 def facts(zoo: dict[str, Any], variant: str, program: str) -> dict[str, Any]:
     if variant not in zoo or program not in zoo[variant]["programs"]:
-        pytest.skip(f"{variant}/{program} is not in the zoo")
+        pytest.fail(f"{variant}/{program} is not in the zoo (fixtures/build.py makes it)")
     entry = zoo[variant]["programs"][program]
     data: dict[str, Any] = json.loads((ROOT / entry["facts"]).read_text())
     data["_entry"] = entry

@@ -5,6 +5,7 @@
     commands.py  `bb` and one subcommand per unsplit.commands.COMMANDS entry
     frames.py    the frame filter/decorator (`bt`)
     stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)
+    frame_hooks.py  the same line after `frame`, `up`, `down`, `info frame` (CLI post-hooks)
     breakpoints.py  `bb break`: a group of native breakpoints, kept in step with module loads
 
 :func:`register` is idempotent: the state lives in this module, which Python imports once, so
@@ -20,10 +21,11 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.demangle import GNU
 from unsplit.session import Session
 
-from . import commands, frames
+from . import commands, frame_hooks, frames
 from .breakpoints import Breakpoints
 from .host import GdbHost
 from .locator import Locator
+from .step_report import StepReporter
 from .stop import StopPrinter
 
 
@@ -64,8 +66,10 @@ def register() -> Plugin:
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)
     stop_printer = StopPrinter(locator)
+    host.step_reporter = StepReporter(locator)
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
+    host.breakpoint_lister = breaks.listing
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks)
     frames.install(locator)
@@ -81,8 +85,17 @@ def register() -> Plugin:
     gdb.events.stop.connect(stop_printer.on_stop)
     gdb.events.before_prompt.connect(stop_printer.on_prompt)
     gdb.events.before_prompt.connect(breaks.flush)
+    for warning in frame_hooks.install():
+        gdb.write(warning + "\n", gdb.STDERR)
     _plugin = plugin
     return plugin
+
+
+def after_frame_command() -> None:
+    """What frame_hooks' post-hooks run (StopPrinter.on_frame_command never raises: a hook
+    that fails would stop the user's scripts)."""
+    if _plugin is not None:
+        _plugin.stop_printer.on_frame_command()
 
 
 def plugin() -> Plugin | None:

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit import break_text
 from unsplit import breakpoints as policy
+from unsplit.break_text import BreakGroup, Placed
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
@@ -171,8 +173,7 @@ class Breakpoints:
             self.groups.append(Group(spec, text, head))
             if spec.condition:  # checked where the library's locations are made
                 gdb.execute(f"condition -force {head.number} {spec.condition}", to_string=True)
-            return (f"Breakpoint {head.number} (bb break {spec.option_text()}): pending, no "
-                    "loaded module has it yet")
+            return break_text.gdb_pending(head.number, spec.text)
         group: Group | None = None
         for module, site in sites:
             member = _set_at(self.session, module, site)
@@ -183,7 +184,10 @@ class Breakpoints:
         assert group is not None
         if spec.condition:
             self._condition(group, spec.condition)
-        return self._summary(group, sites)
+        module, site = sites[0]
+        loc = break_text.locate(self.session, module.path, site.file_address, module.bias)
+        return break_text.gdb_created(group.number, spec.text, module.bias + site.file_address,
+                                      len(group.members), loc)
 
     def _condition(self, group: Group, expression: str) -> None:
         """Every location gets the condition; one GDB cannot parse undoes the whole group."""
@@ -198,16 +202,21 @@ class Breakpoints:
                 self.groups.remove(group)
             raise UsageError(f"bb break: condition {expression!r}: {e}; nothing set") from None
 
-    def _summary(self, group: Group, sites: list[tuple[LoadedModule, Site]]) -> str:
-        style = self.session.demangling()
-        where = ", ".join(policy.describe([s], m.bias, style).split(": ", 1)[1]
-                          for m, s in sites)
-        numbers = [m.breakpoint.number for m in group.members.values()]
-        count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
-        out = f"Breakpoint {group.number} (bb break {group.spec.option_text()}), {count}: {where}"
-        if len(numbers) > 1 or numbers[0] != group.number:
-            out += (f"\n  as GDB breakpoints {', '.join(map(str, numbers))}; "
-                    f"disable, condition or delete {group.number} to act on all")
+    def listing(self) -> list[BreakGroup]:
+        """Every group, for `bb break --list`: a location is named by its GDB number."""
+        out = []
+        for group in self.groups:
+            if not group.head.is_valid():
+                continue
+            placed = []
+            for (path, file_address), member in group.members.items():
+                bp = member.breakpoint
+                if bp.is_valid():
+                    # GDB relocates a symbolic member itself (a PIE at `run`).
+                    runtime = [int(loc.address) for loc in bp.locations] or [member.address]
+                    placed.append(Placed(str(bp.number), path, file_address,
+                                         runtime[0] - file_address, bool(bp.enabled)))
+            out.append(BreakGroup(group.number, group.spec.option_text(), tuple(placed)))
         return out
 
     # -- module loads ---------------------------------------------------------------------
@@ -256,14 +265,10 @@ class Breakpoints:
                     if member is None:
                         added.append((module, site))
             if added:
-                numbers = [group.members[(m.path, s.file_address)].breakpoint.number
-                           for m, s in added]
-                gdb.write(f"unsplit: Breakpoint {group.number} (bb break {group.text}) in "
-                          f"{os.path.basename(added[0][0].path)}: "
-                          + policy.describe([s for _, s in added], added[0][0].bias,
-                                            self.session.demangling())
-                          + f"; as GDB breakpoint{'s' if len(numbers) > 1 else ''} "
-                          + ", ".join(map(str, numbers)) + "\n")
+                n = len(added)
+                gdb.write(f"unsplit: Breakpoint {group.number} (bb break {group.text}): {n} "
+                          f"location{'s' if n > 1 else ''} in "
+                          f"{os.path.basename(added[0][0].path)} (bb break --list)\n")
 
     # -- user edits -----------------------------------------------------------------------
 

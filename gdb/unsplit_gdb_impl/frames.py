@@ -1,9 +1,12 @@
 """The `unsplit` frame filter (GDB's gdb.frames API, gdb/python/lib/gdb/FrameDecorator.py).
 
 Frames whose PC lies in a non-entry fragment are named by their logical procedure with a
-fragment tag (``transfer [cold]``), and get a file and line from the core when GDB has none
-(no DWARF for that code). Every other frame is passed through untouched. GDB applies frame
-filters to ``bt`` only (not to the stop line or ``frame``); stop.py covers the stop line.
+fragment tag (``transfer [cold]``); every frame GDB has no line for (no DWARF for that code: a
+BOLTed binary's hot part as much as its moved fragments) gets a file and line from the core
+when it has one (locator.Locator.shown). Every other frame keeps GDB's name and line. GDB
+applies frame filters to ``bt`` and to MI's ``-stack-list-frames`` after
+``-enable-frame-filters`` only, not to the stop line or ``frame``: stop.py and frame_hooks.py
+cover those.
 
 ``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
 ``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
@@ -11,13 +14,16 @@ filters to ``bt`` only (not to the stop line or ``frame``); stop.py covers the s
 GDB prints a filtered backtrace with its Python printer (py-framefilter.c), which words some
 frames differently from its own: a frame with no line in a shared library reads
 `` at /lib/libX.so`` (the file name a decorator gives is always printed after " at ") where
-GDB says `` from /lib/libX.so``, and a C++ function with DWARF reads with its parameter types.
-So the filter takes part only in backtraces that have a frame in moved code (``enabled`` is
-asked before each backtrace: the selected thread's frames are checked, from the cache); every
-other backtrace is GDB's own, word for word. In one that has, a frame GDB has a function for
-is named as GDB names it (``frame.name()``), and a frame without a line shows no file rather
-than its library as if it were a source file: GDB 13's printer has no `` from LIB``.
-(``info frame-filter`` asks ``enabled`` too: it says Yes while the stack has moved code.)
+GDB says `` from /lib/libX.so``, a C++ function with DWARF reads with its parameter types, and
+a frame without debug information is named by the symbol at its pc rather than at pc - 1.
+So the filter takes part only in backtraces that have a frame the plugin shows differently
+(Locator.shown: moved code, or a line where GDB has none; ``enabled`` is asked before each
+backtrace: the selected thread's frames are checked, from the cache); every other backtrace
+is GDB's own, word for word. In one that has, every frame the plugin does not change is named
+as GDB names it (``frame.name()``: pc - 1 in callers, no parameter types), and a frame without
+a line shows no file rather than its library as if it were a source file: GDB 13's printer
+has no `` from LIB``. (``info frame-filter`` asks ``enabled`` too: it says Yes while the
+stack has such a frame.)
 """
 
 from __future__ import annotations
@@ -30,71 +36,67 @@ from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, 
 from unsplit.model import Location
 from unsplit.names import names_procedure
 
-from .locator import Locator
+from .locator import Locator, gdb_has_line
 from .report import report_internal
 
 NAME = "unsplit"
-STACK_CHECK_LIMIT = 4096  # frames looked at for moved code before a backtrace
+STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
 
 
-class MovedCodeDecorator(FrameDecorator):  # type: ignore[misc]
+class LineDecorator(FrameDecorator):  # type: ignore[misc]
+    """A frame named as GDB's own `bt` names it, with the core's line where GDB has none.
+
+    GDB's name: the minimal symbol at pc - 1 in a caller for a frame without debug
+    information, the function without parameter types for one with DWARF (gdb.Frame.name).
+    Once a frame filter is active, GDB looks a name up at the pc itself, which after a call to
+    a function that does not return is the next function or padding (an empty name, where
+    GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types."""
+
+    def __init__(self, base: Any, loc: Location | None) -> None:
+        super().__init__(base)
+        self._loc = loc
+        self._has_line: bool | None = None
+
+    def function(self) -> Any:
+        return self.inferior_frame().name() or "??"
+
+    def _gdb_has_line(self) -> bool:
+        if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
+            self._has_line = gdb_has_line(self.inferior_frame())
+        return self._has_line
+
+    def _core_line(self) -> Location | None:
+        loc = self._loc
+        if loc is None or not loc.file or not loc.line or self._gdb_has_line():
+            return None
+        return loc
+
+    def filename(self) -> Any:
+        loc = self._core_line()
+        if loc is not None:
+            return loc.file
+        # GDB's source file, or none rather than the library as if it were one (module doc).
+        sal = self.inferior_frame().find_sal()
+        return sal.symtab.filename if sal.symtab and sal.symtab.filename else None
+
+    def line(self) -> Any:
+        loc = self._core_line()
+        return super().line() if loc is None else loc.line
+
+
+class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
     def __init__(self, base: Any, loc: Location, style: str | None) -> None:
-        super().__init__(base)
-        self._loc = loc
+        super().__init__(base, loc)
+        self._shown = loc
         self._style = style  # GDB's `print demangle`, as unsplit.demangle's style
-        self._has_line: bool | None = None
 
     def function(self) -> str:
         # GDB names a function it has DWARF for without its parameters (they follow as
         # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line
         # here says whether it has DWARF, and costs no more: filename() and line() ask it too.
-        return self._loc.label(self._style, parameters=not self._gdb_has_line())
-
-    def _gdb_has_line(self) -> bool:
-        if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
-            sal = self.inferior_frame().find_sal()
-            self._has_line = bool(sal.symtab and sal.symtab.filename)
-        return self._has_line
-
-    def filename(self) -> Any:
-        if not self._gdb_has_line():  # ours, or none rather than the library (module doc)
-            return self._loc.file if self._loc.file and self._loc.line else None
-        return super().filename()
-
-    def line(self) -> Any:
-        if not self._gdb_has_line() and self._loc.file and self._loc.line:
-            return self._loc.line
-        return super().line()
-
-
-class NativeDecorator(FrameDecorator):  # type: ignore[misc]
-    """A frame outside moved code, worded as GDB's own `bt` words it (see the module doc)."""
-
-    def function(self) -> Any:
-        frame = self.inferior_frame()
-        name = frame.name() if frame.type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) else None
-        return name if name is not None else super().function()
-
-    def filename(self) -> Any:
-        sal = self.inferior_frame().find_sal()
-        return sal.symtab.filename if sal.symtab and sal.symtab.filename else None
-
-
-class UnknownFunctionDecorator(FrameDecorator):  # type: ignore[misc]
-    """A frame GDB cannot name at all. Its own `bt` says `??`, but once any frame filter is
-    active GDB prints an unresolvable address as an empty name; keep the `??`."""
-
-    def function(self) -> str:
-        return "??"
-
-
-def _has_symbol(address: int) -> bool:
-    format_address = getattr(gdb, "format_address", None)  # GDB 13+
-    if format_address is None:
-        return True
-    return "<" in format_address(address)
+        return self._shown.label(self._style, parameters=not self._gdb_has_line())
 
 
 class UnsplitFrameFilter:
@@ -108,9 +110,10 @@ class UnsplitFrameFilter:
 
     @property
     def enabled(self) -> bool:
-        """GDB asks before each backtrace: on when chosen and the stack has moved code."""
+        """GDB asks before each backtrace: on when chosen and the stack has a frame the plugin
+        shows differently (Locator.shown)."""
         try:
-            return self.chosen and self._stack_has_moved_code()
+            return self.chosen and self._stack_has_shown_frame()
         except Exception as e:  # never cost the user their backtrace
             report_internal(e, once=True)
             return self.chosen
@@ -119,7 +122,7 @@ class UnsplitFrameFilter:
     def enabled(self, flag: bool) -> None:
         self.chosen = bool(flag)
 
-    def _stack_has_moved_code(self) -> bool:
+    def _stack_has_shown_frame(self) -> bool:
         try:
             frame = gdb.newest_frame()
         except gdb.error:
@@ -129,7 +132,7 @@ class UnsplitFrameFilter:
             if frame is None:
                 return False
             if frame.type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) and \
-                    self.locator.moved(frame, checked=True) is not None:
+                    self.locator.shown(frame, checked=True) is not None:
                 return True
             frame = frame.older()
         return True  # deeper than we look: let the filter see it
@@ -150,13 +153,11 @@ class UnsplitFrameFilter:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
-            loc = self.locator.moved(frame, checked=checked)
-            if loc is None:
-                if frame.function() is None and not _has_symbol(int(frame.pc())):
-                    return UnknownFunctionDecorator(decorator)
-                return NativeDecorator(decorator)
+            loc = self.locator.shown(frame, checked=checked)
+            if loc is None or not loc.in_moved_code:
+                return LineDecorator(decorator, loc)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
-                return NativeDecorator(decorator)  # an inlined function keeps its own name
+                return LineDecorator(decorator, None)  # an inlined function keeps its own name
             return MovedCodeDecorator(decorator, loc, style)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)

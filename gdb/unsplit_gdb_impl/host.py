@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
+from unsplit.break_text import BreakGroup
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
+from unsplit.model import Location
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
@@ -120,6 +122,8 @@ class GdbHost:
         self.naming_switch: Callable[[bool], None] | None = None
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
+        self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
+        self.step_reporter: Any = None  # step_report.StepReporter, set by register()
 
     # -- modules ------------------------------------------------------------------------
 
@@ -188,6 +192,25 @@ class GdbHost:
         from .stepping import Stepper
 
         return Stepper().apply(plan)
+
+    def step_context(self, kind: str, line: int | None) -> Any:
+        if self.step_reporter is None:
+            return None
+        try:
+            return self.step_reporter.context(kind, line)
+        except gdb.error:  # no frame to compare with: the report says the frame line
+            return None
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+        """What GDB prints for its own step to `pc` (see step_report.py)."""
+        from unsplit.stop_text import verbose_line
+
+        if self.step_reporter is None:
+            return verbose_line(loc, pc)
+        try:
+            return str(self.step_reporter.report(self, kind, loc, pc, context))
+        except gdb.error:  # GDB cannot show the frame: say where, our way
+            return verbose_line(loc, pc, self.step_reporter.session.demangling())
 
     def evaluate_address(self, expression: str) -> int:
         try:
@@ -284,6 +307,11 @@ class GdbHost:
         if self.breakpoint_maker is None:
             raise UsageError("bb break: breakpoints are not set up in this GDB")
         return self.breakpoint_maker(spec, sites)
+
+    def bb_breakpoints(self) -> list[BreakGroup]:
+        if self.breakpoint_lister is None:
+            raise UsageError("bb break: breakpoints are not set up in this GDB")
+        return self.breakpoint_lister()
 
 
 @dataclass(slots=True)

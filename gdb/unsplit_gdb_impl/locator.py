@@ -1,5 +1,12 @@
 """Per-PC answers for the hot paths (every `bt` frame, every stop), cached until the module
-list changes, so a backtrace costs one dictionary look-up per frame once warm."""
+list changes, so a backtrace costs one dictionary look-up per frame once warm.
+
+Which frames the plugin shows differently from GDB (:meth:`Locator.shown`): a frame in moved
+code (a non-entry fragment), named by its procedure; and any frame GDB has no line for while the
+core has one (BOLTed code without DWARF, whose lines come from BAT and the pre-BOLT binary, hot
+part and lite-mode functions BOLT left in place included; ESL lines). GDB's own line stands
+wherever GDB has one, as LLDB's does in the LLDB adapter.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ class Locator:
         self.session = session
         self.host = host
         self._cache: dict[int, Location | None] = {}
+        self._lines: dict[int, Location | None] = {}  # with its line, for frames GDB has none
         self._generation: tuple[int, int] = (-1, -1)
 
     def _sync(self) -> None:
@@ -23,6 +31,7 @@ class Locator:
         generation = (self.host.generation, prebolt.generation())
         if generation != self._generation:
             self._cache.clear()
+            self._lines.clear()
             self._generation = generation
 
     def begin_backtrace(self) -> None:
@@ -50,10 +59,37 @@ class Locator:
         self._cache[address] = loc
         return loc
 
-    def moved(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
-        """Location of `frame` when it is in moved code (a non-entry fragment), else None."""
-        loc = self.locate(address_in_block(frame), checked=checked)
-        return loc if loc is not None and loc.in_moved_code else None
+    def _locate_line(self, address: int, *, checked: bool = False) -> Location | None:
+        """`locate` with the source line, whatever code holds `address` (a line question costs
+        a DWARF look-up: asked only for frames GDB has no line for)."""
+        loc = self.locate(address, checked=checked)
+        if loc is None or loc.in_moved_code:
+            return loc  # moved code's Location has its line already
+        if address not in self._lines:
+            module = self.host.module_at(address)
+            self._lines[address] = None if module is None else self.session.locate(
+                OneModuleHost(self.host, module), address)
+        return self._lines[address]
+
+    def shown(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
+        """The Location the plugin shows for `frame` instead of GDB's own: in moved code always
+        (with its line when the core knows it), elsewhere only when GDB has no line for the
+        frame and the core has one; None when GDB's frame stands as it is."""
+        address = address_in_block(frame)
+        loc = self.locate(address, checked=checked)
+        if loc is not None and loc.in_moved_code:
+            return loc
+        if loc is None or gdb_has_line(frame):
+            return None
+        loc = self._locate_line(address, checked=checked)
+        return loc if loc is not None and loc.file and loc.line else None
+
+
+def gdb_has_line(frame: gdb.Frame) -> bool:
+    """Does GDB itself know a source line for `frame` (line 0 is "no source", as BOLT's
+    --update-debug-sections writes for much of its cold code)?"""
+    sal = frame.find_sal()
+    return bool(sal.symtab and sal.symtab.filename and sal.line)
 
 
 def address_in_block(frame: gdb.Frame) -> int:

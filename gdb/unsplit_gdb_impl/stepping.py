@@ -1,15 +1,17 @@
 """GDB mechanism of the core's step plans (unsplit.stepping.StepPlan): internal breakpoints.
 
 A line plan puts one internal breakpoint on every target (the starts of the procedure's other
-lines, in every fragment) and one on the return address, then `continue`s. A finish plan that
-carries the core's CFI unwinding (return address and CFA of the selected frame, any level)
-breaks on that return address; otherwise GDB's own caller frame gives them. Each breakpoint's
-``stop()`` checks the frame, so a recursive activation of the same procedure runs through: a
-target counts only when the newest frame's CFA (its caller's SP) is the stepping frame's, the
-return only when SP is back at that CFA. `step` also breaks on the call instructions of the
-current line (found with ``Architecture.disassemble``) and single-steps into the callee. A stop
-that none of these explains (a user's breakpoint, a signal, the exit) ends the step as it is.
-All breakpoints are deleted after the stop, whatever happened.
+lines, in every fragment) and one on the return address, then `continue`s. A plan that carries
+the core's CFI unwinding (return address and CFA of the stepping frame, any level) breaks on
+that return address; otherwise GDB's own caller frame gives them. Each breakpoint's ``stop()``
+checks the frame, so a recursive activation of the same procedure runs through: a target counts
+only when the newest frame's CFA is the stepping frame's (by the plan's CFA rule there, which
+needs no unwinding: GDB will not unwind past a function named `main` but does past `main.cold`,
+so its caller frame is no way to recognise main's activation in both), the return only when SP
+is back at that CFA. `step` also breaks on the call instructions of the current line (found
+with ``Architecture.disassemble``) and single-steps into the callee. A stop that none of these
+explains (a user's breakpoint, a signal, the exit) ends the step as it is. All breakpoints are
+deleted after the stop, whatever happened.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Stepper:
     """Applies one plan at a time (`apply`), for the GdbHost."""
 
     def __init__(self) -> None:
+        self.plan: StepPlan | None = None
         self.cfa: int | None = None
         self.hit_site: _Site | None = None
         self.event: Any = None
@@ -63,10 +66,22 @@ class Stepper:
         if site.role == "return":
             ok = self.cfa is None or _sp(frame) >= self.cfa
         else:
-            ok = self.cfa is None or _cfa(frame) == self.cfa
+            ok = self._is_stepping_frame(frame)
         if ok and self.hit_site is None:
             self.hit_site = site
         return ok
+
+    def _is_stepping_frame(self, frame: Any) -> bool:
+        """The newest frame is the stepping frame: the plan's CFA rule says so where it has
+        one; else GDB's caller frame, when GDB unwinds (stop rather than run away if not)."""
+        if self.cfa is None:
+            return True
+        known = None if self.plan is None else self.plan.is_stepping_frame(
+            int(frame.pc()), lambda name: int(frame.read_register(name)))
+        if known is not None:
+            return known
+        cfa = _cfa(frame)
+        return cfa is None or cfa == self.cfa
 
     # -- run control ------------------------------------------------------------------------
 
@@ -105,9 +120,10 @@ class Stepper:
         if plan.mode == "instruction":
             return self._one_instruction("done")
         frame = gdb.newest_frame()
+        self.plan = plan
         return_to: int | None
         if plan.return_address is not None and plan.frame_cfa is not None:
-            # The core's CFI unwinding: the selected frame, wherever it is in the stack.
+            # The core's CFI unwinding: the stepping frame, wherever it is in the stack.
             self.cfa, return_to = plan.frame_cfa, plan.return_address
         else:
             older = frame.older()

@@ -1,10 +1,16 @@
-"""The corrected stop line (gdb.events.stop, and gdb.events.before_prompt for core files).
+"""The corrected stop location (gdb.events.stop, and gdb.events.before_prompt for core files).
 
 GDB 13 prints the stop location itself, before Python's stop observers run, and frame filters
-do not reach it; so when the program stops inside moved code, one more line follows GDB's:
-the core's render.frame_text for frame 0 (``#0  0x… in transfer [cold]+0x39 at crash.c:32``).
+do not reach it; so when the program stops in a frame the plugin shows differently from GDB
+(locator.Locator.shown: moved code, or no line from GDB where the core has one), GDB's location
+is followed by the same one as GDB would print it had it known the procedure and its line
+(``0x… in transfer [cold.1] () at crash.c:32`` and ``32\t    *log = amount;``, shaped by
+``set print frame-info``; unsplit.stop_text). Only `bb` steps print one location: GDB can hold
+back its own stop report only with ``set suppress-cli-notifications on``, which also silences
+every breakpoint, watchpoint and signal report that Python cannot print again.
 Loading a core file is not a stop event: the first prompt after a core appears prints the same
-line once.
+lines once.
+frame_hooks.py prints the corrected frame line after `frame`, `up` and `down`.
 """
 
 from __future__ import annotations
@@ -13,14 +19,17 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit import stop_text
+from unsplit.model import Location
 from unsplit.names import names_procedure
 from unsplit.render import frame_text
 
 from .locator import Locator
 from .report import report_internal
+from .step_report import frame_output, parameter
 
 
-def _styled(text: str, label: str) -> str:
+def _styled(text: str, loc: Location, style: str | None) -> str:
     """Colour the procedure name as GDB colours function names, when styling is on (GDB itself
     does not style output to a pipe, whatever `set style enabled` says)."""
     try:
@@ -34,7 +43,19 @@ def _styled(text: str, label: str) -> str:
     code = codes.get(colour)
     if code is None:
         return text
-    return text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
+    # The name as the line shows it: with its parameter types or without (stop_text).
+    label = next((label for label in (loc.label(style), loc.label(style, parameters=False))
+                  if label in text), None)
+    return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
+
+
+def _inlined_other(frame: gdb.Frame, loc: Location) -> bool:
+    """A frame of a function inlined into moved code: GDB's line names it, rightly (as `bt`
+    does)."""
+    if not loc.in_moved_code or frame.type() != gdb.INLINE_FRAME or loc.procedure is None:
+        return False
+    name = frame.name() or ""
+    return name != loc.fragment_symbol and not names_procedure(name, loc.procedure)
 
 
 class StopPrinter:
@@ -43,21 +64,54 @@ class StopPrinter:
         self.enabled = True
         self._core_seen: tuple[object, ...] | None = None
 
+    def frame_line(self, frame: gdb.Frame) -> str | None:
+        """The corrected line for `frame`, or None when GDB's own stands."""
+        loc = self.locator.shown(frame)
+        if loc is None:
+            return None
+        if _inlined_other(frame, loc):
+            return None
+        style = self.locator.session.demangling()
+        return _styled(frame_text(frame.level(), loc, int(frame.pc()), style), loc, style)
+
     def line(self) -> str | None:
-        """The corrected line for the newest frame, or None when it is not in moved code."""
+        """The corrected line for the newest frame."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
-        loc = self.locator.moved(frame)
+        loc = self.locator.shown(frame)
         if loc is None:
             return None
-        name = frame.name()
-        if frame.type() == gdb.INLINE_FRAME and loc.procedure is not None and \
-                name != loc.fragment_symbol and not names_procedure(name or "", loc.procedure):
-            return None  # GDB's line names the inlined function, rightly (as `bt` does)
+        if _inlined_other(frame, loc):
+            return None
+        pc = int(frame.pc())
         style = self.locator.session.demangling()
-        return _styled(frame_text(0, loc, style), loc.label(style))
+        what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), True)
+        native = frame_output(frame)
+        text = stop_text.gdb_stop(
+            loc, pc, native_frame=native[0] if native else "", what=what,
+            at_line_start=stop_text.at_line_start(self.locator.session, self.locator.host, pc),
+            print_address=bool(parameter("print address", True)),
+            read=self.locator.session.source_lines, style=style)
+        if self.locator.session.verbose:
+            text += "\n" + stop_text.verbose_line(loc, pc, style)
+        return _styled(text, loc, style)
+
+    def on_frame_command(self) -> None:
+        """After GDB printed the selected frame (`frame`, `up`, `down`, `info frame`)."""
+        if not self.enabled:
+            return
+        try:
+            frame = gdb.selected_frame()
+        except gdb.error:
+            return
+        try:
+            text = self.frame_line(frame)
+            if text:
+                gdb.write(text + "\n")
+        except Exception as e:
+            report_internal(e, once=True)
 
     def on_stop(self, event: Any) -> None:
         if not self.enabled:

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import lldb
+from unsplit import break_text
 from unsplit import breakpoints as core
+from unsplit.break_text import BreakGroup, Placed
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
+from unsplit.session import Session
 
 from . import state as state_mod
 
@@ -101,9 +105,10 @@ class SplitResolver:
                 self.bkpt.AddLocation(address)
 
 
-def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
-    """Make the breakpoint; returns `Breakpoint N (bb break transfer -a), 2 locations: 0x… in
-    transfer (entry), 0x… in transfer [cold] (cold start)`."""
+def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]],
+           session: Session) -> str:
+    """Make the breakpoint; returns what `breakpoint set` says (`Breakpoint 1: 2 locations.`,
+    or where its one location is, named by the procedure as written)."""
     if not target.IsValid():
         raise UsageError("bb break: no target")
     args = lldb.SBStructuredData()
@@ -118,12 +123,47 @@ def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]])
         raise UsageError(f"bb break: LLDB did not create a breakpoint for {spec.text}")
     if spec.condition:
         bkpt.SetCondition(spec.condition)  # LLDB checks it at each stop, as `-c` does
-    # Worded as the GDB adapter words it, so one expected text serves both debuggers.
-    text = spec.option_text()
-    if not sites:
-        return f"Breakpoint {bkpt.GetID()} (bb break {text}): pending, no loaded module has it yet"
-    style = state_mod.for_debugger(target.GetDebugger().GetID()).session.demangling()
-    where = ", ".join(core.describe([site], mod.bias, style).split(": ", 1)[1]
-                      for mod, site in sites)
-    count = f"{len(sites)} location{'s' if len(sites) != 1 else ''}"
-    return f"Breakpoint {bkpt.GetID()} (bb break {text}), {count}: {where}"
+    count = int(bkpt.GetNumLocations())
+    if count != 1 or not sites:
+        return break_text.lldb_created(bkpt.GetID(), count, 0, None)
+    mod, site = sites[0]
+    loc = break_text.locate(session, mod.path, site.file_address, mod.bias)
+    return break_text.lldb_created(bkpt.GetID(), 1, _shown_address(bkpt.GetLocationAtIndex(0)),
+                                   loc, session.demangling())
+
+
+def _shown_address(location: Any) -> int:
+    """A location's address as `breakpoint set` shows it: loaded, else the file address."""
+    load = int(location.GetLoadAddress())
+    if load != lldb.LLDB_INVALID_ADDRESS:
+        return load
+    return int(location.GetAddress().GetFileAddress())
+
+
+_OURS = re.compile(r"^SBBreakpoint: id = \d+, unsplit: bb break (?P<text>.+?)(?: \(.*\))?$")
+
+
+def listing(target: Any) -> list[BreakGroup]:
+    """Every breakpoint of `target` that SplitResolver resolves (`bb break`, or `breakpoint set
+    -P unsplit_lldb.SplitResolver`), known by the short help it gives LLDB's description."""
+    out = []
+    for bkpt in target.breakpoint_iter():
+        stream = lldb.SBStream()
+        bkpt.GetDescription(stream, False)
+        m = _OURS.match(str(stream.GetData() or "").strip())
+        if m is None:
+            continue
+        placed = []
+        for i in range(bkpt.GetNumLocations()):
+            location = bkpt.GetLocationAtIndex(i)
+            address = location.GetAddress()
+            path = address.GetModule().GetFileSpec().fullpath
+            if not path:
+                continue
+            file_address = int(address.GetFileAddress())
+            load = int(location.GetLoadAddress())
+            bias = load - file_address if load != lldb.LLDB_INVALID_ADDRESS else 0
+            placed.append(Placed(f"{bkpt.GetID()}.{location.GetID()}", path, file_address, bias,
+                                 bool(bkpt.IsEnabled() and location.IsEnabled())))
+        out.append(BreakGroup(int(bkpt.GetID()), m["text"], tuple(placed)))
+    return out

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from unsplit.break_text import BreakGroup
 from unsplit.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
+from unsplit.model import Location
 
 from . import state as state_mod
 
@@ -145,7 +147,15 @@ class LldbHost:
         """One LLDB breakpoint with a scripted resolver (see .breakpoints)."""
         from . import breakpoints
 
-        return breakpoints.create(self.target, spec, sites)
+        session = state_mod.for_debugger(self.debugger.GetID()).session
+        return breakpoints.create(self.target, spec, sites, session)
+
+    def bb_breakpoints(self) -> list[BreakGroup]:
+        from . import breakpoints
+
+        if not self.target.IsValid():
+            return []
+        return breakpoints.listing(self.target)
 
     # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
 
@@ -164,7 +174,29 @@ class LldbHost:
         # The frame this host was made with is gone: later questions are about the new stop.
         frame = thread.GetFrameAtIndex(0) if thread.IsValid() else None
         self.frame = frame if frame is not None and frame.IsValid() else None
+        if outcome.kind == "stopped" and outcome.message.startswith("* thread"):
+            # A stop the step did not make (a breakpoint, a signal), reported as LLDB does.
+            from dataclasses import replace
+
+            pid = process.GetProcessID()
+            outcome = replace(outcome, message=f"Process {pid} stopped\n{outcome.message}")
         return outcome
+
+    def _thread(self) -> Any:
+        if self.frame is not None:
+            return self.frame.GetThread()
+        return self.target.GetProcess().GetSelectedThread()
+
+    def step_context(self, kind: str, line: int | None) -> Any:
+        from . import step_report
+
+        return step_report.context(self._thread(), kind)
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+        """What LLDB prints for its own step to `pc` (see step_report.py)."""
+        from . import step_report
+
+        return step_report.report(self.debugger, self._thread(), kind, loc, context)
 
     # -- bb bt (unsplit.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
 

@@ -216,8 +216,8 @@ def source_line(frame: Any) -> str:
 def guarded_name(frame: Any, callback: str) -> str:
     try:
         return logical_name(frame, callback)
-    except Exception:
-        _report()
+    except Exception as e:
+        _report(frame, e)
         try:
             return str(frame.GetDisplayFunctionName() or "??")
         except Exception:
@@ -227,11 +227,24 @@ def guarded_name(frame: Any, callback: str) -> str:
 def guarded_line(frame: Any) -> str:
     try:
         return source_line(frame)
-    except Exception:
-        _report()
+    except Exception as e:
+        _report(frame, e)
         return ""
 
 
-def _report() -> None:
+def _report(frame: Any, e: Exception) -> None:
+    """A bug in a callback: one line on stderr, once per debugger session (a `bt` calls the
+    callbacks for every frame), the traceback too with UNSPLIT_DEBUG=1; the frame is then
+    named as LLDB names it."""
+    message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} "
+                       "(set UNSPLIT_DEBUG=1 for the traceback)".split())
+    try:
+        said = _context(frame)[0].reported
+    except Exception:  # the frame's debugger is out of reach: report for the process
+        said = state_mod.for_debugger(-1).reported
+    if message in said:
+        return
+    said.add(message)
     if os.environ.get("UNSPLIT_DEBUG"):
-        traceback.print_exc(file=sys.stderr)
+        traceback.print_exception(e, file=sys.stderr)
+    print(message, file=sys.stderr)

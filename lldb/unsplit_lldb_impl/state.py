@@ -35,6 +35,7 @@ class DebuggerState:
     locations: dict[tuple[int, bool], Location | None] = field(default_factory=dict)
     modules_key: tuple[Any, ...] = ()
     modules_cache: list[Any] = field(default_factory=list)
+    reported: set[str] = field(default_factory=set)  # internal errors already said once
 
 
 _STATES: dict[int, DebuggerState] = {}

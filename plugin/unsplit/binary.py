@@ -257,13 +257,20 @@ def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
     return out
 
 
+def _is_split_label(sym: SymbolEntry) -> bool:
+    """clang labels the pieces it moves (``foo.cold``, ``foo.__part.1``) as sized STT_NOTYPE
+    symbols, not STT_FUNC: without them a clang split built without a bb address map loses
+    its cold code (``clang-mfs/crash`` with the map removed: 0x11c6 outside every procedure)."""
+    return sym.type == _STT_NOTYPE and (".cold" in sym.name or ".__part." in sym.name)
+
+
 def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:
     out: list[FunctionSymbol] = []
     current_file: str | None = None
     for sym in binary.symbol_entries(table):
         if sym.type == _STT_FILE:
             current_file = sym.name
-        elif sym.type == _STT_FUNC and sym.value and sym.size:
+        elif sym.value and sym.size and (sym.type == _STT_FUNC or _is_split_label(sym)):
             local = sym.bind == _STB_LOCAL
             out.append(FunctionSymbol(sym.name, sym.value, sym.size, local,
                                       current_file if local else None))

@@ -20,11 +20,10 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from . import bat_translate, prebolt
-from .demangle import GNU, shown
 from .errors import AddressLookupError, UsageError
 from .index import ModuleIndex
 from .lines import DwarfLines
-from .model import HOT, Procedure
+from .model import Procedure
 from .names import matching
 from .sources import split_info as split_info_source
 
@@ -173,15 +172,3 @@ def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]
         if placement is not None:
             out.update(s.address for s in placement.sites)
     return out
-
-
-def describe(sites: list[Site], bias: int = 0, style: str | None = GNU) -> str:
-    """`2 locations: 0x… in transfer (entry), 0x… in transfer [cold] (cold start)`; names
-    demangled in `style` (unsplit.demangle)."""
-    parts = []
-    for s in sites:
-        name = "??" if s.procedure is None else shown(s.procedure, style)
-        if s.fragment not in (None, HOT):
-            name += f" [{s.fragment}]"
-        parts.append(f"{bias + s.file_address:#x} in {name} ({s.why})")
-    return f"{len(sites)} location{'s' if len(sites) != 1 else ''}: " + ", ".join(parts)

@@ -15,15 +15,17 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from . import __version__, prebolt
-from .commands import COMMANDS
+from . import __version__, dependencies
 from .demangle import LLVM
 from .errors import UnsplitError
-from .host import LoadedModule, StaticHost
-from .render import where_text
-from .session import Session
-from .tools import Tool, tools
+
+if TYPE_CHECKING:
+    from .tools import Tool
+
+# The modules that need pyelftools are imported inside the functions below, after main() has
+# checked that it is installed (dependencies.missing), so a missing one is a line, not a traceback.
 
 
 def _style(args: argparse.Namespace) -> str | None:
@@ -31,6 +33,11 @@ def _style(args: argparse.Namespace) -> str | None:
 
 
 def _where(args: argparse.Namespace) -> str:
+    from . import prebolt
+    from .host import LoadedModule, StaticHost
+    from .render import where_text
+    from .session import Session
+
     session = Session()
     index = session.index(args.exe)
     if args.input:
@@ -51,6 +58,10 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
     """A `bb` command run on one binary with no debugger (file addresses)."""
 
     def handler(args: argparse.Namespace) -> str:
+        from .commands import COMMANDS
+        from .host import LoadedModule, StaticHost
+        from .session import Session
+
         host = StaticHost([LoadedModule(args.exe, 0)])
         style = _style(args)
         return COMMANDS[name].run(Session(lambda: style), host, args)
@@ -59,6 +70,8 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .commands import COMMANDS
+
     parser = argparse.ArgumentParser(
         prog="unsplit", description="Explain hot/cold split code: procedures, fragments, lines.")
     parser.add_argument("--version", action="version", version=f"unsplit {__version__}")
@@ -91,10 +104,16 @@ def _demangle_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _tool_modules() -> list[Tool]:
+    from .tools import tools
+
     return tools()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    problem = dependencies.missing()
+    if problem is not None:
+        print(f"unsplit: {problem}", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(argv)
     try:
         text = args.handler(args)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, breakpoints, cfi, prebolt, unwind
+from . import bat_translate, break_text, breakpoints, cfi, prebolt, unwind
 from .cfi import registers_from_names
 from .demangle import shown
 from .errors import AddressLookupError, UnsplitError, UsageError
@@ -130,7 +130,7 @@ def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
     level = getattr(host, "selected_frame_level", None)
     style = session.demangling()
     return json.dumps(loc.to_json(style)) if args.json else \
-        frame_text(level() if level else 0, loc, style)
+        frame_text(level() if level else 0, loc, style=style)
 
 
 # -- bb blocks ------------------------------------------------------------------------------
@@ -171,9 +171,12 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
 # -- bb break -------------------------------------------------------------------------------
 
 def _break_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("location", nargs="+",
+    p.add_argument("location", nargs="*",
                    help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE; PROC as "
                         "linkage name, demangled name or qualified name without parameters")
+    p.add_argument("--list", action="store_true",
+                   help="list every bb breakpoint's locations: procedure, fragment, original "
+                        "offset, block and line")
     p.add_argument("-a", "--all-fragments", action="store_true",
                    help="with PROC: also stop at the first instruction of every other fragment")
     p.add_argument("--pending", action="store_true",
@@ -185,6 +188,13 @@ def _break_args(p: argparse.ArgumentParser) -> None:
 
 
 def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
+    if args.list:
+        if args.location:
+            raise UsageError("bb break --list takes no location")
+        groups = getattr(host, "bb_breakpoints", None)
+        if groups is None:
+            raise UsageError("bb break: this debugger adapter cannot list breakpoints")
+        return break_text.list_text(session, groups())
     spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())
@@ -410,6 +420,21 @@ def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
     return text
 
 
+# -- bb set -----------------------------------------------------------------------------------
+
+def _set_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("option", choices=["verbose"],
+                   help="verbose: step reports also give the fragment, original offset and "
+                        "block (as `bb where` does)")
+    p.add_argument("value", nargs="?", choices=["on", "off"], help="omit to show the value")
+
+
+def _set(session: Session, host: Host, args: argparse.Namespace) -> str:
+    if args.value is not None:
+        session.verbose = args.value == "on"
+    return f"verbose is {'on' if session.verbose else 'off'}"
+
+
 # -- bb next / step / finish / until / advance / stepi (policy: unsplit.stepping) -----------
 
 def _step_args(p: argparse.ArgumentParser) -> None:
@@ -462,6 +487,8 @@ COMMANDS: dict[str, Command] = {
         Command("exact-frames", "on|off: the debugger unwinds moved fragments with their CFI, "
                 "so its own frame list has no invented frames (LLDB; on by default).",
                 _exact_args, _exact),
+        Command("set", "Set an option of unsplit: `verbose on|off` (step reports also give "
+                "fragment, original offset and block).", _set_args, _set),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
                 _step_args, _stepper("next")),
         Command("step", "Step to the next line of the procedure, in any fragment, into calls "

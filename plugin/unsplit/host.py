@@ -40,7 +40,9 @@ class Host(Protocol):
     #     are those of PC - 1, as both debuggers show.
     #   create_breakpoint(spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
     #     one native breakpoint for `bb break` at the sites the core resolved now, re-resolved
-    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print.
+    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print
+    #     (the debugger's own `break` message, unsplit.break_text).
+    #   bb_breakpoints() -> list[break_text.BreakGroup]: every `bb break` and its locations.
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
     #     returns warnings to show.
@@ -61,6 +63,11 @@ class Host(Protocol):
     #     CORE_FILE, NOT_RUNNING), None when it can.
     #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
     #     (run to its targets or the frame's return, with a frame check) and say how it ended.
+    #   step_context(kind: str, line: int | None) -> object: before a step command runs, what
+    #     its report compares with (the stepping frame); may print what the debugger prints
+    #     then (GDB's `Run till exit from …`).
+    #   stop_report(kind, loc: Location | None, pc: int, context) -> str: where the step
+    #     stopped, as the debugger prints its own steps (unsplit.stop_text).
 
 
 @dataclass(slots=True)

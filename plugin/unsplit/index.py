@@ -38,14 +38,18 @@ class ModuleIndex:
         bad_bat = bat_source.problem(binary)
         if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
             self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
-        fragments = sorted(
-            (f for p in merged.values() for f in p.fragments),
-            key=lambda f: (f.start, -f.end),
+        owned = sorted(
+            ((f, p) for p in merged.values() for f in p.fragments),
+            key=lambda fp: (fp[0].start, -fp[0].end),
         )
-        self._starts = array("Q", (f.start for f in fragments))
-        self._fragments = fragments
+        self._starts = array("Q", (f.start for f, _ in owned))
+        self._fragments = [f for f, _ in owned]
+        self._owners = [p for _, p in owned]  # names repeat (static functions): keep the object
+        by_name: dict[str, Procedure] = {}
+        for proc in merged.values():
+            by_name.setdefault(proc.name, proc)
         self.procedures = ProcedureTable(
-            merged, [f for f in symbols_source.plain(binary) if f.name not in merged],
+            by_name, [f for f in symbols_source.plain(binary) if (f.name, f.value) not in merged],
             lambda address: bb_addr_map_source.blocks_at(binary, address))
         self.dwarf_lines = DwarfLines(binary)
         self.line_sources = self._line_sources()
@@ -134,7 +138,8 @@ class ModuleIndex:
         frag = self.fragment_at(file_address)
         if frag is None or frag.symbol is None:
             return None
-        theirs = prebolt.function_address(input_binary, frag.symbol)
+        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
         ours = self.binary.function_at(frag.symbol, frag.start)
         mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
         if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
@@ -165,8 +170,12 @@ class ModuleIndex:
             return None
         return bat_source.input_offset(self.binary, file_address)
 
-    def _merge_sources(self) -> dict[str, Procedure]:
-        merged: dict[str, Procedure] = {}
+    def _merge_sources(self) -> dict[tuple[str, int], Procedure]:
+        """Procedures by (name, entry): two units' static functions may share a name. A later
+        source's procedure keeps only the fragments no earlier source placed (BAT pairs a
+        fragment with its input function; a name-based source might pair it with another)."""
+        merged: dict[tuple[str, int], Procedure] = {}
+        placed: set[int] = set()
         for name, fn in registered():
             try:
                 found = fn(self.binary)
@@ -175,12 +184,20 @@ class ModuleIndex:
                 continue
             if found:
                 self.sources_used.append(name)
+            mine: set[int] = set()
             for proc in found:
-                have = merged.get(proc.name)
+                key = (proc.name, proc.entry)
+                have = merged.get(key)
                 if have is None:
-                    merged[proc.name] = proc
+                    kept = [f for f in proc.fragments if f.start not in placed]
+                    if len(kept) < len(proc.fragments) and kept[:1] == proc.fragments[:1]:
+                        proc = Procedure(proc.name, kept, proc.blocks)
+                    if kept[:1] == proc.fragments[:1]:
+                        merged[key] = proc
+                        mine.update(f.start for f in proc.fragments)
                 elif not have.blocks and proc.blocks:
                     have.blocks = proc.blocks
+            placed |= mine
         return merged
 
     # -- questions ----------------------------------------------------------------------
@@ -196,7 +213,7 @@ class ModuleIndex:
         while i >= 0:
             frag = self._fragments[i]
             if frag.contains(address):
-                return self.procedures[frag.procedure], frag
+                return self._owners[i], frag
             if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
                 break
             i -= 1
@@ -207,8 +224,13 @@ class ModuleIndex:
         """Every fragment that is not its procedure's entry, in address order: code entered by
         a jump from elsewhere in its procedure, which unwinders must not take for a function
         start."""
-        return [f for f in self._fragments
-                if self.procedures[f.procedure].fragments[0] is not f]
+        return [f for f, p in zip(self._fragments, self._owners, strict=True)
+                if p.fragments[0] is not f]
+
+    def procedure_at(self, address: int) -> Procedure | None:
+        """The procedure whose code holds file address ``address`` (not looked up by name)."""
+        found = self._lookup(address)
+        return None if found is None else found[0]
 
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)

@@ -32,6 +32,8 @@ _ELF_MAGIC = b"\x7fELF"
 _MAX_DIR_FILES = 2000  # a directory scan reads headers only, but never without bound
 
 _FUNCS: weakref.WeakKeyDictionary[Binary, dict[str, tuple[int, int]]] = weakref.WeakKeyDictionary()
+_LOCALS: weakref.WeakKeyDictionary[Binary, dict[tuple[str, str], tuple[int, int]]] = \
+    weakref.WeakKeyDictionary()
 
 
 _INPUTS: weakref.WeakKeyDictionary[Binary, Binary | None] = weakref.WeakKeyDictionary()
@@ -137,10 +139,33 @@ def verify(binary: Binary, candidate: Binary) -> None:
         raise BinaryError(f"{candidate.path}: not the input of {binary.path}: {problem}")
 
 
-def function_address(input_binary: Binary, name: str) -> int | None:
-    """Address of function ``name`` in the input binary (the first STT_FUNC of that name)."""
-    entry = _functions(input_binary).get(name)
+def function_address(input_binary: Binary, name: str, unit: str | None = None) -> int | None:
+    """Address of function ``name`` in the input binary: the local one listed under STT_FILE
+    ``unit`` when there is one (each translation unit may have its own static ``helper`` or
+    ``__cxx_global_array_dtor``), else the first STT_FUNC of that name."""
+    entry = _function(input_binary, name, unit)
     return None if entry is None else entry[0]
+
+
+def output_unit(binary: Binary, name: str, address: int) -> str | None:
+    """The STT_FILE of the local function symbol ``name`` at ``address`` of a BOLTed binary:
+    BOLT keeps each symbol in its file's group (spec §6.1), so this names the input's unit."""
+    sym = binary.function_at(name, address)
+    return None if sym is None else sym.file
+
+
+def _function(binary: Binary, name: str, unit: str | None) -> tuple[int, int] | None:
+    if unit is not None:
+        locals_ = _LOCALS.get(binary)
+        if locals_ is None:
+            locals_ = _LOCALS[binary] = {}
+            for f in binary.functions:
+                if f.local and f.file is not None:
+                    locals_.setdefault((f.file, f.name), (f.value, f.size))
+        found = locals_.get((unit, name))
+        if found is not None:
+            return found
+    return _functions(binary).get(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,8 +186,10 @@ def mismatch(binary: Binary, candidate: Binary) -> str | None:
             f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         )
         return f"{len(missing)} BOLTed function(s) missing from its symbols: {shown}"
-    for name, hot in index.procedures.items():
-        size = funcs[name][1]
+    for hot in index.table.hot:
+        name = index.fragments[hot].procedure
+        entry = _function(candidate, name, output_unit(binary, name, hot))
+        size = 0 if entry is None else entry[1]
         if not size:
             continue  # assembly functions often have no size: nothing to compare
         maps = [index.table.maps[a] for a in (hot, *index.table.split_fragments(hot))]

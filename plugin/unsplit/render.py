@@ -56,11 +56,16 @@ def bat_text(loc: Location, style: str | None = GNU) -> str:
             f"({entry}, {loc.fragment_kind} fragment)")
 
 
-def frame_text(number: int, loc: Location, style: str | None = GNU) -> str:
-    """One backtrace-style line: `#0  0x... in transfer [cold] at crash.c:20`."""
+def frame_text(number: int, loc: Location, pc: int | None = None,
+               style: str | None = GNU) -> str:
+    """One backtrace-style line: `#0  0x... in transfer [cold] at crash.c:20`. `pc`: the
+    frame's own pc when `loc` describes the byte before it (a caller's return address);
+    `style`: how the procedure is demangled (unsplit.demangle)."""
     pos = source_position(loc)
     at = f" at {pos}" if pos else f" from {os.path.basename(loc.module)}"
-    return f"#{number:<2} {loc.address:#018x} in {loc.label(style)}+{loc.offset or 0:#x}{at}"
+    shown = loc.address if pc is None else pc
+    offset = (loc.offset or 0) + shown - loc.address
+    return f"#{number:<2} {shown:#018x} in {loc.label(style)}+{offset:#x}{at}"
 
 
 def blocks_text(procedure: str, rows: list[dict[str, Any]]) -> str:

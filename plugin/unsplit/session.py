@@ -31,8 +31,25 @@ class Session:
         # How procedure names are shown (an unsplit.demangle style; None: linkage names),
         # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
         self.demangling = demangling
+        self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
+        self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
+
+    def source_lines(self, path: str) -> list[str] | None:
+        """A source file's lines (for step reports), read again only when the file changed:
+        an amalgamation such as sqlite3.c is 9 MB."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (st.st_mtime_ns, st.st_size)
+        found = self._sources.get(path)
+        if found is None or found[0] != key:
+            from .stop_text import source_lines
+
+            found = self._sources[path] = (key, source_lines(path))
+        return found[1]
 
     def index(self, path: str) -> ModuleIndex:
         try:

@@ -10,8 +10,13 @@ how it ended (:class:`StepOutcome`): GDB with internal breakpoints on the target
 address, LLDB with a scripted thread plan. :class:`Walk` chains plans (return to the caller, a
 call stepped into, a callee without lines stepped out of, the frames below a selected frame
 returning first); :func:`run` drives it for `bb` commands, LLDB's plan by itself when run by
-hand. Return addresses and CFAs of `finish` come from the CFI (unsplit.unwind), not from the
-debugger's unwinder, which may invent a frame in moved code.
+hand. Return addresses and CFAs come from the CFI (unsplit.unwind), not from the debugger's
+unwinder, which may invent a frame in moved code or not unwind at all: GDB stops unwinding at a
+function named `main` (`set backtrace past-main off`) but not at `main.cold`, so through its
+unwinder main's hot part looks like another activation than its cold part. A plan names the
+stepping frame by its CFA and carries the CFA rule of each stretch of the procedure's code
+(`StepPlan.cfa_rules`): an adapter recognises the frame anywhere in the procedure with one
+register read (`StepPlan.is_stepping_frame`).
 
 Lines come from the best source of the module (unsplit.index.ModuleIndex.line_at: ESL, DWARF,
 the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
@@ -30,19 +35,20 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from . import bat_translate, cfi, prebolt, unwind
-from .demangle import GNU, demangle
+from .demangle import demangle
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host, LoadedModule
 from .index import ModuleIndex
 from .lines import DwarfLines
-from .model import LineRow, Location, Procedure
-from .render import frame_text
+from .model import LineRow, Procedure
 from .session import Session
 from .sources import split_info as split_info_source
+from .stop_text import verbose_line
 
 LINE_KINDS = ("next", "step", "until")
 KINDS = ("next", "step", "finish", "until", "advance", "stepi")
 MAX_LEGS = 256  # plans chained by one command (returns, calls stepped into or out of)
+_MAX_ADDRESS = (1 << 64) - 1
 
 # What Host.cannot_run() answers, so both debuggers say the same words.
 CORE_FILE = "cannot step in a core file: there is no live process"
@@ -110,10 +116,14 @@ class StepPlan:
     note: str = ""  # said to the user: how this step had to be made
     at_line_start: bool = False  # `pc` is where a line of the procedure begins
     # From the CFI (unsplit.unwind), when known: where the stepping frame returns to and its
-    # CFA, which is the SP once it has returned (x86-64). A "finish" plan with these runs to
-    # `return_address` until SP is back at `frame_cfa`, without the debugger's own unwinding.
+    # CFA, which is the SP once it has returned (x86-64). A plan with these runs to
+    # `return_address` until SP is back at `frame_cfa`, without the debugger's own unwinding;
+    # a line plan's targets count where the newest frame's CFA is `frame_cfa`.
     return_address: int | None = None
     frame_cfa: int | None = None
+    # (start, end, register, offset), runtime addresses, sorted: in [start, end) of the
+    # procedure's code the CFA is `register` + `offset` (the CFI rows that name a register).
+    cfa_rules: tuple[tuple[int, int, str, int], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """The plan as JSON values (LLDB passes it to its thread plan as SBStructuredData)."""
@@ -133,13 +143,27 @@ class StepPlan:
                    note=str(data.get("note") or ""),
                    at_line_start=bool(data.get("at_line_start")),
                    return_address=_int_or_none(data.get("return_address")),
-                   frame_cfa=_int_or_none(data.get("frame_cfa")))
+                   frame_cfa=_int_or_none(data.get("frame_cfa")),
+                   cfa_rules=tuple((int(lo), int(hi), str(reg), int(off))
+                                   for lo, hi, reg, off in data.get("cfa_rules") or ()))
 
     def in_procedure(self, address: int) -> bool:
         return any(lo <= address < hi for lo, hi in self.ranges)
 
     def is_target(self, address: int) -> bool:
         return address in self.targets
+
+    def is_stepping_frame(self, address: int, register: Callable[[str], int]) -> bool | None:
+        """Whether the newest frame, stopped at `address` with registers `register(name)`
+        (`rsp`, `rbp`…), is the stepping frame: its CFA is `frame_cfa`. None when the plan
+        cannot tell (no CFA of the stepping frame, or no register rule at `address`)."""
+        if self.frame_cfa is None:
+            return None
+        i = bisect_right(self.cfa_rules, (address, _MAX_ADDRESS)) - 1
+        if i < 0 or not self.cfa_rules[i][0] <= address < self.cfa_rules[i][1]:
+            return None
+        _, _, name, offset = self.cfa_rules[i]
+        return (register(name) + offset) & _MAX_ADDRESS == self.frame_cfa
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -168,6 +192,8 @@ _CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[str, ProcedureLines]] = \
     weakref.WeakKeyDictionary()
 _INPUT_LINES: weakref.WeakKeyDictionary[ModuleIndex, DwarfLines | None] = \
     weakref.WeakKeyDictionary()
+_CFA_RULES: weakref.WeakKeyDictionary[ModuleIndex, dict[str, list[tuple[int, int, str, int]]]] \
+    = weakref.WeakKeyDictionary()
 
 
 def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
@@ -294,6 +320,42 @@ def _bat_candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -
     return out
 
 
+def cfa_rules(index: ModuleIndex, proc: Procedure) -> list[tuple[int, int, str, int]]:
+    """(start, end, register, offset), file addresses: where in `proc`'s fragments the CFI
+    gives the CFA as a register plus an offset (cached per index). Code whose CFA is an
+    expression, or that no FDE covers, has no rule."""
+    per_index = _CFA_RULES.setdefault(index, {})
+    found = per_index.get(proc.name)
+    if found is None:
+        found = per_index[proc.name] = sorted(
+            rule for frag in proc.fragments for rule in _fragment_cfa_rules(
+                cfi.table_for(index.binary), frag.start, frag.end))
+    return found
+
+
+def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
+                        end: int) -> list[tuple[int, int, str, int]]:
+    out: list[tuple[int, int, str, int]] = []
+    address = start
+    while address < end:
+        try:
+            fde = table.fde_at(address)
+        except UnsplitError:
+            return out  # damaged CFI: no rules here, the adapter's own check applies
+        if fde is None or fde.end <= address:
+            return out
+        stop = min(fde.end, end)
+        rows = fde.rows
+        for k, row in enumerate(rows):
+            lo = max(row.address, address)
+            hi = min(rows[k + 1].address if k + 1 < len(rows) else fde.end, stop)
+            if lo < hi and row.cfa.register is not None:
+                out.append((lo, hi, cfi.register_name(row.cfa.register).lower(),
+                            row.cfa.offset))
+        address = stop
+    return out
+
+
 # -- plans -----------------------------------------------------------------------------------
 
 def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
@@ -302,10 +364,8 @@ def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleI
     if found is None:
         return None
     mod, index = found
-    frag = index.fragment_at(pc - mod.bias)
-    if frag is None:
-        return None
-    return mod, index, index.procedures[frag.procedure]
+    proc = index.procedure_at(pc - mod.bias)
+    return None if proc is None else (mod, index, proc)
 
 
 def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -332,7 +392,8 @@ def line_plan(session: Session, host: Host, kind: str, pc: int,
     file_pc = pc - mod.bias
     here = lines.span_at(file_pc)
     ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
-    common = {"pc": pc, "procedure": proc.name, "ranges": ranges, "step_into": kind == "step"}
+    common = {"pc": pc, "procedure": proc.name, "ranges": ranges, "step_into": kind == "step",
+              **_frame_identity(host, pc, mod.bias, index, proc)}
     if line is not None:
         return _to_line_plan(kind, lines, mod.bias, line, here, common)
     if not lines.has_lines:
@@ -351,6 +412,30 @@ def line_plan(session: Session, host: Host, kind: str, pc: int,
                     line=None if key is None else f"{key[0]}:{key[1]}",
                     at_line_start=here is not None and here.starts_line
                     and here.start == file_pc, **common)  # type: ignore[arg-type]
+
+
+def _frame_identity(host: Host, pc: int, bias: int, index: ModuleIndex,
+                    proc: Procedure) -> dict[str, object]:
+    """The stepping frame (frame 0, at `pc`) as the CFI knows it: its return address and CFA,
+    and the CFA rules that find it again from any of its procedure's code. One CFI step of
+    frame 0, not a backtrace (which also names every frame: ten times slower)."""
+    registers = getattr(host, "frame0_registers", None)
+    read_memory = getattr(host, "read_memory", None)
+    if registers is None or read_memory is None:
+        return {}
+    try:
+        regs = cfi.registers_from_names(registers())
+        if regs.get(cfi.RIP) != pc:
+            return {}
+        found = cfi.step(index.binary, pc - bias, bias, regs, read_memory, True)
+    except UnsplitError:
+        return {}
+    if found is None or found.caller is None or cfi.RIP not in found.caller:
+        return {}
+    rules = tuple((bias + lo, bias + hi, reg, off) for lo, hi, reg, off
+                  in cfa_rules(index, proc))
+    return {"return_address": found.caller[cfi.RIP], "frame_cfa": found.cfa,
+            "cfa_rules": rules}
 
 
 def _to_line_plan(kind: str, lines: ProcedureLines, bias: int, line: int, here: Span | None,
@@ -544,37 +629,34 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     if apply is None:
         raise UsageError(f"bb {kind}: this debugger adapter cannot step")
     walk = Walk(session, host, kind, line)
+    begin = getattr(host, "step_context", None)
+    context = begin(kind, line) if begin is not None else None  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()
     while isinstance(step, StepPlan):
         step = walk.after(apply(step))
-    return _report(session, host, kind, step, walk.notes)
+    return _report(session, host, kind, step, walk.notes, context)
 
 
 def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
-            notes: list[str]) -> str:
+            notes: list[str], context: object = None) -> str:
+    """What the step prints: the debugger's own report of the stop (Host.stop_report, see
+    unsplit.stop_text), after the notes on how the step was made; a stop the step did not
+    make (a breakpoint, a signal) as the debugger reported it."""
     lines = list(notes)
-    if outcome.kind == "stopped":
-        if outcome.message:
-            lines.append(outcome.message)
-        if outcome.pc is None:
-            return "\n".join(lines)
+    if outcome.kind == "stopped" and outcome.message:
+        lines.append(outcome.message)
     try:
-        pc = host.selected_pc()
+        pc = None if outcome.kind == "stopped" and outcome.pc is None else host.selected_pc()
     except UnsplitError:
+        pc = None
+    if pc is None:
         return "\n".join(lines)
-    text = stop_text(session.locate(host, pc), pc, session.demangling())
-    said = lines[-1].splitlines()[-1] if lines and lines[-1] else ""
-    if not said.startswith("#0") or not text.startswith(said):  # GDB's stop printer said it
-        lines.append(text)
-    return "\n".join(lines)
-
-
-def stop_text(loc: Location | None, pc: int, style: str | None = GNU) -> str:
-    """Where a step stopped: the frame line, procedure named as written (demangled in
-    `style`, unsplit.demangle)."""
-    if loc is None:
-        return f"#0  {pc:#018x} in ??"
-    text = frame_text(0, loc, style)
-    if loc.block is not None:
-        text += f"  (block %{loc.block.id}+{loc.file_address - loc.block.start:#x})"
-    return text
+    loc = session.locate(host, pc)
+    style = session.demangling()
+    render = getattr(host, "stop_report", None)
+    if not (outcome.kind == "stopped" and outcome.message):
+        lines.append(render(kind, loc, pc, context) if render is not None
+                     else verbose_line(loc, pc, style))
+    if session.verbose and render is not None:
+        lines.append(verbose_line(loc, pc, style))
+    return "\n".join(line for line in lines if line)

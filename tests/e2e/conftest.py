@@ -93,6 +93,12 @@ def lldb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..
     yield from _sessions(request, tmp_path, "lldb")
 
 
+@pytest.fixture
+def gdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """The same factory for GDB alone, for what only GDB has."""
+    yield from _sessions(request, tmp_path, "gdb")
+
+
 def resume(session: Any, timeout: float = 60) -> str:
     """Continue to the next stop; the output up to it. LLDB reports the stop asynchronously,
     after its prompt: wait for the report, then for the prompt (as LldbDriver.run does)."""

@@ -72,17 +72,20 @@ def test_cold_cpp_frame_reads_demangled(debugger: Callable[..., Any],
 def test_bb_break_takes_every_form_of_the_name(debugger: Callable[..., Any],
                                                zoo: dict[str, Any], form: str) -> None:
     """GDB's `break` accepts a qualified name without parameters, the demangled name and the
-    linkage name; `bb break` too, and its message names the procedure demangled."""
+    linkage name; `bb break` too, and `bb break --list` names the procedure demangled at every
+    location (one per fragment, at its start)."""
     f = facts(zoo, "bolt-all", "except")
-    entry = f["split_functions"][LINKAGE]["fragments"][0]["start"]
     session = debugger(ROOT / f["binary"], args=["throw"])
     text = session.command(f"bb break {form} --all-fragments")
     name = _demangled(session.name, LINKAGE)
     fragments = f["split_functions"][LINKAGE]["fragments"]
     assert f"{len(fragments)} locations" in text, text
-    assert f"{int(entry, 16):#x} in {name} (entry)" in text
-    for fr in fragments[1:]:
-        assert f"{int(fr['start'], 16):#x} in {name} [{fr['fragment']}]" in text
+    listing = session.command("bb break --list").splitlines()
+    assert f"bb break {form} --all-fragments" in listing[0], listing
+    for fr in fragments:
+        row = next(ln for ln in listing if f"{int(fr['start'], 16):#018x} in " in ln)
+        assert f" in {name}+0x" in row and f" {fr['fragment']}" in row, row
+        assert LINKAGE not in row.split(f" {fr['fragment']}")[0], row
 
 
 def test_gdb_follows_print_demangle(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:

@@ -110,7 +110,8 @@ def test_break_on_a_line_in_moved_code(debugger: Callable[..., Any], zoo: dict[s
     line = f["markers"]["crash.c"]["run cold call"]
     session = debugger(annotated[variant], args=["crash"])
     out = session.command(f"bb break crash.c:{line}")
-    assert "run [" in out and "Traceback" not in out, out
+    assert out.startswith("Breakpoint") and "Traceback" not in out, out
+    assert " in run+0x" in session.command("bb break --list")
     session.run()
     [loc] = json_lines(session.command("bb where --json"))
     run_frame = f["crash"]["frames"][1]

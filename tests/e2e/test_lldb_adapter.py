@@ -177,6 +177,27 @@ def test_errors_are_one_line_and_the_session_survives(lldb: Callable[..., LldbDr
     _check_where(session.command("bb where"), f)
 
 
+@e2e
+def test_a_bug_in_frame_naming_is_reported_once(lldb: Callable[..., LldbDriver],
+                                                zoo: dict[str, Any]) -> None:
+    """The frame-name callbacks must not raise into LLDB's backtrace, nor swallow a bug: one
+    line for the session (not one per frame, not one per `bt`), LLDB's own names meanwhile."""
+    f = _crash(zoo, "gcc-pgo")
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    session.command("script import unsplit_lldb_impl.naming as n; "
+                    "n.logical_name = lambda frame, callback: 1 // 0")
+    first, second = session.backtrace(), session.backtrace()
+    said = [line for line in first.splitlines() if "unsplit: internal error" in line]
+    assert len(said) == 1, first
+    assert "ZeroDivisionError" in said[0] and "UNSPLIT_DEBUG=1" in said[0], said
+    assert "internal error" not in second, second
+    assert "Traceback" not in first + second
+    frames = _frame_lines(second)
+    assert len(frames) >= 3 and "transfer" in frames[0], second  # LLDB's own names
+    assert _label(f["crash"]) not in second
+    assert session.alive()
+
+
 # -- formats: installed, restored, re-installed, imported twice -----------------------------
 
 def _formats(session: LldbDriver) -> dict[str, str]:

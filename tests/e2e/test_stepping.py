@@ -2,7 +2,8 @@
 
 The programs run their rare paths, which go through cold fragments (crash: main cold -> run cold
 -> transfer hot -> transfer cold -> SIGSEGV; loop error: checksum's hot loop -> its cold error
-path -> return to main). Lines are named by the markers of the sources and fragments by the
+path -> return to main; recurse deep: main's cold path -> walk's cold branch -> return into the
+middle of main's line). Lines are named by the markers of the sources and fragments by the
 facts (nm/llvm-symbolizer), never by numbers written here. Breakpoints are the debuggers' own.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import resume
 
 pytestmark = pytest.mark.e2e
 
@@ -58,7 +60,11 @@ class _Patient:
 
 
 def _session(debugger: Callable[..., Any], binary: Any, **kwargs: Any) -> Any:
-    return _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
+    """A session whose steps also print the `#0 … [fragment]+0x… at file:line` line that
+    `_stop` reads (`bb set verbose on`; test_step_output.py checks the default report)."""
+    session = _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
+    assert session.command("bb set verbose on") == "verbose is on"
+    return session
 
 
 def _break(session: Any, name: str) -> None:
@@ -371,16 +377,15 @@ def _scripted(session: Any, *pairs: str) -> str:
 
 
 @pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
-def test_lldb_thread_step_scripted_by_hand(debugger: Callable[..., Any], zoo: dict[str, Any],
+def test_lldb_thread_step_scripted_by_hand(lldb: Callable[..., Any], zoo: dict[str, Any],
                                            variant: str) -> None:
     """The thread plan run by name, its arguments in SBStructuredData, no `bb` command first:
     it computes each leg with the core from the thread's pc, chains them (a return goes on to
-    the caller's line), and composes with LLDB's own breakpoints."""
-    if debugger.name != "lldb":  # type: ignore[attr-defined]
-        pytest.skip("a scripted thread plan is LLDB's")
+    the caller's line), and composes with LLDB's own breakpoints. (A scripted thread plan is
+    LLDB's: no GDB half.)"""
     f = facts(zoo, variant, "loop")
     lines = {m: n for n, m in _markers(f, "loop.c").items()}
-    session = _start(debugger, f, ["error"], "checksum")
+    session = _start(lldb, f, ["error"], "checksum")
 
     def where() -> Stop:
         out = session.command("bb frame")
@@ -423,4 +428,79 @@ def test_lldb_thread_step_scripted_by_hand(debugger: Callable[..., Any], zoo: di
         if stop[2] == lines["main cold error exit"]:
             break
     assert stop[2] == lines["main cold error exit"], stop
+    assert session.alive()
+
+
+# -- a return into the middle of a line in the caller's cold fragment ------------------------
+
+def _in_moved_code(f: dict[str, Any], proc: str, file_address: int) -> bool:
+    """Whether `file_address` lies in a fragment of `proc` other than its entry part (facts)."""
+    return any(int(x["start"], 16) <= file_address < int(x["end"], 16)
+               for x in f["split_functions"][proc]["fragments"] if x["fragment"] != "hot")
+
+
+def _at_edge_walk(session: Any, f: dict[str, Any]) -> Stop:
+    """(Re)start `recurse deep` and run to the second stop at walk's first cold line: the walk
+    main's cold path calls at its limit (the first stop is the deep walk's, at depth 5)."""
+    session.run()
+    resume(session, SLOW)
+    stop = _stop(session.command("bb frame"))
+    assert stop is not None and stop[0] == "walk" and stop[1] != "hot", stop
+    _, _, frames = _cfi_frames(session)
+    caller = frames["frames"][1]
+    assert caller["procedure"] == "main", caller
+    # The call was made from main's moved code, so it returns there (the facts' ranges).
+    assert _in_moved_code(f, "main", int(caller["file_address"], 16) - 1), caller
+    return stop
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "clang-bbsections",
+                                     "bolt-profile2", "bolt-cdsplit"])
+def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., Any],
+                                                        zoo: dict[str, Any],
+                                                        variant: str) -> None:
+    """recurse deep: main's cold path calls walk(1, 1, total), at its limit at once. Stopped on
+    walk's first cold line (`bb break recurse.c:LINE`), `bb next` line by line to walk's last
+    line and once more returns into main's cold fragment in the middle of the call's line
+    (`total += walk(…) * 3`) and stops at main's next line, "main prints total", in whichever
+    fragment holds it: in bolt-profile2 main's hot one, where GDB does not unwind (it stops
+    unwinding at a function named `main`, not at `main.cold.0`), and the step used to run on
+    to __libc_start_call_main. `bb step`, `bb until`, and `bb finish` then `bb next`, from
+    walk's last line end there too."""
+    f = facts(zoo, variant, "recurse")
+    lines = {m: n for n, m in _markers(f, "recurse.c").items()}
+    session = _session(debugger, ROOT / f["binary"], args=["deep"])
+    out = session.command(f"bb break recurse.c:{lines['cold limit branch']}")
+    assert "nothing set" not in out and "error" not in out.lower(), out
+    expected = lines["main prints total"]
+
+    start = _at_edge_walk(session, f)
+    assert start[2] == lines["cold limit branch"], start
+    in_walk: list[Stop] = []
+    stop: Stop | None = None
+    for _ in range(16):
+        out = session.command("bb next")
+        stop = _stop(out)
+        assert stop is not None, out
+        if stop[0] != "walk":
+            break
+        in_walk.append(stop)
+    assert stop is not None and stop[0] == "main" and stop[2] == expected, (in_walk, out)
+    assert in_walk, "walk's first cold line was its last"
+    _check_marker_fragments(f, "recurse.c", [stop, *in_walk])
+
+    for kind in ("step", "until", "finish"):
+        _at_edge_walk(session, f)
+        for _ in in_walk:  # to walk's last line, as before
+            last = _stop(session.command("bb next"))
+        assert last == in_walk[-1], (kind, last, in_walk)
+        out = session.command(f"bb {kind}")
+        stop = _stop(out)
+        if kind == "finish":
+            # Back at the return address, in the middle of the call's line in main's cold code.
+            assert stop is not None and stop[0] == "main" and stop[1] != "hot", out
+            assert stop[2] == lines["main cold edge walk"], out
+            out = session.command("bb next")
+            stop = _stop(out)
+        assert stop is not None and stop[0] == "main" and stop[2] == expected, (kind, out)
     assert session.alive()

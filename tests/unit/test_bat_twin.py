@@ -94,6 +94,8 @@ def pairs(zoo: dict[str, Any]) -> list[str]:
 def test_lines_equal_the_debug_twin(zoo: dict[str, Any], pairs: list[str], program: str) -> None:
     compared = 0
     for variant in pairs:
+        if program not in zoo[variant]["programs"]:
+            continue  # bolt-statics has a program of its own
         path = ROOT / zoo[variant]["programs"][program]["binary"]
         twin = ROOT / zoo[f"{variant}-dbg"]["programs"][program]["binary"]
         if code_sections(path) != code_sections(twin):

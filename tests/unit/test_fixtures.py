@@ -21,12 +21,14 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "fixtures" / "build"
 VARIANTS = [
     "gcc-pgo", "gcc-pgo-nodebug", "gcc-pgo-stripped", "clang-mfs", "clang-mfs-nodebug",
-    "clang-mfs-pgomap", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
+    "clang-mfs-pgomap", "clang-mip", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
     "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
     "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
     "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
 ]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
+# The multi-TU program with same-named local functions has variants of its own.
+STATICS = ["bolt-statics", "bolt-statics-dbg"]
 HEX = re.compile(r"^0x[0-9a-f]+$")
 FRAGMENT = re.compile(r"^(hot|cold|cold\.\d+|warm|part\.\d+)$")
 
@@ -55,10 +57,10 @@ def _facts(index: dict[str, Any], variant: str, prog: str) -> dict[str, Any]:
 
 
 def test_every_variant_and_program_is_indexed(index: dict[str, Any]) -> None:
-    assert sorted(index["variants"]) == sorted(VARIANTS)
-    for v in VARIANTS:
+    assert sorted(index["variants"]) == sorted(VARIANTS + STATICS)
+    for v in VARIANTS + STATICS:
         programs = index["variants"][v]["programs"]
-        assert sorted(programs) == sorted(PROGRAMS)
+        assert sorted(programs) == (["statics"] if v in STATICS else sorted(PROGRAMS))
         for entry in programs.values():
             assert (REPO / entry["binary"]).is_file()
             assert (REPO / entry["facts"]).is_file()
@@ -83,8 +85,8 @@ def test_crash_is_split_and_crashes_in_cold_code(index: dict[str, Any], variant:
         assert crash["line"] == f["markers"]["crash.c"]["crash site"]
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("prog", PROGRAMS)
+@pytest.mark.parametrize(("variant", "prog"), [(v, p) for v in VARIANTS for p in PROGRAMS]
+                         + [(v, "statics") for v in STATICS])
 def test_facts_are_well_formed(index: dict[str, Any], variant: str, prog: str) -> None:
     f = _facts(index, variant, prog)
     assert f["facts_version"] == 1 and f["variant"] == variant and f["program"] == prog
@@ -111,15 +113,30 @@ def test_variant_properties(index: dict[str, Any]) -> None:
     for v in VARIANTS:
         f = _facts(index, v, "crash")
         assert f["has_debug_info"] == (
-            v in ("gcc-pgo", "clang-mfs", "clang-mfs-pgomap", "clang-bbsections")
+            v in ("gcc-pgo", "clang-mfs", "clang-mfs-pgomap", "clang-mip", "clang-bbsections")
             or v.endswith("-dbg")), v
-        assert f["has_bb_addr_map"] == v.startswith("clang-"), v
+        assert f["has_bb_addr_map"] == (v.startswith("clang-") and v != "clang-mip"), v
         assert f["has_symtab"] == (v != "gcc-pgo-stripped"), v
         assert f["has_bat"] == v.startswith("bolt-"), v
         if v.startswith("bolt-"):
             assert (REPO / f["input"]).is_file()
             # BOLT flips the last bit of the build-id.
             assert int(f["build_id"], 16) ^ int(f["input_build_id"], 16) == 1
+
+
+@pytest.mark.parametrize("variant", STATICS)
+def test_same_named_locals_keep_their_units(index: dict[str, Any], variant: str) -> None:
+    """Each unit's helper, summarize and __cxx_global_array_dtor is its own procedure, keyed
+    name@unit, with the fragments of its own STT_FILE group."""
+    f = _facts(index, variant, "statics")
+    units = {f"statics_{u}.cpp" for u in "abcd"}
+    split = f["split_functions"]
+    for name in ("_ZL6helperii", "__cxx_global_array_dtor"):
+        assert {k for k in split if k.startswith(name + "@")} == {f"{name}@{u}" for u in units}
+    assert sum(k.startswith("_ZL9summarizeii@") for k in split) >= 2
+    starts = [x["start"] for info in split.values() for x in info["fragments"]]
+    assert len(starts) == len(set(starts))
+    assert all(len(info["fragments"]) >= 2 for info in split.values())
 
 
 def test_bbsections_has_a_three_way_split(index: dict[str, Any]) -> None:
@@ -154,6 +171,24 @@ def test_pgomap_block_facts(index: dict[str, Any], prog: str) -> None:
         link_pc = int(f["crash"]["link_pc"], 16)
         assert [b for b in cold if int(b["start"], 16) <= link_pc < int(b["end"], 16)]
         assert all(b["frequency"] < 0.01 for b in cold)
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_mip_facts(index: dict[str, Any], prog: str) -> None:
+    """clang-mip: each function's blocks start at its entry and lie inside its symbol, in
+    map order; the training run reached some of them (and the crash program not all)."""
+    f = _facts(index, "clang-mip", prog)
+    functions = f["mip"]["functions"]
+    assert f["training_args"] == ["train"] and {"main"} <= set(functions)
+    for name, fn in functions.items():
+        start, end = int(fn["address"], 16), int(fn["address"], 16) + fn["size"]
+        blocks = fn["blocks"]
+        assert [b["block_id"] for b in blocks] == list(range(len(blocks))), name
+        assert int(blocks[0]["start"], 16) == start and fn["covered"] == blocks[0]["covered"]
+        for b in blocks:
+            assert start <= int(b["start"], 16) < end and isinstance(b["covered"], bool), name
+    ran = {b["covered"] for fn in functions.values() for b in fn["blocks"]}
+    assert True in ran and (prog != "crash" or False in ran)
 
 
 def test_training_run_exits_zero(index: dict[str, Any]) -> None:

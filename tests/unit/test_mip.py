@@ -4,6 +4,7 @@ assembled by hand, PC-relative fields resolved, round trips, random bytes."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -126,5 +127,122 @@ def test_random_bytes_only_raise_decode_error(data: bytes) -> None:
     for blob in (data, _seed_example()[:24] + data):
         try:
             mip.decode(blob, RAW)
+        except DecodeError:
+            pass
+
+
+# -- block ids and the raw profile -----------------------------------------------------------
+
+
+def test_block_ids_follow_the_map_not_the_addresses() -> None:
+    """Non-entry blocks are %1..%n in map order (the order of their coverage bytes); blocks
+    outside the function or at the start of another give none."""
+    f = MipFunction("f", FOO, 0x40, 0, (0x30, 0x10, 0x50, 0x10), 24)
+    assert [(b.id, b.start - FOO, b.end - FOO) for b in f.blocks()] == [
+        (0, 0, 0x10),
+        (4, 0x10, 0x30),
+        (1, 0x30, 0x40),
+    ]
+
+
+PROFILE = mip.FUNCTION_COVERAGE | mip.BLOCK_COVERAGE
+
+
+def _raw_header(profile_type: int = PROFILE) -> MipHeader:
+    return MipHeader(8, mip.FILE_TYPE_RAW, profile_type, 0xDEADBEEF)
+
+
+def test_raw_profile_flags_blocks() -> None:
+    funcs = mip.lay_out_raw([FOO_FUNC, MipFunction("bar", FOO + 0x40, 8, 1, (), 0)], PROFILE)
+    assert [f.raw_offset for f in funcs] == [24, 27]  # 1 + 2 bytes, then bar's one byte
+    coverage = {24: mip.Coverage(True, (False, True)), 27: mip.Coverage(False, ())}
+    raw = mip.encode_raw(funcs, coverage, _raw_header())
+    assert raw[24:] == bytes([0x00, 0xFF, 0x00, 0xFF])  # 0 once run, all ones before
+    m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
+    profile = mip.decode_raw(raw, m)
+    assert profile.coverage == coverage
+    [foo, bar] = mip.procedures(m, profile)
+    assert [b.flags for b in foo.blocks] == [("covered",), ("not-covered",), ("covered",)]
+    assert [b.flags for b in bar.blocks] == [("not-covered",)]
+
+
+def test_function_coverage_alone_flags_the_entry_block() -> None:
+    funcs = mip.lay_out_raw([FOO_FUNC], mip.FUNCTION_COVERAGE)
+    m = mip.MipMap(MipHeader(8, 2, mip.FUNCTION_COVERAGE, 0xDEADBEEF), tuple(funcs))
+    raw = mip.encode_raw(funcs, {24: mip.Coverage(True)}, _raw_header(mip.FUNCTION_COVERAGE))
+    assert len(raw) == 25
+    [proc] = mip.procedures(m, mip.decode_raw(raw, m))
+    assert [b.flags for b in proc.blocks] == [("covered",), (), ()]
+
+
+def test_the_compilers_image_is_no_profile() -> None:
+    """A raw section still all ones is what the compiler emitted, before any run: no flags."""
+    funcs = mip.lay_out_raw([FOO_FUNC], PROFILE)
+    m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
+    raw = mip.encode_raw(funcs, {}, _raw_header())
+    [proc] = mip.procedures(m, mip.decode_raw(raw, m))
+    assert all(b.flags == () for b in proc.blocks)
+
+
+@pytest.mark.parametrize(
+    ("patch", "error", "offset", "words"),
+    [
+        ((6, b"\x02\x00"), DecodeError, 6, "expected 1"),
+        ((8, b"\x04\x00\x00\x00"), UnsupportedVersion, 8, "profile type 0x4"),
+        ((12, b"\x00\x00\x00\x00"), DecodeError, 8, "another build"),
+        ((25, b"\x17"), DecodeError, 25, "coverage byte 0x17"),
+    ],
+)
+def test_bad_raw_profile(
+    patch: tuple[int, bytes], error: type[DecodeError], offset: int, words: str
+) -> None:
+    funcs = mip.lay_out_raw([FOO_FUNC], PROFILE)
+    m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
+    raw = bytearray(mip.encode_raw(funcs, {24: mip.Coverage(True, (True, False))}, _raw_header()))
+    at, value = patch
+    raw[at : at + len(value)] = value
+    with pytest.raises(error, match=words) as e:
+        mip.decode_raw(bytes(raw), m)
+    assert e.value.section == "__llvm_mipraw" and e.value.offset == offset
+
+
+def test_raw_profile_too_short() -> None:
+    funcs = mip.lay_out_raw([FOO_FUNC], PROFILE)
+    m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
+    raw = mip.encode_raw(funcs, {24: mip.Coverage(True, (True, True))}, _raw_header())
+    with pytest.raises(DecodeError, match="_Z3foov: raw profile of 3 bytes at 0x18"):
+        mip.decode_raw(raw[:26], m)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_func, max_size=6),
+    st.sampled_from([mip.FUNCTION_COVERAGE, PROFILE]),
+    st.randoms(use_true_random=False),
+)
+def test_raw_round_trip(funcs: list[MipFunction], profile_type: int, rnd: Any) -> None:
+    funcs = mip.lay_out_raw(funcs, profile_type)
+    coverage = {
+        f.raw_offset: mip.Coverage(
+            rnd.random() < 0.5,
+            tuple(rnd.random() < 0.5 for _ in f.block_offsets)
+            if profile_type & mip.BLOCK_COVERAGE else None,
+        )
+        for f in funcs
+    }
+    m = mip.MipMap(MipHeader(8, 2, profile_type, 7), tuple(funcs))
+    raw = mip.encode_raw(funcs, coverage, MipHeader(8, mip.FILE_TYPE_RAW, profile_type, 7))
+    assert mip.decode_raw(raw, m).coverage == coverage
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=120))
+def test_random_raw_bytes_only_raise_decode_error(data: bytes) -> None:
+    funcs = mip.lay_out_raw([FOO_FUNC, MipFunction("bar", FOO + 0x40, 8, 1, (4,), 0)], PROFILE)
+    m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
+    header = mip.encode_raw([], {}, _raw_header())
+    for blob in (data, header + data):
+        try:
+            mip.decode_raw(blob, m)
         except DecodeError:
             pass

@@ -285,8 +285,7 @@ def test_finish_and_next_act_on_the_selected_frame(zoo: dict[str, Any], variant:
     frame N's pc. The pcs are those GDB reported when the core was made."""
     f = facts(zoo, variant, "crash")
     core_path = f["_entry"].get("core")
-    if core_path is None:
-        pytest.skip(f"{variant} has no crash core")
+    assert core_path is not None, f"{variant}: the fixture build made no crash core"
     core = Core(str(ROOT / core_path))
     binary = _binary(f)
     truth = [int(x["pc"], 16) for x in f["crash"]["frames"]]
@@ -319,3 +318,38 @@ def test_finish_without_registers_leaves_the_return_to_the_adapter(zoo: dict[str
     host = FakeHost([LoadedModule(_binary(f), 0)], _line_start(f, "run", "run cold call"))
     plan = stepping.finish_plan(Session(), host, "finish", host.pc)
     assert plan.return_address is None and plan.frame_cfa is None and plan.procedure == "run"
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs-nodebug", "bolt-all", "bolt-profile2"])
+def test_line_plan_names_the_stepping_frame_by_its_cfa(zoo: dict[str, Any], variant: str) -> None:
+    """A line plan at the crash (transfer's cold code) carries frame 0's CFA and return address
+    from the CFI, and CFA rules over every fragment of transfer, so an adapter recognises the
+    frame at any target without the debugger's unwinder. Oracles: the pc GDB gave frame 1 when
+    the core was made, and the core's memory (the return address lies just below the CFA)."""
+    f = facts(zoo, variant, "crash")
+    core = Core(str(ROOT / f["_entry"]["core"]))
+    truth = [int(x["pc"], 16) for x in f["crash"]["frames"]]
+    host = CoreHost(core.modules(_binary(f)), truth[0], 0, core)
+    plan = stepping.line_plan(Session(), host, "next", truth[0])
+    assert plan.procedure == "transfer" and plan.return_address == truth[1], plan
+    assert plan.frame_cfa is not None
+    assert int.from_bytes(core.read_memory(plan.frame_cfa - 8, 8), "little") == truth[1]
+    registers = {cfi.register_name(r).lower(): v
+                 for r, v in core.threads[0].registers.items()}
+    assert plan.is_stepping_frame(truth[0], registers.__getitem__) is True
+    deeper = dict(registers, rsp=registers["rsp"] - 64, rbp=registers["rbp"] - 64)
+    assert plan.is_stepping_frame(truth[0], deeper.__getitem__) is False
+    # The rules lie in transfer's fragments (facts) and cover every target.
+    bias = next(m.bias for m in host.modules() if m.path == _binary(f))
+    frags = [(bias + lo, bias + hi) for lo, hi in _fragments(f, "transfer").values()]
+    assert plan.cfa_rules
+    for lo, hi, _, _ in plan.cfa_rules:
+        assert any(a <= lo and hi <= b for a, b in frags), (hex(lo), hex(hi))
+    for target in plan.targets:
+        assert any(lo <= target < hi for lo, hi, _, _ in plan.cfa_rules), hex(target)
+    # Nowhere in transfer, the plan cannot tell: the adapter's own check applies.
+    assert plan.is_stepping_frame(0x10, registers.__getitem__) is None
+    without = stepping.line_plan(Session(), FakeHost(host.modules(), truth[0]), "next",
+                                 truth[0])
+    assert without.frame_cfa is None
+    assert without.is_stepping_frame(truth[0], registers.__getitem__) is None

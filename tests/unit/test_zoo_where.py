@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .. import bolt_truth
 from ..conftest import ROOT, facts
 
 VARIANTS = [
@@ -55,17 +57,47 @@ def test_every_fragment_is_named(zoo: dict[str, Any], variant: str, program: str
             [(linkage, linkage) for _, linkage, _, _ in expected]
 
 
-@pytest.mark.parametrize("variant", [v for v in VARIANTS if "nodebug" not in v])
+BOLT_NO_DWARF = [v for v in VARIANTS if v[:5] == "bolt-" and "dbg" not in v]
+WITH_DWARF = [v for v in VARIANTS if "nodebug" not in v and v not in BOLT_NO_DWARF]
+
+
+@pytest.mark.parametrize("variant", WITH_DWARF)
 def test_sample_lines(zoo: dict[str, Any], variant: str) -> None:
     f = facts(zoo, variant, "crash")
-    if not f["has_debug_info"]:
-        pytest.skip("no DWARF in this variant (lines come from the pre-BOLT binary: issue 4)")
+    assert f["has_debug_info"]
     samples = [frag["sample"] for info in f["split_functions"].values()
                for frag in info["fragments"] if frag.get("sample", {}).get("line")]
     assert samples
     got = _where(str(ROOT / f["binary"]), [s["address"] for s in samples])
     assert [(g["file"].rsplit("/", 1)[-1], g["line"]) for g in got] == \
         [(s["file"], s["line"]) for s in samples]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("variant", BOLT_NO_DWARF)
+def test_sample_lines_without_dwarf(zoo: dict[str, Any], variant: str, program: str,
+                                    tmp_path: Path) -> None:
+    """BOLT dropped the DWARF: each moved fragment's first instructions get the line of their
+    input address, as perf2bolt-22 translates them through BAT, by llvm-symbolizer-22 on the
+    pre-BOLT input (tests/bolt_truth.py)."""
+    f = facts(zoo, variant, program)
+    assert not f["has_debug_info"]
+    binary, inp = ROOT / f["binary"], ROOT / f["input"]
+    addresses = []
+    for info in f["split_functions"].values():
+        for frag in info["fragments"][1:]:
+            start, end = int(frag["start"], 16), int(frag["end"], 16)
+            addresses += list(bolt_truth.instructions(binary, start, end))[:4]
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    # Fragments of functions BAT does not describe (lite mode left them alone) have no truth.
+    addresses = [a for a in addresses if a in truth]
+    assert addresses
+    inputs, lines = bolt_truth.input_lines(binary, inp, truth, addresses)
+    got = _where(str(binary), [hex(a) for a in addresses])
+    compared = [((g["input_address"], g["file"], g["line"]), (hex(i), *ln))
+                for g, i, ln in zip(got, inputs, lines, strict=True) if ln is not None and ln[1]]
+    assert compared
+    assert [have for have, want in compared] == [want for have, want in compared]
 
 
 def test_blocks_of_a_multi_range_procedure(zoo: dict[str, Any]) -> None:

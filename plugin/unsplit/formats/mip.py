@@ -26,13 +26,27 @@ The PC-relative fields are resolved as the seed explains: the map section is ext
 loaded), so only differences of fields of one record mean anything —
 ``raw offset = raw symbol - raw start`` and ``function address = address of __llvm_mipraw +
 function - raw start``.
+
+`__llvm_mipraw` (the raw profile: the section in the binary, or the same bytes dumped by the
+runtime) is the seed's other half; where the seed says only "a single byte for each
+instrumented function ... initialize[d] to all ones", the patch series' tests and its
+MIPBinaryFormat document complete it: the same 24-byte header (file type 1 = raw), then at each
+function's raw offset
+
+```
+function coverage (profile type bit 0)   u8            0 once the function ran (`movb $0`)
+block coverage    (profile type bit 1)   u8 × n        one per non-entry block, map order
+```
+
+Call counts and timestamps (bits 2, 3) change that layout and are not read here.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..errors import DecodeError, UnsupportedVersion
 from ..model import HOT, Block, Fragment, Procedure
@@ -42,6 +56,12 @@ RAW_SECTION = "__llvm_mipraw"
 MAGIC = 0x50494DFB  # "\xfbMIP" as bytes
 VERSION = 8  # what the map header of the seed's patch series says; any version is read
 FILE_TYPE_MAP = 2
+FILE_TYPE_RAW = 1
+FUNCTION_COVERAGE = 0x1  # profile type bits
+BLOCK_COVERAGE = 0x2
+COVERED, NOT_COVERED = 0x00, 0xFF  # a raw byte after / before its code ran
+_COVERAGE_BYTES = bytes([COVERED, NOT_COVERED])
+_ran = COVERED.__eq__  # per byte, at C speed
 HEADER_SIZE = 24
 RECORD_ALIGN = 8  # each $MAP is `.p2align 3` in its own section: the linker pads between
 
@@ -71,15 +91,47 @@ class MipFunction:
     raw_offset: int  # of its profile data within __llvm_mipraw
     offset: int = field(default=0, compare=False)  # of the record in the section
 
-    def blocks(self) -> list[Block]:
-        """Blocks as model Blocks: the entry block is 0, the non-entry ones 1..n in order."""
-        starts = [0, *sorted(o for o in self.block_offsets if 0 < o < self.size)]
+    def blocks(self, coverage: Coverage | None = None) -> list[Block]:
+        """Blocks as model Blocks, by address: the entry block is %0 and the non-entry ones
+        %1..%n in map order (the order of their coverage bytes). Each runs to the next start;
+        an offset outside the function (or a second block at one start) gives no block.
+
+        With `coverage`, each block is flagged ``covered`` or ``not-covered``; a function
+        that never ran has no block that ran, so without block coverage only the entry block
+        (or, for a function not covered, every block) gets a flag.
+        """
+        ids = {0: 0}
+        for i, off in enumerate(self.block_offsets, 1):
+            if 0 < off < self.size:
+                ids[off] = i  # the later of two equal offsets: the block that holds code
+        starts = sorted(ids)
         ends = [*starts[1:], self.size]
-        return [
-            Block(i, self.address + s, self.address + e)
-            for i, (s, e) in enumerate(zip(starts, ends, strict=True))
-            if e > s
-        ]
+        out = []
+        for s, e in zip(starts, ends, strict=True):
+            if e > s:
+                flags = () if coverage is None else coverage.flags(ids[s])
+                out.append(Block(ids[s], self.address + s, self.address + e, flags))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """What one function's raw profile says ran: the function, and its non-entry blocks."""
+
+    function: bool
+    blocks: tuple[bool, ...] | None = None  # map order; None without block coverage
+
+    def ran(self, block_id: int) -> bool | None:
+        """Whether block `block_id` (0 = entry) ran; None when the profile does not say."""
+        if block_id == 0 or not self.function:
+            return self.function
+        if self.blocks is None or block_id > len(self.blocks):
+            return None
+        return self.blocks[block_id - 1]
+
+    def flags(self, block_id: int) -> tuple[str, ...]:
+        ran = self.ran(block_id)
+        return () if ran is None else ("covered",) if ran else ("not-covered",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,13 +241,127 @@ def encode(
     return bytes(out)
 
 
-def procedures(mip: MipMap) -> list[Procedure]:
-    """Model procedures: MIP knows one fragment per function, with its blocks."""
+# --- the raw profile ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RawProfile:
+    header: MipHeader
+    coverage: dict[int, Coverage]  # by raw offset (that of MipFunction.raw_offset)
+
+    def of(self, func: MipFunction) -> Coverage | None:
+        return self.coverage.get(func.raw_offset)
+
+    @property
+    def ran_at_all(self) -> bool:
+        """False for the compiler's image (every byte still all ones): no profile yet."""
+        return any(c.function for c in self.coverage.values())
+
+
+def raw_size(func: MipFunction, profile_type: int) -> int:
+    """Bytes of `func`'s raw profile (function byte, then one per block; no padding)."""
+    return 1 + (len(func.block_offsets) if profile_type & BLOCK_COVERAGE else 0)
+
+
+def decode_raw(data: bytes, mip: MipMap, section: str = RAW_SECTION) -> RawProfile:
+    """The coverage of every function of `mip` in the raw profile `data`.
+
+    The raw header must be the map's twin (same profile type and module hash): a raw profile
+    of another build would put each function's bytes somewhere else.
+    """
+    if len(data) < HEADER_SIZE:
+        raise DecodeError(section, 0, f"truncated header: {len(data)} bytes, expected 24")
+    magic, version, ftype, ptype, mhash, _res, data_at = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        raise DecodeError(section, 0, f"bad magic {magic:#010x}, expected {MAGIC:#010x}")
+    if ftype != FILE_TYPE_RAW:
+        raise DecodeError(section, 6, f"file type {ftype:#x}, expected {FILE_TYPE_RAW} (raw)")
+    if data_at != HEADER_SIZE:
+        raise UnsupportedVersion(
+            section, 20, f"offset to data {data_at:#x}: this reader knows the 24-byte header"
+        )
+    if ptype & ~(FUNCTION_COVERAGE | BLOCK_COVERAGE) or not ptype & FUNCTION_COVERAGE:
+        raise UnsupportedVersion(
+            section, 8, f"profile type {ptype:#x}: this reader knows function (0x1) and block "
+            "(0x2) coverage"
+        )  # fmt: skip
+    if (ptype, mhash) != (mip.header.profile_type, mip.header.module_hash):
+        raise DecodeError(
+            section, 8, f"profile type {ptype:#x} and module hash {mhash:#x}, the map's are "
+            f"{mip.header.profile_type:#x} and {mip.header.module_hash:#x} (another build's)"
+        )  # fmt: skip
+    coverage: dict[int, Coverage] = {}
+    for f in mip.functions:
+        at, n = f.raw_offset, raw_size(f, ptype)
+        if at < HEADER_SIZE or at + n > len(data):
+            raise DecodeError(
+                section, max(at, 0), f"{f.name}: raw profile of {n} bytes at {at:#x} outside "
+                f"the data (24..{len(data):#x})"
+            )  # fmt: skip
+        chunk = data[at : at + n]
+        if chunk.translate(None, _COVERAGE_BYTES):  # anything but 0x00 and 0xff is left
+            i = next(i for i, byte in enumerate(chunk) if byte not in _COVERAGE_BYTES)
+            raise DecodeError(
+                section, at + i, f"{f.name}: coverage byte {chunk[i]:#04x}, expected 0x00 "
+                "(ran) or 0xff (not yet)"
+            )  # fmt: skip
+        blocks = tuple(map(_ran, chunk[1:])) if ptype & BLOCK_COVERAGE else None
+        coverage[at] = Coverage(chunk[0] == COVERED, blocks)
+    return RawProfile(MipHeader(version, ftype, ptype, mhash), coverage)
+
+
+def encode_raw(
+    functions: Iterable[MipFunction], coverage: dict[int, Coverage], header: MipHeader
+) -> bytes:
+    """The raw profile a run with `coverage` (by raw offset) leaves: bytes nobody's code wrote
+    stay all ones, as the compiler laid them out."""
+    funcs = list(functions)
+    block = bool(header.profile_type & BLOCK_COVERAGE)
+    end = max((f.raw_offset + raw_size(f, header.profile_type) for f in funcs), default=0)
+    out = bytearray([NOT_COVERED]) * max(end, HEADER_SIZE)
+    out[:HEADER_SIZE] = _HEADER.pack(
+        MAGIC, header.version, FILE_TYPE_RAW, header.profile_type, header.module_hash, 0,
+        HEADER_SIZE,
+    )  # fmt: skip
+    for f in funcs:
+        c = coverage.get(f.raw_offset)
+        if c is None:
+            continue
+        ran = [c.function, *(c.blocks or ())] if block else [c.function]
+        if block and len(ran) != 1 + len(f.block_offsets):
+            raise ValueError(f"{f.name}: {len(ran) - 1} block bits for "
+                             f"{len(f.block_offsets)} blocks")
+        for i, r in enumerate(ran):
+            out[f.raw_offset + i] = COVERED if r else NOT_COVERED
+    return bytes(out)
+
+
+def lay_out_raw(functions: Iterable[MipFunction], profile_type: int) -> list[MipFunction]:
+    """`functions` with raw offsets one after the other past the header, as a linker places
+    each function's ``$RAW`` (byte-aligned: no padding between them)."""
+    out, at = [], HEADER_SIZE
+    for f in functions:
+        out.append(replace(f, raw_offset=at))
+        at += raw_size(f, profile_type)
+    return out
+
+
+def procedures(
+    mip: MipMap,
+    raw: RawProfile | None = None,
+    symbol: Callable[[MipFunction], str | None] | None = None,
+) -> list[Procedure]:
+    """Model procedures: MIP knows one fragment per function (the part that holds its entry),
+    with its blocks, flagged by the raw profile's coverage when it has run. `symbol` says
+    which ELF symbol names a function's fragment (default: its map name)."""
+    coverage = raw.coverage if raw is not None and raw.ran_at_all else {}
+    # Blocks are made on first use: a big map holds millions, and most are never asked for.
     return [
         Procedure(
             f.name,
-            [Fragment(f.name, HOT, f.address, f.address + f.size, f.name, 0, "mip")],
-            f.blocks(),
+            [Fragment(f.name, HOT, f.address, f.address + f.size,
+                      f.name if symbol is None else symbol(f), 0, "mip")],
+            load_blocks=partial(f.blocks, coverage.get(f.raw_offset)),
         )
         for f in mip.functions
     ]

@@ -19,13 +19,16 @@ SourceFn = Callable[[Binary], list[Procedure]]
 def registered() -> list[tuple[str, SourceFn]]:
     """(name, function) of every source, most precise first.
 
-    Formats that record the original layout exactly come before naming conventions.
+    Formats that record the original layout exactly come before naming conventions. MIP's
+    map comes last: it knows only the part of a function that holds its entry, so the
+    fragments of a split function are the symbols', and MIP gives their blocks.
     """
-    from . import bat, bb_addr_map, split_info, symbols
+    from . import bat, bb_addr_map, mip, split_info, symbols
 
     return [
         ("split_info", split_info.procedures),
         ("bat", bat.procedures),
         ("bb_addr_map", bb_addr_map.procedures),
         ("symbols", symbols.procedures),
+        ("mip", mip.procedures),
     ]

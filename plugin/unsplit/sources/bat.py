@@ -67,7 +67,9 @@ def input_offset(
 
     if input_binary is None:
         input_binary = prebolt.input_for(binary)
-    address = None if input_binary is None else prebolt.function_address(input_binary, tr.procedure)
+    unit = prebolt.output_unit(binary, tr.procedure, tr.parent_address)
+    address = None if input_binary is None else prebolt.function_address(
+        input_binary, tr.procedure, unit)
     return tr.procedure, tr.input_offset, address
 
 

@@ -313,7 +313,8 @@ class Symbolizer:
         name = loc.name(self.style)
         assert name is not None
         if loc.in_moved_code:
-            proc = self.index.procedures[loc.procedure]
+            proc = self.index.procedure_at(loc.file_address) or \
+                self.index.procedures[loc.procedure]
             if self.fragments:
                 name = f"{name} [{loc.fragment}]"
             return name, proc.entry

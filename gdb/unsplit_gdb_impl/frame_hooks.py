@@ -1,0 +1,53 @@
+"""The corrected frame line after GDB's frame commands, through GDB's own command hooks.
+
+GDB 13 prints the selected frame for `frame`, `up`, `down` and `info frame` without frame
+filters, and its Python has no event for a command or for a change of the selected frame. What
+it has is the CLI's post-hooks (``define hookpost-up``, gdb/doc "Hooks"), which run after the
+command succeeded: each runs StopPrinter.on_frame_command, which prints one more line where the
+plugin shows the frame differently (``#1  0x… in run+0x31 at crash.c:46:22``).
+
+A hook the user defined is theirs: it is left alone, and :func:`install` names the commands
+that then keep GDB's own line only.
+"""
+
+from __future__ import annotations
+
+import gdb  # type: ignore[import-not-found, unused-ignore]
+
+COMMANDS = ("frame", "up", "down", "frame level", "frame function", "info frame")
+"""The commands that print the selected frame (`frame N` is `frame` with an argument)."""
+
+CALL = "python import unsplit_gdb_impl; unsplit_gdb_impl.after_frame_command()"
+
+
+def hook_name(command: str) -> str:
+    """`up` -> `hookpost-up`, `info frame` -> `info hookpost-frame` (a subcommand's hook)."""
+    prefix, _, last = command.rpartition(" ")
+    return f"{prefix} hookpost-{last}".lstrip()
+
+
+def _definition(name: str) -> str | None:
+    try:
+        text: str = gdb.execute(f"show user {name}", to_string=True)
+    except gdb.error:  # "Undefined command" / "Not a user command": no hook yet
+        return None
+    return text
+
+
+def install() -> list[str]:
+    """Define our post-hook on each command of COMMANDS that has none of the user's; return one
+    warning per command left with GDB's own line (the user's hook, or GDB refused ours)."""
+    warnings = []
+    for command in COMMANDS:
+        name = hook_name(command)
+        current = _definition(name)
+        if current is not None and CALL not in current:
+            warnings.append(f"unsplit: `{name}` is yours, so `{command}` shows GDB's own "
+                            "line only")
+            continue
+        try:
+            gdb.execute(f"define {name}\n{CALL}\nend")
+        except gdb.error as e:
+            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` shows "
+                            "GDB's own line only")
+    return warnings

@@ -1,0 +1,92 @@
+"""What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in LLDB: LLDB's own stop
+report (``Thread::GetStatus``: the thread line, ``frame #0`` named by the plugin's frame-format
+callbacks, the source around the pc or disassembly), as its own steps print it.
+
+Four things are LLDB's words rather than the plan's: the stop reason (``step over``,
+``step in``, ``step out``, ``instruction step into``, ``step until``; the scripted plan would
+say ``bb next``), ``Process N stopped`` before it (and ``Process N resuming`` for
+until/advance, as ``thread until`` says), and `finish`'s ``Return value: (long) $0 = 1000``
+for a scalar return type. Where LLDB has no line for the pc (BOLT without DWARF) but the
+plugin has, the disassembly gives way to those source lines, printed as LLDB prints source
+(unsplit.stop_text.lldb_source_block, with ``stop-line-count-before``/``-after`` and
+``stop-show-column``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import lldb
+from unsplit import stop_text
+from unsplit.model import Location
+
+from . import state as state_mod
+
+# LLDB's own stop reasons for its steps (ThreadPlanStepOverRange and friends).
+NATIVE_REASON = {"next": "step over", "step": "step in", "finish": "step out",
+                 "until": "step until", "advance": "step until",
+                 "stepi": "instruction step into"}
+_SCALAR = (lldb.eTypeClassBuiltin, lldb.eTypeClassPointer, lldb.eTypeClassEnumeration,
+           lldb.eTypeClassTypedef)
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    return_type: str | None  # finish: the name of a scalar return type
+
+
+def _setting(debugger: Any, name: str, default: str) -> str:
+    values = lldb.SBDebugger.GetInternalVariableValue(name, debugger.GetInstanceName())
+    if values is None or values.GetSize() == 0:
+        return default
+    return str(values.GetStringAtIndex(0) or default)
+
+
+def context(thread: Any, kind: str) -> StepContext:
+    if kind != "finish" or not thread.IsValid():
+        return StepContext(None)
+    function = thread.GetSelectedFrame().GetFunction()
+    if not function.IsValid():
+        return StepContext(None)
+    returned = function.GetType().GetFunctionReturnType()
+    if not returned.IsValid() or returned.GetName() == "void" \
+            or returned.GetCanonicalType().GetTypeClass() not in _SCALAR:
+        return StepContext(None)
+    return StepContext(str(returned.GetName()))
+
+
+def report(debugger: Any, thread: Any, kind: str, loc: Location | None,
+           step: StepContext | None) -> str:
+    process = thread.GetProcess()
+    stream = lldb.SBStream()
+    thread.GetStatus(stream)
+    lines = str(stream.GetData() or "").rstrip("\n").splitlines()
+    if not lines:
+        return ""
+    lines[0] = re.sub(r"stop reason = .*$", f"stop reason = {NATIVE_REASON.get(kind, kind)}",
+                      lines[0])
+    frame = thread.GetFrameAtIndex(0)
+    entry = frame.GetLineEntry()
+    if loc is not None and loc.line and not (entry.IsValid() and entry.GetLine()):
+        block = stop_text.lldb_source_block(
+            loc, int(_setting(debugger, "stop-line-count-before", "3")),
+            int(_setting(debugger, "stop-line-count-after", "3")),
+            caret=_setting(debugger, "stop-show-column", "ansi-or-caret") in
+            ("caret", "ansi-or-caret") and not debugger.GetUseColor(),
+            read=state_mod.for_debugger(debugger.GetID()).session.source_lines)
+        keep = _setting(debugger, "stop-disassembly-display", "no-debuginfo") == "always"
+        frame_at = next((i for i, line in enumerate(lines) if "frame #0:" in line), None)
+        if block is not None and frame_at is not None:
+            rest = lines[frame_at + 1:] if keep else []
+            lines = [*lines[:frame_at + 1], *block.splitlines(), *rest]
+    if step is not None and step.return_type is not None:
+        value = frame.EvaluateExpression(f"({step.return_type})$rax")
+        if value.IsValid() and value.GetError().Success():
+            lines[1:1] = [f"Return value: ({value.GetTypeName()}) {value.GetName()} = "
+                          f"{value.GetValue()}", ""]
+    pid = process.GetProcessID()
+    # `thread until` says it resumes the process (a run to a location, not a step).
+    resumed = [f"Process {pid} resuming"] if kind in ("until", "advance") else []
+    return "\n".join([*resumed, f"Process {pid} stopped", *lines])

@@ -1,0 +1,65 @@
+"""GDB names a caller without debug information by the function that made the call.
+
+A call to a function that does not return can be the last instruction of its caller, so the
+caller's return address is the first byte of whatever follows: the next function (here GCC's
+`main.cold`) or padding. GDB's own `bt` looks the name up at pc - 1; once any Python frame filter
+is active GDB looks it up at the pc itself and names the frame after the next function. The
+`unsplit` filter names such frames as GDB's own `bt` does. Oracle: nm, the symbol that holds
+the return address - 1.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .driver_gdb import GdbDriver
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None or shutil.which("gcc") is None,
+                       reason="needs gdb and gcc"),
+]
+
+SOURCE = """\
+volatile int sink;
+__attribute__((noreturn, noinline)) static void die(void) { __builtin_trap(); }
+__attribute__((noinline)) void fail(void) { sink++; die(); }
+__attribute__((noinline)) void after_fail(void) { sink += 2; }
+int main(int argc, char **argv) { (void)argv; if (argc > 1) fail(); after_fail(); return 0; }
+"""
+
+
+def _symbols(binary: Path) -> list[tuple[int, int, str]]:
+    out = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    return [(int(p[0], 16), int(p[1], 16), p[3]) for p in map(str.split, out.splitlines())
+            if len(p) == 4 and p[2] in "tTwW"]
+
+
+def _holding(symbols: list[tuple[int, int, str]], address: int) -> str | None:
+    return next((name for start, size, name in symbols if start <= address < start + size),
+                None)
+
+
+def test_caller_of_a_noreturn_call_keeps_its_name(tmp_path: Path) -> None:
+    (tmp_path / "nr.c").write_text(SOURCE)
+    binary = tmp_path / "nr"
+    subprocess.run(["gcc", "-O2", "-falign-functions=1", "-fno-toplevel-reorder", "-no-pie",
+                    "-o", str(binary), str(tmp_path / "nr.c")], check=True, cwd=tmp_path)
+    symbols = _symbols(binary)
+    log = (tmp_path / "gdb.log").open("w")
+    with GdbDriver(str(binary), args=["crash"], log=log) as gdb:
+        assert "SIGILL" in gdb.run()
+        bt = gdb.backtrace()
+    m = re.search(r"^#1\s+(0x[0-9a-f]+) in (\S+) \(", bt, re.M)
+    assert m, bt
+    pc = int(m.group(1), 16)
+    caller = _holding(symbols, pc - 1)
+    # The case this test is about: the return address is past the caller's last byte.
+    assert caller == "fail" and _holding(symbols, pc) != caller, (hex(pc), symbols)
+    assert m.group(2) == caller, bt
