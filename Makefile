@@ -59,6 +59,7 @@ bench: fixtures
 	$(PY) bench/stepping.py
 	$(PY) bench/bt.py
 	$(PY) bench/bbmap.py --repeats 1
+	$(PY) bench/names.py --repeats 1
 	$(PY) bench/realworld.py
 	$(PY) bench/libllvm.py
 

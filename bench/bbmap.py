@@ -13,8 +13,12 @@ records with 1-8 blocks per range), puts it into a copy of the zoo's clang-mfs c
     blocks       then reading .blocks of every procedure (what `bb blocks` on all would pay)
     index        ModuleIndex of the binary (every source, symbols, merging), once
 
-and the same `procedures` on every zoo binary that has a map. Results go to
-bench/results/bbmap.json.
+and the same `procedures` on every zoo binary that has a map; then `unsplit bbmap --json`
+against `llvm-readobj-22 --bb-addr-map --elf-output-style=JSON` on a copy of the synthetic
+binary that has a function symbol at every record's address (as a real binary has: readobj
+then names every function instead of warning about each): wall time and peak RSS of each, in
+one run, and their ratios (the goal: <= 5x the time, <= 2x the memory; --check also compares
+the two outputs). Results go to bench/results/bbmap.json.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -99,6 +104,50 @@ def with_map(data: bytes, work: Path) -> Path:
     return out
 
 
+def with_symbols(path: Path, maps: list[fmt.FunctionMap], work: Path) -> Path:
+    """A copy of `path` with a global STT_FUNC `fN` at each record's address (an llvm-objcopy
+    response file: 150,000 options do not fit a command line)."""
+    out = work / "synthetic-named"
+    options = work / "symbols.rsp"
+    options.write_text("".join(f"--add-symbol=f{i}=0x{m.ranges[0].base_address:x},"
+                               "function,global\n" for i, m in enumerate(maps)))
+    subprocess.run(["llvm-objcopy-22", f"@{options}", str(path), str(out)], check=True,
+                   capture_output=True)
+    return out
+
+
+def measured(argv: list[str], stdout: Path) -> tuple[float, int]:
+    """(wall seconds, peak RSS in bytes) of one command, its stdout to a file. The RSS comes
+    from GNU time, a small parent: a child forked from this process starts with its pages, and
+    its ru_maxrss counts them."""
+    report = stdout.with_suffix(".rss")
+    with stdout.open("wb") as out:
+        t0 = time.perf_counter()
+        subprocess.run(["/usr/bin/time", "-o", str(report), "-f", "%M", *argv], stdout=out,
+                       stderr=subprocess.DEVNULL, check=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "plugin")})
+        elapsed = time.perf_counter() - t0
+    return elapsed, int(report.read_text().split()[-1]) * 1024
+
+
+def json_against_readobj(path: Path, work: Path, repeats: int, check: bool) -> dict[str, Any]:
+    ours_out, theirs_out = work / "ours.json", work / "readobj.json"
+    ours = [measured([sys.executable, "-m", "unsplit", "bbmap", "--json", str(path)], ours_out)
+            for _ in range(repeats)]
+    theirs = [measured(["llvm-readobj-22", "--bb-addr-map", "--elf-output-style=JSON",
+                        str(path)], theirs_out) for _ in range(repeats)]
+    row = {"ours_s": min(t for t, _ in ours), "ours_rss": max(m for _, m in ours),
+           "readobj_s": min(t for t, _ in theirs), "readobj_rss": max(m for _, m in theirs),
+           "output_bytes": ours_out.stat().st_size}
+    row["time_ratio"] = row["ours_s"] / row["readobj_s"]
+    row["rss_ratio"] = row["ours_rss"] / row["readobj_rss"]
+    if check:
+        with ours_out.open() as a, theirs_out.open() as b:
+            row["same_output"] = json.load(a) == [m for doc in json.load(b)
+                                                  for m in doc["BBAddrMap"]]
+    return row
+
+
 def zoo_binaries() -> list[Path]:
     index = ROOT / "fixtures" / "build" / "index.json"
     if not index.exists():
@@ -134,13 +183,18 @@ def main() -> int:
     parser.add_argument("--functions", type=int, default=150_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--check", action="store_true",
+                        help="also compare the --json output with readobj's (parses both)")
     args = parser.parse_args()
-    data = fmt.encode(synthesize(args.functions, args.seed))
+    maps = synthesize(args.functions, args.seed)
+    data = fmt.encode(maps)
     decode_s = best(args.repeats, lambda: fmt.decode(data))
     with tempfile.TemporaryDirectory(prefix="unsplit-bbmap-") as tmp:
         path = with_map(data, Path(tmp))
         synthetic = time_source(path, args.repeats)
         synthetic["index_s"] = best(1, lambda: ModuleIndex(Binary(str(path))))
+        dump = json_against_readobj(with_symbols(path, maps, Path(tmp)), Path(tmp),
+                                    args.repeats, args.check)
     mb = len(data) / 1e6
     rows: list[dict[str, Any]] = [{"binary": "synthetic", "map_bytes": len(data),
                                    "decode_s": decode_s, **synthetic}]
@@ -151,6 +205,11 @@ def main() -> int:
     print(f"  then every .blocks      {synthetic['blocks_s']:7.3f} s  "
           f"({synthetic['blocks']} blocks)")
     print(f"  ModuleIndex             {synthetic['index_s']:7.3f} s")
+    print(f"  bbmap --json            {dump['ours_s']:7.3f} s  {dump['ours_rss'] / 1e6:6.0f} MB"
+          f"   readobj-22 {dump['readobj_s']:.3f} s  {dump['readobj_rss'] / 1e6:.0f} MB"
+          f"   ratio {dump['time_ratio']:.1f}x time, {dump['rss_ratio']:.2f}x memory"
+          + (f"   same output: {dump['same_output']}" if "same_output" in dump else ""))
+    rows.append({"binary": "synthetic-named", "json": dump})
     zoo = [(p, time_source(p, args.repeats)) for p in zoo_binaries()]
     if zoo:
         total = sum(z["procedures_s"] for _, z in zoo)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.demangle import GNU
 from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks
@@ -41,6 +42,14 @@ class Plugin:
 _plugin: Plugin | None = None
 
 
+def demangling() -> str | None:
+    """GDB's `print demangle` (on: names as libiberty demangles them, GDB's own demangler)."""
+    try:
+        return GNU if gdb.parameter("print demangle") else None
+    except (gdb.error, RuntimeError):
+        return GNU
+
+
 def _set_frame_naming(flag: bool) -> None:
     if capabilities.has_frame_filters(gdb):
         from . import frames
@@ -55,7 +64,7 @@ def register() -> Plugin:
     global _plugin
     if _plugin is not None:
         return _plugin
-    session = Session()
+    session = Session(demangling)
     host = GdbHost()
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)

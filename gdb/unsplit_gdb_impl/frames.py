@@ -3,13 +3,27 @@
 Frames whose PC lies in a non-entry fragment are named by their logical procedure with a
 fragment tag (``transfer [cold]``); every frame GDB has no line for (no DWARF for that code: a
 BOLTed binary's hot part as much as its moved fragments) gets a file and line from the core
-when it has one (locator.Locator.shown). Every other frame is passed through untouched. GDB
+when it has one (locator.Locator.shown). Every other frame keeps GDB's name and line. GDB
 applies frame filters to ``bt`` and to MI's ``-stack-list-frames`` after
 ``-enable-frame-filters`` only, not to the stop line or ``frame``: stop.py and frame_hooks.py
 cover those.
 
 ``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
 ``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
+
+GDB prints a filtered backtrace with its Python printer (py-framefilter.c), which words some
+frames differently from its own: a frame with no line in a shared library reads
+`` at /lib/libX.so`` (the file name a decorator gives is always printed after " at ") where
+GDB says `` from /lib/libX.so``, a C++ function with DWARF reads with its parameter types, and
+a frame without debug information is named by the symbol at its pc rather than at pc - 1.
+So the filter takes part only in backtraces that have a frame the plugin shows differently
+(Locator.shown: moved code, or a line where GDB has none; ``enabled`` is asked before each
+backtrace: the selected thread's frames are checked, from the cache); every other backtrace
+is GDB's own, word for word. In one that has, every frame the plugin does not change is named
+as GDB names it (``frame.name()``: pc - 1 in callers, no parameter types), and a frame without
+a line shows no file rather than its library as if it were a source file: GDB 13's printer
+has no `` from LIB``. (``info frame-filter`` asks ``enabled`` too: it says Yes while the
+stack has such a frame.)
 """
 
 from __future__ import annotations
@@ -20,20 +34,31 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
 from unsplit.model import Location
+from unsplit.names import names_procedure
 
 from .locator import Locator, gdb_has_line
 from .report import report_internal
 
 NAME = "unsplit"
+STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
 
 
 class LineDecorator(FrameDecorator):  # type: ignore[misc]
-    """A frame with the core's line where GDB has none (GDB's name stands)."""
+    """A frame named as GDB's own `bt` names it, with the core's line where GDB has none.
+
+    GDB's name: the minimal symbol at pc - 1 in a caller for a frame without debug
+    information, the function without parameter types for one with DWARF (gdb.Frame.name).
+    Once a frame filter is active, GDB looks a name up at the pc itself, which after a call to
+    a function that does not return is the next function or padding (an empty name, where
+    GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types."""
 
     def __init__(self, base: Any, loc: Location | None) -> None:
         super().__init__(base)
         self._loc = loc
         self._has_line: bool | None = None
+
+    def function(self) -> Any:
+        return self.inferior_frame().name() or "??"
 
     def _gdb_has_line(self) -> bool:
         if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
@@ -48,7 +73,11 @@ class LineDecorator(FrameDecorator):  # type: ignore[misc]
 
     def filename(self) -> Any:
         loc = self._core_line()
-        return super().filename() if loc is None else loc.file
+        if loc is not None:
+            return loc.file
+        # GDB's source file, or none rather than the library as if it were one (module doc).
+        sal = self.inferior_frame().find_sal()
+        return sal.symtab.filename if sal.symtab and sal.symtab.filename else None
 
     def line(self) -> Any:
         loc = self._core_line()
@@ -58,26 +87,16 @@ class LineDecorator(FrameDecorator):  # type: ignore[misc]
 class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
-    def __init__(self, base: Any, loc: Location) -> None:
+    def __init__(self, base: Any, loc: Location, style: str | None) -> None:
         super().__init__(base, loc)
-        self._label = loc.label()
+        self._shown = loc
+        self._style = style  # GDB's `print demangle`, as unsplit.demangle's style
 
     def function(self) -> str:
-        return self._label
-
-
-class MinimalSymbolDecorator(LineDecorator):
-    """A frame without debug information, named as GDB's own `bt` names it: by the minimal
-    symbol at pc - 1 in a caller (gdb.Frame.name). Once a frame filter is active, GDB looks the
-    name up at the pc itself, which after a call to a function that does not return is the next
-    function or padding (an empty name, where GDB's own `bt` says `??`)."""
-
-    def __init__(self, base: Any, loc: Location | None, name: str | None) -> None:
-        super().__init__(base, loc)
-        self._name = name or "??"
-
-    def function(self) -> str:
-        return self._name
+        # GDB names a function it has DWARF for without its parameters (they follow as
+        # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line
+        # here says whether it has DWARF, and costs no more: filename() and line() ask it too.
+        return self._shown.label(self._style, parameters=not self._gdb_has_line())
 
 
 class UnsplitFrameFilter:
@@ -86,10 +105,40 @@ class UnsplitFrameFilter:
     def __init__(self, locator: Locator) -> None:
         self.name = NAME
         self.priority = 100
-        self.enabled = True
+        self.chosen = True  # the user's choice: bb enable/disable, enable/disable frame-filter
         self.locator = locator
 
+    @property
+    def enabled(self) -> bool:
+        """GDB asks before each backtrace: on when chosen and the stack has a frame the plugin
+        shows differently (Locator.shown)."""
+        try:
+            return self.chosen and self._stack_has_shown_frame()
+        except Exception as e:  # never cost the user their backtrace
+            report_internal(e, once=True)
+            return self.chosen
+
+    @enabled.setter
+    def enabled(self, flag: bool) -> None:
+        self.chosen = bool(flag)
+
+    def _stack_has_shown_frame(self) -> bool:
+        try:
+            frame = gdb.newest_frame()
+        except gdb.error:
+            return True  # no stack: nothing is printed (`info frame-filter` says the choice)
+        self.locator.begin_backtrace()
+        for _ in range(STACK_CHECK_LIMIT):
+            if frame is None:
+                return False
+            if frame.type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) and \
+                    self.locator.shown(frame, checked=True) is not None:
+                return True
+            frame = frame.older()
+        return True  # deeper than we look: let the filter see it
+
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
+        style = self.locator.session.demangling()  # `print demangle`, asked once per bt
         try:
             self.locator.begin_backtrace()
             checked = True
@@ -97,21 +146,19 @@ class UnsplitFrameFilter:
             report_internal(e, once=True)
             checked = False
         for decorator in frame_iter:
-            yield self._decorate(decorator, checked)
+            yield self._decorate(decorator, style, checked)
 
-    def _decorate(self, decorator: Any, checked: bool = False) -> Any:
+    def _decorate(self, decorator: Any, style: str | None, checked: bool = False) -> Any:
         try:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
             loc = self.locator.shown(frame, checked=checked)
             if loc is None or not loc.in_moved_code:
-                if frame.function() is None:
-                    return MinimalSymbolDecorator(decorator, loc, frame.name())
-                return decorator if loc is None else LineDecorator(decorator, loc)
+                return LineDecorator(decorator, loc)
             if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
-                return decorator  # a function inlined into moved code keeps its own name
-            return MovedCodeDecorator(decorator, loc)
+                return LineDecorator(decorator, None)  # an inlined function keeps its own name
+            return MovedCodeDecorator(decorator, loc, style)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
@@ -119,7 +166,8 @@ class UnsplitFrameFilter:
 
 def _names_procedure(decorator: Any, loc: Location) -> bool:
     name = decorator.function()
-    return isinstance(name, str) and name in (loc.procedure, loc.fragment_symbol)
+    return isinstance(name, str) and loc.procedure is not None and (
+        name == loc.fragment_symbol or names_procedure(name, loc.procedure))
 
 
 def install(locator: Locator) -> UnsplitFrameFilter:
@@ -127,7 +175,7 @@ def install(locator: Locator) -> UnsplitFrameFilter:
     frame_filter = UnsplitFrameFilter(locator)
     old = gdb.frame_filters.get(NAME)
     if old is not None:
-        frame_filter.enabled = old.enabled
+        frame_filter.chosen = getattr(old, "chosen", True)
     gdb.frame_filters[NAME] = frame_filter
     return frame_filter
 

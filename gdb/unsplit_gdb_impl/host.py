@@ -220,7 +220,7 @@ class GdbHost:
         try:
             return str(self.step_reporter.report(self, kind, loc, pc, context))
         except gdb.error:  # GDB cannot show the frame: say where, our way
-            return verbose_line(loc, pc)
+            return verbose_line(loc, pc, self.step_reporter.session.demangling())
 
     def evaluate_address(self, expression: str) -> int:
         try:

@@ -19,6 +19,7 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit import stop_text
 from unsplit.host import Host
 from unsplit.model import Location
+from unsplit.names import names_procedure
 from unsplit.session import Session
 
 from .locator import Locator, address_in_block
@@ -85,7 +86,8 @@ class StepReporter:
             if loc is not None:
                 level = re.match(r"#\d+\s+", first)
                 first = (level[0] if level else f"#{frame.level()}  ") + \
-                    stop_text.gdb_location_line(first, loc, int(frame.pc()), False)
+                    stop_text.gdb_location_line(first, loc, int(frame.pc()), False,
+                                                style=self.session.demangling())
             gdb.write(f"Run till exit from {first}\n")  # before it runs, as GDB's finish does
             function = frame.function()
             if function is not None and function.type is not None:
@@ -109,7 +111,7 @@ class StepReporter:
                 loc, pc, native_frame=native[0] if native else "", what=what,
                 at_line_start=stop_text.at_line_start(self.session, host, pc),
                 print_address=bool(parameter("print address", True)),
-                read=self.session.source_lines))
+                read=self.session.source_lines, style=self.session.demangling()))
         if context is not None and context.return_type is not None:
             out.append(_value_returned(context.return_type))
         return "\n".join(line for line in out if line)
@@ -122,8 +124,9 @@ class StepReporter:
             return True
         if not loc.in_moved_code:
             return len(native) > 1 and re.match(r"^\d+\t", native[1]) is not None
-        return frame.type() == gdb.INLINE_FRAME and frame.name() not in (
-            loc.procedure, loc.fragment_symbol)
+        name = frame.name() or ""
+        return frame.type() == gdb.INLINE_FRAME and name != loc.fragment_symbol and not (
+            loc.procedure is not None and names_procedure(name, loc.procedure))
 
 
 def _native_stop(native: list[str], what: str, pc: int, print_address: bool) -> str:

@@ -20,6 +20,8 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit import stop_text
+from unsplit.model import Location
+from unsplit.names import names_procedure
 from unsplit.render import frame_text
 
 from .locator import Locator
@@ -27,7 +29,7 @@ from .report import report_internal
 from .step_report import frame_output, parameter
 
 
-def _styled(text: str, label: str) -> str:
+def _styled(text: str, loc: Location, style: str | None) -> str:
     """Colour the procedure name as GDB colours function names, when styling is on (GDB itself
     does not style output to a pipe, whatever `set style enabled` says)."""
     try:
@@ -41,7 +43,19 @@ def _styled(text: str, label: str) -> str:
     code = codes.get(colour)
     if code is None:
         return text
-    return text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
+    # The name as the line shows it: with its parameter types or without (stop_text).
+    label = next((label for label in (loc.label(style), loc.label(style, parameters=False))
+                  if label in text), None)
+    return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
+
+
+def _inlined_other(frame: gdb.Frame, loc: Location) -> bool:
+    """A frame of a function inlined into moved code: GDB's line names it, rightly (as `bt`
+    does)."""
+    if not loc.in_moved_code or frame.type() != gdb.INLINE_FRAME or loc.procedure is None:
+        return False
+    name = frame.name() or ""
+    return name != loc.fragment_symbol and not names_procedure(name, loc.procedure)
 
 
 class StopPrinter:
@@ -55,10 +69,10 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         if loc is None:
             return None
-        if loc.in_moved_code and frame.type() == gdb.INLINE_FRAME and \
-                frame.name() not in (loc.procedure, loc.fragment_symbol):
-            return None  # GDB's line names the inlined function, rightly (as `bt` does)
-        return _styled(frame_text(frame.level(), loc, int(frame.pc())), loc.label())
+        if _inlined_other(frame, loc):
+            return None
+        style = self.locator.session.demangling()
+        return _styled(frame_text(frame.level(), loc, int(frame.pc()), style), loc, style)
 
     def line(self) -> str | None:
         """The corrected line for the newest frame."""
@@ -69,20 +83,20 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         if loc is None:
             return None
-        if loc.in_moved_code and frame.type() == gdb.INLINE_FRAME and \
-                frame.name() not in (loc.procedure, loc.fragment_symbol):
-            return None  # GDB's line names the inlined function, rightly (as `bt` does)
+        if _inlined_other(frame, loc):
+            return None
         pc = int(frame.pc())
+        style = self.locator.session.demangling()
         what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), True)
         native = frame_output(frame)
         text = stop_text.gdb_stop(
             loc, pc, native_frame=native[0] if native else "", what=what,
             at_line_start=stop_text.at_line_start(self.locator.session, self.locator.host, pc),
             print_address=bool(parameter("print address", True)),
-            read=self.locator.session.source_lines)
+            read=self.locator.session.source_lines, style=style)
         if self.locator.session.verbose:
-            text += "\n" + stop_text.verbose_line(loc, pc)
-        return _styled(text, loc.label())
+            text += "\n" + stop_text.verbose_line(loc, pc, style)
+        return _styled(text, loc, style)
 
     def on_frame_command(self) -> None:
         """After GDB printed the selected frame (`frame`, `up`, `down`, `info frame`)."""

@@ -129,7 +129,7 @@ def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]],
     mod, site = sites[0]
     loc = break_text.locate(session, mod.path, site.file_address, mod.bias)
     return break_text.lldb_created(bkpt.GetID(), 1, _shown_address(bkpt.GetLocationAtIndex(0)),
-                                   loc)
+                                   loc, session.demangling())
 
 
 def _shown_address(location: Any) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import lldb
 from unsplit import prebolt
 from unsplit.model import Location
+from unsplit.names import names_procedure
 
 from . import state as state_mod
 from .formats import rewrite
@@ -182,14 +183,21 @@ def logical_name(frame: Any, callback: str) -> str:
     loc, delta = locate_frame(frame, context)
     if loc is None or not loc.in_moved_code or loc.procedure is None:
         return render_native(frame, part)
-    if frame.IsInlined() and frame.GetFunctionName() not in (loc.procedure, loc.fragment_symbol):
+    if frame.IsInlined() and not _names_procedure(str(frame.GetFunctionName() or ""), loc):
         return render_native(frame, part)  # an inlined function keeps its own name, as in GDB
+    style = st.session.demangling()
     if frame.GetFunction().IsValid():  # rendering LLDB's part costs most of a frame: only here
         native = render_native(frame, part)
-        if native.startswith(loc.procedure + "("):
+        base = loc.name(style, parameters=False) or ""
+        if native.startswith(base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-            return loc.label() + native[len(loc.procedure):]
-    return f"{loc.label()}+{(loc.offset or 0) + delta:#x}"
+            return loc.label(style, parameters=False) + native[len(base):]
+    return f"{loc.label(style)}+{(loc.offset or 0) + delta:#x}"
+
+
+def _names_procedure(name: str, loc: Location) -> bool:
+    return loc.procedure is not None and (name == loc.fragment_symbol
+                                          or names_procedure(name, loc.procedure))
 
 
 def source_line(frame: Any) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from unsplit.demangle import LLVM
 from unsplit.model import Location
 from unsplit.session import Session
 
@@ -19,9 +20,14 @@ class FormatState:
     parts: dict[str, str] = field(default_factory=dict)  # callback name -> native part
 
 
+def _llvm() -> str | None:
+    """LLDB shows names demangled by LLVM's demangler, always (it has no setting for it)."""
+    return LLVM
+
+
 @dataclass
 class DebuggerState:
-    session: Session = field(default_factory=Session)
+    session: Session = field(default_factory=lambda: Session(_llvm))
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
     # pc -> Location (or None), valid while the module list is `modules_key`

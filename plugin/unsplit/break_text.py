@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .demangle import LLVM
 from .model import Location
 from .session import Session
 
@@ -66,16 +67,17 @@ def gdb_pending(number: int, location: str) -> str:
     return f"Breakpoint {number} ({location}) pending."
 
 
-def lldb_created(number: int, count: int, address: int, loc: Location | None) -> str:
+def lldb_created(number: int, count: int, address: int, loc: Location | None,
+                 style: str | None = LLVM) -> str:
     """LLDB's `breakpoint set` message; `address` as LLDB shows it (file address before the
-    process exists)."""
+    process exists); the procedure demangled in `style` (unsplit.demangle)."""
     if count == 0:
         return f"Breakpoint {number}: no locations (pending)."
     if count > 1:
         return f"Breakpoint {number}: {count} locations."
     if loc is None or loc.procedure is None:
         return f"Breakpoint {number}: address = {address:#018x}"
-    where = f"{os.path.basename(loc.module)}`{loc.label()}"
+    where = f"{os.path.basename(loc.module)}`{loc.label(style)}"
     if loc.offset:
         where += f" + {loc.offset}"  # LLDB writes symbol offsets in decimal
     if loc.line:
@@ -86,27 +88,29 @@ def lldb_created(number: int, count: int, address: int, loc: Location | None) ->
 
 def list_text(session: Session, groups: list[BreakGroup]) -> str:
     """`bb break --list`: every `bb break` and, for each location, the debugger's name for it,
-    the address, the procedure as written with fragment and original offset, block and line.
-    In GDB a location's name is its native breakpoint's number (see the adapter)."""
+    the address, the procedure as written (the session's demangling) with fragment and
+    original offset, block and line. In GDB a location's name is its native breakpoint's
+    number (see the adapter)."""
     if not groups:
         return "No bb breakpoints."
     out = []
+    style = session.demangling()
     for g in groups:
         n = len(g.locations)
         head = f"Breakpoint {g.number} (bb break {g.text}): "
         out.append(head + (f"{n} location{'s' if n != 1 else ''}" if n else "pending"))
         for p in g.locations:
-            out.append("  " + _location_line(session, p))
+            out.append("  " + _location_line(session, p, style))
     return "\n".join(out)
 
 
-def _location_line(session: Session, p: Placed) -> str:
+def _location_line(session: Session, p: Placed, style: str | None) -> str:
     address = p.bias + p.file_address
     loc = locate(session, p.module, p.file_address, p.bias)
     text = f"{p.label:<6} {'y' if p.enabled else 'n'}  {address:#018x} in "
     if loc is None or loc.procedure is None:
         return text + f"?? ({os.path.basename(p.module)})"
-    text += f"{loc.procedure}+{loc.offset or 0:#x}  {loc.fragment or '?'}"
+    text += f"{loc.name(style)}+{loc.offset or 0:#x}  {loc.fragment or '?'}"
     if loc.fragment_symbol and loc.fragment_start is not None:
         text += f" ({loc.fragment_symbol}+{address - loc.fragment_start:#x})"
     if loc.block is not None:

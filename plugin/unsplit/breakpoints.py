@@ -3,7 +3,8 @@
 The adapters only apply what this module computes (GDB: breakpoints at addresses; LLDB: a
 scripted resolver that asks :func:`resolve` for each module as it loads).
 
-Location forms:
+Location forms (PROC: a linkage name, a demangled name, or a qualified name without parameters
+matching in every scope and overload, as GDB's `break` reads it: unsplit.names):
     PROC            the procedure's entry (--all-fragments: and the start of every fragment)
     PROC+OFFSET     an offset in the original procedure (BOLT: in the input function, via BAT;
                     split_info: logical; bb maps and symbols: in the fragments laid end to end)
@@ -23,11 +24,14 @@ from .errors import AddressLookupError, UsageError
 from .index import ModuleIndex
 from .lines import DwarfLines
 from .model import Procedure
+from .names import matching
 from .sources import split_info as split_info_source
 
-_BLOCK = re.compile(r"^(?P<proc>[^:%\s]+):%(?P<id>\d+)$")
-_OFFSET = re.compile(r"^(?P<proc>[^+\s]+)\+(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
+_BLOCK = re.compile(r"^(?P<proc>.+?):%(?P<id>\d+)$")
+_OFFSET = re.compile(r"^(?P<proc>.+?)\s*\+\s*(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
 _LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+)$")
+# A procedure name: C, linkage, or demangled C++ (`ns::f<int>(int const*, int) const`).
+_NAME = re.compile(r"^[\w.$@~:<>()*&,\[\] -]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ def parse(text: str, all_fragments: bool = False) -> BreakSpec:
         return BreakSpec(text, file=m["file"], line=int(m["line"]))
     if m := _OFFSET.match(text):
         return BreakSpec(text, procedure=m["proc"], offset=int(m["off"], 0))
-    if re.match(r"^[\w.$@<>~:]+$", text):
+    if _NAME.match(text):
         return BreakSpec(text, procedure=text, all_fragments=all_fragments)
     raise UsageError(f"bb break: cannot read location {text!r}; "
                      "use PROC, PROC+OFFSET, PROC:%ID or FILE:LINE")
@@ -80,9 +84,18 @@ def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
     if spec.file is not None and spec.line is not None:
         return _line_sites(index, spec.file, spec.line)
     assert spec.procedure is not None
-    proc = index.procedures.get(spec.procedure)
-    if proc is None:
-        return []
+    sites: list[Site] = []
+    for name in procedures_named(index, spec.procedure):
+        sites += _procedure_sites(index, index.procedures[name], spec)
+    return sites
+
+
+def procedures_named(index: ModuleIndex, text: str) -> list[str]:
+    """Linkage names of the procedures of one module that `text` names (unsplit.names)."""
+    return matching(index.procedures, text)
+
+
+def _procedure_sites(index: ModuleIndex, proc: Procedure, spec: BreakSpec) -> list[Site]:
     if spec.block is not None:
         return _block_sites(proc, spec.block)
     if spec.offset is not None:
@@ -159,4 +172,3 @@ def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]
         if placement is not None:
             out.update(s.address for s in placement.sites)
     return out
-

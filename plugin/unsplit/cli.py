@@ -1,6 +1,9 @@
 """The `unsplit` command line: the core's answers without a debugger.
 
-    unsplit where --exe BINARY [--json] ADDR...
+    unsplit where --exe BINARY [--json] [--no-demangle] ADDR...
+
+Names are demangled in LLVM's wording (as llvm-symbolizer, which `unsplit symbolize` follows);
+`--no-demangle` shows linkage names, as llvm-symbolizer's option does.
 
 Errors are one line on stderr and exit status 1; set UNSPLIT_DEBUG=1 for tracebacks.
 """
@@ -15,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import __version__, dependencies
+from .demangle import LLVM
 from .errors import UnsplitError
 
 if TYPE_CHECKING:
@@ -22,6 +26,10 @@ if TYPE_CHECKING:
 
 # The modules that need pyelftools are imported inside the functions below, after main() has
 # checked that it is installed (dependencies.missing), so a missing one is a line, not a traceback.
+
+
+def _style(args: argparse.Namespace) -> str | None:
+    return None if args.no_demangle else LLVM
 
 
 def _where(args: argparse.Namespace) -> str:
@@ -40,9 +48,9 @@ def _where(args: argparse.Namespace) -> str:
         address = host.evaluate_address(text)
         loc = index.locate(address)
         if args.json:
-            out.append(json.dumps(loc.to_json()))
+            out.append(json.dumps(loc.to_json(_style(args))))
         else:
-            out.append(where_text(loc, address))
+            out.append(where_text(loc, address, _style(args)))
     return "\n".join(out)
 
 
@@ -55,7 +63,8 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
         from .session import Session
 
         host = StaticHost([LoadedModule(args.exe, 0)])
-        return COMMANDS[name].run(Session(), host, args)
+        style = _style(args)
+        return COMMANDS[name].run(Session(lambda: style), host, args)
 
     return handler
 
@@ -74,16 +83,24 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--input", metavar="PRE_BOLT",
                        help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
     where.add_argument("address", nargs="+", help="file virtual addresses (0x… or decimal)")
+    _demangle_option(where)
     where.set_defaults(handler=_where)
 
     blocks = sub.add_parser("blocks", help="list a procedure's basic blocks")
     blocks.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
     COMMANDS["blocks"].arguments(blocks)
+    _demangle_option(blocks)
     blocks.set_defaults(handler=_core_command("blocks"))
 
     for module in _tool_modules():
         module.add_cli(sub)
     return parser
+
+
+def _demangle_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-demangle", action="store_true",
+                        help="print linkage names (`_Z7processPKii`), as llvm-symbolizer's "
+                             "option")
 
 
 def _tool_modules() -> list[Tool]:

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from . import bat_translate, break_text, breakpoints, cfi, prebolt, unwind
 from .cfi import registers_from_names
+from .demangle import shown
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host
 from .model import Location
@@ -99,20 +100,21 @@ def _locate_frame(session: Session, host: Host, pc: int, caller: bool) -> Locati
 
 def _where(session: Session, host: Host, args: argparse.Namespace) -> str:
     out = []
+    style = session.demangling()
     if not args.address:
         pc, loc = _selected(session, host)
-        return json.dumps(_json(loc, pc)) if args.json else where_text(loc, pc)
+        return json.dumps(_json(loc, pc, style)) if args.json else where_text(loc, pc, style)
     for address in _addresses(host, args.address):
         loc = session.locate(host, address)
         if args.json:
-            out.append(json.dumps(_json(loc, address)))
+            out.append(json.dumps(_json(loc, address, style)))
         else:
-            out.append(where_text(loc, address))
+            out.append(where_text(loc, address, style))
     return "\n".join(out)
 
 
-def _json(loc: Location | None, address: int) -> dict[str, object]:
-    return loc.to_json() if loc else {"address": hex(address), "procedure": None}
+def _json(loc: Location | None, address: int, style: str | None) -> dict[str, object]:
+    return loc.to_json(style) if loc else {"address": hex(address), "procedure": None}
 
 
 # -- bb frame -------------------------------------------------------------------------------
@@ -126,20 +128,24 @@ def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
     if loc is None:
         return f"{pc:#x} is not in the code of any loaded module"
     level = getattr(host, "selected_frame_level", None)
-    return json.dumps(loc.to_json()) if args.json else frame_text(level() if level else 0, loc)
+    style = session.demangling()
+    return json.dumps(loc.to_json(style)) if args.json else \
+        frame_text(level() if level else 0, loc, style=style)
 
 
 # -- bb blocks ------------------------------------------------------------------------------
 
 def _blocks_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("procedure", help="a procedure name, as written in the source")
+    p.add_argument("procedure", nargs="+",
+                   help="a procedure name: linkage, demangled, or qualified without parameters")
     p.add_argument("--json", action="store_true", help="a JSON list of blocks")
 
 
 def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
-    found = session.find_procedure(host, args.procedure)
+    text = " ".join(args.procedure)
+    found = session.find_procedure(host, text)
     if found is None:
-        raise AddressLookupError(f"no procedure named {args.procedure!r} in any loaded module")
+        raise AddressLookupError(f"no procedure named {text!r} in any loaded module")
     module, proc = found
     rows = []
     for block in sorted(proc.blocks, key=lambda b: b.start):
@@ -153,19 +159,21 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
         })
     if args.json:
         return json.dumps(rows)
+    name = shown(proc.name, session.demangling())
     if not rows:
-        return (f"{proc.name}: no basic-block information (the binary has no bb address map, "
+        return (f"{name}: no basic-block information (the binary has no bb address map, "
                 f"BAT or split_info for it); fragments: "
                 + ", ".join(f"{f.name} {module.bias + f.start:#x}-{module.bias + f.end:#x}"
                             for f in proc.fragments))
-    return blocks_text(proc.name, rows)
+    return blocks_text(name, rows)
 
 
 # -- bb break -------------------------------------------------------------------------------
 
 def _break_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("location", nargs="?",
-                   help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE")
+    p.add_argument("location", nargs="*",
+                   help="PROC, PROC+OFFSET, PROC:%%ID (basic block) or FILE:LINE; PROC as "
+                        "linkage name, demangled name or qualified name without parameters")
     p.add_argument("--list", action="store_true",
                    help="list every bb breakpoint's locations: procedure, fragment, original "
                         "offset, block and line")
@@ -181,13 +189,13 @@ def _break_args(p: argparse.ArgumentParser) -> None:
 
 def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
     if args.list:
-        if args.location is not None:
+        if args.location:
             raise UsageError("bb break --list takes no location")
         groups = getattr(host, "bb_breakpoints", None)
         if groups is None:
             raise UsageError("bb break: this debugger adapter cannot list breakpoints")
         return break_text.list_text(session, groups())
-    spec = breakpoints.parse(args.location or "", args.all_fragments)
+    spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())
     sites = session.resolve_breakpoint(host, spec)
@@ -232,18 +240,19 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
         raise UsageError("bb bt: this debugger adapter cannot read registers and memory")
     native_pcs = getattr(host, "native_frame_pcs", None)
     threads = _threads(host, args, "bt")
+    style = session.demangling()
     texts, objects = [], []
     for thread in threads:
         frames = unwind.backtrace(host.modules(), registers_from_names(registers(thread)),
                                   read_memory, session.index)
         native: list[int] | None = None if native_pcs is None else native_pcs(thread)
-        diff = [] if native is None else unwind.compare(native, frames)
+        diff = [] if native is None else unwind.compare(native, frames, style)
         if args.json:
-            objects.append({"thread": thread, "frames": [f.to_json() for f in frames],
+            objects.append({"thread": thread, "frames": [f.to_json(style) for f in frames],
                             "native_pcs": None if native is None else [hex(p) for p in native],
                             "differences": diff})
             continue
-        text = unwind.report(frames, native)
+        text = unwind.report(frames, native, style)
         if native is not None and not diff:
             text += "\n(the debugger's own frames agree)"
         texts.append(text if thread is None else f"thread {thread}:\n{text}")
@@ -285,6 +294,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
                 numbers: list[int] | None = None) -> list[dict[str, object]]:
     """One row per frame; `numbers`: the debugger's frame numbers (else 0, 1, 2…)."""
     rows: list[dict[str, object]] = []
+    style = session.demangling()
     caller = False  # frame 0, and a frame a signal interrupted, stopped at their pc
     if numbers is None or len(numbers) != len(pcs):
         numbers = list(range(len(pcs)))
@@ -301,7 +311,8 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
         rows.append({
             "frame": number, "pc": f"{pc:#018x}",
             "module": None if found is None else found[0].path,
-            "procedure": None if loc is None else loc.procedure,
+            "procedure": None if loc is None else loc.name(style),
+            "linkage_name": None if loc is None else loc.procedure,
             "fragment": None if loc is None else loc.fragment,
             "fragment_symbol": None if loc is None else loc.fragment_symbol,
             "block": block, "offset": None if loc is None else loc.offset,

@@ -16,6 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .demangle import GNU, shown
+from .names import split
+
 HOT = "hot"
 """Name of the fragment that holds the procedure's entry."""
 
@@ -157,7 +160,7 @@ class Location:
     address: int  # as the user gave it (runtime address in a debugger)
     file_address: int  # the same, as an ELF virtual address of `module`
     module: str
-    procedure: str | None
+    procedure: str | None  # its linkage name (as the symbol table says); name() shows it
     fragment: str | None = None
     fragment_symbol: str | None = None
     fragment_start: int | None = None  # runtime address, like `address`
@@ -182,17 +185,28 @@ class Location:
     def in_moved_code(self) -> bool:
         return self.fragment is not None and self.fragment != HOT
 
-    def label(self) -> str:
-        """How a frame in this location is named: `foo`, or `foo [cold.3]` in moved code."""
+    def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
+        """The procedure as a debugger shows it: demangled in `style` (unsplit.demangle), or
+        its linkage name (`procedure`) when `style` is None; without `parameters`, the
+        qualified name alone (`ns::f`), as debuggers show a function they have DWARF for."""
         if self.procedure is None:
-            return "??"
-        return f"{self.procedure} [{self.fragment}]" if self.in_moved_code else self.procedure
+            return None
+        name = shown(self.procedure, style)
+        return name if parameters or name == self.procedure else split(name)[0]
 
-    def to_json(self) -> dict[str, Any]:
+    def label(self, style: str | None = GNU, *, parameters: bool = True) -> str:
+        """How a frame in this location is named: `foo`, or `foo [cold.3]` in moved code."""
+        name = self.name(style, parameters=parameters)
+        if name is None:
+            return "??"
+        return f"{name} [{self.fragment}]" if self.in_moved_code else name
+
+    def to_json(self, style: str | None = GNU) -> dict[str, Any]:
         out: dict[str, Any] = {
             "address": hex(self.address),
             "module": self.module,
-            "procedure": self.procedure,
+            "procedure": self.name(style),
+            "linkage_name": self.procedure,
             "fragment": self.fragment,
             "fragment_symbol": self.fragment_symbol,
             "fragment_start": None if self.fragment_start is None else hex(self.fragment_start),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .demangle import GNU
 from .model import Location
 
 
@@ -15,8 +16,8 @@ def source_position(loc: Location) -> str | None:
     return f"{pos}:{loc.column}" if loc.column else pos
 
 
-def where_text(loc: Location | None, address: int) -> str:
-    """A few lines that explain one address."""
+def where_text(loc: Location | None, address: int, style: str | None = GNU) -> str:
+    """A few lines that explain one address (names demangled in `style`, unsplit.demangle)."""
     if loc is None:
         return f"{address:#x} is not in the code of any loaded module"
     module = os.path.basename(loc.module)
@@ -26,8 +27,9 @@ def where_text(loc: Location | None, address: int) -> str:
         text = f"{address:#x} is in {module}, outside every known procedure"
         pos = source_position(loc)
         return "\n".join([*warned, text + (f"\n  line      {pos}" if pos else "")])
-    lines = [*warned, f"{loc.address:#x} is in {loc.label()} ({module})"]
-    lines.append(f"  procedure {loc.procedure}+{loc.offset:#x}  (offset in the original layout)")
+    lines = [*warned, f"{loc.address:#x} is in {loc.label(style)} ({module})"]
+    lines.append(f"  procedure {loc.name(style)}+{loc.offset:#x}  (offset in the original "
+                 "layout)")
     frag = loc.fragment
     if loc.fragment_symbol and loc.fragment_start is not None:
         frag = f"{frag}  ({loc.fragment_symbol}+{loc.address - loc.fragment_start:#x},"
@@ -37,12 +39,12 @@ def where_text(loc: Location | None, address: int) -> str:
         flags = f" [{', '.join(loc.block.flags)}]" if loc.block.flags else ""
         lines.append(f"  block     %{loc.block.id}+{loc.file_address - loc.block.start:#x}{flags}")
     if loc.bat_entry is not None:
-        lines.append(f"  bolt      {bat_text(loc)}")
+        lines.append(f"  bolt      {bat_text(loc, style)}")
     lines.append(f"  line      {source_position(loc) or 'unknown (no line information)'}")
     return "\n".join(lines)
 
 
-def bat_text(loc: Location) -> str:
+def bat_text(loc: Location, style: str | None = GNU) -> str:
     """`input main+0x33 at 0x401183 (block entry %4 +0x2, cold fragment)`: what BAT says."""
     at = "" if loc.input_address is None else f" at {loc.input_address:#x}"
     entry = f"{loc.bat_entry} entry"
@@ -50,18 +52,20 @@ def bat_text(loc: Location) -> str:
         entry += f" %{loc.bat_block}"
     if loc.bat_entry_distance:
         entry += f" +{loc.bat_entry_distance:#x}"
-    return (f"input {loc.procedure}+{loc.input_offset or 0:#x}{at} "
+    return (f"input {loc.name(style)}+{loc.input_offset or 0:#x}{at} "
             f"({entry}, {loc.fragment_kind} fragment)")
 
 
-def frame_text(number: int, loc: Location, pc: int | None = None) -> str:
+def frame_text(number: int, loc: Location, pc: int | None = None,
+               style: str | None = GNU) -> str:
     """One backtrace-style line: `#0  0x... in transfer [cold] at crash.c:20`. `pc`: the
-    frame's own pc when `loc` describes the byte before it (a caller's return address)."""
+    frame's own pc when `loc` describes the byte before it (a caller's return address);
+    `style`: how the procedure is demangled (unsplit.demangle)."""
     pos = source_position(loc)
     at = f" at {pos}" if pos else f" from {os.path.basename(loc.module)}"
     shown = loc.address if pc is None else pc
     offset = (loc.offset or 0) + shown - loc.address
-    return f"#{number:<2} {shown:#018x} in {loc.label()}+{offset:#x}{at}"
+    return f"#{number:<2} {shown:#018x} in {loc.label(style)}+{offset:#x}{at}"
 
 
 def blocks_text(procedure: str, rows: list[dict[str, Any]]) -> str:

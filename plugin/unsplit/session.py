@@ -14,6 +14,7 @@ from . import breakpoints
 from .binary import Binary
 from .breakpoints import BreakSpec, Site
 from .corefile import image_build_id
+from .demangle import GNU
 from .errors import BinaryError, UnsplitError
 from .host import Host, LoadedModule
 from .index import IndexCache, ModuleIndex
@@ -25,15 +26,22 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _gnu() -> str | None:
+    return GNU
+
+
 class Session:
     """``persistent``: indexes come from and go to the cache on disk (unsplit.index_store);
     ``progress`` hears about a first index build that takes a while (default: stderr, which
     GDB and LLDB show in the session)."""
 
-    def __init__(self, *, persistent: bool = True,
+    def __init__(self, demangling: Callable[[], str | None] = _gnu, *, persistent: bool = True,
                  progress: Callable[[str], None] | None = _stderr) -> None:
         self.indexes = IndexCache(IndexStore() if persistent else None, progress)
         self.enabled = True
+        # How procedure names are shown (an unsplit.demangle style; None: linkage names),
+        # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
+        self.demangling = demangling
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
@@ -85,12 +93,17 @@ class Session:
         return None
 
     def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:
-        """The first loaded module (executable first) that defines procedure `name`."""
+        """The first loaded module (executable first) that defines procedure `name` (a linkage
+        name, or a demangled one as unsplit.names reads it: the first match)."""
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
                 continue
             try:
-                proc = self.index(mod.path).procedures.get(name)
+                procedures = self.index(mod.path).procedures
+                proc = procedures.get(name)
+                if proc is None:
+                    found = breakpoints.procedures_named(self.index(mod.path), name)
+                    proc = procedures[found[0]] if found else None
             except UnsplitError:
                 continue
             if proc is not None:

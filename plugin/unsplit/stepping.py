@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from . import bat_translate, cfi, prebolt, unwind
+from .demangle import demangle
 from .errors import AddressLookupError, UnsplitError, UsageError
 from .host import Host, LoadedModule
 from .index import ModuleIndex
@@ -443,7 +444,7 @@ def _to_line_plan(kind: str, lines: ProcedureLines, bias: int, line: int, here: 
     starts = [s for s in lines.spans if s.line == line and (file is None or s.file == file)]
     starts = [s for s in starts if s.starts_line] or starts[:1]
     if not starts:
-        name = lines.procedure.name
+        name = demangle(lines.procedure.name)
         raise AddressLookupError(f"bb {kind}: line {line} has no code in {name}"
                                  + ("" if lines.has_lines else " (no line information)"))
     where = f"{starts[0].file}:{line}"
@@ -455,7 +456,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
                 common: dict[str, object]) -> StepPlan:
     if not proc.blocks:
         return StepPlan(kind, "instruction", file_pc + bias, procedure=proc.name,
-                        note=f"no line or block information for {proc.name}: "
+                        note=f"no line or block information for {demangle(proc.name)}: "
                              "stepped one instruction")
     block = proc.block_at(file_pc)
     targets = [b.start for b in proc.blocks if block is None or b.start != block.start]
@@ -463,7 +464,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
     return StepPlan(kind, "line", line_ranges=_runtime(bias, current),
                     call_ranges=_runtime(bias, current),
                     targets=tuple(sorted(bias + t for t in targets)),
-                    note=f"no line information for {proc.name}: stepped by basic block",
+                    note=f"no line information for {demangle(proc.name)}: stepped by basic block",
                     **common)  # type: ignore[arg-type]
 
 
@@ -651,10 +652,11 @@ def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
     if pc is None:
         return "\n".join(lines)
     loc = session.locate(host, pc)
+    style = session.demangling()
     render = getattr(host, "stop_report", None)
     if not (outcome.kind == "stopped" and outcome.message):
         lines.append(render(kind, loc, pc, context) if render is not None
-                     else verbose_line(loc, pc))
+                     else verbose_line(loc, pc, style))
     if session.verbose and render is not None:
-        lines.append(verbose_line(loc, pc))
+        lines.append(verbose_line(loc, pc, style))
     return "\n".join(line for line in lines if line)

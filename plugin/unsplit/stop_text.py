@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Callable
 
+from .demangle import GNU
 from .host import Host
 from .model import Location
 from .render import frame_text
@@ -56,11 +57,12 @@ def at_line_start(session: Session, host: Host, pc: int) -> bool:
     return row is not None and row.address == pc - mod.bias
 
 
-def verbose_line(loc: Location | None, pc: int) -> str:
-    """`#0  0x… in transfer [cold]+0x39 at crash.c:32:10  (block %2+0x4)`: every extra."""
+def verbose_line(loc: Location | None, pc: int, style: str | None = GNU) -> str:
+    """`#0  0x… in transfer [cold]+0x39 at crash.c:32:10  (block %2+0x4)`: every extra
+    (the procedure demangled in `style`, unsplit.demangle)."""
     if loc is None:
         return f"#0  {pc:#018x} in ??"
-    text = frame_text(0, loc)
+    text = frame_text(0, loc, style=style)
     if loc.block is not None:
         text += f"  (block %{loc.block.id}+{loc.file_address - loc.block.start:#x})"
     return text
@@ -80,16 +82,20 @@ def gdb_what(frame_info: str, frame_changed: bool) -> str:
 
 
 def gdb_location_line(native: str, loc: Location | None, pc: int, at_line_start: bool,
-                      print_address: bool = True) -> str:
+                      print_address: bool = True, style: str | None = GNU) -> str:
     """GDB's frame line for the stop (`native`: the first line of its own `frame`), naming
-    the procedure as written and its line: `0x… in transfer [cold] (…) at crash.c:32`."""
+    the procedure as written (demangled in `style`) and its line:
+    `0x… in transfer [cold] (…) at crash.c:32`."""
     m = _GDB_FRAME.match(native.strip())
     args = m["args"] if m else "()"
     if loc is None or loc.procedure is None:
         return re.sub(r"^#\d+\s+", "", native.strip()) if native.strip() else f"{pc:#018x} in ?? ()"
     show_address = print_address and not (at_line_start and loc.line)
     text = f"{pc:#018x} in " if show_address else ""
-    text += f"{loc.label()} {args}"
+    # GDB names a function it has DWARF for (its line says so) without its parameter types,
+    # which follow as arguments; one it knows by its ELF symbol alone with them.
+    gdb_has_line = bool(m and m["where"] and m["where"].startswith(" at "))
+    text += f"{loc.label(style, parameters=not gdb_has_line)} {args}"
     if loc.line:
         # GDB's own name for the file (its symtab's), when it names the same one.
         file = loc.path or loc.file or "??"
@@ -118,12 +124,13 @@ def gdb_source_line(loc: Location | None, pc: int, mid_statement: bool,
 
 def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
              at_line_start: bool, print_address: bool = True,
-             read: Reader = source_lines) -> str:
-    """The whole stop as GDB prints it for `what` (a print frame-info value)."""
+             read: Reader = source_lines, style: str | None = GNU) -> str:
+    """The whole stop as GDB prints it for `what` (a print frame-info value), the procedure
+    demangled in `style` (unsplit.demangle)."""
     out = []
     no_line = loc is None or not loc.line
     if what in (LOCATION, SRC_AND_LOC, LOC_AND_ADDRESS, SHORT_LOCATION) or no_line:
-        line = gdb_location_line(native_frame, loc, pc, at_line_start, print_address)
+        line = gdb_location_line(native_frame, loc, pc, at_line_start, print_address, style)
         if what == SHORT_LOCATION:
             line = re.sub(r" at \S+$| from \S+$", "", line)
         if what == LOC_AND_ADDRESS and not line.startswith("0x"):

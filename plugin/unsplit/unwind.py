@@ -15,6 +15,7 @@ from typing import Any
 
 from . import cfi
 from .binary import Binary
+from .demangle import GNU
 from .errors import UnsplitError
 from .host import LoadedModule
 from .index import ModuleIndex
@@ -43,22 +44,22 @@ class Frame:
     def file_address(self) -> int:
         return self.pc - self.bias
 
-    def label(self) -> str:
-        return self.location.label() if self.location is not None else "??"
+    def label(self, style: str | None = GNU) -> str:
+        return self.location.label(style) if self.location is not None else "??"
 
-    def text(self) -> str:
+    def text(self, style: str | None = GNU) -> str:
         """`#1  0x000055555555526d in run [cold]+0x4d at crash.c:43  cfa 0x7ffc…`"""
         loc = self.location
         name = "??"
         if loc is not None and loc.procedure is not None:
-            name = f"{loc.label()}+{loc.offset or 0:#x}"
+            name = f"{loc.label(style)}+{loc.offset or 0:#x}"
         pos = source_position(loc) if loc is not None else None
         where = f" at {pos}" if pos else (f" from {os.path.basename(self.module)}"
                                           if self.module else "")
         cfa = f"  cfa {self.cfa:#x}" if self.cfa is not None else ""
         return f"#{self.number:<2} {self.pc:#018x} in {name}{where}{cfa}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, style: str | None = GNU) -> dict[str, Any]:
         loc = self.location
         return {
             "frame": self.number,
@@ -66,7 +67,8 @@ class Frame:
             "cfa": None if self.cfa is None else hex(self.cfa),
             "module": self.module,
             "file_address": hex(self.file_address) if self.module else None,
-            "procedure": loc.procedure if loc else None,
+            "procedure": loc.name(style) if loc else None,
+            "linkage_name": loc.procedure if loc else None,
             "fragment": loc.fragment if loc else None,
             "fragment_symbol": loc.fragment_symbol if loc else None,
             "offset": loc.offset if loc else None,
@@ -208,7 +210,8 @@ def _stop(frames: list[Frame], reason: str) -> None:
         frames[-1] = replace(frames[-1], stop_reason=reason)
 
 
-def compare(native_pcs: list[int], cfi_frames: list[Frame]) -> list[str]:
+def compare(native_pcs: list[int], cfi_frames: list[Frame],
+            style: str | None = GNU) -> list[str]:
     """Where a debugger's frame list (its pcs, innermost first) and the CFI's disagree, one line
     each; empty when they agree. A debugger that stops earlier (GDB stops at `main`) is not a
     disagreement; frames it invents or skips, and different pcs, are, and so is a list that
@@ -231,16 +234,17 @@ def compare(native_pcs: list[int], cfi_frames: list[Frame]) -> list[str]:
         elif later_cfi is not None:
             for k in range(j, later_cfi):
                 out.append(f"the debugger skips frame #{k} ({cfi_pcs[k]:#x}, "
-                           f"{cfi_frames[k].label()})")
+                           f"{cfi_frames[k].label(style)})")
             j = later_cfi
         else:
             out.append(f"frame #{j}: the debugger has {native_pcs[i]:#x}, "
-                       f"the CFI {cfi_pcs[j]:#x} ({cfi_frames[j].label()})")
+                       f"the CFI {cfi_pcs[j]:#x} ({cfi_frames[j].label(style)})")
             i += 1
             j += 1
     if 0 < i == len(native_pcs) and j < len(cfi_pcs) and _ends_early(cfi_frames[j - 1]):
-        out.append(f"the debugger's frames end at frame #{j - 1} ({cfi_frames[j - 1].label()}); "
-                   f"the CFI goes on to {cfi_pcs[j]:#x} ({cfi_frames[j].label()})")
+        out.append(f"the debugger's frames end at frame #{j - 1} "
+                   f"({cfi_frames[j - 1].label(style)}); "
+                   f"the CFI goes on to {cfi_pcs[j]:#x} ({cfi_frames[j].label(style)})")
     for k in range(i, len(native_pcs)):
         out.append(f"debugger frame #{k} ({native_pcs[k]:#x}) is past the CFI's last frame"
                    + (f" ({cfi_frames[-1].stop_reason})"
@@ -256,20 +260,21 @@ def _ends_early(frame: Frame) -> bool:
             and loc.procedure != "main")
 
 
-def backtrace_text(frames: list[Frame]) -> str:
+def backtrace_text(frames: list[Frame], style: str | None = GNU) -> str:
     """What `bb bt` and `unsplit bt` print: one line per frame, then why the walk ended."""
-    lines = [f.text() for f in frames]
+    lines = [f.text(style) for f in frames]
     if frames and frames[-1].stop_reason:
         lines.append(f"   ({frames[-1].stop_reason})")
     return "\n".join(lines)
 
 
-def report(frames: list[Frame], native_pcs: list[int] | None = None) -> str:
+def report(frames: list[Frame], native_pcs: list[int] | None = None,
+           style: str | None = GNU) -> str:
     """`bb bt`'s text: the CFI's frames, then where the debugger's own list differs, if given."""
-    text = backtrace_text(frames)
+    text = backtrace_text(frames, style)
     if native_pcs is None:
         return text
-    diff = compare(native_pcs, frames)
+    diff = compare(native_pcs, frames, style)
     if not diff:
         return text
     return text + "\nthe debugger's own backtrace differs:\n" + "\n".join(f"  {d}" for d in diff)

@@ -43,7 +43,7 @@ def expected_where(proc: str, block: dict[str, Any], address: int) -> dict[str, 
 
 def got_where(loc: dict[str, Any]) -> dict[str, Any]:
     return {
-        "procedure": loc["procedure"], "fragment": loc["fragment"], "block": loc.get("block"),
+        "procedure": loc["linkage_name"], "fragment": loc["fragment"], "block": loc.get("block"),
         "block_offset": loc.get("block_offset"), "block_frequency": loc.get("block_frequency"),
         "successors": _successors(loc.get("successors", []), "block"),
     }

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.skipif(shutil.which(LLVM) is None, reason=f"{LLVM} not 
 
 def _ours(exe: str, lines: list[str], **opts: Any) -> str:
     out = io.StringIO()
-    sym = Symbolizer(exe, opts.pop("input_path", None), opts.pop("fragments", False))
+    sym = Symbolizer(exe, opts.pop("input_path", None), opts.pop("fragments", False),
+                     opts.pop("demangle", True))
     stream(sym, io.StringIO("".join(x + "\n" for x in lines)), out,
            relative=opts.get("relative", False), inlines=opts.get("inlines", False),
            as_json=opts.get("as_json", False))
@@ -98,10 +99,41 @@ def test_moved_code_names_the_procedure_and_its_true_line(
             file, line, _ = where.rsplit(":", 2)
             assert (file.rsplit("/", 1)[-1], int(line)) == \
                 (frag["sample"]["file"], frag["sample"]["line"]), (program, frag)
-            assert (rec["procedure"], rec["fragment"], rec["fragment_symbol"]) == \
-                (proc, frag["fragment"], frag["symbol"])
+            assert (rec["procedure"], rec["linkage_name"], rec["fragment"],
+                    rec["fragment_symbol"]) == (demangled, proc, frag["fragment"], frag["symbol"])
             checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+def test_no_demangle_is_byte_identical_to_llvm_symbolizer(
+        zoo: dict[str, Any], variant: str) -> None:
+    """`--no-demangle` prints linkage names as llvm-symbolizer's own option does, for DWARF
+    names (DW_AT_linkage_name) and symbol names alike, inlined frames included."""
+    f = facts(zoo, variant, "except")
+    exe = str(ROOT / f["binary"])
+    index = Symbolizer(exe).index
+    lines = [hex(a) for p in index.procedures.values() for fr in p.fragments
+             if fr.name == "hot" for a in range(fr.start, fr.end)]
+    ours = _split(_ours(exe, lines, inlines=True, demangle=False))
+    oracle = _split(_llvm(exe, lines, "--inlines", "--no-demangle"))
+    assert any("_Z7processPKii" in o for o in oracle)
+    assert ours == oracle
+
+
+def test_moved_cpp_code_reads_demangled_in_both_wordings(zoo: dict[str, Any]) -> None:
+    """`_Z7processPKii [cold.2]` (bolt-all except) reads `process(int const*, int) [cold.2]`
+    as llvm-cxxfilt-22 demangles it; `--no-demangle` keeps the linkage name."""
+    f = facts(zoo, "bolt-all", "except")
+    exe = str(ROOT / f["binary"])
+    frag = next(fr for fr in f["split_functions"]["_Z7processPKii"]["fragments"]
+                if fr["fragment"] == "cold.2")
+    oracle = subprocess.run(["llvm-cxxfilt-22", "_Z7processPKii"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    shown = _ours(exe, [frag["start"]], fragments=True).splitlines()[0]
+    assert shown == f"{oracle} [cold.2]"
+    mangled = _ours(exe, [frag["start"]], fragments=True, demangle=False).splitlines()[0]
+    assert mangled == "_Z7processPKii [cold.2]"
 
 
 def test_bolt_without_dwarf_takes_lines_from_the_prebolt_input(zoo: dict[str, Any]) -> None:

@@ -25,9 +25,9 @@ VARIANTS = [
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 
 
-def _where(binary: str, addresses: list[str]) -> list[dict[str, Any]]:
-    out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--json", "--exe", binary,
-                          *addresses], capture_output=True, text=True, check=True,
+def _where(binary: str, addresses: list[str], *flags: str) -> list[dict[str, Any]]:
+    out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--json", *flags, "--exe",
+                          binary, *addresses], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT / "plugin")}).stdout
     return [json.loads(line) for line in out.splitlines()]
 
@@ -35,19 +35,26 @@ def _where(binary: str, addresses: list[str]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("program", PROGRAMS)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_fragment_is_named(zoo: dict[str, Any], variant: str, program: str) -> None:
+    """`procedure` is demangled (the facts' `demangled`, from c++filt), `linkage_name` the
+    symbol's; with --no-demangle `procedure` is the linkage name too."""
     f = facts(zoo, variant, program)
     expected, addresses = [], []
     for proc, info in f["split_functions"].items():
         for frag in info["fragments"]:
             for address in (frag["start"], hex(int(frag["end"], 16) - 1)):
                 addresses.append(address)
-                expected.append((proc, frag["fragment"], frag["symbol"]))
+                expected.append((info["demangled"], proc, frag["fragment"], frag["symbol"]))
             if "sample" in frag:
                 addresses.append(frag["sample"]["address"])
-                expected.append((proc, frag["fragment"], frag["symbol"]))
+                expected.append((info["demangled"], proc, frag["fragment"], frag["symbol"]))
     assert addresses, f"{variant}/{program} has no split function"
     got = _where(str(ROOT / f["binary"]), addresses)
-    assert [(g["procedure"], g["fragment"], g["fragment_symbol"]) for g in got] == expected
+    assert [(g["procedure"], g["linkage_name"], g["fragment"], g["fragment_symbol"])
+            for g in got] == expected
+    if program == "except":
+        raw = _where(str(ROOT / f["binary"]), addresses, "--no-demangle")
+        assert [(g["procedure"], g["linkage_name"]) for g in raw] == \
+            [(linkage, linkage) for _, linkage, _, _ in expected]
 
 
 BOLT_NO_DWARF = [v for v in VARIANTS if v[:5] == "bolt-" and "dbg" not in v]

@@ -4,7 +4,8 @@
 prints under its ``BBAddrMap`` key (shared/specs/llvm-bb-addr-map.md §11.3): same keys, values
 and order, so that scripts written for one work with the other. readobj repeats the
 ``BBAddrMap`` key once per map section (one JSON object with duplicate keys); we print the
-concatenation of those lists, which is what a reader that keeps every key sees.
+concatenation of those lists, which is what a reader that keeps every key sees, one function
+per line, written as it is decoded (write_readobj_json).
 That mode imitates LLVM 22's reader (§9.2): V0 sections are skipped, versions 0/1 and any
 malformed section print nothing (readobj prints a warning on stderr; we return it separately).
 
@@ -14,11 +15,19 @@ The text dump reads every version (V0, 0–5) and keeps the functions before an 
 from __future__ import annotations
 
 import argparse
+import io
 import json
-from typing import Any
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from ..binary import Binary
+from ..errors import DecodeError
 from ..formats import bb_addr_map as fmt
+from ..formats import bb_addr_map_flat as flat
 from ..sources.bb_addr_map import (
     FunctionSymbol,
     MapSection,
@@ -27,6 +36,9 @@ from ..sources.bb_addr_map import (
     map_sections,
     symbol_at,
 )
+
+SPOOL_IN_MEMORY = 16 << 20  # a section's JSON beyond this goes to a temporary file
+COPY_CHUNK = 1 << 20
 
 _METADATA_KEYS = (
     ("HasReturn", fmt.Metadata.HAS_RETURN),
@@ -37,29 +49,57 @@ _METADATA_KEYS = (
 )
 
 
-def readobj(path: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """(the readobj-22 JSON ``BBAddrMap`` list, readobj's warnings in its wording)."""
+def write_readobj_json(path: str, out: TextIO) -> list[str]:
+    """Write the readobj-22 JSON ``BBAddrMap`` list to `out` as each function is decoded;
+    returns readobj's warnings in its wording.
+
+    Memory stays that of one function (a clang-size map prints hundreds of MB of JSON): the
+    fast reader (formats.bb_addr_map_flat) yields one function at a time, and its text goes to
+    a spool file until the section's end, since LLVM prints nothing of a section with an error
+    anywhere (§9.2); then the spool is copied out. One function per line, readobj's compact JSON.
+    """
     binary = Binary(path)
     try:
         is_rel = binary.elf["e_type"] == "ET_REL"
         symbols = function_symbols(binary)
-        out: list[dict[str, Any]] = []
         warnings: list[str] = []
+        separator = "["
         for ms in map_sections(binary):
             if ms.sh_type != fmt.SHT_LLVM_BB_ADDR_MAP:
                 continue  # LLVM 21+ do not look at V0 sections at all
             if ms.skip_silently:
                 warnings.append(ms.unreadable or "")
                 continue
-            sm = decode_section(binary, ms, strict=True)
-            if sm.error is not None:
-                warnings.append(f"unable to dump {ms.description}: {sm.error.message}")
+            if ms.unreadable is not None:
+                warnings.append(f"unable to dump {ms.description}: {ms.unreadable}")
                 continue
-            for fm in sm.functions:
-                out.append({"Function": _function_json(fm, ms, symbols, is_rel, warnings)})
-        return out, warnings
+            said: list[str] = []
+            before = separator
+            with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, mode="w+") as spool:
+                try:
+                    for fn in flat.iter_functions(ms.data, ms.description,
+                                                  **_decode_args(binary, ms)):
+                        spool.write(separator + _function_json(fn, ms, symbols, is_rel, said))
+                        separator = ",\n"
+                except DecodeError as e:
+                    warnings.append(f"unable to dump {ms.description}: {e.message}")
+                    separator = before  # nothing of this section is printed
+                    continue
+                warnings += said
+                spool.seek(0)
+                shutil.copyfileobj(spool, out, COPY_CHUNK)
+        out.write("[]\n" if separator == "[" else "]\n")
+        return warnings
     finally:
         binary.close()
+
+
+def readobj(path: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the readobj-22 JSON ``BBAddrMap`` list, readobj's warnings in its wording): what
+    :func:`write_readobj_json` writes, read back."""
+    buffer = io.StringIO()
+    warnings = write_readobj_json(path, buffer)
+    return json.loads(buffer.getvalue()), warnings
 
 
 def readobj_json(path: str) -> list[dict[str, Any]]:
@@ -67,60 +107,108 @@ def readobj_json(path: str) -> list[dict[str, Any]]:
     return readobj(path)[0]
 
 
-def _function_json(
-    fm: fmt.FunctionMap, ms: MapSection, symbols: dict[int, list[FunctionSymbol]],
-    is_rel: bool, warnings: list[str],
-) -> dict[str, Any]:
+def _decode_args(binary: Binary, ms: MapSection) -> dict[str, Any]:
+    elf = binary.elf
+    return {"sh_type": ms.sh_type, "address_size": 8 if elf.elfclass == 64 else 4,
+            "little_endian": elf.little_endian, "relocations": ms.relocations}
+
+
+_FLAGS = [",".join(f'"{key}":{"true" if md & bit else "false"}' for key, bit in _METADATA_KEYS)
+          for md in range(fmt.Metadata.HAS_INDIRECT_BRANCH * 2)]
+_ENTRY = '{"ID":%d,"Offset":%d,"Size":%d,%s}'
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f-\U0010ffff]*')  # needs no JSON escape
+
+
+def _function_json(fn: flat.FlatFunction, ms: MapSection,
+                   symbols: dict[int, list[FunctionSymbol]], is_rel: bool,
+                   warnings: list[str]) -> str:
+    """One ``{"Function": …}`` object, keys in readobj's order (§11.3)."""
     # readobj matches the symbol's section with sh_link only in relocatable files.
-    sym = symbol_at(symbols, fm.address, ms.link if is_rel else None)
+    sym = symbol_at(symbols, fn.address, ms.link if is_rel else None)
     if sym is None:
-        warnings.append(f"could not identify function symbol for address (0x{fm.address:X}) "
+        warnings.append(f"could not identify function symbol for address (0x{fn.address:X}) "
                         f"in {ms.description}")
-    ranges = []
-    for rng in fm.ranges:
-        entries = []
-        for e in rng.entries:
-            d: dict[str, Any] = {"ID": e.id, "Offset": e.offset}
-            if e.callsite_offsets:
-                d["Callsite End Offsets"] = list(e.callsite_offsets)
-            if fm.features & fmt.Feature.BB_HASH:
-                d["Hash"] = e.hash or 0
-            d["Size"] = e.size
-            for key, bit in _METADATA_KEYS:
-                d[key] = bool(e.metadata & bit)
-            entries.append(d)
-        ranges.append({"Base Address": rng.base_address, "BB Entries": entries})
-    out: dict[str, Any] = {
-        "At": fm.address, "Name": "<?>" if sym is None else sym.name, "BB Ranges": ranges}
-    if fm.pgo is not None:
-        out["PGO analyses"] = _pgo_json(fm.features, fm.pgo)
-    return out
+    name = "<?>" if sym is None else sym.name
+    quoted = f'"{name}"' if _PLAIN.fullmatch(name) else json.dumps(name)
+    ranges = ",".join(f'{{"Base Address":{r.base_address},"BB Entries":[{_entries(r)}]}}'
+                      for r in fn.ranges)
+    text = f'{{"Function":{{"At":{fn.address},"Name":{quoted},"BB Ranges":[{ranges}]'
+    if fn.pgo is not None:
+        text += f',"PGO analyses":{_pgo_json(fn.features, fn.pgo)}'
+    return text + "}}"
 
 
-def _pgo_json(features: int, pgo: fmt.PGOAnalysis) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if features & fmt.Feature.FUNC_ENTRY_COUNT:
-        out["FuncEntryCount"] = pgo.func_entry_count or 0
-    if features & (fmt.Feature.BB_FREQ | fmt.Feature.BR_PROB):
-        blocks = []
-        post_link = bool(features & fmt.Feature.POST_LINK_CFG)
-        for b in pgo.blocks:
-            d: dict[str, Any] = {}
-            if features & fmt.Feature.BB_FREQ:
-                d["Frequency"] = b.frequency or 0
-                if post_link:  # readobj prints it only together with the frequency (§7)
-                    d["PostLink Frequency"] = b.post_link_frequency or 0
-            if features & fmt.Feature.BR_PROB:
-                succs = []
-                for s in b.successors or ():
-                    sd: dict[str, Any] = {"ID": s.id, "Probability": s.probability}
-                    if post_link:
-                        sd["PostLink Probability"] = s.post_link_frequency or 0
-                    succs.append(sd)
-                d["Successors"] = succs
-            blocks.append(d)
-        out["PGO BB entries"] = blocks
-    return out
+def _entries(r: flat.FlatRange) -> str:
+    if r.callsites is None and r.hashes is None:
+        return ",".join([_ENTRY % t for t in zip(r.ids, r.offsets, r.sizes,
+                                                  map(_FLAGS.__getitem__, r.metadata),
+                                                  strict=True)])
+    out = []
+    for k, (bid, offset, size, md) in enumerate(zip(r.ids, r.offsets, r.sizes, r.metadata,
+                                                    strict=True)):
+        d = f'{{"ID":{bid},"Offset":{offset},'
+        if r.callsites is not None and r.callsites[k]:
+            d += f'"Callsite End Offsets":[{",".join(map(str, r.callsites[k]))}],'
+        if r.hashes is not None:
+            d += f'"Hash":{r.hashes[k]},'
+        out.append(f'{d}"Size":{size},{_FLAGS[md]}}}')
+    return ",".join(out)
+
+
+# Plain ints: IntFlag arithmetic costs an enum construction per operation.
+_FEC = int(fmt.Feature.FUNC_ENTRY_COUNT)
+_PGO_TABLES = int(fmt.Feature.BB_FREQ | fmt.Feature.BR_PROB)
+_POST_LINK = int(fmt.Feature.POST_LINK_CFG)
+_SUCCESSOR = '{"ID":%d,"Probability":%d}'
+_BLOCK = '{"Frequency":%d,"Successors":[%s]}'
+_ONE = _SUCCESSOR
+_TWO = f"{_SUCCESSOR},{_SUCCESSOR}"
+_SUCCESSOR_POST_LINK = '{"ID":%d,"Probability":%d,"PostLink Probability":%d}'
+
+
+def _successors(s: Sequence[int]) -> str:
+    n = len(s)
+    if n == 0:
+        return ""
+    if n == 2:
+        return _ONE % (s[0], s[1])
+    if n == 4:
+        return _TWO % (s[0], s[1], s[2], s[3])
+    return ",".join(map(_SUCCESSOR.__mod__, zip(s[0::2], s[1::2], strict=True)))
+
+
+def _pgo_json(features: int, pgo: flat.FlatPGO) -> str:
+    parts = []
+    if features & _FEC:
+        parts.append(f'"FuncEntryCount":{pgo.func_entry_count or 0}')
+    if features & _PGO_TABLES:
+        freqs, post, succs = pgo.frequencies, pgo.post_link_frequencies, pgo.successors
+        if freqs is not None and succs is not None and post is None:  # the usual layout
+            blocks = ",".join([_BLOCK % (k, _successors(s)) for k, s in zip(freqs, succs,
+                                                                             strict=True)])
+            parts.append(f'"PGO BB entries":[{blocks}]')
+            return "{" + ",".join(parts) + "}"
+        fields: list[list[str]] = [[] for _ in (freqs if freqs is not None else succs or ())]
+        if freqs is not None:
+            if post is not None:  # readobj prints it only together with the frequency (§7)
+                for f, k, p in zip(fields, freqs, post, strict=True):
+                    f.append(f'"Frequency":{k},"PostLink Frequency":{p}')
+            else:
+                for f, k in zip(fields, freqs, strict=True):
+                    f.append(f'"Frequency":{k}')
+        if succs is not None:
+            if features & _POST_LINK:
+                for f, s in zip(fields, succs, strict=True):
+                    items = map(_SUCCESSOR_POST_LINK.__mod__, zip(s[0::3], s[1::3], s[2::3],
+                                                                  strict=True))
+                    f.append(f'"Successors":[{",".join(items)}]')
+            else:
+                for f, s in zip(fields, succs, strict=True):
+                    items = map(_SUCCESSOR.__mod__, zip(s[0::2], s[1::2], strict=True))
+                    f.append(f'"Successors":[{",".join(items)}]')
+        blocks = ",".join(["{" + ",".join(f) + "}" for f in fields])
+        parts.append(f'"PGO BB entries":[{blocks}]')
+    return "{" + ",".join(parts) + "}"
 
 
 # --- text dump --------------------------------------------------------------------------------
@@ -207,7 +295,8 @@ def _function_text(
 
 def _run(args: argparse.Namespace) -> str:
     if args.json:
-        return json.dumps(readobj_json(args.binary), indent=2)
+        write_readobj_json(args.binary, sys.stdout)
+        return ""
     return text(args.binary)
 
 

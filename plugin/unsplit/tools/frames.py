@@ -46,6 +46,7 @@ from .. import cfi
 from ..binary import Binary
 from ..corefile import Core as CoreFile
 from ..corefile import Mapping, image_build_id
+from ..demangle import LLVM
 from ..errors import BinaryError, UnsplitError, UsageError
 from ..host import LoadedModule
 from ..session import Session
@@ -367,12 +368,13 @@ class NamedFrame:
         loc = self.answer.location if self.answer is not None else None
         return None if loc is None or loc.offset is None else loc.offset + self.delta
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, style: str | None = LLVM) -> dict[str, Any]:
         loc = self.answer.location if self.answer is not None else None
         line = self.answer.frames[-1] if self.answer is not None else None
         return {
             "index": self.index, "pc": hex(self.pc), "module": self.module,
-            "procedure": None if loc is None else loc.procedure,
+            "procedure": None if loc is None else loc.name(style),
+            "linkage_name": None if loc is None else loc.procedure,
             "fragment": None if loc is None else loc.fragment,
             "fragment_symbol": None if loc is None else loc.fragment_symbol,
             "offset": self.offset,
@@ -390,9 +392,11 @@ class NamedFrame:
 class Namer:
     """Names runtime PCs through the modules of one core (one Symbolizer per module)."""
 
-    def __init__(self, mods: list[Module], input_path: str | None) -> None:
+    def __init__(self, mods: list[Module], input_path: str | None,
+                 demangle: bool = True) -> None:
         self.mods = mods
         self.input_path = input_path
+        self.demangle = demangle
         self._symbolizers: dict[str, Symbolizer | None] = {}
 
     def name(self, index: int, pc: int, lookup: int) -> NamedFrame:
@@ -410,7 +414,7 @@ class Namer:
             try:
                 first = mod is self.mods[0]
                 self._symbolizers[mod.path] = Symbolizer(
-                    mod.path, self.input_path if first else None)
+                    mod.path, self.input_path if first else None, demangle=self.demangle)
             except UnsplitError:
                 self._symbolizers[mod.path] = None
         return self._symbolizers[mod.path]
@@ -438,19 +442,19 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def table(threads: list[dict[str, Any]]) -> str:
+def table(threads: list[dict[str, Any]], style: str | None = LLVM) -> str:
     lines = []
     for t in threads:
         sig = f", signal {_signal_name(t['signal'])}" if t.get("signal") else ""
         lines.append(f"Thread {t['thread']} (LWP {t['lwp']}){sig}:")
         for f in t["frames"]:
-            lines.append("  " + _frame_text(f))
+            lines.append("  " + _frame_text(f, style))
         if t["error"]:
             lines.append(f"  ({t['error']})")
     return "\n".join(lines)
 
 
-def _frame_text(f: NamedFrame) -> str:
+def _frame_text(f: NamedFrame, style: str | None) -> str:
     head = f"#{f.index:<3} {f.pc:#018x}"
     module = f"  ({os.path.basename(f.module)})" if f.module else ""
     if f.answer is None or f.answer.location is None:
@@ -461,14 +465,15 @@ def _frame_text(f: NamedFrame) -> str:
     where = f"  {outer.path}:{outer.line}" if outer.path else ""
     inl = "".join(f"  [inlined {g.function} at {os.path.basename(g.path or '??')}:{g.line}]"
                   for g in f.answer.frames[:-1])
-    return f"{head}  {loc.label()}  {offset}{where}{inl}{module}"
+    return f"{head}  {loc.label(style)}  {offset}{where}{inl}{module}"
 
 
 # --- the command -----------------------------------------------------------------------------
 
 
 def frames(core_path: str, exe_path: str, input_path: str | None = None,
-           debugger: str | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+           debugger: str | None = None,
+           demangle: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
     """(threads with named frames, one-line problems); raises only when nothing can be shown.
 
     `debugger` None: the CFI unwinds (no debugger); "gdb" or "lldb": that one, in batch mode.
@@ -499,7 +504,7 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
             continue  # said already, better
         problems.append(w if "may not match" not in w else
                         f"{core_path}: {debugger}: {w.removeprefix('warning: ')}")
-    named = name_threads(unwound, Namer(mods, input_path))
+    named = name_threads(unwound, Namer(mods, input_path, demangle))
     gone = {f.module for t in named for f in t["frames"]
             if f.module and f.answer is None and not os.path.exists(f.module)}
     problems += [f"{path}: no such file: its frames are not named" for path in sorted(gone)]
@@ -507,14 +512,16 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
 
 
 def _run_cli(args: argparse.Namespace) -> str:
-    threads, problems = frames(args.core, args.exe, args.input, args.debugger)
+    threads, problems = frames(args.core, args.exe, args.input, args.debugger,
+                               not args.no_demangle)
+    style = None if args.no_demangle else LLVM
     if args.json:
         text = json.dumps({"core": args.core, "exe": args.exe,
                            "unwinder": args.debugger or "cfi",
-                           "threads": [{**t, "frames": [f.to_json() for f in t["frames"]]}
+                           "threads": [{**t, "frames": [f.to_json(style) for f in t["frames"]]}
                                        for t in threads]})
     else:
-        text = table(threads)
+        text = table(threads, style)
     if not problems:
         return text
     if text:
@@ -537,4 +544,6 @@ def add_cli(subparsers: Any, name: str = "frames", summary: str | None = None) -
     p.add_argument("--debugger", choices=("gdb", "lldb"), default=None,
                    help="unwind with this debugger in batch mode (default: the CFI of each "
                         "frame's fragment, no debugger)")
+    p.add_argument("--no-demangle", action="store_true",
+                   help="print linkage names (`_Z7processPKii`), as llvm-symbolizer's option")
     p.set_defaults(handler=_run_cli)

@@ -9,7 +9,8 @@ as a co-process in a crash pipeline exactly as ``llvm-symbolizer-22 --obj=BINARY
 
 Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-symbolizer-22):
 
-- Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled): the
+- Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled by
+  unsplit.demangle in LLVM's wording, ``f(int) (.cold)``; ``--no-demangle`` as its own): the
   ELF symbol that covers the address, as LLVM overrides the DWARF name with it. In *moved* code
   (``foo.cold``, ``foo.cold.3``, ``foo.warm``, ``foo.__part.1``) we print the logical procedure
   ``foo`` instead of the fragment symbol, so that crash pipelines group the frames of one
@@ -37,8 +38,6 @@ Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-sy
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import json
 import os
 import re
@@ -47,10 +46,10 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import IO, Any
 
 from ..binary import Binary, FunctionSymbol
+from ..demangle import LLVM, shown
 from ..errors import DecodeError, UnsplitError, UsageError
 from ..lines import DWARF_ERRORS, DwarfLines, die_ranges
 from ..model import Location
@@ -61,43 +60,6 @@ UNKNOWN = "??"
 
 
 # --- names -----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def _cxa_demangle() -> Any:
-    """libstdc++'s __cxa_demangle through ctypes (None when not loadable)."""
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-        fn = lib.__cxa_demangle
-    except (OSError, AttributeError):
-        return None
-    fn.restype = ctypes.c_void_p
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
-                   ctypes.POINTER(ctypes.c_int)]
-    return fn
-
-
-_CLONE = re.compile(r" \[clone (\.[^\]]+)\]")
-
-
-@lru_cache(maxsize=4096)
-def demangle(name: str) -> str:
-    """An Itanium name as llvm-symbolizer prints it (``f(int) (.cold)``); others unchanged."""
-    if not name.startswith("_Z"):
-        return name
-    fn = _cxa_demangle()
-    if fn is None:
-        return name
-    status = ctypes.c_int(0)
-    ptr = fn(name.encode(), None, None, ctypes.byref(status))
-    if status.value != 0 or not ptr:
-        return name
-    try:
-        text = ctypes.string_at(ptr).decode("utf-8", "replace")
-    finally:
-        ctypes.CDLL(None).free(ctypes.c_void_p(ptr))
-    # libstdc++ says "[clone .cold]" where LLVM's demangler says "(.cold)".
-    return _CLONE.sub(r" (\1)", text)
 
 
 # --- DWARF inlined chains --------------------------------------------------------------------
@@ -224,14 +186,15 @@ def _find(die: Any, names: tuple[str, ...]) -> Any:
     return None
 
 
-def _die_name(die: Any) -> str:
+def _die_name(die: Any, style: str | None) -> str:
     attr = _find(die, ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"))
     if attr is None:
         attr = _find(die, ("DW_AT_name",))
     if attr is None:
         return UNKNOWN
     value = attr.value
-    return demangle(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value))
+    return shown(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value),
+                 style)
 
 
 def _int_attr(die: Any, name: str) -> int:
@@ -254,10 +217,12 @@ class Answer:
 class Symbolizer:
     """Symbolizes file addresses of one binary (and its pre-BOLT input, for BOLTed code)."""
 
-    def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False) -> None:
+    def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False,
+                 demangle: bool = True) -> None:
         self.index = Session().index(exe)  # the persistent index, when there is one
         self.binary = self.index.binary
         self.fragments = fragments
+        self.style = LLVM if demangle else None  # llvm-symbolizer's wording, or --no-demangle
         self.base = _lowest_load(self.binary)
         self._own = InlineChains(self.index.dwarf_lines)
         self._input: tuple[Binary, DwarfLines, InlineChains] | None = None
@@ -354,7 +319,8 @@ class Symbolizer:
         """The name llvm-symbolizer takes from the symbol table, with moved code renamed."""
         if loc.procedure is None:
             return None, None
-        name = demangle(loc.procedure)
+        name = loc.name(self.style)
+        assert name is not None
         if loc.in_moved_code:
             proc = self.index.procedure_at(loc.file_address) or \
                 self.index.procedures[loc.procedure]
@@ -386,15 +352,14 @@ class Symbolizer:
                 chains.damaged(0 if cu is None else cu, e)
         return [Frame(UNKNOWN, path, line, column)] if row is not None else []
 
-    @staticmethod
-    def _inlined_frames(dies: list[Any], files: list[str], path: str | None, line: int,
+    def _inlined_frames(self, dies: list[Any], files: list[str], path: str | None, line: int,
                         column: int, inlines: bool) -> list[Frame]:
         if not inlines:
-            return [Frame(_die_name(dies[0]), path, line, column,
+            return [Frame(_die_name(dies[0], self.style), path, line, column,
                           _int_attr(dies[-1], "DW_AT_decl_line"))]
         frames = []
         for k, die in enumerate(dies):
-            frames.append(Frame(_die_name(die), path, line, column,
+            frames.append(Frame(_die_name(die, self.style), path, line, column,
                                 _int_attr(die, "DW_AT_decl_line")))
             # The next frame out is at this one's call site.
             call_file = _int_attr(die, "DW_AT_call_file")
@@ -424,7 +389,8 @@ class Symbolizer:
         loc = answer.location
         obj: dict[str, Any] = {"Address": hex(shown), "ModuleName": self.binary.path,
                                "Symbol": symbols}
-        obj["procedure"] = None if loc is None else loc.procedure
+        obj["procedure"] = None if loc is None else loc.name(self.style)
+        obj["linkage_name"] = None if loc is None else loc.procedure
         obj["fragment"] = None if loc is None else loc.fragment
         obj["fragment_symbol"] = None if loc is None else loc.fragment_symbol
         obj["offset"] = None if loc is None else loc.offset
@@ -477,7 +443,7 @@ def stream(symbolizer: Symbolizer, lines: IO[str], out: IO[str], *, relative: bo
 
 
 def _run(args: argparse.Namespace) -> str:
-    symbolizer = Symbolizer(args.exe, args.input, args.fragments)
+    symbolizer = Symbolizer(args.exe, args.input, args.fragments, not args.no_demangle)
     try:
         stream(symbolizer, sys.stdin, sys.stdout, relative=args.relative, inlines=args.inlines,
                as_json=args.json)
@@ -501,7 +467,9 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--inlines", action="store_true", help="print inlined frames too")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per address (llvm-symbolizer's keys plus procedure, "
-                        "fragment, fragment_symbol, offset)")
+                        "linkage_name, fragment, fragment_symbol, offset)")
     p.add_argument("--fragments", action="store_true",
                    help="name moved code `foo [cold]` rather than `foo`")
+    p.add_argument("--no-demangle", action="store_true",
+                   help="print linkage names (`_Z7processPKii`), as llvm-symbolizer's option")
     p.set_defaults(handler=_run)
