@@ -88,10 +88,8 @@ def test_bb_break_takes_every_form_of_the_name(debugger: Callable[..., Any],
         assert LINKAGE not in row.split(f" {fr['fragment']}")[0], row
 
 
-def test_gdb_follows_print_demangle(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
-    if debugger.name != "gdb":  # type: ignore[attr-defined]
-        pytest.skip("LLDB has no demangling setting: it always shows display names")
-    session, _, _ = _stop_in_cold_2(debugger, zoo)
+def test_gdb_follows_print_demangle(gdb: Callable[..., Any], zoo: dict[str, Any]) -> None:
+    session, _, _ = _stop_in_cold_2(gdb, zoo)
     session.command("set print demangle off")
     frame0 = next(ln for ln in session.backtrace().splitlines() if "#0" in ln)
     assert f"{LINKAGE} [cold.2]" in frame0
@@ -110,26 +108,22 @@ def _stop_at_throw(debugger: Callable[..., Any], zoo: dict[str, Any], variant: s
     return session
 
 
-def test_library_frame_without_line_keeps_gdbs_wording(debugger: Callable[..., Any],
+def test_library_frame_without_line_keeps_gdbs_wording(gdb: Callable[..., Any],
                                                        zoo: dict[str, Any]) -> None:
     """clang-mfs except stopped in libstdc++'s __cxa_throw (no DWARF there): no frame of the
     stack is in moved code, so `bt` is GDB's own to the byte, `from …/libstdc++.so.6` too."""
-    if debugger.name != "gdb":  # type: ignore[attr-defined]
-        pytest.skip("GDB's wording")
-    native = _stop_at_throw(debugger, zoo, "clang-mfs", plugin=False).backtrace()
+    native = _stop_at_throw(gdb, zoo, "clang-mfs", plugin=False).backtrace()
     if not re.search(r"#0 .* in __cxa_throw \(\) from /\S+/libstdc\+\+\.so\.6$", native, re.M):
         pytest.skip("libstdc++ has line information on this machine (its debug package)")
-    ours = _stop_at_throw(debugger, zoo, "clang-mfs").backtrace()
+    ours = _stop_at_throw(gdb, zoo, "clang-mfs").backtrace()
     assert ours == native
 
 
-def test_library_frame_is_never_shown_as_a_source_file(debugger: Callable[..., Any],
+def test_library_frame_is_never_shown_as_a_source_file(gdb: Callable[..., Any],
                                                        zoo: dict[str, Any]) -> None:
     """clang-bbsections except at __cxa_throw: parse's cold fragment is on the stack, so the
     filter names it; the libstdc++ frame must not read ` at /…/libstdc++.so.6`."""
-    if debugger.name != "gdb":  # type: ignore[attr-defined]
-        pytest.skip("GDB's wording")
-    bt = _stop_at_throw(debugger, zoo, "clang-bbsections").backtrace()
+    bt = _stop_at_throw(gdb, zoo, "clang-bbsections").backtrace()
     assert "parse [cold]" in bt
     frame0 = next(ln for ln in bt.splitlines() if ln.startswith("#0"))
     assert "__cxa_throw ()" in frame0 and not re.search(r" at \S+\.so(\.\d+)*$", frame0)
