@@ -63,7 +63,7 @@ def test_a_hit_answers_as_a_fresh_build(zoo: dict[str, Any], tmp_path: Path, var
     want = _answers(fresh, addresses)
     assert _answers(built, addresses) == want
     assert _answers(hit, addresses) == want
-    assert [(w["procedure"], w["fragment"], w["fragment_symbol"]) for w in want] == expected
+    assert [(w["linkage_name"], w["fragment"], w["fragment_symbol"]) for w in want] == expected
     assert hit.sources_used == fresh.sources_used and hit.warnings == fresh.warnings
     for name in f["split_functions"]:
         assert hit.procedure(name).fragments == fresh.procedure(name).fragments
