@@ -67,7 +67,7 @@ def test_where_pairs_fragments_with_their_own_unit(zoo: dict[str, Any], variant:
     got = where(binary, addresses)
     wrong = []
     for a, g, want, line in zip(addresses, got, inputs, lines, strict=True):
-        have = (g["procedure"], g.get("input_address"))
+        have = (g["linkage_name"], g.get("input_address"))
         expected = (truth[a][0], None if start[a] in unmoved and a == want else hex(want))
         if have != expected:
             wrong.append((hex(a), have, expected))
@@ -114,7 +114,7 @@ def test_compiler_split_locals_pair_within_their_unit(tmp_path: Path) -> None:
     addresses = [fn.address + 1 for fn in cold] + [fn.address + 1 for fn in hot.values()]
     want = [(fn.unit, hot[fn.unit].size + 1) for fn in cold] + [(u, 1) for u in hot]
     got = where(exe, addresses)
-    assert [(g["procedure"], g["file"], g["offset"]) for g in got] == \
+    assert [(g["linkage_name"], g["file"], g["offset"]) for g in got] == \
         [("helper", unit, offset) for unit, offset in want]
 
 
@@ -143,9 +143,9 @@ def test_compiler_split_locals_beside_a_bolted_one(tmp_path: Path) -> None:
     want = [(fn.unit, hot[fn.unit].size + 1) for fn in cold] + [(u, 1) for u in sorted(stayed)]
     for _ in ("built", "from the persistent index"):
         got = where(bolted, addresses)
-        assert [(g["procedure"], g["file"], g["offset"]) for g in got] == \
+        assert [(g["linkage_name"], g["file"], g["offset"]) for g in got] == \
             [("helper", unit, offset) for unit, offset in want]
     (unit,) = moved  # and the one BOLT rewrote is BAT's, paired with its own unit's input
     (g,) = where(bolted, [hot[unit].address + 1])
-    assert (g["procedure"], g["file"], g.get("input_address")) == \
+    assert (g["linkage_name"], g["file"], g.get("input_address")) == \
         ("helper", unit, hex(before[(unit, "helper")].address + 1))
