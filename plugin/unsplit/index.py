@@ -227,6 +227,16 @@ class ModuleIndex:
         return [f for f, p in zip(self._fragments, self._owners, strict=True)
                 if p.fragments[0] is not f]
 
+    def all_procedures(self) -> Iterator[Procedure]:
+        """Every procedure once, by object (two statics may share a name): those a fragment
+        source knows, then each one-piece function of the symbol table."""
+        seen: set[int] = set()
+        for proc in self._owners:
+            if id(proc) not in seen:
+                seen.add(id(proc))
+                yield proc
+        yield from self.procedures.plain()
+
     def procedure_at(self, address: int) -> Procedure | None:
         """The procedure whose code holds file address ``address`` (not looked up by name)."""
         found = self._lookup(address)
@@ -329,6 +339,11 @@ class ProcedureTable(Mapping[str, Procedure]):
                              load_blocks=load)
             self._made[i] = proc
         return proc
+
+    def plain(self) -> Iterator[Procedure]:
+        """Every one-piece function, in address order (made as they are asked for)."""
+        for i in range(len(self._names)):
+            yield self._make(i)
 
     def plain_at(self, address: int) -> Procedure | None:
         """The one-piece function that contains `address`, if any."""

@@ -11,6 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import annotate, bbmap, frames, lldb_cfi, symbolize, unwind
+    from . import annotate, bbmap, debuginfo, frames, lldb_cfi, symbolize, unwind
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo]
