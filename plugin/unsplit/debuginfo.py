@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
 
 from . import __version__
 from .dwarfgen import abbrev as A
@@ -52,13 +54,21 @@ class _Unit:
     def __init__(self, name: str | None, line_strings: StringTable) -> None:
         self.name = name
         self.comp_dir = os.path.dirname(name) if name and os.path.isabs(name) else ""
-        self.procedures: list[tuple[Procedure, list[tuple[int, int]]]] = []
+        self.procedures: list[tuple[Procedure, list[tuple[int, int]], list[_Inlined]]] = []
+        self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
         self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
         self.rows = 0
 
-    def add(self, proc: Procedure, spans: list[tuple[int, int]],
-            sequences: list[list[_Row]]) -> None:
-        self.procedures.append((proc, spans))
+    def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[_Row]],
+            inlined: list[_Inlined]) -> None:
+        if self.program is None or not any(sequences):
+            inlined = []  # a call site's file is a number in a line table
+        self.procedures.append((proc, spans, inlined))
+        stack = list(inlined)
+        while stack:
+            node = stack.pop()
+            self.callees.setdefault(node.call[0], 0)
+            stack += node.children
         if self.program is None:
             return
         for (_, end), rows in zip(spans, sequences, strict=True):
@@ -83,13 +93,15 @@ def build(index: ModuleIndex) -> tuple[bytes, Summary]:
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable()
+    walker = _Walker(index)
     for proc, spans in _disjoint(index):
-        sequences = [_rows(index, start, end) for start, end in spans]
+        walked = [walker.walk(start, end) for start, end in spans]
+        sequences = [rows for rows, _ in walked]
         name = _unit_name(index, proc, sequences)
         unit = units.get(name)
         if unit is None:
             unit = units[name] = _Unit(name, line_strings)
-        unit.add(proc, spans, sequences)
+        unit.add(proc, spans, sequences, [r for _, roots in walked for r in roots])
         summary.procedures += 1
         if proc.is_split:
             summary.split_procedures += 1
@@ -129,21 +141,75 @@ def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]
     return [c for i, c in enumerate(candidates) if i not in rejected]
 
 
-def _rows(index: ModuleIndex, start: int, end: int) -> list[_Row]:
-    """The rows of [start, end): one where the answer for a byte differs from the previous
-    byte's (line 0 where a covered run gives way to bytes no source describes)."""
-    out: list[_Row] = []
-    last: tuple[str, int, int, bool] | None = None
-    for address in range(start, end):
-        row = index.line_at(address)
-        if row is None:
-            key = None if last is None else (last[0], 0, 0, last[3])
-        else:
-            key = (row.path or row.file, row.line, row.column or 0, row.is_stmt)
-        if key is not None and key != last:
-            out.append((address, *key))
-            last = key
-    return out
+class _Inlined:
+    """One run of code inlined at one call site: a DW_TAG_inlined_subroutine (§3.3.8.2)."""
+
+    __slots__ = ("call", "children", "end", "start")
+
+    def __init__(self, call: _Call, start: int) -> None:
+        self.call, self.start, self.end = call, start, start + 1
+        self.children: list[_Inlined] = []
+
+
+_Call = tuple[str, str, int, int]  # callee, call file path, call line, call column
+
+
+class _Walker:
+    """Asks the core about every byte of a module's code: its line (ModuleIndex.line_at) and,
+    where DWARF says so, its chain of inlined calls (the Symbolizer's, as
+    ``unsplit symbolize --inlines`` prints them)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        from .tools.symbolize import Symbolizer
+
+        self.index = index
+        self.symbolizer = Symbolizer(index.binary.path, None, index=index)
+        own = index.dwarf_lines.available
+        self.has_dwarf = own or "bat" in index.sources_used
+
+    def walk(self, start: int, end: int) -> tuple[list[_Row], list[_Inlined]]:
+        """The rows of [start, end): one where the answer for a byte differs from the previous
+        byte's (line 0 where a covered run gives way to bytes no source describes); and the
+        inlined runs, outermost first, each holding those nested in it."""
+        rows: list[_Row] = []
+        roots: list[_Inlined] = []
+        open_: list[_Inlined] = []
+        last: tuple[str, int, int, bool] | None = None
+        for address in range(start, end):
+            row = self.index.line_at(address)
+            if row is None:
+                key = None if last is None else (last[0], 0, 0, last[3])
+            else:
+                key = (row.path or row.file, row.line, row.column or 0, row.is_stmt)
+            if key is not None and key != last:
+                rows.append((address, *key))
+                last = key
+            if self.has_dwarf:
+                self._nest(address, _calls(self.symbolizer.dwarf_frames(address)), open_, roots)
+        return rows, roots
+
+    @staticmethod
+    def _nest(address: int, calls: list[_Call], open_: list[_Inlined],
+              roots: list[_Inlined]) -> None:
+        same = 0
+        while same < len(open_) and same < len(calls) and open_[same].call == calls[same]:
+            same += 1
+        del open_[same:]
+        for call in calls[same:]:
+            node = _Inlined(call, address)
+            (open_[-1].children if open_ else roots).append(node)
+            open_.append(node)
+        for node in open_:
+            node.end = address + 1
+
+
+def _calls(frames: list[Any]) -> list[_Call]:
+    """The inlined calls of DWARF frames (innermost first), outermost first: each inlined
+    function with the place the next frame out calls it from."""
+    out: list[_Call] = []
+    for inner, outer in pairwise(frames):
+        out.append((inner.function, outer.path or "", outer.line, outer.column))
+    return out[::-1]
 
 
 def _uncovered(rows: list[_Row], start: int, end: int) -> int:
@@ -179,7 +245,7 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
     lines = bytearray()
     producer = strings.offset(f"unsplit {__version__} debuginfo")
     for unit in units:
-        unit_spans = _merge([s for _, spans in unit.procedures for s in spans])
+        unit_spans = _merge([s for _, spans, _ in unit.procedures for s in spans])
         attributes: list[tuple[int, int, int | bytes]] = [
             (A.DW_AT_producer, A.DW_FORM_strp, producer)]
         if unit.name is not None:
@@ -191,21 +257,52 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
                 (A.DW_AT_comp_dir, A.DW_FORM_line_strp, line_strings.offset(unit.comp_dir))]
             if unit.rows and unit.program is not None:
                 attributes.append((A.DW_AT_stmt_list, A.DW_FORM_sec_offset, len(lines)))
-                lines += unit.program.encode()
-                summary.rows += unit.rows
         attributes += [(A.DW_AT_low_pc, A.DW_FORM_addr, 0),
                        (A.DW_AT_ranges, A.DW_FORM_sec_offset, ranges.add(unit_spans))]
         unit_offset = info.begin_unit()
         info.die(A.DW_TAG_compile_unit, True, attributes)
-        for proc, spans in unit.procedures:
-            info.die(A.DW_TAG_subprogram, False, _subprogram(index, proc, spans, strings, ranges))
+        for callee in unit.callees:  # abstract instances, §3.3.8.1
+            unit.callees[callee] = info.unit_relative(info.die(A.DW_TAG_subprogram, False, [
+                (A.DW_AT_name, A.DW_FORM_strp, strings.offset(callee)),
+                (A.DW_AT_inline, A.DW_FORM_udata, DW_INL_inlined)]))
+        for proc, spans, inlined in unit.procedures:
+            info.die(A.DW_TAG_subprogram, bool(inlined),
+                     _subprogram(index, proc, spans, strings, ranges))
+            if inlined:
+                _write_inlined(info, unit, inlined)
+                info.end_children()
         info.end_unit()
+        if unit.rows and unit.program is not None:  # after the DIEs: call sites add files
+            lines += unit.program.encode()
+            summary.rows += unit.rows
         aranges.add(unit_offset, unit_spans)
         summary.units += 1
     return [(".debug_abbrev", abbrevs.finish()), (".debug_info", bytes(info.data)),
             (".debug_str", bytes(strings.data)), (".debug_line", bytes(lines)),
             (".debug_line_str", bytes(line_strings.data)), (".debug_rnglists", ranges.finish()),
             (".debug_aranges", aranges.finish())]
+
+
+DW_INL_inlined = 1  # §3.3.8, Table 3.4
+
+
+def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[_Inlined]) -> None:
+    """Concrete inlined instances, §3.3.8.2: origin, the code run, the call site (§3.4)."""
+    assert unit.program is not None
+    for node in nodes:
+        callee, path, line, column = node.call
+        attributes: list[tuple[int, int, int | bytes]] = [
+            (A.DW_AT_abstract_origin, A.DW_FORM_ref4, unit.callees[callee]),
+            (A.DW_AT_low_pc, A.DW_FORM_addr, node.start),
+            (A.DW_AT_high_pc, A.DW_FORM_data8, node.end - node.start)]
+        if path:
+            attributes.append((A.DW_AT_call_file, A.DW_FORM_udata, unit.program.file(path)))
+        attributes += [(A.DW_AT_call_line, A.DW_FORM_udata, line),
+                       (A.DW_AT_call_column, A.DW_FORM_udata, column)]
+        info.die(A.DW_TAG_inlined_subroutine, bool(node.children), attributes)
+        if node.children:
+            _write_inlined(info, unit, node.children)
+            info.end_children()
 
 
 def _subprogram(index: ModuleIndex, proc: Procedure, spans: list[tuple[int, int]],

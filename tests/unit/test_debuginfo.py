@@ -203,3 +203,42 @@ def test_not_an_elf_file_is_one_line(tmp_path: Path) -> None:
     bad.write_bytes(b"not an elf")
     run = _unsplit("debuginfo", str(bad), "-o", str(tmp_path / "x"))
     assert run.returncode == 1 and run.stderr.count("\n") == 1 and "junk" in run.stderr
+
+
+def _frames(path: Path, addresses: list[int]) -> list[list[tuple[str, str, int]]]:
+    """llvm-symbolizer-22 --inlines: per address, (function, file base name, line) per frame,
+    innermost first."""
+    text = bolt_truth.run("llvm-symbolizer-22", "--obj", path, "--inlines", "--basenames",
+                          stdin="".join(f"{a:#x}\n" for a in addresses))
+    out = []
+    for block in text.strip("\n").split("\n\n"):
+        lines = block.split("\n")
+        frames = []
+        for name, where in zip(lines[::2], lines[1::2], strict=True):
+            file, line, _ = where.rsplit(":", 2)
+            frames.append((name, file, int(line) if line.isdigit() else 0))
+        out.append(frames)
+    return out
+
+
+def test_inlined_frames_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """bolt-statics inlines C++ helpers into split functions: llvm-symbolizer-22 --inlines on the
+    debug file gives, frame for frame, what it gives on the pre-BOLT input at the input address
+    perf2bolt-22 translates each moved instruction to (instructions BOLT made are left out)."""
+    f = facts(zoo, "bolt-statics", "statics")
+    binary = ROOT / f["binary"]
+    debug = tmp_path / "out.debug"
+    _write(binary, debug)
+    addresses = _moved_instructions(f)
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    addresses = [a for a in addresses if a in truth]
+    inputs, lines = bolt_truth.input_lines(binary, ROOT / f["input"], truth, addresses)
+    kept = [(a, i) for a, i, ln in zip(addresses, inputs, lines, strict=True)
+            if ln is not None and ln[1]]
+    ours = _frames(debug, [a for a, _ in kept])
+    theirs = _frames(ROOT / f["input"], [i for _, i in kept])
+    inlined = [t for t in theirs if len(t) > 1]
+    assert len(inlined) >= 10
+    agree = sum(o == t for o, t in zip(ours, theirs, strict=True))
+    assert agree >= 0.99 * len(kept), [(hex(a), o, t) for (a, _), o, t in
+                                       zip(kept, ours, theirs, strict=True) if o != t][:5]

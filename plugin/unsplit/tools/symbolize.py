@@ -248,8 +248,9 @@ class Answer:
 class Symbolizer:
     """Symbolizes file addresses of one binary (and its pre-BOLT input, for BOLTed code)."""
 
-    def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False) -> None:
-        self.index = ModuleIndex.open(exe)
+    def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False,
+                 index: ModuleIndex | None = None) -> None:
+        self.index = ModuleIndex.open(exe) if index is None else index
         self.binary = self.index.binary
         self.fragments = fragments
         self.base = _lowest_load(self.binary)
@@ -311,13 +312,7 @@ class Symbolizer:
 
     def answer(self, address: int, inlines: bool) -> Answer:
         loc = self.index.locate(address)
-        frames: list[Frame] = []
-        for source, at in self._dwarf_sources(address):
-            found = self._dwarf_frames(source, at, inlines)
-            if found and (not frames or found[0].line):
-                frames = found
-            if frames and frames[0].line:
-                break
+        frames = self.dwarf_frames(address, inlines)
         if not frames:
             # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
             sym = self._symbol_at(address)
@@ -329,6 +324,19 @@ class Symbolizer:
                            outer.line, outer.column, outer.start_line,
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
+
+    def dwarf_frames(self, address: int, inlines: bool = True) -> list[Frame]:
+        """What DWARF says of `address`, innermost frame first, the last one the function's
+        own (not yet named by procedure): the binary's DWARF or, for BOLTed code, the input's
+        at the BAT input address; [] when no DWARF covers it."""
+        frames: list[Frame] = []
+        for source, at in self._dwarf_sources(address):
+            found = self._dwarf_frames(source, at, inlines)
+            if found and (not frames or found[0].line):
+                frames = found
+            if frames and frames[0].line:
+                break
+        return frames
 
     def _symbol_at(self, address: int) -> FunctionSymbol | None:
         if self._symbols is None:
