@@ -175,17 +175,23 @@ class _Walker:
         roots: list[_Inlined] = []
         open_: list[_Inlined] = []
         last: tuple[str, int, int, bool] | None = None
+        calls: list[_Call] = []
         for address in range(start, end):
             row = self.index.line_at(address)
             if row is None:
                 key = None if last is None else (last[0], 0, 0, last[3])
             else:
                 key = (row.path or row.file, row.line, row.column or 0, row.is_stmt)
-            if key is not None and key != last:
+            changed = key != last
+            if key is not None and changed:
                 rows.append((address, *key))
                 last = key
             if self.has_dwarf:
-                self._nest(address, _calls(self.symbolizer.dwarf_frames(address)), open_, roots)
+                # An inlined range begins and ends with a line row of its own (the callee's
+                # lines are not the caller's): the chain is asked for only where the row changes.
+                if changed or address == start:
+                    calls = _calls(self.symbolizer.dwarf_frames(address))
+                self._nest(address, calls, open_, roots)
         return rows, roots
 
     @staticmethod
