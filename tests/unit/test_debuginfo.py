@@ -242,3 +242,20 @@ def test_inlined_frames_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> N
     agree = sum(o == t for o, t in zip(ours, theirs, strict=True))
     assert agree >= 0.99 * len(kept), [(hex(a), o, t) for (a, _), o, t in
                                        zip(kept, ours, theirs, strict=True) if o != t][:5]
+
+
+def test_cache_tells_apart_bolt_outputs_of_one_input(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """BOLT gives every output of one input the same build-id (llvm-readelf-22 says so through
+    facts.json): the cache keeps one file per output, and reuses it."""
+    from unsplit.debuginfo_cache import debug_file_for
+
+    a, b = facts(zoo, "bolt-all", "crash"), facts(zoo, "bolt-cdsplit", "crash")
+    assert a["build_id"] == b["build_id"]
+    first = [debug_file_for(str(ROOT / f["binary"]), root=str(tmp_path)) for f in (a, b)]
+    assert [o.reason for o in first] == ["made", "made"]
+    assert first[0].path != first[1].path
+    again = debug_file_for(str(ROOT / a["binary"]), root=str(tmp_path))
+    assert (again.reason, again.path) == ("cached", first[0].path)
+    dwarf = debug_file_for(str(ROOT / facts(zoo, "bolt-all-dbg", "crash")["binary"]),
+                           root=str(tmp_path))
+    assert (dwarf.path, dwarf.reason) == (None, "has DWARF")
