@@ -423,8 +423,7 @@ def _debuginfo(session: Session, host: Host, args: argparse.Namespace) -> str:
     # Optional Host method set_debuginfo(flag: bool | None) -> str: None asks the state.
     apply = getattr(host, "set_debuginfo", None)
     if apply is None:
-        raise UsageError("bb debuginfo: not available in this debugger yet (GDB only); "
-                         "`unsplit debuginfo BINARY --build-id-dir DIR` writes the file")
+        raise UsageError("bb debuginfo: needs a debugger")
     text: str = apply(None if args.state in (None, "status") else args.state == "on")
     return text
 
@@ -497,7 +496,7 @@ COMMANDS: dict[str, Command] = {
                 "so its own frame list has no invented frames (LLDB; on by default).",
                 _exact_args, _exact),
         Command("debuginfo", "on|off|status: give split modules without DWARF unsplit's debug "
-                "file, so the debugger's own commands name procedures and lines (GDB).",
+                "file, so the debugger's own commands name procedures and lines.",
                 _debuginfo_args, _debuginfo),
         Command("set", "Set an option of unsplit: `verbose on|off` (step reports also give "
                 "fragment, original offset and block).", _set_args, _set),
