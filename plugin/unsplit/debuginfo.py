@@ -166,6 +166,9 @@ class _Walker:
         self.symbolizer = Symbolizer(index.binary.path, None, index=index)
         own = index.dwarf_lines.available
         self.has_dwarf = own or "bat" in index.sources_used
+        # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
+        # need be asked (a symbols-only libc has megabytes of code).
+        self.has_lines = own or len(index.line_sources) > 1
 
     def walk(self, start: int, end: int) -> tuple[list[_Row], list[_Inlined]]:
         """The rows of [start, end): one where the answer for a byte differs from the previous
@@ -176,6 +179,8 @@ class _Walker:
         open_: list[_Inlined] = []
         last: tuple[str, int, int, bool] | None = None
         calls: list[_Call] = []
+        if not self.has_lines:
+            return rows, roots
         for address in range(start, end):
             row = self.index.line_at(address)
             if row is None:
