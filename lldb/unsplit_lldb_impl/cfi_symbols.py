@@ -1,9 +1,9 @@
 """LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
 Breakpad symbol file of their CFI (``unsplit.breakpad`` says why that fixes LLDB's unwinding).
 
-A module unsplit can describe (unsplit.debuginfo) gets unsplit's DWARF file instead, which
-carries the function ranges that fix the unwinding too (``bb debuginfo off`` or
-``UNSPLIT_DEBUGINFO=0``: the Breakpad file alone).
+With ``bb debuginfo on`` (or ``UNSPLIT_LLDB_DEBUGINFO=1``) a module unsplit can describe
+(unsplit.debuginfo) gets unsplit's DWARF file instead: names and lines for every client, at the
+cost of the CFI file's exact unwinding of frame 0 in some cold fragments (off by default).
 
 Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
 ``finish``, cores, all threads, lldb-dap):
@@ -44,7 +44,10 @@ class _Done:
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
     hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
-    debuginfo: bool = os.environ.get("UNSPLIT_DEBUGINFO", "1") != "0"
+    # Off by default in LLDB (measured: with the DWARF file in place of the Breakpad one, LLDB
+    # 22's own bt loses the callers of frame 0 in some cold fragments, e.g. the live
+    # bolt-all crash): `bb debuginfo on` or UNSPLIT_LLDB_DEBUGINFO=1.
+    debuginfo: bool = os.environ.get("UNSPLIT_LLDB_DEBUGINFO", "0") == "1"
 
 
 _DONE = _Done()
@@ -146,10 +149,9 @@ def _give(debugger: Any, target: Any, module: Any, path: str) -> str:
         return "has DWARF: LLDB unwinds with its ranges"
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
     if companion is None and _DONE.debuginfo:
-        # unsplit's DWARF (unsplit.debuginfo) rather than CFI alone: a module has one symbol
-        # file in LLDB, and the DWARF's function ranges fix LLDB's unwinding as the Breakpad
-        # file does (measured: bolt-all's core, bt transfer/run/main) while also giving every
-        # client the procedure and its lines.
+        # unsplit's DWARF (unsplit.debuginfo) rather than the CFI file (a module has one
+        # symbol file in LLDB): every client gets the procedure and its lines, but LLDB's
+        # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
         outcome = debug_file_for(path, st.session.index)
         build_id = index.binary.build_id
         if outcome.path is not None and build_id:
@@ -227,6 +229,7 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
     if flag is not None:
         _DONE.debuginfo = flag
         if flag and _DONE.on and target.IsValid():
+            _DONE.seen.clear()  # look at every module again, this time for the DWARF file
             sync(debugger, target, everything=True)
     text = [f"debuginfo {'on' if _DONE.debuginfo else 'off'}: split modules without DWARF "
             "get unsplit's debug file" + ("" if _DONE.on else

@@ -2,8 +2,9 @@
 2): a BOLTed program without DWARF, the plugin imported and nothing else done. `image lookup`,
 `breakpoint set -f FILE -l LINE` and LLDB's own unwinding (SBFrame: what lldb-dap shows) name
 the procedure and the source markers' lines, at the addresses facts.json's fragment symbols say.
-The file replaces the Breakpad CFI file (one symbol file per module): the frame list must stay
-exact (the crash's expected chain, measured by the fixture build with GDB)."""
+The file replaces the Breakpad CFI file (one symbol file per module), so it is opt-in in LLDB
+(UNSPLIT_LLDB_DEBUGINFO=1 / bb debuginfo on); the frames at the crash must still be the
+source's."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_lldb_native_view_of_moved_code(lldb: Callable[..., LldbDriver], zoo: di
                                         variant: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "1")  # off by default in LLDB
     f = facts(zoo, variant, "crash")
     assert not f["has_debug_info"]
     marks = f["markers"]["crash.c"]
