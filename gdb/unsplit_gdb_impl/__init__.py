@@ -7,6 +7,7 @@
     stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)
     frame_hooks.py  the same line after `frame`, `up`, `down`, `info frame` (CLI post-hooks)
     breakpoints.py  `bb break`: a group of native breakpoints, kept in step with module loads
+    debuginfo.py unsplit's debug file for split modules without DWARF (`bb debuginfo`)
 
 :func:`register` is idempotent: the state lives in this module, which Python imports once, so
 sourcing gdb/unsplit_gdb.py again finds everything in place.
@@ -23,6 +24,7 @@ from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks
 from .breakpoints import Breakpoints
+from .debuginfo import DebugInfoLoader
 from .host import GdbHost
 from .locator import Locator
 from .step_report import StepReporter
@@ -86,6 +88,12 @@ def register() -> Plugin:
         if events is not None:
             events.connect(host.invalidate)
     gdb.events.new_objfile.connect(breaks.on_new_objfile)  # after host.invalidate
+    loader = DebugInfoLoader(session.index)
+    host.debuginfo_switch = loader.set_enabled
+    gdb.events.new_objfile.connect(loader.on_new_objfile)
+    if loader.enabled:
+        for objfile in gdb.objfiles():  # the program may be loaded before the plugin
+            loader.load(objfile)
     if hasattr(gdb.events, "free_objfile"):
         gdb.events.free_objfile.connect(breaks.on_free_objfile)
     gdb.events.breakpoint_modified.connect(breaks.on_modified)

@@ -130,6 +130,7 @@ class GdbHost:
         self._key: tuple[object, ...] | None = None
         self.generation = 0  # bumped whenever the module list changes; frame caches follow it
         self.naming_switch: Callable[[bool], None] | None = None
+        self.debuginfo_switch: Callable[[bool | None], str] | None = None
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
         self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
@@ -312,6 +313,11 @@ class GdbHost:
     def set_exact_frames(self, flag: bool | None) -> str:
         return ("GDB unwinds with each fragment's .eh_frame already: its frames are exact, "
                 "nothing to turn " + ("off" if flag is False else "on"))
+
+    def set_debuginfo(self, flag: bool | None) -> str:
+        if self.debuginfo_switch is None:
+            raise UsageError("bb debuginfo: not set up in this GDB")
+        return self.debuginfo_switch(flag)
 
     def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
         if self.breakpoint_maker is None:

@@ -1,6 +1,10 @@
 """LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
 Breakpad symbol file of their CFI (``unsplit.breakpad`` says why that fixes LLDB's unwinding).
 
+With ``bb debuginfo on`` (or ``UNSPLIT_LLDB_DEBUGINFO=1``) a module unsplit can describe
+(unsplit.debuginfo) gets unsplit's DWARF file instead: names and lines for every client, at the
+cost of the CFI file's exact unwinding of frame 0 in some cold fragments (off by default).
+
 Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
 ``finish``, cores, all threads, lldb-dap):
 
@@ -18,11 +22,14 @@ Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it 
 
 from __future__ import annotations
 
+import filecmp
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit import breakpad
+from unsplit.debuginfo_cache import debug_file_for
 from unsplit.errors import UnsplitError
 
 from . import capabilities
@@ -39,6 +46,10 @@ class _Done:
     hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
+    # Off by default in LLDB (measured: with the DWARF file in place of the Breakpad one, LLDB
+    # 22's own bt loses the callers of frame 0 in some cold fragments, e.g. the live
+    # bolt-all crash): `bb debuginfo on` or UNSPLIT_LLDB_DEBUGINFO=1.
+    debuginfo: bool = os.environ.get("UNSPLIT_LLDB_DEBUGINFO", "0") == "1"
 
 
 _DONE = _Done()
@@ -139,6 +150,23 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if index.binary.has_dwarf:  # LLDB's view: its symbol file is this file, DWARF or not
         return _dwarf_status(debugger, module, index, notes)
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
+    if companion is None and _DONE.debuginfo:
+        # unsplit's DWARF (unsplit.debuginfo) rather than the CFI file (a module has one
+        # symbol file in LLDB): every client gets the procedure and its lines, but LLDB's
+        # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
+        outcome = debug_file_for(path, st.session.index)
+        build_id = index.binary.build_id
+        if outcome.path is not None and build_id:
+            alias = breakpad.cache_path(build_id, root)  # where LLDB looks by itself
+            if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
+                return f"given unsplit's DWARF (LLDB found it in the cache): {outcome.path}"
+            _add(debugger, target, outcome.path)
+            if not (os.path.isfile(alias) and filecmp.cmp(alias, outcome.path, False)):
+                tmp = f"{alias}.tmp{os.getpid()}"
+                os.makedirs(os.path.dirname(alias), exist_ok=True)
+                shutil.copyfile(outcome.path, tmp)
+                os.replace(tmp, alias)  # for LLDB to find next time, before any stop
+            return f"given unsplit's DWARF: {outcome.path}"
     if found and companion is not None:
         # LLDB searches our cache before /usr/lib/debug: a debug file installed since the
         # CFI was cached must win. (The setting symbols.enable-external-lookup off is the
@@ -210,6 +238,23 @@ def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
     lines += [f"  {os.path.basename(path)}: {what}"
               for (path, _), what in sorted(_DONE.seen.items()) if path in mine]
     return "\n".join(lines)
+
+
+def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
+    """`bb debuginfo [on|off|status]`: modules looked at from now on get unsplit's DWARF (on)
+    or the CFI file alone (off)."""
+    if flag is not None:
+        _DONE.debuginfo = flag
+        if flag and _DONE.on and target.IsValid():
+            _DONE.seen.clear()  # look at every module again, this time for the DWARF file
+            sync(debugger, target, everything=True)
+    text = [f"debuginfo {'on' if _DONE.debuginfo else 'off'}: split modules without DWARF "
+            "get unsplit's debug file" + ("" if _DONE.on else
+                                          " (inactive: bb exact-frames is off)")]
+    text += [f"  {os.path.basename(path)}: {what.split(': ', 1)[1]}"
+             for (path, _), what in sorted(_DONE.seen.items())
+             if what.startswith("given unsplit's DWARF")]
+    return "\n".join(text)
 
 
 class CfiSymbolsHook:

@@ -239,3 +239,8 @@ class LldbHost:
         from . import cfi_symbols
 
         return cfi_symbols.set_enabled(self.debugger, self.target, flag)
+
+    def set_debuginfo(self, flag: bool | None) -> str:
+        from . import cfi_symbols
+
+        return cfi_symbols.set_debuginfo(self.debugger, self.target, flag)

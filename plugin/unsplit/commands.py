@@ -420,6 +420,25 @@ def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
     return text
 
 
+# -- bb debuginfo ----------------------------------------------------------------------------
+
+def _debuginfo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("state", nargs="?", choices=("on", "off", "status"),
+                   help="on (the default): every split module without DWARF gets unsplit's "
+                   "debug file (unsplit debuginfo) as it loads, so the debugger's own bt, "
+                   "list, info line and break FILE:LINE are right; off: not for modules "
+                   "loaded from now on; status (or nothing): the state and the files given")
+
+
+def _debuginfo(session: Session, host: Host, args: argparse.Namespace) -> str:
+    # Optional Host method set_debuginfo(flag: bool | None) -> str: None asks the state.
+    apply = getattr(host, "set_debuginfo", None)
+    if apply is None:
+        raise UsageError("bb debuginfo: needs a debugger")
+    text: str = apply(None if args.state in (None, "status") else args.state == "on")
+    return text
+
+
 # -- bb set -----------------------------------------------------------------------------------
 
 def _set_args(p: argparse.ArgumentParser) -> None:
@@ -487,6 +506,9 @@ COMMANDS: dict[str, Command] = {
         Command("exact-frames", "on|off: the debugger unwinds moved fragments with their CFI, "
                 "so its own frame list has no invented frames (LLDB; on by default).",
                 _exact_args, _exact),
+        Command("debuginfo", "on|off|status: give split modules without DWARF unsplit's debug "
+                "file, so the debugger's own commands name procedures and lines.",
+                _debuginfo_args, _debuginfo),
         Command("set", "Set an option of unsplit: `verbose on|off` (step reports also give "
                 "fragment, original offset and block).", _set_args, _set),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",

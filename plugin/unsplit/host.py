@@ -48,6 +48,8 @@ class Host(Protocol):
     #     returns warnings to show.
     #   set_exact_frames(flag: bool | None) -> str: `bb exact-frames on|off` (None: the state);
     #     make the debugger's own frame list follow the CFI where it can; returns what to print.
+    #   set_debuginfo(flag: bool | None) -> str: `bb debuginfo on|off` (None: the state and the
+    #     modules given one): hand split modules without DWARF unsplit's debug file.
     #   frame0_registers(thread: int | None = None) -> dict[str, int]: the innermost frame's
     #     general registers (`RAX`…`R15`, `RIP`, any case) of the selected thread, or of thread
     #     number `thread` as the debugger numbers them; raises UsageError with no process/core.

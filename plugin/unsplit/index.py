@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
+from itertools import chain
 
 from . import bat_translate, prebolt
 from .binary import Binary
@@ -308,6 +309,21 @@ class ModuleIndex:
             out = sorted(out + self._bat.moved_fragments(), key=lambda f: (f.start, -f.end))
         return out
 
+    def all_procedures(self) -> Iterator[Procedure]:
+        """Every procedure once, by entry (two statics may share a name): those a fragment
+        source knows, BAT's (made as they are asked for), then each one-piece function of the
+        symbol table."""
+        seen: set[int] = set()
+        sources: list[Iterable[Procedure]] = [self._owners]
+        if self._bat is not None:
+            sources.append(self._bat)
+        sources.append(self.procedures.plain())
+        for proc in chain.from_iterable(sources):
+            entry = proc.fragments[0].start
+            if entry not in seen:
+                seen.add(entry)
+                yield proc
+
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
         if proc is None:
@@ -405,6 +421,11 @@ class ProcedureTable(Mapping[str, Procedure]):
                              load_blocks=load)
             self._made[i] = proc
         return proc
+
+    def plain(self) -> Iterator[Procedure]:
+        """Every one-piece function, in address order (made as they are asked for)."""
+        for i in range(len(self._plain)):
+            yield self._make(i)
 
     def plain_at(self, address: int) -> Procedure | None:
         """The one-piece function that contains `address`, if any."""

@@ -11,6 +11,6 @@ class Tool(Protocol):
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import annotate, bbmap, cache, frames, lldb_cfi, symbolize, unwind
+    from . import annotate, bbmap, cache, debuginfo, frames, lldb_cfi, symbolize, unwind
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, cache]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, cache]

@@ -51,6 +51,7 @@ from typing import IO, Any
 from ..binary import Binary, FunctionSymbol
 from ..demangle import LLVM, shown
 from ..errors import DecodeError, UnsplitError, UsageError
+from ..index import ModuleIndex
 from ..lines import DWARF_ERRORS, DwarfLines, die_ranges
 from ..model import Location
 from ..session import Session
@@ -218,8 +219,9 @@ class Symbolizer:
     """Symbolizes file addresses of one binary (and its pre-BOLT input, for BOLTed code)."""
 
     def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False,
-                 demangle: bool = True) -> None:
-        self.index = Session().index(exe)  # the persistent index, when there is one
+                 demangle: bool = True, index: ModuleIndex | None = None) -> None:
+        # the persistent index, when there is one
+        self.index = Session().index(exe) if index is None else index
         self.binary = self.index.binary
         self.fragments = fragments
         self.style = LLVM if demangle else None  # llvm-symbolizer's wording, or --no-demangle
@@ -282,13 +284,7 @@ class Symbolizer:
 
     def answer(self, address: int, inlines: bool) -> Answer:
         loc = self.index.locate(address)
-        frames: list[Frame] = []
-        for source, at in self._dwarf_sources(address):
-            found = self._dwarf_frames(source, at, inlines)
-            if found and (not frames or found[0].line):
-                frames = found
-            if frames and frames[0].line:
-                break
+        frames = self.dwarf_frames(address, inlines)
         if not frames:
             # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
             sym = self._symbol_at(address)
@@ -300,6 +296,19 @@ class Symbolizer:
                            outer.line, outer.column, outer.start_line,
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
+
+    def dwarf_frames(self, address: int, inlines: bool = True) -> list[Frame]:
+        """What DWARF says of `address`, innermost frame first, the last one the function's
+        own (not yet named by procedure): the binary's DWARF or, for BOLTed code, the input's
+        at the BAT input address; [] when no DWARF covers it."""
+        frames: list[Frame] = []
+        for source, at in self._dwarf_sources(address):
+            found = self._dwarf_frames(source, at, inlines)
+            if found and (not frames or found[0].line):
+                frames = found
+            if frames and frames[0].line:
+                break
+        return frames
 
     def _symbol_at(self, address: int) -> FunctionSymbol | None:
         cols = self.binary.function_columns

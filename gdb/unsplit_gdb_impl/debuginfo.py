@@ -1,0 +1,63 @@
+"""Give GDB the truth: each split module without DWARF gets unsplit's debug file
+(unsplit.debuginfo_cache) as a separate debug objfile (``Objfile.add_separate_debug_file``),
+when it loads (``gdb.events.new_objfile``), so GDB's own ``bt``, ``info line``, ``list``,
+``break FILE:LINE`` and every MI/DAP front end name the procedure and the true line.
+``bb debuginfo on|off`` (on by default; ``UNSPLIT_DEBUGINFO=0`` starts it off); a module that
+gets one is named once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.debuginfo_cache import Outcome, debug_file_for
+from unsplit.index import ModuleIndex
+
+
+class DebugInfoLoader:
+    def __init__(self, index_of: Callable[[str], ModuleIndex]) -> None:
+        self.index_of = index_of
+        self.enabled = os.environ.get("UNSPLIT_DEBUGINFO", "1") != "0"
+        self.outcomes: dict[str, Outcome] = {}
+        self.announced: set[str] = set()
+
+    def on_new_objfile(self, event: Any) -> None:
+        if self.enabled:
+            self.load(event.new_objfile)
+
+    def load(self, objfile: Any) -> None:
+        name = getattr(objfile, "filename", None)
+        if not name or objfile.owner is not None or not os.path.isfile(name):
+            return  # a separate debug objfile, the vDSO, or gone
+        if getattr(objfile, "unsplit_debuginfo", False):
+            return  # looked at already (GDB keeps attributes set on an Objfile)
+        objfile.unsplit_debuginfo = True
+        outcome = debug_file_for(name, self.index_of)
+        self.outcomes[name] = outcome
+        if outcome.path is None:
+            return
+        try:
+            objfile.add_separate_debug_file(outcome.path)
+        except gdb.error as e:
+            gdb.write(f"unsplit: cannot load {outcome.path} for {name}: {e}\n")
+            return
+        if name not in self.announced:
+            self.announced.add(name)
+            gdb.write(f"unsplit: debug info for split module {os.path.basename(name)} "
+                      f"({outcome.path})\n")
+
+    def set_enabled(self, flag: bool | None) -> str:
+        if flag is not None:
+            self.enabled = flag
+            if flag:
+                for objfile in gdb.objfiles():
+                    self.load(objfile)
+        state = "on" if self.enabled else "off"
+        given = [f"  {os.path.basename(m)}: {o.path}" for m, o in self.outcomes.items() if o.path]
+        text = f"debuginfo {state}: split modules without DWARF get unsplit's debug file"
+        if flag is False:
+            text += " (files already loaded stay until the module reloads)"
+        return "\n".join([text, *given])

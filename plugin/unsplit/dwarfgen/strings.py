@@ -1,0 +1,20 @@
+"""String sections: .debug_str (DW_FORM_strp) and .debug_line_str (DW_FORM_line_strp), DWARF 5
+§7.26 and §7.5.5: NUL-terminated UTF-8 strings addressed by their 4-byte section offset."""
+
+from __future__ import annotations
+
+
+class StringTable:
+    """Each distinct string stored once; ``offset`` returns where it begins."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self._offsets: dict[str, int] = {}
+
+    def offset(self, text: str) -> int:
+        found = self._offsets.get(text)
+        if found is None:
+            found = len(self.data)
+            self.data += text.encode("utf-8", "surrogateescape") + b"\0"
+            self._offsets[text] = found
+        return found

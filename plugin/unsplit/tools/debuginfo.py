@@ -1,0 +1,83 @@
+"""`unsplit debuginfo BINARY [--input PRE_BOLT] (-o FILE | --build-id-dir DIR) [--json]`: a
+separate debug file (DWARF 5) that tells debuggers and symbolizers what unsplit knows of a split
+module: each procedure whole over its fragments, and the lines of its code.
+
+``--build-id-dir DIR`` writes ``DIR/.build-id/xx/rest.debug``, the layout GDB's
+``debug-file-directory``, LLDB's ``target.debug-file-search-paths`` and ``debuginfod -F DIR``
+read. A module whose own DWARF covers its moved code is left to it (exit 0, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from ..errors import UsageError
+
+
+def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
+    """Where GDB, LLDB and debuginfod look for the debug file of build-id `build_id`."""
+    if not build_id or len(build_id) < 2:
+        raise UsageError(f"{binary}: no build-id note: give -o FILE instead of --build-id-dir")
+    h = build_id.hex()
+    return os.path.join(build_id_dir, ".build-id", h[:2], h[2:] + ".debug")
+
+
+def _run(args: argparse.Namespace) -> str:
+    from .. import prebolt
+    from ..debuginfo import build, has_own_dwarf
+    from ..index import ModuleIndex
+
+    index = ModuleIndex.open(args.binary)
+    if args.input:
+        prebolt.set_input(index.binary, args.input)
+    report: dict[str, Any] = {"binary": args.binary, "written": None}
+    if not index.moved_fragments():
+        report["skipped"] = "no split procedure: nothing to add"
+    elif has_own_dwarf(index):
+        report["skipped"] = "its own DWARF already describes its moved code"
+    else:
+        path = args.output or output_path(index.binary.build_id, args.build_id_dir, args.binary)
+        data, summary = build(index)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # a reader never sees half a file
+        report.update(written=path, units=summary.units, procedures=summary.procedures,
+                      split_procedures=summary.split_procedures, line_rows=summary.rows,
+                      split_without_lines=summary.without_lines,
+                      moved_bytes_without_lines=summary.uncovered_bytes,
+                      warnings=index.warnings)
+    if args.json:
+        return json.dumps(report)
+    if report["written"] is None:
+        return f"{args.binary}: {report['skipped']}; nothing written"
+    text = [f"{args.binary}: wrote {report['written']}: {report['procedures']} procedures "
+            f"({report['split_procedures']} split) in {report['units']} units, "
+            f"{report['line_rows']} line rows"]
+    if summary.without_lines:
+        text.append(f"no source of lines describes {len(summary.without_lines)} split "
+                    f"procedures (subprograms and ranges only): "
+                    + ", ".join(summary.without_lines))
+    elif summary.uncovered_bytes:
+        text.append(f"{summary.uncovered_bytes} bytes of moved code have no line (line 0)")
+    text += [f"warning: {w}" for w in index.warnings]
+    return "\n".join(text)
+
+
+def add_cli(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "debuginfo", help="write a separate DWARF debug file for a split module",
+        description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("binary", metavar="BINARY", help="the split ELF module")
+    p.add_argument("--input", metavar="PRE_BOLT",
+                   help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", metavar="FILE", help="the debug file to write")
+    where.add_argument("--build-id-dir", metavar="DIR",
+                       help="write DIR/.build-id/xx/rest.debug")
+    p.add_argument("--json", action="store_true", help="say what was written as one JSON object")
+    p.set_defaults(handler=_run)

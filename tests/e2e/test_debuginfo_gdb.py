@@ -1,0 +1,72 @@
+"""GDB's own commands in moved code once the plugin hands it unsplit's debug file (issue 16
+item 2): a BOLTed program without DWARF, the plugin sourced and nothing else done. `frame`,
+`info line`, `list` and `break FILE:LINE` are GDB's (the plugin renames frames in `bt` and the
+stop line only): they name the procedure and the line the source's markers say, at the
+addresses llvm-readelf-22's fragment symbols (facts.json) say."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+from .driver_gdb import GdbDriver
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+]
+
+
+def _fragment(f: dict[str, Any], proc: str, address: int) -> str:
+    for frag in f["split_functions"][proc]["fragments"]:
+        if int(frag["start"], 16) <= address < int(frag["end"], 16):
+            return str(frag["fragment"])
+    raise AssertionError(f"{address:#x} is in no fragment of {proc}")
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
+def test_gdb_native_commands_in_moved_code(gdb: Callable[..., GdbDriver], zoo: dict[str, Any],
+                                           variant: str, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, variant, "crash")
+    assert not f["has_debug_info"]
+    site, call = f["markers"]["crash.c"]["crash site"], f["markers"]["crash.c"]["run cold call"]
+    session = gdb(ROOT / f["binary"], args=["crash"])
+    assert "unsplit: debug info for split module crash" in session.startup
+    info = session.command(f"info line crash.c:{site}")
+    m = re.search(rf'Line {site} of ".*crash\.c" starts at address (0x[0-9a-f]+) <transfer\+',
+                  info)
+    assert m, info
+    assert _fragment(f, "transfer", int(m[1], 16)) != "hot"
+    made = session.command(f"break crash.c:{site}")
+    assert re.search(rf"Breakpoint 1 at {m[1]}: file .*crash\.c, line {site}\.", made), made
+    session.run()
+    frame = session.command("frame")
+    assert re.search(rf"^#0\s+transfer \(\) at .*crash\.c:{site}$", frame, re.M), frame
+    assert "BB: crash site" in frame
+    up = session.command("up")
+    assert re.search(rf"^#1\s+0x[0-9a-f]+ in run \(\) at .*crash\.c:{call}$", up, re.M), up
+    listing = session.command("list")
+    assert "BB: run cold call" in listing, listing
+    status = session.command("bb debuginfo status")
+    assert "debuginfo on" in status and f["build_id"][2:] in status, status
+    assert list((tmp_path / "cache").rglob("*.debug"))
+
+
+def test_gdb_leaves_a_module_with_dwarf_alone(gdb: Callable[..., GdbDriver],
+                                              zoo: dict[str, Any], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-all-dbg", "crash")
+    session = gdb(ROOT / f["binary"], args=["crash"])
+    assert "debug info for split module" not in session.startup
+    assert not list((tmp_path / "cache").rglob("*.debug"))
+    off = session.command("bb debuginfo off")
+    assert "debuginfo off" in off
