@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debuginfo_cache import Outcome, debug_file_for
+from unsplit.debuginfo_cache import Outcome, debug_file_for, max_code_bytes
 from unsplit.index import ModuleIndex
 
 
@@ -35,7 +35,7 @@ class DebugInfoLoader:
         if getattr(objfile, "unsplit_debuginfo", False):
             return  # looked at already (GDB keeps attributes set on an Objfile)
         objfile.unsplit_debuginfo = True
-        outcome = debug_file_for(name, self.index_of)
+        outcome = debug_file_for(name, self.index_of, max_code=max_code_bytes())
         self.outcomes[name] = outcome
         if outcome.path is None:
             return
@@ -56,7 +56,8 @@ class DebugInfoLoader:
                 for objfile in gdb.objfiles():
                     self.load(objfile)
         state = "on" if self.enabled else "off"
-        given = [f"  {os.path.basename(m)}: {o.path}" for m, o in self.outcomes.items() if o.path]
+        given = [f"  {os.path.basename(m)}: {o.path or o.reason}"
+                 for m, o in self.outcomes.items() if o.path or "KB of code" in o.reason]
         text = f"debuginfo {state}: split modules without DWARF get unsplit's debug file"
         if flag is False:
             text += " (files already loaded stay until the module reloads)"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit import breakpad
-from unsplit.debuginfo_cache import debug_file_for
+from unsplit.debuginfo_cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 
 from . import capabilities
@@ -154,7 +154,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
         # unsplit's DWARF (unsplit.debuginfo) rather than the CFI file (a module has one
         # symbol file in LLDB): every client gets the procedure and its lines, but LLDB's
         # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
-        outcome = debug_file_for(path, st.session.index)
+        outcome = debug_file_for(path, st.session.index, max_code=max_code_bytes())
         build_id = index.binary.build_id
         if outcome.path is not None and build_id:
             alias = breakpad.cache_path(build_id, root)  # where LLDB looks by itself

@@ -46,11 +46,22 @@ class Outcome:
     reason: str  # "made", "cached", or why nothing is needed
 
 
+def max_code_bytes() -> int:
+    """The most code a debugger session describes when a module loads: writing walks every
+    instruction of the split procedures through the index (about 60 µs a byte of BOLTed code,
+    measured on the zoo), so a big module is left to `unsplit debuginfo` ahead of time
+    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached)."""
+    try:
+        return int(os.environ.get("UNSPLIT_DEBUGINFO_MAX_KB", "512")) * 1024
+    except ValueError:
+        return 512 * 1024
+
+
 def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = None,
-                   root: str | None = None) -> Outcome:
+                   root: str | None = None, max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
-    a module with DWARF, no split procedure or no build-id. Never raises: a module the core
-    cannot read gets a reason instead."""
+    a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
+    that to describe. Never raises: a module the core cannot read gets a reason instead."""
     try:
         binary = Binary(module)
         if binary.dwarf_binary is not None:
@@ -63,6 +74,10 @@ def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = 
                             f"{h[2:]}-{fingerprint(binary)}.debug")
         if os.path.isfile(path):
             return Outcome(module, path, "cached")
+        code = sum(end - start for start, end in binary.text_address_ranges())
+        if max_code is not None and code > max_code:
+            return Outcome(module, None, f"{(code + 1023) >> 10} KB of code, more than a session writes "
+                           f"at load: `unsplit debuginfo {module} --build-id-dir DIR` makes it")
         index = index_of(module) if index_of is not None else ModuleIndex(binary)
         from .debuginfo import build, has_own_dwarf
 

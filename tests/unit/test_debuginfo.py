@@ -259,3 +259,23 @@ def test_cache_tells_apart_bolt_outputs_of_one_input(zoo: dict[str, Any], tmp_pa
     dwarf = debug_file_for(str(ROOT / facts(zoo, "bolt-all-dbg", "crash")["binary"]),
                            root=str(tmp_path))
     assert (dwarf.path, dwarf.reason) == (None, "has DWARF")
+
+
+def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """At load a debugger describes at most `max_code` bytes of code (readelf's executable
+    sections): more is said, not written; under the limit, or cached already, it is given."""
+    from unsplit.debuginfo_cache import debug_file_for
+
+    binary = str(ROOT / facts(zoo, "bolt-all", "crash")["binary"])
+    with open(binary, "rb") as f:
+        code = sum(s["sh_size"] for s in ELFFile(f).iter_sections()
+                   if s["sh_flags"] & 0x6 == 0x6 and s["sh_type"] != "SHT_NOBITS")
+    small = debug_file_for(binary, root=str(tmp_path), max_code=code - 1)
+    assert small.path is None and f"{(code + 1023) >> 10} KB of code" in small.reason
+    assert "unsplit debuginfo" in small.reason
+    assert not list(tmp_path.rglob("*.debug"))
+    made = debug_file_for(binary, root=str(tmp_path), max_code=code)
+    assert made.path is not None and made.reason == "made"
+    cached = debug_file_for(binary, root=str(tmp_path), max_code=1)
+    assert (cached.path, cached.reason) == (made.path, "cached")
