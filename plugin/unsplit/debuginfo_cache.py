@@ -76,8 +76,9 @@ def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = 
             return Outcome(module, path, "cached")
         code = sum(end - start for start, end in binary.text_address_ranges())
         if max_code is not None and code > max_code:
-            return Outcome(module, None, f"{(code + 1023) >> 10} KB of code, more than a session writes "
-                           f"at load: `unsplit debuginfo {module} --build-id-dir DIR` makes it")
+            kb = (code + 1023) >> 10
+            return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
+                           f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
         index = index_of(module) if index_of is not None else ModuleIndex(binary)
         from .debuginfo import build, has_own_dwarf
 

@@ -3,7 +3,7 @@ attribute/form list) once, numbered from 1; the table ends with a 0 code."""
 
 from __future__ import annotations
 
-from .leb import uleb
+from ..formats.leb128 import encode_uleb128 as uleb
 
 # Tags (§7.5.3, Table 7.3), attributes (§7.5.4, Table 7.5), forms (§7.5.6, Table 7.6).
 DW_TAG_compile_unit = 0x11

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import struct
 
+from ..formats.leb128 import encode_uleb128 as uleb
 from . import abbrev as A
 from .abbrev import AbbrevTable
-from .leb import uleb
 
 DW_UT_compile = 0x01  # §7.5.1, Table 7.2
 

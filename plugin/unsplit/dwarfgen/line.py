@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import struct
 
-from .leb import sleb, uleb
+from ..formats.leb128 import encode_sleb128 as sleb
+from ..formats.leb128 import encode_uleb128 as uleb
 from .strings import StringTable
 
 # §6.2.5.2 standard opcodes, §6.2.5.3 extended opcodes, §6.2.4.1 content types (Table 7.27).

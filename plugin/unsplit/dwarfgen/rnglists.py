@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-from .leb import uleb
+from ..formats.leb128 import encode_uleb128 as uleb
 
 DW_RLE_end_of_list = 0x00
 DW_RLE_start_length = 0x07

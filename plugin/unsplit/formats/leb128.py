@@ -65,7 +65,7 @@ def _name(signed: bool, what: str) -> str:
 
 
 def encode_uleb128(value: int) -> bytes:
-    """ULEB128 bytes of a non-negative ``value`` (for tests and round trips)."""
+    """ULEB128 bytes of a non-negative ``value`` (round trips, and the DWARF writer, §7.6)."""
     if value < 0:
         raise ValueError("ULEB128 of a negative number")
     out = bytearray()
@@ -80,7 +80,7 @@ def encode_uleb128(value: int) -> bytes:
 
 
 def encode_sleb128(value: int) -> bytes:
-    """SLEB128 bytes of ``value`` (for tests and round trips)."""
+    """SLEB128 bytes of ``value`` (round trips, and the DWARF writer, §7.6)."""
     out = bytearray()
     while True:
         byte = value & 0x7F
