@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from elftools.dwarf.constants import DW_CFA
 
 from . import cfi
 from .binary import Binary
@@ -143,6 +146,18 @@ def _rules(row: Row, previous: Row | None, return_register: int) -> str:
 def stack_cfi(fds: list[FrameDescription], start: int, end: int, base: int) -> list[str]:
     """The ``STACK CFI INIT`` record and its ``STACK CFI`` rows for LLDB's function
     [start, end): the rows of the FDEs `fds` inside it, in address order."""
+    return _lines(_rows_rules(fds, start, end), start, end, base)
+
+
+def _lines(rows: list[tuple[int, str]], start: int, end: int, base: int) -> list[str]:
+    """The records of (row address, rules) rows: the first is the function's INIT."""
+    lines = [f"STACK CFI INIT {start - base:x} {end - start:x} {rows[0][1]}"]
+    lines += [f"STACK CFI {address - base:x} {rules}" for address, rules in rows[1:]]
+    return lines
+
+
+def _rows_rules(fds: list[FrameDescription], start: int, end: int) -> list[tuple[int, str]]:
+    """(address, rules) of each row of the FDEs `fds` in LLDB's function [start, end)."""
     rows: list[Row] = []
     return_register = None
     for fd in fds:
@@ -160,15 +175,59 @@ def stack_cfi(fds: list[FrameDescription], start: int, end: int, base: int) -> l
         raise Inexpressible("no FDE rows")
     if return_register not in rows[0].rules:
         raise Inexpressible("no rule for the return address")
-    lines, previous = [], None
+    out: list[tuple[int, str]] = []
+    previous = None
     for row in rows:
-        rules = _rules(row, previous, return_register)
-        if previous is None:
-            lines.append(f"STACK CFI INIT {start - base:x} {end - start:x} {rules}")
-        else:
-            lines.append(f"STACK CFI {max(row.address, start) - base:x} {rules}")
+        out.append((max(row.address, start), _rules(row, previous, return_register)))
         previous = row
-    return lines
+    return out
+
+
+class _Records:
+    """The records of the functions that are one whole FDE each (BOLT's and the compilers'
+    fragments): FDEs with the same CIE and instruction bytes have the same rows at the same
+    offsets from their start (set_loc aside), so each distinct FDE body is decoded and
+    translated once (a BOLTed libLLVM: 35k distinct bodies for 89k fragments)."""
+
+    def __init__(self, table: cfi.CfiTable) -> None:
+        self.table = table
+        self.memo: dict[tuple[str, int, bytes], list[tuple[int, str]] | None] = {}
+
+    def whole_fde(self, name: str, offset: int, start: int, end: int, base: int
+                  ) -> list[str] | None:
+        """The records of the function [start, end), which is the FDE at `offset` of section
+        `name`; None when the memo cannot say (set_loc, a rule Breakpad cannot say, CFI that
+        does not decode): the general path (stack_cfi) decides those, with their errors."""
+        reader = self.table.section_named(name).reader
+        head = reader.fde_head(offset)
+        if head is None:
+            return None
+        cie_offset, cie, _, _, body, body_end = head
+        key = (name, cie_offset, reader.data[body:body_end])
+        if key in self.memo:
+            relative = self.memo[key]
+        else:
+            relative = self.memo[key] = _relative(reader, cie, body, body_end)
+        rows = [(a + start, r) for a, r in relative or () if a < end - start]
+        return _lines(rows, start, end, base) if rows else None
+
+
+def _relative(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
+              ) -> list[tuple[int, str]] | None:
+    """An FDE body's (offset from the FDE's start, rules) rows; None where they are not a
+    function of the body alone (set_loc) or cannot be said."""
+    try:
+        instructions = reader.instructions(body, end, cie.fde_encoding)
+        if any(i.opcode == DW_CFA.set_loc for i in instructions):
+            return None
+        rows = cfi.decode_rows(cie, cfi._Fde(cie, 0, 0, instructions), 0)
+        if b"S" in cie.augmentation:
+            return None
+        fd = FrameDescription(reader.section, 0, 0, 1 << 62, cie.return_address_register,
+                              False, tuple(rows))
+        return _rows_rules([fd], 0, 1 << 62)
+    except (UnsplitError, struct.error, IndexError, ValueError):
+        return None
 
 
 def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
@@ -183,9 +242,9 @@ def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
         if i >= 0 and start < symbols[i][1]:
             ranges.add(symbols[i])
             continue
-        fd = table.fde_at(start)
-        if fd is not None:
-            ranges.add((fd.start, fd.end))
+        head = table.head_at(start)
+        if head is not None:
+            ranges.add((head[2], head[3]))
     return sorted(ranges)
 
 
@@ -219,9 +278,16 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     base = base_address(binary)
     fde_starts = sorted(a for _, a in table.fde_starts())
     records: list[str] = []
+    whole = _Records(table)
     for start, end in _function_ranges(binary, starts, table):
         try:
-            records += stack_cfi(_fdes_in(table, fde_starts, start, end), start, end, base)
+            head = table.head_at(start)
+            lines = None
+            if head is not None and head[2:] == (start, end) and \
+                    bisect_left(fde_starts, start + 1) == bisect_left(fde_starts, end):
+                lines = whole.whole_fde(head[0], head[1], start, end, base)
+            records += lines or stack_cfi(_fdes_in(table, fde_starts, start, end), start,
+                                          end, base)
         except (UnsplitError, ValueError):  # Inexpressible, or CFI that does not decode
             continue
     if not records:
