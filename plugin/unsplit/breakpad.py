@@ -129,12 +129,29 @@ def _rule(register: int, rule: Rule) -> str | None:
     raise Inexpressible(f"{kind} rule for {cfi.register_name(register)}")
 
 
+_SAID: dict[tuple[int, Rule, bool], str | None] = {}  # one register's rule, said once
+_CFAS: dict[CfaRule, str] = {}
+
+
+def _said(reg: int, rule: Rule, is_return: bool) -> str | None:
+    key = (reg, rule, is_return)
+    if key in _SAID:
+        return _SAID[key]
+    rhs = _rule(reg, rule)
+    said = _SAID[key] = None if rhs is None else \
+        f"{'.ra' if is_return else _register(reg)}: {rhs}"
+    return said
+
+
 def _rules(row: Row, previous: Row | None, return_register: int) -> str:
-    parts = [f".cfa: {_cfa(row.cfa)}"]
+    cfa = _CFAS.get(row.cfa)
+    if cfa is None:
+        cfa = _CFAS[row.cfa] = f".cfa: {_cfa(row.cfa)}"
+    parts = [cfa]
     for reg in sorted(row.rules):
-        rhs = _rule(reg, row.rules[reg])
-        if rhs is not None:
-            parts.append(f"{'.ra' if reg == return_register else _register(reg)}: {rhs}")
+        said = _said(reg, row.rules[reg], reg == return_register)
+        if said is not None:
+            parts.append(said)
     if previous is not None:  # LLDB copies the previous row: say "same" for a dropped rule
         for reg in sorted(set(previous.rules) - set(row.rules)):
             if reg == return_register:
@@ -198,8 +215,9 @@ class _Records:
         """The records of the function [start, end), which is the FDE at `offset` of section
         `name`; None when the memo cannot say (set_loc, a rule Breakpad cannot say, CFI that
         does not decode): the general path (stack_cfi) decides those, with their errors."""
-        reader = self.table.section_named(name).reader
-        head = reader.fde_head(offset)
+        section = self.table.section_named(name)
+        reader = section.reader
+        head = section.head(offset)
         if head is None:
             return None
         cie_offset, cie, _, _, body, body_end = head
@@ -381,6 +399,15 @@ def alone_under_build_id(binary: Binary) -> bool:
     would load another output's text, and LLDB 19 goes on unwinding with the first symbol
     file it read, whatever replaces it later (measured: bolt-reverse after bolt-randomN)."""
     return binary.section(".note.bolt_info") is None
+
+
+def kept_path(binary: Binary, uuid: str, root: str | None = None) -> str:
+    """Where the text made from this very file (a digest of its bytes) for LLDB's UUID `uuid`
+    is kept between sessions: a BOLT output, never cached by build-id, is not made again in
+    every session (a BOLTed libLLVM: 76 MB of text, seconds). A path per content, as
+    :func:`pinned`: the same file and UUID always make the same text."""
+    tag = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+    return os.path.join(root or cache_dir(), "by-file", f"{fingerprint(binary.path)}-{tag}.sym")
 
 
 def pinned(text: str, root: str | None = None) -> str:

@@ -366,6 +366,7 @@ class _Section:
         self.starts = array("Q")
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}
+        self.heads: dict[int, tuple[int, _Cie, int, int, int, int] | None] = {}
 
     def index_all(self) -> None:
         """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
@@ -401,22 +402,24 @@ class _Section:
             i -= 1
         return None
 
+    def head(self, offset: int) -> tuple[int, _Cie, int, int, int, int] | None:
+        """Reader.fde_head of the entry at `offset`, kept."""
+        if offset in self.heads:
+            return self.heads[offset]
+        try:
+            head = self.heads[offset] = self.reader.fde_head(offset)
+        except (struct.error, IndexError, ValueError) as e:
+            raise DecodeError(self.name, offset, f"bad CFI entry ({_one_line(e)})") from None
+        return head
+
     def head_at(self, address: int) -> tuple[int, int, int] | None:
         """(offset, start, end) of the FDE that covers `address`, from its header alone (no
         rows decoded): what lookup finds, for callers that decode rows their own way."""
         i = bisect_right(self.starts, address) - 1
         while i >= 0:
             offset = self.offsets[i]
-            fd = self.cache.get(offset)
-            if fd is not None:
-                start, end = fd.start, fd.end
-            else:
-                try:
-                    head = self.reader.fde_head(offset)
-                except (struct.error, IndexError, ValueError) as e:
-                    raise DecodeError(self.name, offset,
-                                      f"bad CFI entry ({_one_line(e)})") from None
-                start, end = (head[2], head[2] + head[3]) if head else (0, 0)
+            head = self.head(offset)
+            start, end = (head[2], head[2] + head[3]) if head else (0, 0)
             if start <= address < end:
                 return offset, start, end
             if i == 0 or self.starts[i - 1] != self.starts[i]:
