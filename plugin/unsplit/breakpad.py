@@ -209,6 +209,7 @@ class _Records:
     def __init__(self, table: cfi.CfiTable) -> None:
         self.table = table
         self.memo: dict[tuple[str, int, bytes], list[tuple[int, str]] | None] = {}
+        self.cies: dict[tuple[str, int], _CieState | None] = {}
 
     def whole_fde(self, name: str, offset: int, start: int, end: int, base: int
                   ) -> list[str] | None:
@@ -225,13 +226,194 @@ class _Records:
         if key in self.memo:
             relative = self.memo[key]
         else:
-            relative = self.memo[key] = _relative(reader, cie, body, body_end)
+            if (name, cie_offset) not in self.cies:
+                self.cies[name, cie_offset] = _cie_state(cie)
+            relative = self.memo[key] = _relative(reader, cie, self.cies[name, cie_offset],
+                                                  body, body_end)
         rows = [(a + start, r) for a, r in relative or () if a < end - start]
         return _lines(rows, start, end, base) if rows else None
 
 
-def _relative(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
-              ) -> list[tuple[int, str]] | None:
+class _Unusual(Exception):
+    """An instruction or rule the direct translation leaves to the general path."""
+
+
+def _direct(data: bytes, i: int, end: int, cie: cfi._Cie,
+            initial: _CieState) -> list[tuple[int, str]]:
+    """The rows of the call frame instructions data[i:end] as (offset from the start, rules),
+    straight from the bytes: the shapes compilers and BOLT emit (CFA = register + offset;
+    registers saved at CFA + n, in a register, or unchanged; remember/restore state), in the
+    words _rows_rules would say them. Anything else raises _Unusual (the general path decides).
+    Same results as decode_rows and
+    _rules, in a fifth of the time (a BOLTed libLLVM: 35k FDE bodies)."""
+    caf, daf, ra = cie.code_alignment_factor, cie.data_alignment_factor, \
+        cie.return_address_register
+    names = _SAID_NAMES
+    cfa, regs = initial[0], dict(initial[1])
+    stack: list[_CieState] = []
+    rows: list[tuple[int, tuple[int, int] | None, dict[int, str]]] = []
+    pc = 0
+
+    def uleb(i: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value, i
+
+    def sleb(i: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return (value - (1 << shift) if b & 0x40 else value), i
+
+    def said(reg: int, rhs: str) -> str:
+        if reg >= len(names) and reg != ra:
+            raise _Unusual
+        return f"{'.ra' if reg == ra else names[reg]}: {rhs}"
+
+    while i < end:
+        op = data[i]
+        i += 1
+        high = op & 0xC0
+        if high == 0x40:  # advance_loc
+            rows.append((pc, cfa, dict(regs)))
+            pc += (op & 0x3F) * caf
+        elif high == 0x80:  # offset
+            n, i = uleb(i)
+            regs[op & 0x3F] = said(op & 0x3F, f".cfa {n * daf} + ^")
+        elif high == 0xC0:  # restore
+            reg = op & 0x3F
+            if reg in initial[1]:
+                regs[reg] = initial[1][reg]
+            else:
+                regs.pop(reg, None)
+        elif op == 0x00:  # nop
+            pass
+        elif op in (0x02, 0x03, 0x04):  # advance_loc1, 2, 4
+            size = 1 << (op - 2)
+            if i + size > end:
+                raise _Unusual
+            rows.append((pc, cfa, dict(regs)))
+            pc += int.from_bytes(data[i:i + size], "little") * caf
+            i += size
+        elif op == 0x0C:  # def_cfa
+            reg, i = uleb(i)
+            off, i = uleb(i)
+            cfa = (reg, off)
+        elif op == 0x0D:  # def_cfa_register
+            reg, i = uleb(i)
+            cfa = (reg, cfa[1] if cfa is not None else 0)
+        elif op == 0x0E:  # def_cfa_offset
+            off, i = uleb(i)
+            if cfa is None:
+                raise _Unusual
+            cfa = (cfa[0], off)
+        elif op == 0x05:  # offset_extended
+            reg, i = uleb(i)
+            n, i = uleb(i)
+            regs[reg] = said(reg, f".cfa {n * daf} + ^")
+        elif op == 0x11:  # offset_extended_sf
+            reg, i = uleb(i)
+            n, i = sleb(i)
+            regs[reg] = said(reg, f".cfa {n * daf} + ^")
+        elif op == 0x08:  # same_value
+            reg, i = uleb(i)
+            if reg >= len(names):
+                raise _Unusual
+            regs[reg] = said(reg, names[reg])
+        elif op == 0x09:  # register
+            reg, i = uleb(i)
+            other, i = uleb(i)
+            if other >= len(names):
+                raise _Unusual
+            regs[reg] = said(reg, names[other])
+        elif op == 0x0A:  # remember_state
+            stack.append((cfa, dict(regs)))
+        elif op == 0x0B:  # restore_state
+            if not stack:
+                raise _Unusual
+            cfa, regs = stack.pop()
+        elif op == 0x2E:  # GNU_args_size
+            _, i = uleb(i)
+        else:
+            raise _Unusual
+        if i > end:
+            raise _Unusual
+    rows.append((pc, cfa, regs))
+    kept: dict[int, _CieState] = {}
+    for pc, cfa, regs in rows:
+        kept[pc] = (cfa, regs)
+    out: list[tuple[int, str]] = []
+    previous: dict[int, str] | None = None
+    for pc in sorted(kept):
+        cfa, regs = kept[pc]
+        if cfa is None or cfa[0] >= len(names):
+            raise _Unusual
+        parts = [f".cfa: {names[cfa[0]]} {cfa[1]} +"]
+        parts += [regs[r] for r in sorted(regs)]
+        if previous is None:
+            if ra not in regs:
+                raise _Unusual
+        else:
+            for reg in sorted(set(previous) - set(regs)):
+                if reg == ra or reg >= len(names):
+                    raise _Unusual
+                parts.append(f"{names[reg]}: {names[reg]}")
+        out.append((pc, " ".join(parts)))
+        previous = regs
+    return out
+
+
+_SAID_NAMES = tuple("$" + n for n in _NAMES)
+_CieState = tuple[tuple[int, int] | None, dict[int, str]]
+
+
+def _relative(reader: cfi._Reader, cie: cfi._Cie, initial: _CieState | None, body: int,
+              end: int) -> list[tuple[int, str]] | None:
+    """An FDE body's (offset from the FDE's start, rules) rows, translated directly when it
+    can be (_direct), else as the general path would; None where they are not a function of
+    the body alone (set_loc) or cannot be said."""
+    if b"S" not in cie.augmentation and cie.code_alignment_factor > 0:
+        if initial is not None:
+            try:
+                return _direct(reader.data, body, end, cie, initial)
+            except (_Unusual, IndexError):
+                pass
+    return _general(reader, cie, body, end)
+
+
+def _cie_state(cie: cfi._Cie) -> _CieState | None:
+    """The state a CIE's initial instructions leave, in _direct's terms (None: one it does
+    not take, which leaves the CIE's FDEs to the general path)."""
+    state = cfi._State(CfaRule(None), {})
+    try:
+        for instr in cie.instructions:
+            state = cfi._apply(instr, state, None, cie.code_alignment_factor,
+                               cie.data_alignment_factor)
+        if state.cfa.register is None or state.cfa.register >= len(_NAMES):
+            return None
+        regs = {}
+        for reg, rule in state.rules.items():
+            rhs = _rule(reg, rule)
+            if rhs is None or (reg >= len(_NAMES) and reg != cie.return_address_register):
+                return None
+            lhs = ".ra" if reg == cie.return_address_register else _SAID_NAMES[reg]
+            regs[reg] = f"{lhs}: {rhs}"
+    except (UnsplitError, ValueError):
+        return None
+    return (state.cfa.register, state.cfa.offset), regs
+
+
+def _general(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
+             ) -> list[tuple[int, str]] | None:
     """An FDE body's (offset from the FDE's start, rules) rows; None where they are not a
     function of the body alone (set_loc) or cannot be said."""
     try:
