@@ -555,8 +555,8 @@ def write(path: str, text: str) -> None:
 
 def for_index(index: ModuleIndex, uuid: str | None = None) -> str | None:
     """The symbol file of a module: its moved fragments' CFI (None: nothing to give)."""
-    moved = index.moved_fragments()
-    return symbol_file(index.binary, [f.start for f in moved], uuid) if moved else None
+    moved = index.moved_starts()
+    return symbol_file(index.binary, moved, uuid) if moved else None
 
 
 def save(index: ModuleIndex, text: str, uuid: str | None = None, root: str | None = None

@@ -182,3 +182,17 @@ def test_a_file_says_which_binary_it_was_made_from(zoo: dict[str, Any], tmp_path
     assert breakpad.made_from(str(path), all_fragments.binary)
     assert not breakpad.made_from(str(path), random2.binary)
     assert not breakpad.made_from(str(tmp_path / "missing"), random2.binary)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("variant", NO_DWARF)
+def test_moved_starts_are_the_fragments_after_the_first(zoo: dict[str, Any], variant: str,
+                                                         program: str) -> None:
+    """The starts the symbol file is made for (ModuleIndex.moved_starts, which makes no
+    fragment) are the fixture facts' fragments that are not their function's first."""
+    f = facts(zoo, variant, program)
+    expected = sorted({int(fr["start"], 16) for fn in f["split_functions"].values()
+                       for fr in fn["fragments"][1:]})
+    index = ModuleIndex.open(str(ROOT / f["binary"]))
+    with closing(index.binary):
+        assert expected and index.moved_starts() == expected
