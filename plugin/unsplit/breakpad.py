@@ -469,9 +469,7 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     A function whose rules Breakpad cannot say is left out (LLDB keeps its own plan there)."""
     if binary.elf["e_machine"] != "EM_X86_64":
         return None
-    build_id = binary.build_id
-    code_id = (uuid or "").replace("-", "").upper() or (build_id.hex().upper() if build_id
-                                                         else "")
+    code_id = _code_id(binary, uuid)
     if not code_id:
         return None
     table = cfi.table_for(binary)
@@ -496,6 +494,13 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
     return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
                       generator_line(binary), *records]) + "\n"
+
+
+def _code_id(binary: Binary, uuid: str | None) -> str:
+    """The INFO CODE_ID: LLDB's UUID of the module without its dashes, else the build-id."""
+    build_id = binary.build_id
+    return (uuid or "").replace("-", "").upper() or (build_id.hex().upper() if build_id
+                                                     else "")
 
 
 GENERATOR = f"INFO GENERATOR unsplit lldb-cfi-v{FORMAT_VERSION}"
@@ -583,12 +588,12 @@ def alone_under_build_id(binary: Binary) -> bool:
     return binary.section(".note.bolt_info") is None
 
 
-def kept_path(binary: Binary, uuid: str, root: str | None = None) -> str:
+def kept_path(binary: Binary, uuid: str | None = None, root: str | None = None) -> str:
     """Where the text made from this very file (a digest of its bytes) for LLDB's UUID `uuid`
-    is kept between sessions: a BOLT output, never cached by build-id, is not made again in
-    every session (a BOLTed libLLVM: 76 MB of text, seconds). A path per content, as
-    :func:`pinned`: the same file and UUID always make the same text."""
-    tag = hashlib.sha1(uuid.encode()).hexdigest()[:8]
+    is kept between sessions (`unsplit lldb-cfi` puts it there too): a BOLT output, never
+    cached by build-id, is not made again in every session (a BOLTed libLLVM: 76 MB of text,
+    seconds). A path per content, as :func:`pinned`: one file and UUID make one text."""
+    tag = hashlib.sha1(_code_id(binary, uuid).encode()).hexdigest()[:8]
     return os.path.join(root or cache_dir(), "by-file", f"{fingerprint(binary.path)}-{tag}.sym")
 
 

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -232,6 +233,30 @@ def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str,
     post = lldb(ROOT / f["binary"], core=str(core))
     assert _native(post)[0] == expected
     assert post.alive()
+
+
+def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                            tmp_path: Any,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`unsplit lldb-cfi` run ahead (a deploy step) on two BOLT outputs of one input, which
+    share a build-id: the cache entry by build-id holds the later one's text, so the plugin's
+    first session on the earlier one gives LLDB the text kept for that very file, without
+    making it again, and LLDB's own frames in main.cold are the true ones."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-random2", "switch")
+    other = facts(zoo, "bolt-all", "switch")
+    made = subprocess.run([sys.executable, "-m", "unsplit", "lldb-cfi", "--json",
+                           str(ROOT / f["binary"]), str(ROOT / other["binary"])],
+                          check=True, capture_output=True, text=True)
+    mine, theirs = json.loads(made.stdout)
+    assert mine["path"] == theirs["path"] and mine["kept"] != theirs["kept"]
+    kept = Path(mine["kept"])
+    before = kept.stat().st_mtime_ns
+    s, expected = _at_invented_frame(lldb, f)
+    assert _native(s)[0] == expected
+    status = s.command("bb exact-frames")
+    assert f"switch: given: {kept}" in status, status
+    assert kept.stat().st_mtime_ns == before
 
 
 def _finish_out_of_step(lldb: Callable[..., Any], f: dict[str, Any]) -> tuple[str, int]:

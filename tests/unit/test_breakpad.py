@@ -163,7 +163,7 @@ def test_cli_writes_where_lldb_looks(zoo: dict[str, Any], tmp_path: Path) -> Non
     assert "DWARF" in skipped["skipped"] and skipped["path"] is None
     assert json.loads(run("--json", moved).stdout)[0]["written"] is False  # already there
     printed = run("--print", moved)
-    assert printed.stdout == Path(made["path"]).read_text()
+    assert printed.stdout == Path(made["path"]).read_text() == Path(made["kept"]).read_text()
     bad = run(moved, str(tmp_path / "nothing"))
     assert bad.returncode == 1 and "nothing: " in bad.stderr and "Traceback" not in bad.stderr
     assert made["path"] in bad.stdout or "already in" in bad.stdout
