@@ -210,13 +210,16 @@ class _Records:
         self.table = table
         self.memo: dict[tuple[str, int, bytes], list[tuple[int, str]] | None] = {}
         self.cies: dict[tuple[str, int], _CieState | None] = {}
+        self.sections: dict[str, cfi._Section] = {}
 
     def whole_fde(self, name: str, offset: int, start: int, end: int, base: int
                   ) -> list[str] | None:
         """The records of the function [start, end), which is the FDE at `offset` of section
         `name`; None when the memo cannot say (set_loc, a rule Breakpad cannot say, CFI that
         does not decode): the general path (stack_cfi) decides those, with their errors."""
-        section = self.table.section_named(name)
+        section = self.sections.get(name)
+        if section is None:
+            section = self.sections[name] = self.table.section_named(name)
         reader = section.reader
         head = section.head(offset)
         if head is None:
@@ -431,21 +434,22 @@ def _general(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
 
 
 def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
-                     ) -> list[tuple[int, int]]:
+                     ) -> list[tuple[int, int, tuple[str, int, int, int] | None]]:
     """LLDB's function around each start: the sized function symbol that holds it, else the
-    FDE that covers it (LLDB makes a symbol of an FDE no symbol covers)."""
+    FDE that covers it (LLDB makes a symbol of an FDE no symbol covers); (start, end, the
+    FDE's CfiTable.head_at when the range is that FDE's)."""
     symbols = sorted((f.value, f.value + f.size) for f in binary.functions if f.size)
     sym_starts = [s for s, _ in symbols]
-    ranges: set[tuple[int, int]] = set()
+    ranges: dict[tuple[int, int], tuple[str, int, int, int] | None] = {}
     for start in starts:
         i = bisect_right(sym_starts, start) - 1
         if i >= 0 and start < symbols[i][1]:
-            ranges.add(symbols[i])
+            ranges.setdefault(symbols[i], None)
             continue
         head = table.head_at(start)
         if head is not None:
-            ranges.add((head[2], head[3]))
-    return sorted(ranges)
+            ranges[head[2], head[3]] = head
+    return [(start, end, head) for (start, end), head in sorted(ranges.items())]
 
 
 def _fdes_in(table: cfi.CfiTable, fde_starts: list[int], start: int, end: int
@@ -477,9 +481,9 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
     fde_starts = sorted(a for _, a in table.fde_starts())
     records: list[str] = []
     whole = _Records(table)
-    for start, end in _function_ranges(binary, starts, table):
+    for start, end, head in _function_ranges(binary, starts, table):
         try:
-            head = table.head_at(start)
+            head = head or table.head_at(start)
             lines = None
             if head is not None and head[2:] == (start, end) and \
                     bisect_left(fde_starts, start + 1) == bisect_left(fde_starts, end):
