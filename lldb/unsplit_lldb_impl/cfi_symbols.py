@@ -176,13 +176,21 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if found and breakpad.made_from(symbol_file, index.binary):  # no CFI decoded at all
         return "given (LLDB found it in the cache)"
     uuid = module.GetUUIDString() or ""
+    kept = breakpad.kept_path(index.binary, uuid, root) if companion is None else None
+    if kept is not None and breakpad.made_from(kept, index.binary):  # an earlier session's
+        _add(debugger, target, kept)
+        return f"given: {kept}"
     text = breakpad.for_index(index, uuid)
     if text is None:
         return "no moved fragments with CFI"
     # never in front of a debug file LLDB would otherwise find, nor under a shared build-id
     if companion is None and breakpad.alone_under_build_id(index.binary):
         breakpad.save(index, text, uuid, root)  # for LLDB to find next time
-    out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
+    if kept is not None:  # a path LLDB has read no other text from (one per file and UUID)
+        breakpad.write(kept, text)
+        out = kept
+    else:
+        out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     _add(debugger, target, out)
     return f"given: {out}"
 

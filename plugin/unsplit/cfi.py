@@ -259,12 +259,14 @@ class _Reader:
         self.cies[offset] = cie
         return cie
 
-    def fde(self, offset: int) -> _Fde | None:
-        """The FDE at `offset`, or None for a CIE or a terminator."""
+    def fde_head(self, offset: int) -> tuple[int, _Cie, int, int, int, int] | None:
+        """The FDE at `offset` without its instructions: (its CIE's offset, the CIE, start,
+        size, where its instructions begin, where they end); None for a CIE or a terminator."""
         end, id_at, cie_id, i = self.header(offset)
         if end == id_at or self.is_cie(cie_id, i - id_at):
             return None
-        cie = self.cie(id_at - cie_id if self.eh else cie_id)
+        cie_offset = id_at - cie_id if self.eh else cie_id
+        cie = self.cie(cie_offset)
         if self.eh:
             start, i = self.pointer(i, cie.fde_encoding)
             size, i = self.pointer(i, cie.fde_encoding & 0x0F)
@@ -274,6 +276,14 @@ class _Reader:
         if cie.augmentation.startswith(b"z"):
             length, i = self.uleb(i)
             i += length
+        return cie_offset, cie, start, size, i, end
+
+    def fde(self, offset: int) -> _Fde | None:
+        """The FDE at `offset`, or None for a CIE or a terminator."""
+        head = self.fde_head(offset)
+        if head is None:
+            return None
+        _, cie, start, size, i, end = head
         return _Fde(cie, start, size, self.instructions(i, end, cie.fde_encoding))
 
     def instructions(self, i: int, end: int, encoding: int = 0x00) -> list[_Instr]:
@@ -356,6 +366,7 @@ class _Section:
         self.starts = array("Q")
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}
+        self.heads: dict[int, tuple[int, _Cie, int, int, int, int] | None] = {}
 
     def index_all(self) -> None:
         """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
@@ -386,6 +397,31 @@ class _Section:
             if fd is not None and fd.start <= address < fd.end:
                 return fd
             # an empty or shorter FDE at the same start can hide the one that covers `address`
+            if i == 0 or self.starts[i - 1] != self.starts[i]:
+                return None
+            i -= 1
+        return None
+
+    def head(self, offset: int) -> tuple[int, _Cie, int, int, int, int] | None:
+        """Reader.fde_head of the entry at `offset`, kept."""
+        if offset in self.heads:
+            return self.heads[offset]
+        try:
+            head = self.heads[offset] = self.reader.fde_head(offset)
+        except (struct.error, IndexError, ValueError) as e:
+            raise DecodeError(self.name, offset, f"bad CFI entry ({_one_line(e)})") from None
+        return head
+
+    def head_at(self, address: int) -> tuple[int, int, int] | None:
+        """(offset, start, end) of the FDE that covers `address`, from its header alone (no
+        rows decoded): what lookup finds, for callers that decode rows their own way."""
+        i = bisect_right(self.starts, address) - 1
+        while i >= 0:
+            offset = self.offsets[i]
+            head = self.head(offset)
+            start, end = (head[2], head[2] + head[3]) if head else (0, 0)
+            if start <= address < end:
+                return offset, start, end
             if i == 0 or self.starts[i - 1] != self.starts[i]:
                 return None
             i -= 1
@@ -469,6 +505,17 @@ class CfiTable:
             if fd is not None:
                 return fd
         return None
+
+    def head_at(self, address: int) -> tuple[str, int, int, int] | None:
+        """(section, offset, start, end) of the FDE fde_at would give, without decoding it."""
+        for s in self.sections:
+            found = s.head_at(address)
+            if found is not None:
+                return (s.name, *found)
+        return None
+
+    def section_named(self, name: str) -> _Section:
+        return next(s for s in self.sections if s.name == name)
 
     def fde_starts(self) -> list[tuple[str, int]]:
         """(section, start) of every FDE, in address order per section."""

@@ -309,6 +309,14 @@ class ModuleIndex:
             out = sorted(out + self._bat.moved_fragments(), key=lambda f: (f.start, -f.end))
         return out
 
+    def moved_starts(self) -> list[int]:
+        """The starts of moved_fragments, ascending, without making BAT's fragments."""
+        out = [f.start for f, p in zip(self._fragments, self._owners, strict=True)
+               if p.fragments[0] is not f]
+        if self._bat is not None:
+            out += self._bat.moved_starts()
+        return sorted(set(out))
+
     def all_procedures(self) -> Iterator[Procedure]:
         """Every procedure once, by entry (two statics may share a name): those a fragment
         source knows, BAT's (made as they are asked for), then each one-piece function of the

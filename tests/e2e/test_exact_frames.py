@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,18 +215,48 @@ def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str,
     out = _step_out(s)  # out of main, in main.cold, to its caller (not to an invented frame)
     assert f"{expected[1]:016x}" in out or f"{expected[1]:#x}" in out, out
     s.close()
+    kept = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").glob("lldb-cfi-v*/by-file/*")}
 
     again, expected_again = _at_invented_frame(lldb, f)
     assert _native(again)[0] == expected_again
-    # BOLT gives every output of one input its build-id: never cached by it, given again
-    cached = "given: " if variant.startswith("bolt-") else "given (LLDB found it in the cache)"
-    assert f"switch: {cached}" in again.command("bb exact-frames")
+    # BOLT gives every output of one input its build-id: never cached by it, given again,
+    # from the text kept for this very file (not made again)
+    status = again.command("bb exact-frames")
+    if variant.startswith("bolt-"):
+        assert len(kept) == 1 and f"switch: given: {next(iter(kept))}" in status, status
+        assert {p: p.stat().st_mtime_ns for p in kept} == kept
+    else:
+        assert "switch: given (LLDB found it in the cache)" in status, status
     again.close()
 
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "empty"))  # the core's first session
     post = lldb(ROOT / f["binary"], core=str(core))
     assert _native(post)[0] == expected
     assert post.alive()
+
+
+def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[str, Any],
+                                            tmp_path: Any,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`unsplit lldb-cfi` run ahead (a deploy step) on two BOLT outputs of one input, which
+    share a build-id: the cache entry by build-id holds the later one's text, so the plugin's
+    first session on the earlier one gives LLDB the text kept for that very file, without
+    making it again, and LLDB's own frames in main.cold are the true ones."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-random2", "switch")
+    other = facts(zoo, "bolt-all", "switch")
+    made = subprocess.run([sys.executable, "-m", "unsplit", "lldb-cfi", "--json",
+                           str(ROOT / f["binary"]), str(ROOT / other["binary"])],
+                          check=True, capture_output=True, text=True)
+    mine, theirs = json.loads(made.stdout)
+    assert mine["path"] == theirs["path"] and mine["kept"] != theirs["kept"]
+    kept = Path(mine["kept"])
+    before = kept.stat().st_mtime_ns
+    s, expected = _at_invented_frame(lldb, f)
+    assert _native(s)[0] == expected
+    status = s.command("bb exact-frames")
+    assert f"switch: given: {kept}" in status, status
+    assert kept.stat().st_mtime_ns == before
 
 
 def _finish_out_of_step(lldb: Callable[..., Any], f: dict[str, Any]) -> tuple[str, int]:

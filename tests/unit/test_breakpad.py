@@ -25,8 +25,8 @@ from .test_cfi import dwarfdump_fdes
 NO_DWARF = ["clang-mfs-nodebug", "gcc-pgo-nodebug", "bolt-all", "bolt-random2", "bolt-cdsplit"]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 
-_TERM = {"$rsp": "RSP", "$rbp": "RBP", "$rbx": "RBX", "$r12": "R12", "$r13": "R13",
-         "$r14": "R14", "$r15": "R15"}
+_TERM = {f"${n}": n.upper() for n in ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+                                      *(f"r{i}" for i in range(8, 16)))}
 
 
 def _as_dwarfdump(rules: str) -> tuple[str, dict[str, str]]:
@@ -163,7 +163,7 @@ def test_cli_writes_where_lldb_looks(zoo: dict[str, Any], tmp_path: Path) -> Non
     assert "DWARF" in skipped["skipped"] and skipped["path"] is None
     assert json.loads(run("--json", moved).stdout)[0]["written"] is False  # already there
     printed = run("--print", moved)
-    assert printed.stdout == Path(made["path"]).read_text()
+    assert printed.stdout == Path(made["path"]).read_text() == Path(made["kept"]).read_text()
     bad = run(moved, str(tmp_path / "nothing"))
     assert bad.returncode == 1 and "nothing: " in bad.stderr and "Traceback" not in bad.stderr
     assert made["path"] in bad.stdout or "already in" in bad.stdout
@@ -182,3 +182,108 @@ def test_a_file_says_which_binary_it_was_made_from(zoo: dict[str, Any], tmp_path
     assert breakpad.made_from(str(path), all_fragments.binary)
     assert not breakpad.made_from(str(path), random2.binary)
     assert not breakpad.made_from(str(tmp_path / "missing"), random2.binary)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("variant", NO_DWARF)
+def test_moved_starts_are_the_fragments_after_the_first(zoo: dict[str, Any], variant: str,
+                                                         program: str) -> None:
+    """The starts the symbol file is made for (ModuleIndex.moved_starts, which makes no
+    fragment) are the fixture facts' fragments that are not their function's first."""
+    f = facts(zoo, variant, program)
+    expected = sorted({int(fr["start"], 16) for fn in f["split_functions"].values()
+                       for fr in fn["fragments"][1:]})
+    index = ModuleIndex.open(str(ROOT / f["binary"]))
+    with closing(index.binary):
+        assert expected and index.moved_starts() == expected
+
+
+# Every call frame instruction the direct translation (breakpad._direct) takes, in two
+# functions: remember/restore state, def_cfa_register, advance_loc2/4, GNU_args_size, register,
+# offset_extended_sf, restore to the CIE's rule and to none.
+CFI_SHAPES = """    .text
+    .globl f_state
+    .type f_state,@function
+f_state:
+    .cfi_startproc
+    pushq %rbp
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbp, -16
+    movq %rsp, %rbp
+    .cfi_def_cfa_register %rbp
+    pushq %rbx
+    .cfi_offset %rbx, -24
+    testq %rdi, %rdi
+    je 1f
+    .cfi_remember_state
+    popq %rbx
+    .cfi_restore %rbx
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    .cfi_restore %rbp
+    ret
+1:
+    .cfi_restore_state
+    .skip 300, 0x90
+    .cfi_escape 0x2e, 0x10
+    popq %rbx
+    popq %rbp
+    .cfi_def_cfa %rsp, 8
+    ret
+    .cfi_endproc
+    .size f_state, .-f_state
+
+    .globl f_regs
+    .type f_regs,@function
+f_regs:
+    .cfi_startproc
+    movq %rbx, %rax
+    .cfi_register %rbx, %rax
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    .cfi_offset %r12, 8
+    .skip 70000, 0x90
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore %r12
+    movq %rax, %rbx
+    .cfi_restore %rbx
+    ret
+    .cfi_endproc
+    .size f_regs, .-f_regs
+"""
+
+
+@pytest.mark.parametrize("path", ["direct", "general"])
+def test_every_instruction_shape_says_what_dwarfdump_says(tmp_path: Path, path: str,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Both ways an FDE becomes records (straight from its bytes, or decoded rows) give, at
+    every row address llvm-dwarfdump-22 prints, the rules it prints there."""
+    source = tmp_path / "shapes.s"
+    source.write_text(CFI_SHAPES)
+    lib = tmp_path / "shapes.so"
+    subprocess.run(["clang-22", "-nostdlib", "-shared", "-fuse-ld=lld", "-Wl,--build-id",
+                    str(source), "-o", str(lib)], check=True, capture_output=True)
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError(f"the {path} path was not taken")
+
+    if path == "direct":
+        monkeypatch.setattr(breakpad, "_general", refuse)
+    else:
+        def unusual(*args: Any) -> None:
+            raise breakpad._Unusual
+        monkeypatch.setattr(breakpad, "_direct", unusual)
+    fdes = dwarfdump_fdes(str(lib))
+    with closing(Binary(str(lib))) as binary:
+        starts = [f.value for f in binary.functions if f.name in ("f_state", "f_regs")]
+        text = breakpad.symbol_file(binary, starts)
+        assert text is not None
+        records = _records(text, breakpad.base_address(binary))
+    assert len(starts) == 2 and sorted(records) == sorted(starts)
+    for start, (size, rows) in records.items():
+        table = fdes[(start, start + size)]
+        assert sorted(rows) == sorted(table), (hex(start), rows, table)
+        for address, rules in rows.items():
+            assert rules == table[address], (hex(address), rules, table[address])

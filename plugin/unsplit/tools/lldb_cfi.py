@@ -42,6 +42,10 @@ def _run(args: argparse.Namespace) -> str:
                 else:
                     record["path"], record["written"] = breakpad.save(index, text,
                                                                       root=args.cache)
+                    # where the plugin looks first (a BOLT output's build-id is shared)
+                    record["kept"] = breakpad.kept_path(index.binary, root=args.cache)
+                    if not breakpad.made_from(record["kept"], index.binary):
+                        breakpad.write(record["kept"], text)
                     record["functions"] = text.count("STACK CFI INIT")
         except UnsplitError as e:
             failed.append(f"unsplit: {path}: {e}")
