@@ -322,10 +322,13 @@ class ModuleIndex:
                 return row
         return None
 
-    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True) -> Location:
+    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
+               blocks: bool = True) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
         `lines=False` skips the line look-up: naming a frame needs none, and the first line
-        question in a module with big DWARF (libc's debug file) costs a scan of its CUs."""
+        question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
+        `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
+        of every one of its fragments (`unsplit symbolize` prints no block)."""
         found = self._lookup(file_address)
         row = self.line_at(file_address) if lines else None
         module = self.binary.path
@@ -360,7 +363,7 @@ class ModuleIndex:
             line=row.line if row else None,
             column=row.column if row else None,
             path=row.path if row else None,
-            block=proc.block_at(file_address),
+            block=proc.block_at(file_address) if blocks else None,
             sources=(frag.source,) + ((row.source,) if row else ()),
             warnings=tuple(self.warnings),
             **bat_facts,  # type: ignore[arg-type]

@@ -316,7 +316,7 @@ class Symbolizer:
     # -- answering ----------------------------------------------------------------------------
 
     def answer(self, address: int, inlines: bool) -> Answer:
-        loc = self.index.locate(address)
+        loc = self.index.locate(address, blocks=False)
         frames: list[Frame] = []
         for source, at in self._dwarf_sources(address):
             found = self._dwarf_frames(source, at, inlines)
