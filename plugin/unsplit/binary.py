@@ -228,6 +228,26 @@ class Binary:
         self._stream.seek(18)
         return int.from_bytes(self._stream.read(2), "little" if self.elf.little_endian else "big")
 
+    def load_addresses(self) -> list[int]:
+        """p_vaddr of every PT_LOAD, in program-header order (read with struct)."""
+        if self._raw is None:
+            return [s["p_vaddr"] for s in self.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+        end = "<" if self._raw.little else ">"
+        head = self.read_at(0, 64)
+        wide = self._raw.wide
+        (phoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x20 if wide else 0x1C)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 0x36 if wide else 0x2A)
+        fmt = end + ("IIQQ" if wide else "IIII")  # p_type, then p_flags/p_offset, p_vaddr
+        if phnum == 0xFFFF or phentsize < struct.calcsize(fmt):
+            return [s["p_vaddr"] for s in self.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+        table = self.read_at(phoff, phentsize * phnum)
+        out = []
+        for i in range(len(table) // phentsize):
+            row = struct.unpack_from(fmt, table, i * phentsize)
+            if row[0] == 1:  # PT_LOAD
+                out.append(row[3] if wide else row[2])
+        return out
+
     @cached_property
     def raw_sections(self) -> list[RawSection]:
         """Every section header, read with struct (pyelftools is not needed for them)."""

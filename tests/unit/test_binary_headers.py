@@ -47,6 +47,8 @@ def test_struct_reader_agrees_with_pyelftools(path: str) -> None:
                     next(s for s in sections if s.name == sec.name).data())
         assert binary.build_id == _oracle_build_id(elf)
         assert binary.machine == {"EM_X86_64": 62}.get(elf["e_machine"], -1)
+        assert binary.load_addresses() == [s["p_vaddr"] for s in elf.iter_segments()
+                                           if s["p_type"] == "PT_LOAD"]
     assert "elf" not in binary.__dict__  # none of that made pyelftools' ELFFile
 
 

@@ -446,7 +446,7 @@ def _number(word: str) -> int | None:
 
 def _lowest_load(binary: Binary) -> int:
     """Page of the lowest PT_LOAD: the module base that `MODULE+0xOFF` offsets count from."""
-    vaddrs = [seg["p_vaddr"] for seg in binary.elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+    vaddrs = binary.load_addresses()
     return min(vaddrs) & ~(PAGE - 1) if vaddrs else 0
 
 
