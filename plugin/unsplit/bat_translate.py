@@ -30,6 +30,7 @@ _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
 _STT_FUNC = 2
 _SHF_COMPRESSED = 0x800
+_SHT_NOBITS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +267,7 @@ _CACHE: weakref.WeakKeyDictionary[Binary, BatIndex | None] = weakref.WeakKeyDict
 
 
 def has_bat(binary: Binary) -> bool:
-    return binary.section(bat.SECTION) is not None
+    return binary.has_section(bat.SECTION)
 
 
 def load(binary: Binary) -> BatIndex | None:
@@ -284,7 +285,7 @@ def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTa
     """The BAT of ``binary`` as a lazily decoded table (None without the note). ``scan`` is
     the descriptor's scan when a persistent index already holds it; the descriptor is then
     read from the file a record at a time, as its maps are asked for."""
-    if binary.section(bat.SECTION) is None:
+    if not binary.has_section(bat.SECTION):
         return None
     if scan is not None:
         where = note_descriptor_place(binary)
@@ -306,19 +307,19 @@ def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTa
 def note_descriptor_place(binary: Binary) -> tuple[int, int] | None:
     """(file offset, section offset) of the BAT descriptor, when it can be read from the file
     directly (not compressed); else None."""
-    sec = binary.section(bat.SECTION)
-    if sec is None or sec["sh_flags"] & _SHF_COMPRESSED or sec["sh_type"] == "SHT_NOBITS":
+    sec = binary.section_header(bat.SECTION)
+    if sec is None or sec.flags & _SHF_COMPRESSED or sec.type == _SHT_NOBITS:
         return None
     # The note header alone (spec §1): the descriptor follows the 4-aligned owner name.
-    head = binary.read_at(sec["sh_offset"], 12)
+    head = binary.read_at(sec.offset, 12)
     if len(head) < 12:
         return None
     namesz, descsz, ntype = struct.unpack("<III", head)
-    name = binary.read_at(sec["sh_offset"] + 12, namesz).rstrip(b"\0")
+    name = binary.read_at(sec.offset + 12, namesz).rstrip(b"\0")
     base = 12 + ((namesz + 3) & ~3)
-    if name != bat.NOTE_OWNER or ntype != bat.NT_BOLT_BAT or base + descsz > sec["sh_size"]:
+    if name != bat.NOTE_OWNER or ntype != bat.NT_BOLT_BAT or base + descsz > sec.size:
         return None  # another note first: read the section whole
-    return sec["sh_offset"] + base, base
+    return sec.offset + base, base
 
 
 def load_with_scan(binary: Binary) -> tuple[BatIndex | None, bat_scan.BatScan | None]:

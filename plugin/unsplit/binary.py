@@ -13,15 +13,82 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
-from typing import IO, Any
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import NoteSection, Section, SymbolTableSection
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from .errors import BinaryError, DecodeError
 
+if TYPE_CHECKING:
+    from elftools.elf.sections import Section
+
+# pyelftools is imported when a question needs it (DWARF, section objects): importing it
+# costs more than a warm `unsplit where` answer, which reads headers, notes and symbols alone.
+
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
+_SHT_PROGBITS, _SHT_SYMTAB, _SHT_NOTE, _SHT_NOBITS, _SHT_DYNSYM = 1, 2, 7, 8, 11
+_SHF_COMPRESSED = 0x800
+_NT_GNU_BUILD_ID = 3
+
+
+class RawSection(NamedTuple):
+    """A section header as stored (numbers, not pyelftools' names), and its name."""
+
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    addralign: int
+    entsize: int
+
+
+class _RawElf(NamedTuple):
+    """The ELF header fields and section headers, read with struct."""
+
+    wide: bool
+    little: bool
+    type: int
+    machine: int
+    sections: list[RawSection]
+
+
+def _read_raw_elf(stream: IO[bytes]) -> _RawElf | None:
+    """Headers of an ordinary ELF file; None for anything else (pyelftools then decides,
+    and says what is wrong): a bad magic, extended section numbering, truncation."""
+    stream.seek(0)
+    head = stream.read(64)
+    if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or \
+            head[5] not in (1, 2):
+        return None
+    wide, end = head[4] == 2, "<" if head[5] == 1 else ">"
+    if wide and len(head) < 64:
+        return None
+    e_type, machine = struct.unpack_from(end + "HH", head, 16)
+    (shoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x28 if wide else 0x20)
+    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", head, 0x3A if wide else 0x2E)
+    fmt = end + ("IIQQQQIIQQ" if wide else "IIIIIIIIII")
+    if not shoff or not shnum:
+        return _RawElf(wide, end == "<", e_type, machine, []) if not shoff and not shnum \
+            else None
+    if shstrndx >= shnum or shentsize < struct.calcsize(fmt):
+        return None
+    stream.seek(shoff)
+    table = stream.read(shentsize * shnum)
+    if len(table) < shentsize * shnum:
+        return None
+    rows = [struct.unpack_from(fmt, table, i * shentsize) for i in range(shnum)]
+    names_row = rows[shstrndx]
+    stream.seek(names_row[4])
+    names = stream.read(names_row[5])
+    out = []
+    for name_at, sh_type, flags, addr, offset, size, link, info, align, entsize in rows:
+        stop = names.find(b"\0", name_at)
+        name = names[name_at: stop if stop >= 0 else len(names)].decode("utf-8", "replace")
+        out.append(RawSection(name, sh_type, flags, addr, offset, size, link, info, align,
+                              entsize))
+    return _RawElf(wide, end == "<", e_type, machine, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +183,16 @@ class Binary:
         except OSError as e:
             raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
         try:
-            self.elf = ELFFile(self._stream)
-        except (ELFError, ValueError) as e:
+            self._raw = _read_raw_elf(self._stream)
+        except OSError as e:
             self._stream.close()
-            raise BinaryError(f"{path}: not an ELF file ({e})") from None
+            raise BinaryError(f"{path}: cannot read: {e.strerror}") from None
+        if self._raw is None:  # pyelftools says what is wrong, or reads what we do not
+            try:
+                self.__dict__["elf"] = self._pyelftools()
+            except BinaryError:
+                self._stream.close()
+                raise
         self._symbol_tables: dict[str, list[SymbolEntry]] = {}
         self._sections: dict[str, Section | None] = {}
         self._symbol_columns: dict[str, SymbolColumns] = {}
@@ -129,17 +202,72 @@ class Binary:
     def close(self) -> None:
         self._stream.close()
 
+    @cached_property
+    def elf(self) -> Any:
+        """The pyelftools ELFFile, made when first asked for."""
+        return self._pyelftools()
+
+    def _pyelftools(self) -> Any:
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
+        try:
+            return ELFFile(self._stream)
+        except (ELFError, ValueError) as e:
+            raise BinaryError(f"{self.path}: not an ELF file ({e})") from None
+
     @property
     def elf_type(self) -> str:
         return str(self.elf["e_type"])
 
+    @property
+    def machine(self) -> int:
+        """e_machine (62: x86-64)."""
+        if self._raw is not None:
+            return self._raw.machine
+        self._stream.seek(18)
+        return int.from_bytes(self._stream.read(2), "little" if self.elf.little_endian else "big")
+
+    def load_addresses(self) -> list[int]:
+        """p_vaddr of every PT_LOAD, in program-header order (read with struct)."""
+        if self._raw is None:
+            return [s["p_vaddr"] for s in self.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+        end = "<" if self._raw.little else ">"
+        head = self.read_at(0, 64)
+        wide = self._raw.wide
+        (phoff,) = struct.unpack_from(end + ("Q" if wide else "I"), head, 0x20 if wide else 0x1C)
+        phentsize, phnum = struct.unpack_from(end + "HH", head, 0x36 if wide else 0x2A)
+        fmt = end + ("IIQQ" if wide else "IIII")  # p_type, then p_flags/p_offset, p_vaddr
+        if phnum == 0xFFFF or phentsize < struct.calcsize(fmt):
+            return [s["p_vaddr"] for s in self.elf.iter_segments() if s["p_type"] == "PT_LOAD"]
+        table = self.read_at(phoff, phentsize * phnum)
+        out = []
+        for i in range(len(table) // phentsize):
+            row = struct.unpack_from(fmt, table, i * phentsize)
+            if row[0] == 1:  # PT_LOAD
+                out.append(row[3] if wide else row[2])
+        return out
+
+    @cached_property
+    def raw_sections(self) -> list[RawSection]:
+        """Every section header, read with struct (pyelftools is not needed for them)."""
+        if self._raw is not None:
+            return self._raw.sections
+        return [RawSection(self.elf._get_section_name(h), *_raw_header_fields(h))
+                for h in self.section_headers]
+
+    def section_header(self, name: str) -> RawSection | None:
+        i = self._section_index.get(name)
+        return None if i is None else self.raw_sections[i]
+
+    def has_section(self, name: str) -> bool:
+        return name in self._section_index
+
     @cached_property
     def _section_index(self) -> dict[str, int]:
-        # From the headers alone: pyelftools' own name map builds every section object, and
-        # building a hash section parses the whole table.
         out: dict[str, int] = {}
-        for i, header in enumerate(self.section_headers):
-            out.setdefault(self.elf._get_section_name(header), i)
+        for i, header in enumerate(self.raw_sections):
+            out.setdefault(header.name, i)
         return out
 
     @cached_property
@@ -160,8 +288,16 @@ class Binary:
 
     def section_data(self, name: str) -> bytes | None:
         """Decompressed contents of the named section, or None when absent."""
-        sec = self.section(name)
-        return None if sec is None else bytes(sec.data())
+        i = self._section_index.get(name)
+        return None if i is None else self.data_of(i)
+
+    def data_of(self, index: int) -> bytes:
+        """Decompressed contents of section number ``index``: read straight from the file
+        unless compressed (pyelftools inflates those)."""
+        raw = self.raw_sections[index]
+        if not raw.flags & _SHF_COMPRESSED and raw.type != _SHT_NOBITS:
+            return self.read_at(raw.offset, raw.size)
+        return bytes(self.elf.get_section(index).data())
 
     @cached_property
     def functions(self) -> list[FunctionSymbol]:
@@ -171,20 +307,20 @@ class Binary:
         .dynsym. pyelftools builds a dict per symbol; a clang-size binary has hundreds of
         thousands, so the table is unpacked with struct in one pass instead.
         """
-        if self.section(".symtab") is not None:
+        if self.has_section(".symtab"):
             return _read_functions(self, ".symtab")
         companion = self.debug_companion
-        if companion is not None and companion.section(".symtab") is not None:
+        if companion is not None and companion.has_section(".symtab"):
             return companion.functions
         return _read_functions(self, ".dynsym")
 
     @cached_property
     def function_columns(self) -> FunctionColumns:
         """:attr:`functions` as arrays, from the same table."""
-        if self.section(".symtab") is not None:
+        if self.has_section(".symtab"):
             return _function_columns(self, ".symtab")
         companion = self.debug_companion
-        if companion is not None and companion.section(".symtab") is not None:
+        if companion is not None and companion.has_section(".symtab"):
             return companion.function_columns
         return _function_columns(self, ".dynsym")
 
@@ -205,6 +341,8 @@ class Binary:
         order, unpacked once with struct: the one reader every symbol question goes through."""
         cached = self._symbol_tables.get(table)
         if cached is None:
+            from elftools.elf.sections import SymbolTableSection
+
             sec = self.section(table)
             cached = _read_symbols(self, sec) if isinstance(sec, SymbolTableSection) else []
             self._symbol_tables[table] = cached
@@ -220,20 +358,36 @@ class Binary:
 
     @cached_property
     def build_id(self) -> bytes | None:
-        for i, header in enumerate(self.section_headers):
-            if header["sh_type"] != "SHT_NOTE":
+        end = "<" if self._little else ">"
+        for header in self.raw_sections:
+            if header.type != _SHT_NOTE or header.flags & _SHF_COMPRESSED:
                 continue
-            sec = self.elf.get_section(i)
-            if not isinstance(sec, NoteSection):
-                continue
-            for note in sec.iter_notes():
-                if note["n_type"] == "NT_GNU_BUILD_ID":
-                    return bytes.fromhex(note["n_desc"])
+            data = self.read_at(header.offset, header.size)
+            align = 8 if header.addralign == 8 else 4  # as pyelftools walks notes
+            pos = 0
+            while pos + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from(end + "III", data, pos)
+                name_at = pos + 12
+                desc_at = name_at + -(-namesz // align) * align
+                if desc_at + descsz > len(data):
+                    break
+                if ntype == _NT_GNU_BUILD_ID and \
+                        data[name_at: name_at + namesz].rstrip(b"\0") == b"GNU":
+                    return data[desc_at: desc_at + descsz]
+                pos = desc_at + -(-descsz // align) * align
         return None
+
+    @property
+    def _little(self) -> bool:
+        return self._raw.little if self._raw is not None else bool(self.elf.little_endian)
+
+    @property
+    def _wide(self) -> bool:
+        return self._raw.wide if self._raw is not None else self.elf.elfclass == 64
 
     @cached_property
     def has_dwarf(self) -> bool:
-        return self.section(".debug_info") is not None
+        return self.has_section(".debug_info")
 
     @cached_property
     def dwarf(self) -> Any:
@@ -254,9 +408,8 @@ class Binary:
             h = self.build_id.hex()
             candidates += [os.path.join(d, ".build-id", h[:2], h[2:] + ".debug")
                            for d in _debug_dirs()]
-        link = self.section(".gnu_debuglink")
-        if link is not None:
-            raw = bytes(link.data())
+        raw = self.section_data(".gnu_debuglink")
+        if raw is not None:
             name = raw[: raw.find(b"\0")].decode("utf-8", "replace")
             here = os.path.dirname(os.path.realpath(self.path))
             candidates += [os.path.join(here, name), os.path.join(here, ".debug", name)]
@@ -284,9 +437,8 @@ class Binary:
     @cached_property
     def _code_sections(self) -> list[tuple[int, int, int]]:
         """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""
-        return sorted((s["sh_addr"], s["sh_addr"] + s["sh_size"], s["sh_offset"])
-                      for s in self.section_headers
-                      if s["sh_flags"] & 0x4 and s["sh_type"] == "SHT_PROGBITS")
+        return sorted((s.addr, s.addr + s.size, s.offset) for s in self.raw_sections
+                      if s.flags & 0x4 and s.type == _SHT_PROGBITS)
 
     def function_at(self, name: str, address: int) -> FunctionSymbol | None:
         """The function symbol `name` at `address` (a dict look-up, made once)."""
@@ -306,11 +458,27 @@ class Binary:
     @cached_property
     def _text_ranges(self) -> list[tuple[int, int]]:
         out = []
-        for sec in self.section_headers:
-            flags = sec["sh_flags"]
-            if flags & 0x2 and flags & 0x4 and sec["sh_type"] != "SHT_NOBITS":  # ALLOC, EXEC
-                out.append((sec["sh_addr"], sec["sh_addr"] + sec["sh_size"]))
+        for sec in self.raw_sections:
+            if sec.flags & 0x2 and sec.flags & 0x4 and sec.type != _SHT_NOBITS:  # ALLOC, EXEC
+                out.append((sec.addr, sec.addr + sec.size))
         return sorted(out)
+
+
+def _raw_header_fields(h: Any) -> tuple[int, ...]:
+    """A pyelftools section header as numbers (for files only pyelftools reads)."""
+    from elftools.elf import enums
+
+    sh_type = h["sh_type"]
+    if isinstance(sh_type, str):
+        for name in ("ENUM_SH_TYPE_BASE", "ENUM_SH_TYPE_AMD64", "ENUM_SH_TYPE_ARM",
+                     "ENUM_SH_TYPE_AARCH64", "ENUM_SH_TYPE_MIPS", "ENUM_SH_TYPE_RISCV"):
+            table = getattr(enums, name, {})
+            if sh_type in table:
+                sh_type = table[sh_type]
+                break
+    return (sh_type if isinstance(sh_type, int) else -1, h["sh_flags"], h["sh_addr"],
+            h["sh_offset"], h["sh_size"], h["sh_link"], h["sh_info"], h["sh_addralign"],
+            h["sh_entsize"])
 
 
 def allocated_sections(path: str) -> dict[str, int] | None:
@@ -353,7 +521,7 @@ def _debug_dirs() -> list[str]:
     return [d for d in extra.split(":") if d] + ["/usr/lib/debug"]
 
 
-def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
+def _read_symbols(binary: Binary, sec: Any) -> list[SymbolEntry]:
     """Every named symbol of one table that is a function, untyped, or a file (STT_FILE)."""
     elf = binary.elf
     data = bytes(sec.data())
@@ -381,17 +549,20 @@ def _read_symbols(binary: Binary, sec: SymbolTableSection) -> list[SymbolEntry]:
 
 def _symbol_columns(binary: Binary, table: str) -> SymbolColumns:
     """Columns sliced straight out of the table's bytes: strided array slices, done in C."""
-    elf = binary.elf
-    sec = binary.section(table)
-    if not isinstance(sec, SymbolTableSection):
+    i = binary._section_index.get(table)
+    sec = None if i is None else binary.raw_sections[i]
+    if sec is None or sec.type not in (_SHT_SYMTAB, _SHT_DYNSYM):
         return SymbolColumns(array("Q"), array("Q"), array("L"), b"", array("H"), b"")
-    data = bytes(sec.data())
-    strtab = bytes(elf.get_section(sec["sh_link"]).data())
-    wide = elf.elfclass == 64
+    assert i is not None
+    data = binary.data_of(i)
+    if not 0 <= sec.link < len(binary.raw_sections):
+        raise DecodeError(sec.name, 0, f"string table index {sec.link} out of range")
+    strtab = binary.data_of(sec.link)
+    wide = binary._wide
     entsize = 24 if wide else 16
-    if sec["sh_entsize"] not in (0, entsize) or len(data) % entsize:
+    if sec.entsize not in (0, entsize) or len(data) % entsize:
         raise DecodeError(sec.name, 0, f"symbol table entries are not {entsize} bytes")
-    swap = elf.little_endian != (sys.byteorder == "little")
+    swap = binary._little != (sys.byteorder == "little")
     words, halves = array(_U32, data), array("H", data)
     if swap:
         words.byteswap()

@@ -15,11 +15,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__, dependencies
 from .demangle import LLVM
 from .errors import UnsplitError
+from .tools import COMMANDS as TOOL_COMMANDS
+from .tools import tool_for
 
 if TYPE_CHECKING:
     from .tools import Tool
@@ -69,14 +71,26 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
     return handler
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .commands import COMMANDS
-
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or (``command``) the one subcommand about to run: a tool's
+    parser imports its module, and `where` needs none of them."""
     parser = argparse.ArgumentParser(
         prog="unsplit", description="Explain hot/cold split code: procedures, fragments, lines.")
     parser.add_argument("--version", action="version", version=f"unsplit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    if command in (None, "where"):
+        _add_where(sub)
+    if command in (None, "blocks"):
+        _add_blocks(sub)
+    if command is None:
+        for module in _tool_modules():
+            module.add_cli(sub)
+    elif command in TOOL_COMMANDS:
+        tool_for(command).add_cli(sub)
+    return parser
 
+
+def _add_where(sub: Any) -> None:
     where = sub.add_parser("where", help="explain file addresses of a binary")
     where.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
     where.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -86,15 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     _demangle_option(where)
     where.set_defaults(handler=_where)
 
+
+def _add_blocks(sub: Any) -> None:
+    from .commands import COMMANDS
+
     blocks = sub.add_parser("blocks", help="list a procedure's basic blocks")
     blocks.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
     COMMANDS["blocks"].arguments(blocks)
     _demangle_option(blocks)
     blocks.set_defaults(handler=_core_command("blocks"))
 
-    for module in _tool_modules():
-        module.add_cli(sub)
-    return parser
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names when it is one we know, else None (the whole parser
+    then says what is wrong, or prints the full help)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in ("where", "blocks", *TOOL_COMMANDS) else None
 
 
 def _demangle_option(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"unsplit: {problem}", file=sys.stderr)
         return 1
-    args = build_parser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = build_parser(_command(argv)).parse_args(argv)
     try:
         text = args.handler(args)
     except UnsplitError as e:

@@ -29,6 +29,7 @@ from .sources.split_info import EslLines
 from .sources.symbols import PlainFunctions
 
 LineSource = Callable[[int], LineRow | None]
+_EM_X86_64 = 62
 
 
 class ModuleIndex:
@@ -126,7 +127,7 @@ class ModuleIndex:
         """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every
         control-flow instruction BOLT kept from the input has a branch entry)."""
         tr = bat_translate.translate(self.binary, file_address)
-        if tr is None or tr.exact or self.binary.elf["e_machine"] != "EM_X86_64":
+        if tr is None or tr.exact or self.binary.machine != _EM_X86_64:
             return False
         return self.binary.code_byte(file_address) in (0xE9, 0xEB)
 
@@ -346,10 +347,13 @@ class ModuleIndex:
                 return row
         return None
 
-    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True) -> Location:
+    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
+               blocks: bool = True) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
         `lines=False` skips the line look-up: naming a frame needs none, and the first line
-        question in a module with big DWARF (libc's debug file) costs a scan of its CUs."""
+        question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
+        `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
+        of every one of its fragments (`unsplit symbolize` prints no block)."""
         found = self._lookup(file_address)
         row = self.line_at(file_address) if lines else None
         module = self.binary.path
@@ -384,7 +388,7 @@ class ModuleIndex:
             line=row.line if row else None,
             column=row.column if row else None,
             path=row.path if row else None,
-            block=proc.block_at(file_address),
+            block=proc.block_at(file_address) if blocks else None,
             sources=(frag.source,) + ((row.source,) if row else ()),
             warnings=tuple(self.warnings),
             **bat_facts,  # type: ignore[arg-type]
@@ -486,10 +490,10 @@ ANNOUNCE_SYMBOL_BYTES = 32 << 20
 def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
     """Say once that a first index will take a while: the BAT note (the long pass, about
     1 s per 20 MB) or the symbol tables are big."""
-    bat = binary.section(".note.bolt_bat")
-    bat_size = 0 if bat is None else int(bat["sh_size"])
-    symbols = sum(int(s["sh_size"]) for name in (".symtab", ".dynsym")
-                  if (s := binary.section(name)) is not None)
+    bat = binary.section_header(".note.bolt_bat")
+    bat_size = 0 if bat is None else bat.size
+    symbols = sum(s.size for name in (".symtab", ".dynsym")
+                  if (s := binary.section_header(name)) is not None)
     if bat_size >= ANNOUNCE_BAT_BYTES:
         what = f" ({bat_size / 1e6:.0f} MB BAT)"
     elif symbols >= ANNOUNCE_SYMBOL_BYTES:

@@ -173,7 +173,7 @@ def source_stamp(binary: Binary) -> list[Any]:
     """What the stored parts were computed from: the file and the debug file whose symbols
     stand in for a stripped one (path, size, mtime)."""
     stamp: list[Any] = [binary.identity[1], binary.identity[2]]
-    if binary.section(".symtab") is None:
+    if not binary.has_section(".symtab"):
         companion = binary.debug_companion
         stamp.append(None if companion is None else list(companion.identity))
     return stamp

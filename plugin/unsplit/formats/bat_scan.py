@@ -234,6 +234,7 @@ class LazyMaps(Mapping[int, bat.BatMap]):
         self._base = base
         self._section = section
         self._decoded: dict[int, bat.BatMap] = {}
+        self._hot: memoryview | None = None
 
     @property
     def scan(self) -> BatScan:
@@ -254,7 +255,9 @@ class LazyMaps(Mapping[int, bat.BatMap]):
         data = self._read(start, stop - start)
         r = bat._Reader(data, self._base + start, self._section)
         kind: bat.Kind = "hot" if k < s.hot_count else "cold"
-        hot = s.addresses[: s.hot_count] if kind == "cold" else []
+        if self._hot is None:  # a view, not a copy: 1 MB per decode on libLLVM
+            self._hot = memoryview(s.addresses)[: s.hot_count]
+        hot = self._hot if kind == "cold" else []
         m, _, _ = bat._decode_function(r, kind, s.cursors[k], s.hot_indices[k], hot)
         # The last hot record is followed by the cold table's count, not by a record.
         exact = r.pos == len(data) or (k + 1 == s.hot_count and r.pos < len(data))

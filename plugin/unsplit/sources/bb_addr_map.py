@@ -72,10 +72,10 @@ class MapSection:
 
 def map_sections(binary: Binary) -> list[MapSection]:
     """Every bb address map section, in section order, contents decompressed."""
-    elf = binary.elf
-    if not any(h["sh_type"] in (fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0)
-               for h in binary.section_headers):
+    if not any(h.type in (fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0)
+               for h in binary.raw_sections):
         return []  # without making every section (a .gnu.hash is parsed whole)
+    elf = binary.elf
     is_rel = elf["e_type"] == "ET_REL"
     out: list[MapSection] = []
     relocs_for: dict[int, list[int]] = defaultdict(list)

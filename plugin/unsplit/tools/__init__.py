@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import importlib
+from typing import Any, Protocol, cast
 
 
 class Tool(Protocol):
     def add_cli(self, subparsers: Any) -> None: ...
+
+
+# The subcommands each tool module registers: `unsplit CMD ...` imports CMD's module alone
+# (importing every tool costs more than a warm `unsplit symbolize` answer).
+COMMANDS = {
+    "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
+    "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
+    "cache": "cache",
+}
+
+
+def tool_for(command: str) -> Tool:
+    """The module that registers subcommand ``command`` (a key of COMMANDS)."""
+    return cast("Tool", importlib.import_module(f"{__name__}.{COMMANDS[command]}"))
 
 
 def tools() -> list[Tool]:

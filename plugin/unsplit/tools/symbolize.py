@@ -283,7 +283,7 @@ class Symbolizer:
     # -- answering ----------------------------------------------------------------------------
 
     def answer(self, address: int, inlines: bool) -> Answer:
-        loc = self.index.locate(address)
+        loc = self.index.locate(address, blocks=False)
         frames = self.dwarf_frames(address, inlines)
         if not frames:
             # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
@@ -421,7 +421,7 @@ def _number(word: str) -> int | None:
 
 def _lowest_load(binary: Binary) -> int:
     """Page of the lowest PT_LOAD: the module base that `MODULE+0xOFF` offsets count from."""
-    vaddrs = [seg["p_vaddr"] for seg in binary.elf.iter_segments() if seg["p_type"] == "PT_LOAD"]
+    vaddrs = binary.load_addresses()
     return min(vaddrs) & ~(PAGE - 1) if vaddrs else 0
 
 
