@@ -76,7 +76,7 @@ def test_symbolizer_on_the_debug_file_agrees_with_where(zoo: dict[str, Any], var
     where = [json.loads(line) for line in _unsplit(
         "where", "--json", "--exe", str(ROOT / f["binary"]),
         *map(hex, addresses)).stdout.splitlines()]
-    expected = [(w["procedure"], (w["path"] or w["file"]) if w["line"] else "??", w["line"] or 0)
+    expected = [(w["linkage_name"], (w["path"] or w["file"]) if w["line"] else "??", w["line"] or 0)
                 for w in where]
     assert all(e[0] for e in expected)
     assert _symbolize(debug, addresses) == expected

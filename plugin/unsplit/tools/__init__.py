@@ -15,7 +15,7 @@ class Tool(Protocol):
 COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
-    "cache": "cache",
+    "debuginfo": "debuginfo", "cache": "cache",
 }
 
 
