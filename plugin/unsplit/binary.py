@@ -119,8 +119,29 @@ class SymbolEntry:
         return self.shndx != 0  # SHN_UNDEF
 
 
+class _StrtabNames:
+    """Names of a columns record, decoded from its string table when asked for (both symbol
+    column records keep ``values``, ``name_offsets`` and ``strtab``)."""
+
+    __slots__ = ()
+    values: array[int]
+    name_offsets: array[int]
+    strtab: bytes
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def name_at(self, offset: int) -> str:
+        end = self.strtab.find(b"\0", offset)
+        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
+            "utf-8", "replace")
+
+    def name(self, i: int) -> str:
+        return self.name_at(self.name_offsets[i])
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class SymbolColumns:
+class SymbolColumns(_StrtabNames):
     """Every symbol of one table as arrays, in table order (STT_* in the low nibble of
     ``infos``, STB_* in the high one); names decoded from ``strtab`` when asked for."""
 
@@ -131,20 +152,9 @@ class SymbolColumns:
     shndx: array[int]
     strtab: bytes
 
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def name_at(self, offset: int) -> str:
-        end = self.strtab.find(b"\0", offset)
-        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
-            "utf-8", "replace")
-
-    def name(self, i: int) -> str:
-        return self.name_at(self.name_offsets[i])
-
 
 @dataclass(frozen=True, slots=True, eq=False)
-class FunctionColumns:
+class FunctionColumns(_StrtabNames):
     """The sized STT_FUNC symbols of one table as arrays, in table order: what
     :attr:`Binary.functions` holds, without a Python object per symbol (a stripped libLLVM's
     .dynsym has 129k). Names are decoded from ``strtab`` when asked for."""
@@ -155,17 +165,6 @@ class FunctionColumns:
     locals: bytes  # 1 for STB_LOCAL
     files: array[int]  # name offset of the STT_FILE before a local one, else -1
     strtab: bytes
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def name_at(self, offset: int) -> str:
-        end = self.strtab.find(b"\0", offset)
-        return self.strtab[offset: end if end >= 0 else len(self.strtab)].decode(
-            "utf-8", "replace")
-
-    def name(self, i: int) -> str:
-        return self.name_at(self.name_offsets[i])
 
     def symbol(self, i: int) -> FunctionSymbol:
         file = self.files[i]

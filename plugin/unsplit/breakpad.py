@@ -33,7 +33,8 @@ from elftools.dwarf.constants import DW_CFA
 from . import cfi
 from .binary import Binary
 from .cfi import CfaRule, FrameDescription, Row, Rule
-from .errors import UnsplitError
+from .errors import DecodeError, UnsplitError
+from .formats.leb128 import leb128
 from .index_store import cache_root
 
 if TYPE_CHECKING:
@@ -258,24 +259,10 @@ def _direct(data: bytes, i: int, end: int, cie: cfi._Cie,
     pc = 0
 
     def uleb(i: int) -> tuple[int, int]:
-        value = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return value, i
+        return leb128(data, i, ".eh_frame", False)
 
     def sleb(i: int) -> tuple[int, int]:
-        value = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                return (value - (1 << shift) if b & 0x40 else value), i
+        return leb128(data, i, ".eh_frame", True)
 
     def said(reg: int, rhs: str) -> str:
         if reg >= len(names) and reg != ra:
@@ -388,7 +375,7 @@ def _relative(reader: cfi._Reader, cie: cfi._Cie, initial: _CieState | None, bod
         if initial is not None:
             try:
                 return _direct(reader.data, body, end, cie, initial)
-            except (_Unusual, IndexError):
+            except (_Unusual, IndexError, DecodeError):
                 pass
     return _general(reader, cie, body, end)
 
