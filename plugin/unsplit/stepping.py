@@ -188,20 +188,23 @@ class StepOutcome:
 
 # -- the lines of a procedure ---------------------------------------------------------------
 
-_CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[str, ProcedureLines]] = \
+_CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[tuple[str, int], ProcedureLines]] = \
     weakref.WeakKeyDictionary()
 _INPUT_LINES: weakref.WeakKeyDictionary[ModuleIndex, DwarfLines | None] = \
     weakref.WeakKeyDictionary()
-_CFA_RULES: weakref.WeakKeyDictionary[ModuleIndex, dict[str, list[tuple[int, int, str, int]]]] \
-    = weakref.WeakKeyDictionary()
+_CFA_RULES: weakref.WeakKeyDictionary[
+    ModuleIndex, dict[tuple[str, int], list[tuple[int, int, str, int]]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
-    """The line spans of `proc` in `index` (cached per index)."""
+    """The line spans of `proc` in `index` (cached per index, by name and entry: two units'
+    static functions may share a name)."""
     per_index = _CACHE.setdefault(index, {})
-    found = per_index.get(proc.name)
+    key = (proc.name, proc.entry)
+    found = per_index.get(key)
     if found is None:
-        found = per_index[proc.name] = _build(index, proc)
+        found = per_index[key] = _build(index, proc)
     return found
 
 
@@ -325,9 +328,10 @@ def cfa_rules(index: ModuleIndex, proc: Procedure) -> list[tuple[int, int, str, 
     gives the CFA as a register plus an offset (cached per index). Code whose CFA is an
     expression, or that no FDE covers, has no rule."""
     per_index = _CFA_RULES.setdefault(index, {})
-    found = per_index.get(proc.name)
+    key = (proc.name, proc.entry)
+    found = per_index.get(key)
     if found is None:
-        found = per_index[proc.name] = sorted(
+        found = per_index[key] = sorted(
             rule for frag in proc.fragments for rule in _fragment_cfa_rules(
                 cfi.table_for(index.binary), frag.start, frag.end))
     return found

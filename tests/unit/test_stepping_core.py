@@ -353,3 +353,23 @@ def test_line_plan_names_the_stepping_frame_by_its_cfa(zoo: dict[str, Any], vari
                                  truth[0])
     assert without.frame_cfa is None
     assert without.is_stepping_frame(truth[0], registers.__getitem__) is None
+
+
+def test_same_named_statics_keep_their_own_lines_and_cfa_rules(zoo: dict[str, Any]) -> None:
+    """Four units' static `helper`, each split by BOLT: the per-procedure caches of stepping
+    are keyed by entry too, so each gets CFA rules and line spans inside its own fragments
+    (fragment ranges from the fixture facts, per unit)."""
+    f = facts(zoo, "bolt-statics", "statics")
+    index = Session().index(str(ROOT / f["binary"]))
+    units = [v["fragments"] for k, v in f["split_functions"].items()
+             if k.startswith("_ZL6helperii@")]
+    assert len(units) == 4
+    for fragments in units:
+        ranges = [(int(x["start"], 16), int(x["end"], 16)) for x in fragments]
+        proc = index.procedure_at(ranges[0][0])
+        assert proc is not None and proc.entry == ranges[0][0]
+        rules = stepping.cfa_rules(index, proc)
+        assert rules
+        assert all(any(lo <= a and b <= hi for lo, hi in ranges) for a, b, _, _ in rules)
+        spans = stepping.procedure_lines(index, proc).spans
+        assert all(any(lo <= s.start and s.end <= hi for lo, hi in ranges) for s in spans)
