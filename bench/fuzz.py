@@ -52,8 +52,10 @@ sys.path.insert(0, str(ROOT / "plugin"))
 
 from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DWARFInfo  # noqa: E402
 from saving import save  # noqa: E402
-from unsplit import cfi, corefile, lines  # noqa: E402
-from unsplit.binary import Binary  # noqa: E402
+from unsplit.debug import cfi  # noqa: E402
+from unsplit.elf import core as corefile  # noqa: E402
+from unsplit.elf import dwarf_lines as lines  # noqa: E402
+from unsplit.elf.binary import Binary  # noqa: E402
 from unsplit.errors import UnsplitError  # noqa: E402
 from unsplit.formats import bat, bb_addr_map, esl, mip  # noqa: E402
 from unsplit.formats import split_info as si  # noqa: E402

@@ -281,7 +281,7 @@ def cold_addresses(count: int, seed: int = 15) -> list[int]:
     kind: BAT's split fragments (its own arrays, read with the plugin's decoder of the note's
     header only; the oracle for what each one is comes from the benchmark's comparison with a
     fresh index, not from these addresses)."""
-    from unsplit.binary import Binary
+    from unsplit.elf.binary import Binary
     from unsplit.formats import bat, bat_scan
 
     binary = Binary(str(LIB))

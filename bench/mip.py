@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
 from saving import save  # noqa: E402
-from unsplit.binary import Binary  # noqa: E402
+from unsplit.elf.binary import Binary  # noqa: E402
 from unsplit.formats import mip as fmt  # noqa: E402
-from unsplit.index import ModuleIndex  # noqa: E402
-from unsplit.sources import mip as source  # noqa: E402
+from unsplit.index.module_index import ModuleIndex  # noqa: E402
+from unsplit.index.sources import mip as source  # noqa: E402
 
 HOST = ROOT / "fixtures" / "build" / "clang-mip" / "crash"
 PROFILE = fmt.FUNCTION_COVERAGE | fmt.BLOCK_COVERAGE

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
 from saving import save  # noqa: E402
-from unsplit.binary import Binary  # noqa: E402
-from unsplit.index import ModuleIndex  # noqa: E402
+from unsplit.elf.binary import Binary  # noqa: E402
+from unsplit.index.module_index import ModuleIndex  # noqa: E402
 
 BIG = ["/usr/lib/x86_64-linux-gnu/libLLVM.so.22.1", "/usr/lib/llvm-22/lib/liblldb.so.1"]
 

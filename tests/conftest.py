@@ -17,7 +17,7 @@ from .postmortem import postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The CFI symbol files the LLDB adapter writes (unsplit.breakpad.cache_dir) go to a directory
+# The CFI symbol files the LLDB adapter writes (unsplit.debug.breakpad.cache_dir) go to a directory
 # of this run, never to the user's ~/.cache; a test that needs an empty one sets its own.
 os.environ.setdefault("UNSPLIT_CACHE", tempfile.mkdtemp(prefix="unsplit-test-cache-"))
 

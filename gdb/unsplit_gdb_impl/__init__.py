@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.demangle import GNU
+from unsplit.index.demangle import GNU
 from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks

@@ -2,7 +2,7 @@
 
 GDB 13's Python cannot give one gdb.Breakpoint several arbitrary addresses: a breakpoint's
 locations are whatever GDB's own linespec resolves, and ``Breakpoint.locations`` is read-only.
-So the core resolves the sites (unsplit.breakpoints) and this module makes one native
+So the core resolves the sites (unsplit.debug.breakpoints) and this module makes one native
 breakpoint per site, which ``info breakpoints`` lists, each with its own number. The first one
 (the procedure's entry, or the first site) is the group's *head*: disabling or enabling it,
 giving it a condition, commands, ``silent``, a thread or a task does the same to every other
@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit import break_text
-from unsplit import breakpoints as policy
-from unsplit.break_text import BreakGroup, Placed
-from unsplit.breakpoints import BreakSpec, Site
+from unsplit.debug import breakpoints as policy
+from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
+from unsplit.render import breaks as break_text
+from unsplit.render.breaks import BreakGroup, Placed
 from unsplit.session import Session
 
 from .host import GdbHost

@@ -1,5 +1,5 @@
 """Give GDB the truth: each split module without DWARF gets unsplit's debug file
-(unsplit.debuginfo_cache) as a separate debug objfile (``Objfile.add_separate_debug_file``),
+(unsplit.debuginfo.cache) as a separate debug objfile (``Objfile.add_separate_debug_file``),
 when it loads (``gdb.events.new_objfile``), so GDB's own ``bt``, ``info line``, ``list``,
 ``break FILE:LINE`` and every MI/DAP front end name the procedure and the true line.
 ``bb debuginfo on|off`` (on by default; ``UNSPLIT_DEBUGINFO=0`` starts it off); a module that
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debuginfo_cache import Outcome, debug_file_for, max_code_bytes
-from unsplit.index import ModuleIndex
+from unsplit.debuginfo.cache import Outcome, debug_file_for, max_code_bytes
+from unsplit.index.module_index import ModuleIndex
 
 
 class DebugInfoLoader:

@@ -33,8 +33,8 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
-from unsplit.model import Location
-from unsplit.names import names_procedure
+from unsplit.index.model import Location
+from unsplit.index.names import names_procedure
 
 from .locator import Locator, gdb_has_line
 from .report import report_internal
@@ -90,7 +90,7 @@ class MovedCodeDecorator(LineDecorator):
     def __init__(self, base: Any, loc: Location, style: str | None) -> None:
         super().__init__(base, loc)
         self._shown = loc
-        self._style = style  # GDB's `print demangle`, as unsplit.demangle's style
+        self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
 
     def function(self) -> str:
         # GDB names a function it has DWARF for without its parameters (they follow as

@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
-from unsplit.binary import allocated_sections
-from unsplit.break_text import BreakGroup
-from unsplit.breakpoints import BreakSpec, Site
-from unsplit.cfi import REGISTER_NAMES
+from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.cfi import REGISTER_NAMES
+from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
-from unsplit.model import Location
+from unsplit.index.model import Location
+from unsplit.render.breaks import BreakGroup
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
@@ -192,7 +192,7 @@ class GdbHost:
         except gdb.error:
             return 0
 
-    # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
+    # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
     def cannot_run(self) -> str | None:
         from .stepping import cannot_run
@@ -214,7 +214,7 @@ class GdbHost:
 
     def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
         """What GDB prints for its own step to `pc` (see step_report.py)."""
-        from unsplit.stop_text import verbose_line
+        from unsplit.render.stop import verbose_line
 
         if self.step_reporter is None:
             return verbose_line(loc, pc)
@@ -236,7 +236,7 @@ class GdbHost:
                     pass
             raise UsageError(f"cannot evaluate {expression!r}: {e}") from None
 
-    # -- bb bt (unsplit.unwind compares GDB's frames with the CFI's) -------------------------
+    # -- bb bt (unsplit.debug.unwind compares GDB's frames with the CFI's) -------------------------
 
     def _in_thread(self, number: int | None, read: Callable[[], _T]) -> _T:
         """`read()` with thread `number` selected, then the user's thread and frame again."""

@@ -11,8 +11,8 @@ wherever GDB has one, as LLDB's does in the LLDB adapter.
 from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit import prebolt
-from unsplit.model import Location
+from unsplit.index import prebolt
+from unsplit.index.model import Location
 from unsplit.session import Session
 
 from .host import GdbHost, OneModuleHost

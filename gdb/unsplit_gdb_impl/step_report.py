@@ -1,6 +1,6 @@
 """What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in GDB: what GDB prints for
 its own steps (infrun.c print_stop_location, stack.c print_frame_info), from GDB's own `frame`
-output, with the procedure as written and its true line in moved code (unsplit.stop_text).
+output, with the procedure as written and its true line in moved code (unsplit.render.stop).
 
 The frame line comes only when the step ended in another frame than it began (a logical frame:
 the procedure and its CFA, so a jump between fragments is not a new frame), as GDB's does,
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit import stop_text
 from unsplit.host import Host
-from unsplit.model import Location
-from unsplit.names import names_procedure
+from unsplit.index.model import Location
+from unsplit.index.names import names_procedure
+from unsplit.render import stop as stop_text
 from unsplit.session import Session
 
 from .locator import Locator, address_in_block

@@ -1,4 +1,4 @@
-"""GDB mechanism of the core's step plans (unsplit.stepping.StepPlan): internal breakpoints.
+"""GDB mechanism of the core's step plans (unsplit.debug.stepping.StepPlan): internal breakpoints.
 
 A line plan puts one internal breakpoint on every target (the starts of the procedure's other
 lines, in every fragment) and one on the return address, then `continue`s. A plan that carries
@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.stepping import StepOutcome, StepPlan
+from unsplit.debug.stepping import StepOutcome, StepPlan
 
 _CALL = re.compile(r"^\s*(call|callq|bl|blr|jalr?)\b")
 
@@ -217,7 +217,7 @@ def _decode(frame: Any, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], 
 
 def cannot_run() -> str | None:
     """Why the program cannot be stepped (a core file, no process), or None."""
-    from unsplit.stepping import CORE_FILE, NOT_RUNNING
+    from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING
 
     inferior = gdb.selected_inferior()
     connection = getattr(inferior, "connection", None)

@@ -5,7 +5,7 @@ do not reach it; so when the program stops in a frame the plugin shows different
 (locator.Locator.shown: moved code, or no line from GDB where the core has one), GDB's location
 is followed by the same one as GDB would print it had it known the procedure and its line
 (``0x… in transfer [cold.1] () at crash.c:32`` and ``32\t    *log = amount;``, shaped by
-``set print frame-info``; unsplit.stop_text). Only `bb` steps print one location: GDB can hold
+``set print frame-info``; unsplit.render.stop). Only `bb` steps print one location: GDB can hold
 back its own stop report only with ``set suppress-cli-notifications on``, which also silences
 every breakpoint, watchpoint and signal report that Python cannot print again.
 Loading a core file is not a stop event: the first prompt after a core appears prints the same
@@ -19,10 +19,10 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit import stop_text
-from unsplit.model import Location
-from unsplit.names import names_procedure
-from unsplit.render import frame_text
+from unsplit.index.model import Location
+from unsplit.index.names import names_procedure
+from unsplit.render import stop as stop_text
+from unsplit.render.frames import frame_text
 
 from .locator import Locator
 from .report import report_internal

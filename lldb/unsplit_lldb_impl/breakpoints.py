@@ -6,7 +6,7 @@ and ``help(lldb.SBTarget.BreakpointCreateFromScript)``). LLDB constructs the cla
 breakpoint and its ``extra_args``, then calls ``__callback__`` once per module whenever it
 searches for locations: at creation, when a module loads (a shared library, the executable
 relocated at launch) and when the process restarts. The callback asks the core
-(:func:`unsplit.breakpoints.resolve`) for the module's file addresses and adds them with
+(:func:`unsplit.debug.breakpoints.resolve`) for the module's file addresses and adds them with
 ``SBBreakpoint.AddLocation``. Everything else is LLDB's own: ``breakpoint list``, ``disable``,
 ``delete``, ``modify -c``, hit counts, pending breakpoints, PIE and library load addresses.
 
@@ -23,12 +23,12 @@ import re
 from typing import Any
 
 import lldb
-from unsplit import break_text
-from unsplit import breakpoints as core
-from unsplit.break_text import BreakGroup, Placed
-from unsplit.breakpoints import BreakSpec, Site
+from unsplit.debug import breakpoints as core
+from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
+from unsplit.render import breaks as break_text
+from unsplit.render.breaks import BreakGroup, Placed
 from unsplit.session import Session
 
 from . import state as state_mod

@@ -1,8 +1,8 @@
 """LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
-Breakpad symbol file of their CFI (``unsplit.breakpad`` says why that fixes LLDB's unwinding).
+Breakpad symbol file of their CFI (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
 
 With ``bb debuginfo on`` (or ``UNSPLIT_LLDB_DEBUGINFO=1``) a module unsplit can describe
-(unsplit.debuginfo) gets unsplit's DWARF file instead: names and lines for every client, at the
+(debuginfo/synthesize) gets unsplit's DWARF file instead: names and lines for every client, at the
 cost of the CFI file's exact unwinding of frame 0 in some cold fragments (off by default).
 
 Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
@@ -28,8 +28,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
-from unsplit import breakpad
-from unsplit.debuginfo_cache import debug_file_for, max_code_bytes
+from unsplit.debug import breakpad
+from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 
 from . import capabilities
@@ -151,7 +151,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
         return _dwarf_status(debugger, module, index, notes)
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
     if companion is None and _DONE.debuginfo:
-        # unsplit's DWARF (unsplit.debuginfo) rather than the CFI file (a module has one
+        # unsplit's DWARF (unsplit.debuginfo.synthesize) rather than the CFI file (a module has one
         # symbol file in LLDB): every client gets the procedure and its lines, but LLDB's
         # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
         outcome = debug_file_for(path, st.session.index, max_code=max_code_bytes())

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from unsplit.break_text import BreakGroup
-from unsplit.breakpoints import BreakSpec, Site
+from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
-from unsplit.model import Location
+from unsplit.index.model import Location
+from unsplit.render.breaks import BreakGroup
 
 from . import state as state_mod
 
@@ -157,7 +157,7 @@ class LldbHost:
             return []
         return breakpoints.listing(self.target)
 
-    # -- stepping (unsplit.stepping: the plan is the core's, see stepping.py) ---------------
+    # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
     def cannot_run(self) -> str | None:
         from . import stepping
@@ -198,7 +198,7 @@ class LldbHost:
 
         return step_report.report(self.debugger, self._thread(), kind, loc, context)
 
-    # -- bb bt (unsplit.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
+    # -- bb bt (unsplit.debug.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
 
     def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
         from . import unwinding

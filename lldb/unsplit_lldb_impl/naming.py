@@ -18,9 +18,9 @@ import traceback
 from typing import Any
 
 import lldb
-from unsplit import prebolt
-from unsplit.model import Location
-from unsplit.names import names_procedure
+from unsplit.index import prebolt
+from unsplit.index.model import Location
+from unsplit.index.names import names_procedure
 
 from . import state as state_mod
 from .formats import rewrite

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from unsplit.demangle import LLVM
-from unsplit.model import Location
+from unsplit.index.demangle import LLVM
+from unsplit.index.model import Location
 from unsplit.session import Session
 
 

@@ -8,7 +8,7 @@ say ``bb next``), ``Process N stopped`` before it (and ``Process N resuming`` fo
 until/advance, as ``thread until`` says), and `finish`'s ``Return value: (long) $0 = 1000``
 for a scalar return type. Where LLDB has no line for the pc (BOLT without DWARF) but the
 plugin has, the disassembly gives way to those source lines, printed as LLDB prints source
-(unsplit.stop_text.lldb_source_block, with ``stop-line-count-before``/``-after`` and
+(unsplit.render.stop.lldb_source_block, with ``stop-line-count-before``/``-after`` and
 ``stop-show-column``).
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import lldb
-from unsplit import stop_text
-from unsplit.model import Location
+from unsplit.index.model import Location
+from unsplit.render import stop as stop_text
 
 from . import state as state_mod
 

@@ -1,4 +1,4 @@
-"""LLDB mechanism of the core's step plans (unsplit.stepping.StepPlan): a scripted thread plan.
+"""LLDB mechanism of the core's step plans (debug.stepping.StepPlan): a scripted thread plan.
 
 :class:`LogicalStep` follows lldb/examples/python/scripted_step.py: constructed with
 ``(thread_plan, args_data, internal_dict)``, asked ``explains_stop``, ``should_stop``,
@@ -18,7 +18,7 @@ The class takes what to do from its arguments (SBStructuredData), never from mod
 * by hand, in LLDB or lldb-dap's console (the plugin's module resolves the name):
   ``thread step-scripted -C unsplit_lldb.LogicalStep -k kind -v next`` (``step``,
   ``finish``, ``until``, ``advance``, ``stepi``; ``-k line -v N`` for until/advance): the plan
-  asks the core (unsplit.stepping.Walk) for each leg from the thread's own pc and selected
+  asks the core (unsplit.debug.stepping.Walk) for each leg from the thread's own pc and selected
   frame, and chains the legs itself (a return to the caller's next line, a callee without
   lines stepped out of);
 * from `bb next` and friends (:func:`apply`): ``{"plan": StepPlan, "token": N}``, one leg, its
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lldb
+from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 from unsplit.errors import UnsplitError, UsageError
-from unsplit.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 
 CLASS = "unsplit_lldb_impl.stepping.LogicalStep"
 _CALL = ("call", "callq", "bl", "blr")
@@ -256,7 +256,7 @@ class LogicalStep:
         if not plan.in_procedure(pc):
             # Left without a call or a return (a tail call, often to a PLT stub, where LLDB's
             # step-out stops at once): this frame now returns from there, to where the CFI says.
-            from unsplit.stepping import return_of
+            from unsplit.debug.stepping import return_of
 
             host, session = self._context()
             back = return_of(session, host, pc, 0)

@@ -2,16 +2,16 @@
 pcs of the frames LLDB unwinds itself, each through the SB API only.
 
 LLDB 22 unwinds a frame whose pc is in a cold fragment with its assembly profiler when the
-fragment's FDE does not begin like a function (first row CFA=rsp+8; see unsplit/breakpad.py), and
+fragment's FDE does not begin like a function (first row CFA=rsp+8; see debug/breakpad.py), and
 invents a frame unless cfi_symbols.py gave the module its CFI; the core's CFI backtrace
-(unsplit.unwind) is the reference `bb bt` shows.
+(unsplit.debug.unwind) is the reference `bb bt` shows.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from unsplit.cfi import REGISTER_NAMES
+from unsplit.debug.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
 
 _USABLE = ("stopped", "crashed", "suspended")

@@ -17,14 +17,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import __version__, dependencies
-from .demangle import LLVM
-from .errors import UnsplitError
-from .tools import COMMANDS as TOOL_COMMANDS
-from .tools import tool_for
+from unsplit import __version__, dependencies
+from unsplit.errors import UnsplitError
+from unsplit.index.demangle import LLVM
+from unsplit.tools import COMMANDS as TOOL_COMMANDS
+from unsplit.tools import tool_for
 
 if TYPE_CHECKING:
-    from .tools import Tool
+    from unsplit.tools import Tool
 
 # The modules that need pyelftools are imported inside the functions below, after main() has
 # checked that it is installed (dependencies.missing), so a missing one is a line, not a traceback.
@@ -35,10 +35,10 @@ def _style(args: argparse.Namespace) -> str | None:
 
 
 def _where(args: argparse.Namespace) -> str:
-    from . import prebolt
-    from .host import LoadedModule, StaticHost
-    from .render import where_text
-    from .session import Session
+    from unsplit.host import LoadedModule, StaticHost
+    from unsplit.index import prebolt
+    from unsplit.render.frames import where_text
+    from unsplit.session import Session
 
     session = Session()
     index = session.index(args.exe)
@@ -60,9 +60,9 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
     """A `bb` command run on one binary with no debugger (file addresses)."""
 
     def handler(args: argparse.Namespace) -> str:
-        from .commands import COMMANDS
-        from .host import LoadedModule, StaticHost
-        from .session import Session
+        from unsplit.commands import COMMANDS
+        from unsplit.host import LoadedModule, StaticHost
+        from unsplit.session import Session
 
         host = StaticHost([LoadedModule(args.exe, 0)])
         style = _style(args)
@@ -102,7 +102,7 @@ def _add_where(sub: Any) -> None:
 
 
 def _add_blocks(sub: Any) -> None:
-    from .commands import COMMANDS
+    from unsplit.commands import COMMANDS
 
     blocks = sub.add_parser("blocks", help="list a procedure's basic blocks")
     blocks.add_argument("--exe", required=True, metavar="BINARY", help="the ELF file")
@@ -125,7 +125,7 @@ def _demangle_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _tool_modules() -> list[Tool]:
-    from .tools import tools
+    from unsplit.tools import tools
 
     return tools()
 

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from . import bat_translate, break_text, breakpoints, cfi, prebolt, unwind
-from .cfi import registers_from_names
-from .demangle import shown
-from .errors import AddressLookupError, UnsplitError, UsageError
-from .host import Host
-from .model import Location
-from .render import blocks_text, frame_text, frames_text, where_text
-from .session import Session
+from unsplit.debug import breakpoints, cfi, unwind
+from unsplit.debug.cfi import registers_from_names
+from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.host import Host
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.demangle import shown
+from unsplit.index.model import Location
+from unsplit.render import breaks as break_text
+from unsplit.render.frames import blocks_text, frame_text, frames_text, where_text
+from unsplit.session import Session
 
 
 class HelpRequested(Exception):
@@ -454,7 +456,7 @@ def _set(session: Session, host: Host, args: argparse.Namespace) -> str:
     return f"verbose is {'on' if session.verbose else 'off'}"
 
 
-# -- bb next / step / finish / until / advance / stepi (policy: unsplit.stepping) -----------
+# -- bb next / step / finish / until / advance / stepi (policy: unsplit.debug.stepping) -----------
 
 def _step_args(p: argparse.ArgumentParser) -> None:
     pass
@@ -471,7 +473,7 @@ def _advance_args(p: argparse.ArgumentParser) -> None:
 
 def _stepper(kind: str) -> Callable[[Session, Host, argparse.Namespace], str]:
     def run(session: Session, host: Host, args: argparse.Namespace) -> str:
-        from . import stepping
+        from unsplit.debug import stepping
 
         return stepping.run(session, host, kind, getattr(args, "line", None))
 

@@ -40,8 +40,8 @@ class Host(Protocol):
     #     are those of PC - 1, as both debuggers show.
     #   create_breakpoint(spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
     #     one native breakpoint for `bb break` at the sites the core resolved now, re-resolved
-    #     by the adapter (unsplit.breakpoints.resolve) when modules load; returns what to print
-    #     (the debugger's own `break` message, unsplit.break_text).
+    #     by the adapter (debug.breakpoints.resolve) when modules load; returns what to print
+    #     (the debugger's own `break` message, unsplit.render.breaks).
     #   bb_breakpoints() -> list[break_text.BreakGroup]: every `bb break` and its locations.
     #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
     #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
@@ -61,7 +61,7 @@ class Host(Protocol):
     #     the number the debugger's `bt` gives the innermost frame sharing its registers (an
     #     inlined call's), so that `bb frames` rows and `frame N` agree.
     #   thread_numbers() -> list[int]: every thread's number (bb bt --all-threads).
-    #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.stepping's
+    #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.debug.stepping's
     #     CORE_FILE, NOT_RUNNING), None when it can.
     #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
     #     (run to its targets or the frame's return, with a frame check) and say how it ended.
@@ -69,7 +69,7 @@ class Host(Protocol):
     #     its report compares with (the stepping frame); may print what the debugger prints
     #     then (GDB's `Run till exit from …`).
     #   stop_report(kind, loc: Location | None, pc: int, context) -> str: where the step
-    #     stopped, as the debugger prints its own steps (unsplit.stop_text).
+    #     stopped, as the debugger prints its own steps (unsplit.render.stop).
 
 
 @dataclass(slots=True)
@@ -82,12 +82,12 @@ class StaticHost:
         return self.module_list
 
     def selected_pc(self) -> int:
-        from .errors import UsageError
+        from unsplit.errors import UsageError
 
         raise UsageError("no process: give an address")
 
     def evaluate_address(self, expression: str) -> int:
-        from .errors import UsageError
+        from unsplit.errors import UsageError
 
         try:
             return int(expression, 0)

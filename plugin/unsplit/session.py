@@ -10,16 +10,16 @@ import os
 import sys
 from collections.abc import Callable
 
-from . import breakpoints
-from .binary import Binary
-from .breakpoints import BreakSpec, Site
-from .corefile import image_build_id
-from .demangle import GNU
-from .errors import BinaryError, UnsplitError
-from .host import Host, LoadedModule
-from .index import IndexCache, ModuleIndex
-from .index_store import IndexStore
-from .model import Location, Procedure
+from unsplit.debug import breakpoints
+from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.elf.binary import Binary
+from unsplit.elf.core import image_build_id
+from unsplit.errors import BinaryError, UnsplitError
+from unsplit.host import Host, LoadedModule
+from unsplit.index.demangle import GNU
+from unsplit.index.model import Location, Procedure
+from unsplit.index.module_index import IndexCache, ModuleIndex
+from unsplit.index.store import IndexStore
 
 
 def _stderr(text: str) -> None:
@@ -31,7 +31,7 @@ def _gnu() -> str | None:
 
 
 class Session:
-    """``persistent``: indexes come from and go to the cache on disk (unsplit.index_store);
+    """``persistent``: indexes come from and go to the cache on disk (unsplit.index.store);
     ``progress`` hears about a first index build that takes a while (default: stderr, which
     GDB and LLDB show in the session)."""
 
@@ -39,7 +39,7 @@ class Session:
                  progress: Callable[[str], None] | None = _stderr) -> None:
         self.indexes = IndexCache(IndexStore() if persistent else None, progress)
         self.enabled = True
-        # How procedure names are shown (an unsplit.demangle style; None: linkage names),
+        # How procedure names are shown (an unsplit.index.demangle style; None: linkage names),
         # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
         self.demangling = demangling
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
@@ -58,7 +58,7 @@ class Session:
         key = (st.st_mtime_ns, st.st_size)
         found = self._sources.get(path)
         if found is None or found[0] != key:
-            from .stop_text import source_lines
+            from unsplit.render.stop import source_lines
 
             found = self._sources[path] = (key, source_lines(path))
         return found[1]
@@ -94,7 +94,7 @@ class Session:
 
     def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:
         """The first loaded module (executable first) that defines procedure `name` (a linkage
-        name, or a demangled one as unsplit.names reads it: the first match)."""
+        name, or a demangled one as unsplit.index.names reads it: the first match)."""
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
                 continue

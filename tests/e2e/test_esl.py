@@ -33,8 +33,8 @@ CHAIN = ["crash site", "run cold call", "main cold call"]  # marker of each fram
 @pytest.fixture(scope="session")
 def annotated(zoo: dict[str, Any],
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    from unsplit import prebolt
-    from unsplit.binary import Binary
+    from unsplit.elf.binary import Binary
+    from unsplit.index import prebolt
     from unsplit.tools import annotate
 
     out: dict[str, Path] = {}

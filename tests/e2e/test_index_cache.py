@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.binary import Binary
-from unsplit.index_store import IndexStore
+from unsplit.elf.binary import Binary
+from unsplit.index.store import IndexStore
 
 from ..conftest import ROOT, facts
 

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit import prebolt
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.errors import UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index import ModuleIndex
-from unsplit.model import HOT, Fragment, Procedure
-from unsplit.sources import split_info as source
+from unsplit.index.model import HOT, Fragment, Procedure
+from unsplit.index.module_index import ModuleIndex, prebolt
+from unsplit.index.sources import split_info as source
 from unsplit.tools import annotate
 
 from ..conftest import ROOT, facts

@@ -14,9 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from unsplit import bat_translate
-from unsplit.binary import Binary
-from unsplit.index import ModuleIndex
+from unsplit.elf.binary import Binary
+from unsplit.index.module_index import ModuleIndex, bat_translate
 
 from ..conftest import ROOT
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from unsplit import bat_translate, prebolt
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, DecodeError
 from unsplit.formats import bat
-from unsplit.sources import bat as bat_source
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.sources import bat as bat_source
 
 CLANG, BOLT, PERF2BOLT = "clang-22", "llvm-bolt-22", "perf2bolt-22"
 OBJDUMP, SYMBOLIZER = "llvm-objdump-22", "llvm-symbolizer-22"

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.sources.bb_addr_map import decode_section, map_sections
+from unsplit.index.sources.bb_addr_map import decode_section, map_sections
 from unsplit.tools.bbmap import readobj, text
 
 from .test_bb_addr_map_oracle import reference

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.binary import Binary
-from unsplit.index import ModuleIndex
-from unsplit.sources.bb_addr_map import procedures
+from unsplit.elf.binary import Binary
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources.bb_addr_map import procedures
 from unsplit.tools.bbmap import readobj, readobj_json, text
 
 READOBJ = "llvm-readobj-22"

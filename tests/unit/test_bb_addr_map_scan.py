@@ -8,11 +8,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.index import ModuleIndex
-from unsplit.model import Block, Fragment, Procedure
-from unsplit.sources import bb_addr_map as source
+from unsplit.index.model import Block, Fragment, Procedure
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import bb_addr_map as source
 
 from ..conftest import ROOT, facts
 from .test_bb_addr_map import EXAMPLES, function_maps

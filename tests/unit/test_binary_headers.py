@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError
 
 from ..conftest import ROOT

@@ -1,4 +1,4 @@
-"""unsplit.breakpad: the STACK CFI records LLDB gets for moved fragments say what
+"""unsplit.debug.breakpad: the STACK CFI records LLDB gets for moved fragments say what
 llvm-dwarfdump-22 --eh-frame says of the same addresses; the MODULE id; rules Breakpad cannot
 say leave a function out; `unsplit lldb-cfi`."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit import breakpad
-from unsplit.binary import Binary
-from unsplit.cfi import CfaRule, FrameDescription, Row, Rule
-from unsplit.index import ModuleIndex
+from unsplit.debug import breakpad
+from unsplit.debug.cfi import CfaRule, FrameDescription, Row, Rule
+from unsplit.elf.binary import Binary
+from unsplit.index.module_index import ModuleIndex
 
 from ..conftest import ROOT, facts
 from .test_cfi import dwarfdump_fdes

@@ -1,4 +1,4 @@
-"""unsplit.cfi against llvm-dwarfdump-22 --eh-frame: every FDE of a few zoo binaries (and glibc,
+"""debug.cfi against llvm-dwarfdump-22 --eh-frame: every FDE of a few zoo binaries (and glibc,
 for GNU_args_size, remember/restore_state and expressions), cold fragments especially; the
 expression evaluator; corrupt CFI only ever raises DecodeError."""
 
@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unsplit.binary import Binary
-from unsplit.cfi import (
+from unsplit.debug.cfi import (
     CfiTable,
     ExpressionError,
     FrameDescription,
@@ -28,6 +27,7 @@ from unsplit.cfi import (
     table_for,
     unwind_step,
 )
+from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 
 from ..conftest import ROOT, facts

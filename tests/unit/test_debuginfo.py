@@ -247,7 +247,7 @@ def test_inlined_frames_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> N
 def test_cache_tells_apart_bolt_outputs_of_one_input(zoo: dict[str, Any], tmp_path: Path) -> None:
     """BOLT gives every output of one input the same build-id (llvm-readelf-22 says so through
     facts.json): the cache keeps one file per output, and reuses it."""
-    from unsplit.debuginfo_cache import debug_file_for
+    from unsplit.debuginfo.cache import debug_file_for
 
     a, b = facts(zoo, "bolt-all", "crash"), facts(zoo, "bolt-cdsplit", "crash")
     assert a["build_id"] == b["build_id"]
@@ -265,7 +265,7 @@ def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],
                                                           tmp_path: Path) -> None:
     """At load a debugger describes at most `max_code` bytes of code (readelf's executable
     sections): more is said, not written; under the limit, or cached already, it is given."""
-    from unsplit.debuginfo_cache import debug_file_for
+    from unsplit.debuginfo.cache import debug_file_for
 
     binary = str(ROOT / facts(zoo, "bolt-all", "crash")["binary"])
     with open(binary, "rb") as f:

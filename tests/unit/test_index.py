@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from unsplit.index import ModuleIndex
-from unsplit.model import HOT
-from unsplit.sources.symbols import split_fragment_name
+from unsplit.index.model import HOT
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources.symbols import split_fragment_name
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The persistent index (unsplit.index_store): a hit gives the very answers a fresh build gives
+"""The persistent index (unsplit.index.store): a hit gives the very answers a fresh build gives
 (and the fixture facts say), a stale, damaged or foreign file is ignored with one line and
 rebuilt, and writers racing on one file never let a reader see half of it."""
 
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit import index as index_module
-from unsplit import index_store
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.formats import bat_scan
-from unsplit.index import ModuleIndex
-from unsplit.index_store import IndexStore
+from unsplit.index import module_index as index_module
+from unsplit.index import store as index_store
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.store import IndexStore
 
 from ..conftest import ROOT, facts
 from .test_zoo_where import PROGRAMS, VARIANTS

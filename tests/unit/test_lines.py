@@ -1,4 +1,4 @@
-"""unsplit.lines: `.debug_aranges` read with struct says what pyelftools' reader says, and an
+"""elf.dwarf_lines: `.debug_aranges` read with struct says what pyelftools' reader says, and an
 address outside them still finds its CU through the CUs' own ranges."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unsplit.binary import Binary
-from unsplit.lines import DwarfLines, _parse_aranges
+from unsplit.elf.binary import Binary
+from unsplit.elf.dwarf_lines import DwarfLines, _parse_aranges
 
 from ..conftest import ROOT, facts
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.binary import Binary
+from unsplit.elf.binary import Binary
 from unsplit.formats import mip as fmt
-from unsplit.index import ModuleIndex
-from unsplit.model import HOT
-from unsplit.sources import mip as source
+from unsplit.index.model import HOT
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import mip as source
 
 from ..conftest import ROOT, facts
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import subprocess
 
-from unsplit import break_text, stop_text
-from unsplit.demangle import GNU, LLVM
-from unsplit.model import Location
+from unsplit.index.demangle import GNU, LLVM
+from unsplit.index.model import Location
+from unsplit.render import breaks as break_text
+from unsplit.render import stop as stop_text
 
 LINKAGE = "_Z7processPKii"
 PC = 0x800304

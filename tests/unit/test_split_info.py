@@ -339,8 +339,8 @@ def annotated(tmp_path_factory: pytest.TempPathFactory) -> Annotated:
 
 
 def test_elf_procedures(annotated: Annotated) -> None:
-    from unsplit.binary import Binary
-    from unsplit.sources import split_info as source
+    from unsplit.elf.binary import Binary
+    from unsplit.index.sources import split_info as source
 
     binary = Binary(str(annotated.path))
     [proc] = source.procedures(binary)
@@ -366,8 +366,8 @@ def test_elf_procedures(annotated: Annotated) -> None:
 
 
 def test_elf_line_rows(annotated: Annotated) -> None:
-    from unsplit.binary import Binary
-    from unsplit.sources import split_info as source
+    from unsplit.elf.binary import Binary
+    from unsplit.index.sources import split_info as source
 
     binary = Binary(str(annotated.path))
     rows = source.line_rows(binary)
@@ -453,9 +453,9 @@ def gcc_g(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
     import argparse
 
-    from unsplit.binary import Binary
-    from unsplit.lines import DwarfLines
-    from unsplit.sources import split_info as source
+    from unsplit.elf.binary import Binary
+    from unsplit.elf.dwarf_lines import DwarfLines
+    from unsplit.index.sources import split_info as source
     from unsplit.tools import annotate
 
     out = gcc_g.with_name("prog.annotated")

@@ -1,4 +1,4 @@
-"""The policy of `bb next`/`step`/`finish` (unsplit.stepping) on zoo binaries, without a debugger.
+"""The policy of `bb next`/`step`/`finish` (debug.stepping) on zoo binaries, without a debugger.
 
 Oracles that are not unsplit: the facts' marker lines and fragment ranges (nm, llvm-symbolizer,
 the sources' marker comments), llvm-objdump-22's instruction starts, and for the CFI legs the
@@ -17,12 +17,12 @@ from functools import cache
 from typing import Any
 
 import pytest
-from unsplit import cfi, stepping
-from unsplit.corefile import Core
+from unsplit.debug import cfi, stepping
+from unsplit.debug.stepping import StepOutcome, StepPlan, Walk
+from unsplit.elf.core import Core
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import LoadedModule
 from unsplit.session import Session
-from unsplit.stepping import StepOutcome, StepPlan, Walk
 
 from ..conftest import ROOT, facts
 

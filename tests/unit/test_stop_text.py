@@ -1,11 +1,11 @@
-"""unsplit.stop_text against the debuggers' own output, copied from gdb 13.1 and lldb 22.1.8
+"""unsplit.render.stop against the debuggers' own output, copied from gdb 13.1 and lldb 22.1.8
 stopping in fixtures/src/crash.c (GCC PGO build): the same stop, rendered by the core, must read
 the same, byte for byte where the debugger's own line is right."""
 
 from __future__ import annotations
 
-from unsplit import stop_text
-from unsplit.model import Location
+from unsplit.index.model import Location
+from unsplit.render import stop as stop_text
 
 from ..conftest import ROOT
 

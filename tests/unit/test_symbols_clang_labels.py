@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.binary import Binary
-from unsplit.index import ModuleIndex
+from unsplit.elf.binary import Binary
+from unsplit.index.module_index import ModuleIndex
 
 from ..conftest import ROOT, facts
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from unsplit.index import ModuleIndex
+from unsplit.index.module_index import ModuleIndex
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 

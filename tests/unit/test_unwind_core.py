@@ -1,4 +1,4 @@
-"""Offline CFI backtraces of every zoo variant's crash core (unsplit.corefile + unsplit.unwind):
+"""Offline CFI backtraces of every zoo variant's crash core (elf.core + debug.unwind):
 the pcs GDB reported when the core was made (GDB unwinds with .eh_frame and is right, per
 shared/NOTES.md), the names transfer → run → main in cold fragments, the pcs and CFAs of an
 independent walk over llvm-dwarfdump-22's rows and the core's stack; bad cores fail in one line."""
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from unsplit.cfi import registers_from_names
-from unsplit.corefile import NT_FILE, Core
+from unsplit.debug.cfi import registers_from_names
+from unsplit.debug.unwind import Frame, backtrace, compare, report
+from unsplit.elf.core import NT_FILE, Core
 from unsplit.errors import UnsplitError
-from unsplit.index import IndexCache
-from unsplit.unwind import Frame, backtrace, compare, report
+from unsplit.index.module_index import IndexCache
 
 from ..conftest import ROOT, facts
 from .test_cfi import dwarfdump_fdes

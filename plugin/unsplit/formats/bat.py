@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import DecodeError, UnsupportedVersion
-from .leb128 import encode_sleb128, encode_uleb128, leb128
+from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, leb128
 
 SECTION = ".note.bolt_bat"
 NOTE_OWNER = b"BOLT"

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..errors import DecodeError
-from . import bat
-from .leb128 import leb128
+from unsplit.errors import DecodeError
+from unsplit.formats import bat
+from unsplit.formats.leb128 import leb128
 
 _M64 = (1 << 64) - 1
 _M32 = (1 << 32) - 1

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from enum import IntFlag
 from typing import Literal
 
-from ..errors import DecodeError, UnsupportedVersion
-from .leb128 import encode_uleb128
+from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats.leb128 import encode_uleb128
 
 SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
 SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from operator import add, sub
 
-from ..errors import DecodeError
-from . import bb_addr_map as fmt
-from .bb_addr_map import (
+from unsplit.errors import DecodeError
+from unsplit.formats import bb_addr_map as fmt
+from unsplit.formats.bb_addr_map import (
     _BBFREQ,
     _BRPROB,
     _CALLSITES,

@@ -24,8 +24,8 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import DecodeError
-from .leb128 import encode_sleb128, encode_uleb128, sleb128, uleb128
+from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, sleb128, uleb128
 
 SECTION = ".opt_table"
 

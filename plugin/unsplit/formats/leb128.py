@@ -10,7 +10,7 @@ make us read notes that LLVM itself rejects). ``what`` names the field in those 
 
 from __future__ import annotations
 
-from ..errors import DecodeError
+from unsplit.errors import DecodeError
 
 
 def uleb128(

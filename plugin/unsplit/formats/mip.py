@@ -48,8 +48,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from ..errors import DecodeError, UnsupportedVersion
-from ..model import HOT, Block, Fragment, Procedure
+from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.index.model import HOT, Block, Fragment, Procedure
 
 SECTION = "__llvm_mipmap"
 RAW_SECTION = "__llvm_mipraw"

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DecodeError, UnsupportedVersion
+from unsplit.errors import DecodeError, UnsupportedVersion
 
 SECTION = ".split_info"
 MAGIC = 0x54494C53  # "SLIT" read as a little-endian u32

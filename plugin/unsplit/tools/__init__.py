@@ -26,6 +26,6 @@ def tool_for(command: str) -> Tool:
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from . import annotate, bbmap, cache, debuginfo, frames, lldb_cfi, symbolize, unwind
+    from unsplit.tools import annotate, bbmap, cache, debuginfo, frames, lldb_cfi, symbolize, unwind
 
     return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, cache]

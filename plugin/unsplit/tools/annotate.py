@@ -39,16 +39,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from .. import bat_translate, prebolt
-from ..binary import Binary
-from ..errors import AddressLookupError, UnsplitError, UsageError
-from ..formats import esl
-from ..formats import split_info as si
-from ..index import ModuleIndex
-from ..lines import DwarfLines
-from ..model import HOT, Fragment, LineRow, Procedure
-from ..sources import split_info as source
-from . import annotate_bolt
+from unsplit.elf.binary import Binary
+from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.formats import esl
+from unsplit.formats import split_info as si
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import split_info as source
+from unsplit.tools import annotate_bolt
 
 OBJCOPY = "llvm-objcopy-22"
 OBJDUMP = "llvm-objdump-22"

@@ -39,11 +39,11 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-from .. import bat_translate, prebolt
-from ..binary import Binary
-from ..formats import bat
-from ..lines import DwarfLines
-from ..model import LineRow, Procedure
+from unsplit.elf.binary import Binary
+from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.formats import bat
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.model import LineRow, Procedure
 
 Insn = tuple[int, str, str]  # (address, mnemonic, operands)
 

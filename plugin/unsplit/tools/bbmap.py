@@ -24,11 +24,11 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ..binary import Binary
-from ..errors import DecodeError
-from ..formats import bb_addr_map as fmt
-from ..formats import bb_addr_map_flat as flat
-from ..sources.bb_addr_map import (
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.formats import bb_addr_map as fmt
+from unsplit.formats import bb_addr_map_flat as flat
+from unsplit.index.sources.bb_addr_map import (
     FunctionSymbol,
     MapSection,
     decode_section,

@@ -1,4 +1,4 @@
-"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index_store).
+"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.store).
 
     info  [BINARY...]   where the cache is and what it holds: per BINARY whether its index is
                         there and current; without BINARY every index file
@@ -15,10 +15,10 @@ import os
 import time
 from typing import Any
 
-from ..binary import Binary
-from ..errors import UnsplitError
-from ..index import ModuleIndex
-from ..index_store import IndexStore
+from unsplit.elf.binary import Binary
+from unsplit.errors import UnsplitError
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.store import IndexStore
 
 
 def _info(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:

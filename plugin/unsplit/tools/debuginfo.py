@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-from ..errors import UsageError
+from unsplit.errors import UsageError
 
 
 def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
@@ -26,9 +26,9 @@ def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> str:
-    from .. import prebolt
-    from ..debuginfo import build, has_own_dwarf
-    from ..index import ModuleIndex
+    from unsplit.debuginfo.synthesize import build, has_own_dwarf
+    from unsplit.index import prebolt
+    from unsplit.index.module_index import ModuleIndex
 
     index = ModuleIndex.open(args.binary)
     if args.input:

@@ -2,7 +2,7 @@
 
 For CI crash triage, without a debugger. By default each thread is unwound from the core alone
 (registers from ``NT_PRSTATUS``, memory from the core and the mapped files, each frame through
-the CFI of its own fragment: unsplit.unwind); ``--debugger gdb|lldb`` has a debugger in batch
+the CFI of its own fragment: unsplit.debug.unwind); ``--debugger gdb|lldb`` has a debugger in batch
 mode do the unwinding instead (``gdb -nx -batch`` running a few lines of its Python API, or
 LLDB's ``lldb`` module under the system Python), which gives each thread's physical frames as
 raw PCs. ``unsplit bt`` is the same command (tools/unwind.py registers the alias).
@@ -42,17 +42,17 @@ from typing import Any
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from .. import cfi
-from ..binary import Binary
-from ..corefile import Core as CoreFile
-from ..corefile import Mapping, image_build_id
-from ..demangle import LLVM
-from ..errors import BinaryError, UnsplitError, UsageError
-from ..host import LoadedModule
-from ..session import Session
-from ..unwind import Frame as CfiFrame
-from ..unwind import backtrace
-from .symbolize import Answer, Symbolizer
+from unsplit.debug import cfi
+from unsplit.debug.unwind import Frame as CfiFrame
+from unsplit.debug.unwind import backtrace
+from unsplit.elf.binary import Binary
+from unsplit.elf.core import Core as CoreFile
+from unsplit.elf.core import Mapping, image_build_id
+from unsplit.errors import BinaryError, UnsplitError, UsageError
+from unsplit.host import LoadedModule
+from unsplit.index.demangle import LLVM
+from unsplit.session import Session
+from unsplit.tools.symbolize import Answer, Symbolizer
 
 MARK = "UNSPLIT-FRAMES "
 _AT_ENTRY = 9
@@ -327,7 +327,7 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
 
 def unwind_cfi(core: CoreFile, mods: list[Module]) -> Unwound:
     """Each thread's frames from the core alone: registers from NT_PRSTATUS, memory from the
-    core and the mapped files, each frame unwound by its fragment's CFI (unsplit.unwind)."""
+    core and the mapped files, each frame unwound by its fragment's CFI (unsplit.debug.unwind)."""
     threads = core.threads
     loaded = [LoadedModule(m.path, m.bias) for m in mods if m.named]
     session = Session()

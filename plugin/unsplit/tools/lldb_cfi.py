@@ -1,5 +1,5 @@
 """`unsplit lldb-cfi BINARY...`: write the CFI symbol files LLDB needs to unwind moved fragments
-(unsplit.breakpad) into the cache the LLDB plugin searches, ahead of any session.
+(unsplit.debug.breakpad) into the cache the LLDB plugin searches, ahead of any session.
 
 With them in place, any LLDB client that searches the cache (``settings append
 target.debug-file-search-paths DIR``, as the plugin does at import) unwinds cold fragments of
@@ -14,9 +14,9 @@ import json
 import sys
 from typing import Any
 
-from .. import breakpad
-from ..errors import UnsplitError
-from ..session import Session
+from unsplit.debug import breakpad
+from unsplit.errors import UnsplitError
+from unsplit.session import Session
 
 
 def _run(args: argparse.Namespace) -> str:

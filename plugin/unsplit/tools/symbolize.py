@@ -10,7 +10,7 @@ as a co-process in a crash pipeline exactly as ``llvm-symbolizer-22 --obj=BINARY
 Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-symbolizer-22):
 
 - Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled by
-  unsplit.demangle in LLVM's wording, ``f(int) (.cold)``; ``--no-demangle`` as its own): the
+  unsplit.index.demangle in LLVM's wording, ``f(int) (.cold)``; ``--no-demangle`` as its own): the
   ELF symbol that covers the address, as LLVM overrides the DWARF name with it. In *moved* code
   (``foo.cold``, ``foo.cold.3``, ``foo.warm``, ``foo.__part.1``) we print the logical procedure
   ``foo`` instead of the fragment symbol, so that crash pipelines group the frames of one
@@ -31,7 +31,7 @@ Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-sy
   agrees with llvm-symbolizer's ``--relative-address``; llvm-symbolizer 22 adds an image base only
   for COFF, so for a non-PIE ELF the two differ (ours is what the trace tokens mean).
 - BOLTed binaries: lines (and inlined frames) of code BAT describes come from the pre-BOLT input
-  binary (``--input`` or found by build-id, unsplit.prebolt) at the BAT input offset, whenever
+  binary (``--input`` or found by build-id, unsplit.index.prebolt) at the BAT input offset, whenever
   the binary's own DWARF is absent or says line 0 there.
 """
 
@@ -48,13 +48,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..binary import Binary, FunctionSymbol
-from ..demangle import LLVM, shown
-from ..errors import DecodeError, UnsplitError, UsageError
-from ..index import ModuleIndex
-from ..lines import DWARF_ERRORS, DwarfLines, die_ranges
-from ..model import Location
-from ..session import Session
+from unsplit.elf.binary import Binary, FunctionSymbol
+from unsplit.elf.dwarf_lines import DWARF_ERRORS, DwarfLines, die_ranges
+from unsplit.errors import DecodeError, UnsplitError, UsageError
+from unsplit.index.demangle import LLVM, shown
+from unsplit.index.model import Location
+from unsplit.index.module_index import ModuleIndex
+from unsplit.session import Session
 
 PAGE = 0x1000
 UNKNOWN = "??"
@@ -232,7 +232,7 @@ class Symbolizer:
         self._functions: dict[str, int] | None = None
         self._symbol_order: array[int] | None = None  # function columns by address
         self._symbol_starts = array("Q")
-        from .. import bat_translate, prebolt
+        from unsplit.index import bat_translate, prebolt
 
         if bat_translate.has_bat(self.binary):
             self._bat = True

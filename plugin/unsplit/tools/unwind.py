@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import frames
+from unsplit.tools import frames
 
 
 def add_cli(subparsers: Any) -> None:

@@ -1,0 +1,174 @@
+"""Where a breakpoint named in terms of the original procedure goes now: the policy of `bb break`.
+
+The adapters only apply what this module computes (GDB: breakpoints at addresses; LLDB: a
+scripted resolver that asks :func:`resolve` for each module as it loads).
+
+Location forms (PROC: a linkage name, a demangled name, or a qualified name without parameters
+matching in every scope and overload, as GDB's `break` reads it: unsplit.index.names):
+    PROC            the procedure's entry (--all-fragments: and the start of every fragment)
+    PROC+OFFSET     an offset in the original procedure (BOLT: in the input function, via BAT;
+                    split_info: logical; bb maps and symbols: in the fragments laid end to end)
+    PROC:%ID        the start of basic block ID (bb address map, BAT)
+    FILE:LINE       every place that line begins, in moved code too, from ESL, DWARF, or the
+                    pre-BOLT binary's DWARF through BAT
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.errors import AddressLookupError, UsageError
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.model import Procedure
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names import matching
+from unsplit.index.sources import split_info as split_info_source
+
+_BLOCK = re.compile(r"^(?P<proc>.+?):%(?P<id>\d+)$")
+_OFFSET = re.compile(r"^(?P<proc>.+?)\s*\+\s*(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
+_LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+)$")
+# A procedure name: C, linkage, or demangled C++ (`ns::f<int>(int const*, int) const`).
+_NAME = re.compile(r"^[\w.$@~:<>()*&,\[\] -]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class BreakSpec:
+    """A parsed `bb break` location."""
+
+    text: str
+    procedure: str | None = None
+    offset: int | None = None
+    block: int | None = None
+    file: str | None = None
+    line: int | None = None
+    all_fragments: bool = False
+    condition: str | None = None  # the debugger's own expression, given to every location
+
+    def option_text(self) -> str:
+        """The location and its options as `bb break` prints them back."""
+        return self.text + (" --all-fragments" if self.all_fragments else "") + (
+            f" --condition {self.condition}" if self.condition else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One address a breakpoint needs (a file address of the module that was asked)."""
+
+    file_address: int
+    procedure: str | None
+    fragment: str | None
+    why: str  # "entry", "cold.1 start", "+0x1c", "%5", "crash.c:32"
+
+
+def parse(text: str, all_fragments: bool = False) -> BreakSpec:
+    text = text.strip()
+    if not text:
+        raise UsageError("bb break: give a location: PROC, PROC+OFFSET, PROC:%ID or FILE:LINE")
+    if m := _BLOCK.match(text):
+        return BreakSpec(text, procedure=m["proc"], block=int(m["id"]))
+    if m := _LINE.match(text):
+        return BreakSpec(text, file=m["file"], line=int(m["line"]))
+    if m := _OFFSET.match(text):
+        return BreakSpec(text, procedure=m["proc"], offset=int(m["off"], 0))
+    if _NAME.match(text):
+        return BreakSpec(text, procedure=text, all_fragments=all_fragments)
+    raise UsageError(f"bb break: cannot read location {text!r}; "
+                     "use PROC, PROC+OFFSET, PROC:%ID or FILE:LINE")
+
+
+def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
+    """Every address of `spec` in one module (file addresses); [] when it has none there."""
+    if spec.file is not None and spec.line is not None:
+        return _line_sites(index, spec.file, spec.line)
+    assert spec.procedure is not None
+    sites: list[Site] = []
+    for name in procedures_named(index, spec.procedure):
+        sites += _procedure_sites(index, index.procedures[name], spec)
+    return sites
+
+
+def procedures_named(index: ModuleIndex, text: str) -> list[str]:
+    """Linkage names of the procedures of one module that `text` names (unsplit.index.names)."""
+    return matching(index.procedures, text)
+
+
+def _procedure_sites(index: ModuleIndex, proc: Procedure, spec: BreakSpec) -> list[Site]:
+    if spec.block is not None:
+        return _block_sites(proc, spec.block)
+    if spec.offset is not None:
+        return _offset_sites(index, proc, spec.offset)
+    sites = [Site(proc.entry, proc.name, proc.fragments[0].name, "entry")]
+    if spec.all_fragments:
+        sites += [Site(f.start, proc.name, f.name, f"{f.name} start")
+                  for f in proc.fragments[1:]]
+    return sites
+
+
+def _block_sites(proc: Procedure, block_id: int) -> list[Site]:
+    found = [b for b in proc.blocks if b.id == block_id]
+    if not found and not proc.blocks:
+        raise AddressLookupError(f"{proc.name}: no basic-block information (no bb address map "
+                                 "or BAT for it)")
+    out = []
+    for b in found:
+        frag = proc.fragment_at(b.start)
+        out.append(Site(b.start, proc.name, frag.name if frag else None, f"%{block_id}"))
+    return out
+
+
+def _offset_sites(index: ModuleIndex, proc: Procedure, offset: int) -> list[Site]:
+    if any(f.source == "bat" for f in proc.fragments):
+        placement = bat_translate.placements(index.binary, proc.name, offset)
+        if placement is not None:
+            if not placement.sites:
+                raise AddressLookupError(placement.describe())
+            return [Site(s.address, proc.name, s.fragment, f"+{offset:#x}")
+                    for s in placement.sites]
+    if any(f.source == "split_info" for f in proc.fragments):
+        # Pieces of a split_info procedure hold branches: only §1's mapping is exact.
+        address = split_info_source.address_of(index.binary, proc.entry, offset)
+        addresses = [] if address is None else [address]
+    else:
+        addresses = proc.addresses_of(offset)
+    return [Site(a, proc.name, _fragment_name(proc, a), f"+{offset:#x}") for a in addresses]
+
+
+def _fragment_name(proc: Procedure, address: int) -> str | None:
+    frag = proc.fragment_at(address)
+    return frag.name if frag else None
+
+
+def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
+    where = f"{file}:{line}"
+    rows = index.dwarf_lines.statements(file, line)
+    addresses = {r.address for r in rows if index.line_at(r.address) is not None}
+    addresses |= {r.address for r in index.esl_statements(file, line)}
+    if "bat" in index.sources_used:
+        addresses |= _bolted_line_addresses(index, file, line)
+    out = []
+    for a in sorted(addresses):
+        frag = index.fragment_at(a)
+        out.append(Site(a, frag.procedure if frag else None, frag.name if frag else None, where))
+    return out
+
+
+def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]:
+    """The pre-BOLT binary's rows of file:line, carried to the output through BAT."""
+    input_binary = prebolt.input_for(index.binary)
+    if input_binary is None:
+        return set()
+    functions = sorted(input_binary.functions, key=lambda f: f.value)
+    starts = [f.value for f in functions]
+    out: set[int] = set()
+    for row in DwarfLines(input_binary).statements(file, line):
+        i = bisect_right(starts, row.address) - 1
+        if i < 0 or row.address >= functions[i].value + functions[i].size:
+            continue
+        f = functions[i]
+        placement = bat_translate.placements(index.binary, f.name, row.address - f.value)
+        if placement is not None:
+            out.update(s.address for s in placement.sites)
+    return out

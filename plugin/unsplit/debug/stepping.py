@@ -1,0 +1,667 @@
+"""Stepping across moved code: the policy of `bb next`, `bb step`, `bb finish`, `bb until`,
+`bb advance` and `bb stepi`.
+
+A line step treats the logical procedure as one piece of code: it runs until the stepping frame
+reaches the *start of a different line* of the same procedure, in any fragment (a jump hot ->
+cold -> hot is not a new frame and not the end of the procedure), or until that frame returns
+(then `next`/`step` go on to the caller's next line, `finish` stops). This module computes, for a
+PC, the addresses that matter (:class:`StepPlan`); the adapters only apply a plan once and say
+how it ended (:class:`StepOutcome`): GDB with internal breakpoints on the targets and the return
+address, LLDB with a scripted thread plan. :class:`Walk` chains plans (return to the caller, a
+call stepped into, a callee without lines stepped out of, the frames below a selected frame
+returning first); :func:`run` drives it for `bb` commands, LLDB's plan by itself when run by
+hand. Return addresses and CFAs come from the CFI (unsplit.debug.unwind), not from the debugger's
+unwinder, which may invent a frame in moved code or not unwind at all: GDB stops unwinding at a
+function named `main` (`set backtrace past-main off`) but not at `main.cold`, so through its
+unwinder main's hot part looks like another activation than its cold part. A plan names the
+stepping frame by its CFA and carries the CFA rule of each stretch of the procedure's code
+(`StepPlan.cfa_rules`): an adapter recognises the frame anywhere in the procedure with one
+register read (`StepPlan.is_stepping_frame`).
+
+Lines come from the best source of the module (ModuleIndex.line_at: ESL, DWARF,
+the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
+row of those sources inside the procedure's fragments, BAT entries with the pre-BOLT rows they
+carry, and basic-block starts; a *line start* is a candidate whose best row begins there, is a
+statement, and names another line than the code before it in the same fragment. With no line
+information a step goes by basic block (bb map, BAT); with neither, by one instruction.
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from unsplit.debug import cfi, unwind
+from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.host import Host, LoadedModule
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.demangle import demangle
+from unsplit.index.model import LineRow, Procedure
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import split_info as split_info_source
+from unsplit.render.stop import verbose_line
+from unsplit.session import Session
+
+LINE_KINDS = ("next", "step", "until")
+KINDS = ("next", "step", "finish", "until", "advance", "stepi")
+MAX_LEGS = 256  # plans chained by one command (returns, calls stepped into or out of)
+_MAX_ADDRESS = (1 << 64) - 1
+
+# What Host.cannot_run() answers, so both debuggers say the same words.
+CORE_FILE = "cannot step in a core file: there is no live process"
+NOT_RUNNING = "the program is not being run"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """File addresses [start, end) of one fragment that run under one line (or none)."""
+
+    start: int
+    end: int
+    file: str | None
+    line: int | None
+    starts_line: bool  # a step that reaches `start` from another line stops here
+
+    @property
+    def key(self) -> tuple[str, int] | None:
+        return None if self.file is None or self.line is None else (self.file, self.line)
+
+
+@dataclass(slots=True)
+class ProcedureLines:
+    """A procedure's code cut into line spans, every fragment, in address order."""
+
+    procedure: Procedure
+    spans: list[Span]
+    has_lines: bool
+    _starts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._starts = [s.start for s in self.spans]
+
+    def span_at(self, address: int) -> Span | None:
+        i = bisect_right(self._starts, address) - 1
+        if i >= 0 and address < self.spans[i].end:
+            return self.spans[i]
+        return None
+
+    def line_starts(self) -> list[Span]:
+        return [s for s in self.spans if s.starts_line]
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """What an adapter applies once (runtime addresses throughout).
+
+    mode "line": run until the stepping frame (the newest one when the plan is applied) reaches
+      one of `targets` (a frame check keeps recursion apart), or returns; with `step_into`, also
+      stop at the first instruction of a function called from `call_ranges`.
+    mode "finish": run until the stepping frame returns.
+    mode "instruction": execute one instruction.
+    """
+
+    kind: str  # the user's command: next, step, finish, until, advance, stepi
+    mode: str  # line, finish, instruction
+    pc: int
+    procedure: str | None = None
+    ranges: tuple[tuple[int, int], ...] = ()  # the logical procedure: every fragment
+    line_ranges: tuple[tuple[int, int], ...] = ()  # the code of the current line
+    call_ranges: tuple[tuple[int, int], ...] = ()  # where a call is stepped into (step)
+    targets: tuple[int, ...] = ()
+    step_into: bool = False
+    line: str | None = None  # "crash.c:29" for messages
+    note: str = ""  # said to the user: how this step had to be made
+    at_line_start: bool = False  # `pc` is where a line of the procedure begins
+    # From the CFI (unsplit.debug.unwind), when known: where the stepping frame returns to and its
+    # CFA, which is the SP once it has returned (x86-64). A plan with these runs to
+    # `return_address` until SP is back at `frame_cfa`, without the debugger's own unwinding;
+    # a line plan's targets count where the newest frame's CFA is `frame_cfa`.
+    return_address: int | None = None
+    frame_cfa: int | None = None
+    # (start, end, register, offset), runtime addresses, sorted: in [start, end) of the
+    # procedure's code the CFA is `register` + `offset` (the CFI rows that name a register).
+    cfa_rules: tuple[tuple[int, int, str, int], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """The plan as JSON values (LLDB passes it to its thread plan as SBStructuredData)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepPlan:
+        def pairs(v: Any) -> tuple[tuple[int, int], ...]:
+            return tuple((int(lo), int(hi)) for lo, hi in v or ())
+
+        return cls(str(data["kind"]), str(data["mode"]), int(data["pc"]),
+                   procedure=data.get("procedure"), ranges=pairs(data.get("ranges")),
+                   line_ranges=pairs(data.get("line_ranges")),
+                   call_ranges=pairs(data.get("call_ranges")),
+                   targets=tuple(int(t) for t in data.get("targets") or ()),
+                   step_into=bool(data.get("step_into")), line=data.get("line"),
+                   note=str(data.get("note") or ""),
+                   at_line_start=bool(data.get("at_line_start")),
+                   return_address=_int_or_none(data.get("return_address")),
+                   frame_cfa=_int_or_none(data.get("frame_cfa")),
+                   cfa_rules=tuple((int(lo), int(hi), str(reg), int(off))
+                                   for lo, hi, reg, off in data.get("cfa_rules") or ()))
+
+    def in_procedure(self, address: int) -> bool:
+        return any(lo <= address < hi for lo, hi in self.ranges)
+
+    def is_target(self, address: int) -> bool:
+        return address in self.targets
+
+    def is_stepping_frame(self, address: int, register: Callable[[str], int]) -> bool | None:
+        """Whether the newest frame, stopped at `address` with registers `register(name)`
+        (`rsp`, `rbp`…), is the stepping frame: its CFA is `frame_cfa`. None when the plan
+        cannot tell (no CFA of the stepping frame, or no register rule at `address`)."""
+        if self.frame_cfa is None:
+            return None
+        i = bisect_right(self.cfa_rules, (address, _MAX_ADDRESS)) - 1
+        if i < 0 or not self.cfa_rules[i][0] <= address < self.cfa_rules[i][1]:
+            return None
+        _, _, name, offset = self.cfa_rules[i]
+        return (register(name) + offset) & _MAX_ADDRESS == self.frame_cfa
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """How an adapter's application of a plan ended.
+
+    target:   the stepping frame reached a target
+    returned: the stepping frame returned (pc is in its caller)
+    called:   `step_into`: the first instruction of a callee (pc)
+    stopped:  something else stopped the program (breakpoint, signal, exit): `message` says what
+    done:     an instruction plan executed its instruction
+    """
+
+    kind: str
+    pc: int | None = None
+    message: str = ""
+
+
+# -- the lines of a procedure ---------------------------------------------------------------
+
+_CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[tuple[str, int], ProcedureLines]] = \
+    weakref.WeakKeyDictionary()
+_INPUT_LINES: weakref.WeakKeyDictionary[ModuleIndex, DwarfLines | None] = \
+    weakref.WeakKeyDictionary()
+_CFA_RULES: weakref.WeakKeyDictionary[
+    ModuleIndex, dict[tuple[str, int], list[tuple[int, int, str, int]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
+    """The line spans of `proc` in `index` (cached per index, by name and entry: two units'
+    static functions may share a name)."""
+    per_index = _CACHE.setdefault(index, {})
+    key = (proc.name, proc.entry)
+    found = per_index.get(key)
+    if found is None:
+        found = per_index[key] = _build(index, proc)
+    return found
+
+
+def _build(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
+    spans: list[Span] = []
+    has_lines = False
+    for frag in sorted(proc.fragments, key=lambda f: f.start):
+        stmts = _candidates(index, proc, frag.start, frag.end)
+        points = sorted(stmts)
+        previous: tuple[str, int] | None = None
+        for k, point in enumerate(points):
+            end = points[k + 1] if k + 1 < len(points) else frag.end
+            row = index.line_at(point)
+            key = None if row is None else (row.file, row.line)
+            # GCC puts several rows at one address, the last often not a statement: the
+            # address begins a statement if any of its rows says so (GDB's rule too).
+            starts = row is not None and row.address == point and (stmts[point] or row.is_stmt) \
+                and (k == 0 or key != previous)
+            if row is not None:
+                has_lines = True
+            if spans and spans[-1].end == point and spans[-1].key == key and not starts:
+                last = spans[-1]  # one span per run of a line: fewer, larger ranges
+                spans[-1] = Span(last.start, end, last.file, last.line, last.starts_line)
+            else:
+                spans.append(Span(point, end, row.file if row else None,
+                                  row.line if row else None, starts))
+            previous = key
+    # A line none of whose rows is a statement (clang marks code that machine-function
+    # splitting moved so) still begins where a run of its rows begins.
+    stated = {s.key for s in spans if s.starts_line}
+    for i, span in enumerate(spans):
+        if span.key is not None and span.key not in stated and (
+                i == 0 or spans[i - 1].key != span.key or spans[i - 1].end != span.start):
+            spans[i] = Span(span.start, span.end, span.file, span.line, True)
+    return ProcedureLines(proc, spans, has_lines)
+
+
+def _candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> dict[int, bool]:
+    """Addresses in [start, end) where the line may change -> whether a row there is a
+    statement (a line-table row with is_stmt and a line)."""
+    out: dict[int, bool] = {start: False}
+
+    def add(rows: list[LineRow] | set[LineRow]) -> None:
+        for r in rows:
+            if start <= r.address < end:
+                out[r.address] = out.get(r.address, False) or (r.is_stmt and r.line != 0)
+
+    add(index.dwarf_lines.rows_in(start, end))
+    for b in proc.blocks:
+        if start <= b.start < end:
+            out.setdefault(b.start, False)
+    if ".split_info" in index.binary._section_index:
+        add(_esl_rows(index))
+    if "bat" in index.sources_used:
+        add(_bat_candidates(index, proc, start, end))
+    return out
+
+
+def _esl_rows(index: ModuleIndex) -> list[LineRow]:
+    try:
+        return split_info_source.line_rows(index.binary)
+    except UnsplitError:
+        return []
+
+
+def _input_lines(index: ModuleIndex) -> DwarfLines | None:
+    if index not in _INPUT_LINES:
+        input_binary = prebolt.input_for(index.binary)
+        _INPUT_LINES[index] = None if input_binary is None else DwarfLines(input_binary)
+    return _INPUT_LINES[index]
+
+
+def _bat_entries(index: ModuleIndex, proc: Procedure) -> tuple[set[int], list[int]]:
+    """The BAT entries of `proc`'s fragments: their output addresses, and their input offsets
+    (sorted), where BOLT's mapping from input to output code starts a new run."""
+    try:
+        bat = bat_translate.load(index.binary)
+    except UnsplitError:
+        return set(), []
+    outputs: set[int] = set()
+    inputs: set[int] = set()
+    for frag in proc.fragments:
+        m = None if bat is None else bat.table.maps.get(frag.start)
+        if m is None:
+            continue
+        outputs.update(frag.start + int(o) for o in m.output_offsets)
+        inputs.update(int(v) >> 1 for v in m.input_values)
+    return outputs, sorted(inputs)
+
+
+def _bat_candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> set[LineRow]:
+    """The pre-BOLT rows of each BAT-described piece, carried to where the piece is now.
+
+    A row at input offset X is carried from the anchor whose run holds it: the anchor's
+    input offset is the greatest entry offset <= X. From any other anchor the offset would be
+    interpolated across code BOLT moved or re-encoded (a branch grown from rel8 to rel32),
+    into the middle of an instruction."""
+    lines = _input_lines(index)
+    out: set[LineRow] = set()
+    if lines is None:
+        return out
+    entry_outputs, entry_inputs = _bat_entries(index, proc)
+    anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start}
+                     | {a for a in entry_outputs if start <= a < end})
+    for k, anchor in enumerate(anchors):
+        found = index.input_location(anchor)
+        if found is None or found[2] is None:
+            continue
+        offset, function = found[1], found[2]
+        stop = anchors[k + 1] if k + 1 < len(anchors) else end
+        i = bisect_right(entry_inputs, offset)
+        run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
+        size = min(stop - anchor, run_end - offset)
+        for row in lines.rows_in(function + offset, function + offset + size):
+            out.add(replace(row, address=anchor + row.address - function - offset))
+    return out
+
+
+def cfa_rules(index: ModuleIndex, proc: Procedure) -> list[tuple[int, int, str, int]]:
+    """(start, end, register, offset), file addresses: where in `proc`'s fragments the CFI
+    gives the CFA as a register plus an offset (cached per index). Code whose CFA is an
+    expression, or that no FDE covers, has no rule."""
+    per_index = _CFA_RULES.setdefault(index, {})
+    key = (proc.name, proc.entry)
+    found = per_index.get(key)
+    if found is None:
+        found = per_index[key] = sorted(
+            rule for frag in proc.fragments for rule in _fragment_cfa_rules(
+                cfi.table_for(index.binary), frag.start, frag.end))
+    return found
+
+
+def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
+                        end: int) -> list[tuple[int, int, str, int]]:
+    out: list[tuple[int, int, str, int]] = []
+    address = start
+    while address < end:
+        try:
+            fde = table.fde_at(address)
+        except UnsplitError:
+            return out  # damaged CFI: no rules here, the adapter's own check applies
+        if fde is None or fde.end <= address:
+            return out
+        stop = min(fde.end, end)
+        rows = fde.rows
+        for k, row in enumerate(rows):
+            lo = max(row.address, address)
+            hi = min(rows[k + 1].address if k + 1 < len(rows) else fde.end, stop)
+            if lo < hi and row.cfa.register is not None:
+                out.append((lo, hi, cfi.register_name(row.cfa.register).lower(),
+                            row.cfa.offset))
+        address = stop
+    return out
+
+
+# -- plans -----------------------------------------------------------------------------------
+
+def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
+                                                             Procedure] | None:
+    found = session.module_of(host, pc)
+    if found is None:
+        return None
+    mod, index = found
+    proc = index.procedure_at(pc - mod.bias)
+    return None if proc is None else (mod, index, proc)
+
+
+def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and merged[-1][1] == lo:
+            merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return tuple((bias + lo, bias + hi) for lo, hi in merged)
+
+
+def line_plan(session: Session, host: Host, kind: str, pc: int,
+              line: int | None = None) -> StepPlan:
+    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
+    found = _where(session, host, pc)
+    if found is None:
+        if line is not None:
+            raise AddressLookupError(f"bb {kind}: {pc:#x} is in no known procedure")
+        return StepPlan(kind, "instruction", pc,
+                        note=f"{pc:#x} is in no known procedure: stepped one instruction")
+    mod, index, proc = found
+    lines = procedure_lines(index, proc)
+    file_pc = pc - mod.bias
+    here = lines.span_at(file_pc)
+    ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
+    common = {"pc": pc, "procedure": proc.name, "ranges": ranges, "step_into": kind == "step",
+              **_frame_identity(host, pc, mod.bias, index, proc)}
+    if line is not None:
+        return _to_line_plan(kind, lines, mod.bias, line, here, common)
+    if not lines.has_lines:
+        return _block_plan(kind, proc, mod.bias, file_pc, common)
+    key = here.key if here is not None else None
+    current = [(s.start, s.end) for s in lines.spans if s.key == key]
+    targets = [s.start for s in lines.line_starts() if s.key != key]
+    if kind == "until":
+        # `until` never stops at a line that lies before this one (the loop's jump back).
+        offset = proc.logical_offset(file_pc) or 0
+        targets = [t for t in targets if (proc.logical_offset(t) or 0) > offset] or targets
+    # `step` enters any call made before the next line begins, wherever the code runs.
+    return StepPlan(kind, "line", line_ranges=_runtime(mod.bias, current),
+                    call_ranges=ranges,
+                    targets=tuple(sorted(mod.bias + t for t in targets)),
+                    line=None if key is None else f"{key[0]}:{key[1]}",
+                    at_line_start=here is not None and here.starts_line
+                    and here.start == file_pc, **common)  # type: ignore[arg-type]
+
+
+def _frame_identity(host: Host, pc: int, bias: int, index: ModuleIndex,
+                    proc: Procedure) -> dict[str, object]:
+    """The stepping frame (frame 0, at `pc`) as the CFI knows it: its return address and CFA,
+    and the CFA rules that find it again from any of its procedure's code. One CFI step of
+    frame 0, not a backtrace (which also names every frame: ten times slower)."""
+    registers = getattr(host, "frame0_registers", None)
+    read_memory = getattr(host, "read_memory", None)
+    if registers is None or read_memory is None:
+        return {}
+    try:
+        regs = cfi.registers_from_names(registers())
+        if regs.get(cfi.RIP) != pc:
+            return {}
+        found = cfi.step(index.binary, pc - bias, bias, regs, read_memory, True)
+    except UnsplitError:
+        return {}
+    if found is None or found.caller is None or cfi.RIP not in found.caller:
+        return {}
+    rules = tuple((bias + lo, bias + hi, reg, off) for lo, hi, reg, off
+                  in cfa_rules(index, proc))
+    return {"return_address": found.caller[cfi.RIP], "frame_cfa": found.cfa,
+            "cfa_rules": rules}
+
+
+def _to_line_plan(kind: str, lines: ProcedureLines, bias: int, line: int, here: Span | None,
+                  common: dict[str, object]) -> StepPlan:
+    file = here.file if here is not None and here.file else None
+    starts = [s for s in lines.spans if s.line == line and (file is None or s.file == file)]
+    starts = [s for s in starts if s.starts_line] or starts[:1]
+    if not starts:
+        name = demangle(lines.procedure.name)
+        raise AddressLookupError(f"bb {kind}: line {line} has no code in {name}"
+                                 + ("" if lines.has_lines else " (no line information)"))
+    where = f"{starts[0].file}:{line}"
+    return StepPlan(kind, "line", targets=tuple(sorted(bias + s.start for s in starts)),
+                    line=where, **{**common, "step_into": False})  # type: ignore[arg-type]
+
+
+def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
+                common: dict[str, object]) -> StepPlan:
+    if not proc.blocks:
+        return StepPlan(kind, "instruction", file_pc + bias, procedure=proc.name,
+                        note=f"no line or block information for {demangle(proc.name)}: "
+                             "stepped one instruction")
+    block = proc.block_at(file_pc)
+    targets = [b.start for b in proc.blocks if block is None or b.start != block.start]
+    current = [] if block is None else [(block.start, block.end)]
+    return StepPlan(kind, "line", line_ranges=_runtime(bias, current),
+                    call_ranges=_runtime(bias, current),
+                    targets=tuple(sorted(bias + t for t in targets)),
+                    note=f"no line information for {demangle(proc.name)}: stepped by basic block",
+                    **common)  # type: ignore[arg-type]
+
+
+def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
+    """Run until the frame at `pc` returns: the selected frame, number `level` as the debugger
+    counts (0 for a callee stepped into). Where it returns to and its CFA come from the CFI
+    when it covers the frame (the debugger's own unwinder may invent a frame in moved code);
+    without CFI an adapter returns by its own means, which only frame 0 can do."""
+    found = _where(session, host, pc)
+    name = found[2].name if found else None
+    ranges = _runtime(found[0].bias, [(f.start, f.end) for f in found[2].fragments]) \
+        if found else ()
+    back = return_of(session, host, pc, level)
+    if back is None and level > 0:
+        raise AddressLookupError(f"bb {kind}: the call frame information does not unwind to "
+                                 f"frame #{level} ({pc:#x}): select frame 0")
+    return StepPlan(kind, "finish", pc, procedure=name, ranges=ranges,
+                    return_address=None if back is None else back[0],
+                    frame_cfa=None if back is None else back[1])
+
+
+def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> StepPlan:
+    """Run until the frames below the selected one (`pc`, the debugger's frame `level` > 0)
+    have returned: to `pc`, with SP at the CFA of the frame below it."""
+    back = return_of(session, host, pc, level, below=True)
+    if back is None:
+        raise AddressLookupError(f"bb {kind}: the call frame information does not unwind to "
+                                 f"frame #{level} ({pc:#x}): select frame 0")
+    return StepPlan(kind, "finish", pc, return_address=back[0], frame_cfa=back[1])
+
+
+def return_of(session: Session, host: Host, pc: int, level: int,
+              below: bool = False) -> tuple[int, int] | None:
+    """(return address, CFA) of the frame at `pc`, the debugger's frame `level`, unwound from
+    frame 0 with the CFI; with `below`, those of the frame it called. None without registers,
+    memory or CFI for it. The frame is found by its pc, the match nearest `level` (recursion
+    repeats a pc; LLDB may count a frame it invented)."""
+    registers = getattr(host, "frame0_registers", None)
+    read_memory = getattr(host, "read_memory", None)
+    if registers is None or read_memory is None:
+        return None
+    try:
+        frames = unwind.backtrace(host.modules(), cfi.registers_from_names(registers()),
+                                  read_memory, session.index, limit=level + 3)
+    except UnsplitError:
+        return None
+    matches = [k for k, f in enumerate(frames) if f.pc == pc and (k > 0 or not below)
+               and (below or (f.cfa is not None and k + 1 < len(frames)))]
+    if not matches:
+        return None
+    k = min(matches, key=lambda m: (abs(m - level), m))
+    if below:
+        cfa = frames[k - 1].cfa
+        return None if cfa is None else (frames[k].pc, cfa)
+    cfa = frames[k].cfa
+    return None if cfa is None else (frames[k + 1].pc, cfa)
+
+
+def procedure_has_lines(session: Session, host: Host, pc: int) -> bool:
+    """Whether `pc` is in a procedure with line information (the return address itself may
+    be in code of line 0)."""
+    found = _where(session, host, pc)
+    return found is not None and procedure_lines(found[1], found[2]).has_lines
+
+
+def has_lines(session: Session, host: Host, pc: int) -> bool:
+    found = session.module_of(host, pc)
+    return found is not None and found[1].line_at(pc - found[0].bias) is not None
+
+
+Apply = Callable[[StepPlan], StepOutcome]
+"""Host.step_logical: apply one plan, say how it ended."""
+
+
+# -- one command ---------------------------------------------------------------------------
+
+class Walk:
+    """The plans of one step command, leg by leg: :meth:`first`, then :meth:`after` each
+    outcome, which gives the next plan or the final outcome. `bb` commands drive it with
+    Host.step_logical (:func:`run`); LLDB's thread plan drives it itself when run by hand.
+
+    A leg's purpose says what its "returned"/"called" outcome means: "line" (the stepping frame
+    returned: go on to the caller's next line; or stepped into a callee), "callee" (a callee
+    without lines ran to its return: go on with the line), "up" (the frames below the selected
+    one returned: step from there), "done" (finish and stepi end with their leg).
+    """
+
+    def __init__(self, session: Session, host: Host, kind: str, line: int | None = None,
+                 level: int | None = None) -> None:
+        if kind not in KINDS:
+            raise UsageError(f"unknown step kind {kind!r}")
+        self.session, self.host, self.kind, self.line = session, host, kind, line
+        self.level = level
+        self.notes: list[str] = []
+        self.legs = 0
+        self.purpose = "line"
+
+    def first(self) -> StepPlan:
+        """The first leg, from the selected frame (frame 0 unless `level` says otherwise)."""
+        host, kind = self.host, self.kind
+        pc = host.selected_pc()
+        level = self.level
+        if level is None:
+            selected = getattr(host, "selected_frame_level", None)
+            level = int(selected()) if selected is not None else 0
+        if kind == "stepi":
+            return self._leg("done", StepPlan(kind, "instruction", pc))
+        if kind == "finish":
+            return self._leg("done", finish_plan(self.session, host, kind, pc, level))
+        if level > 0:
+            # Frames below the selected one return first (to the selected frame's pc, SP at
+            # the CFA of the frame below it); the step goes on from there in the selected frame.
+            return self._leg("up", up_plan(self.session, host, kind, pc, level))
+        return self._leg("line", line_plan(self.session, host, kind, pc, self.line))
+
+    def after(self, outcome: StepOutcome) -> StepPlan | StepOutcome:
+        """The next leg after `outcome`, or the outcome the command ends with."""
+        session, host, kind = self.session, self.host, self.kind
+        if self.legs >= MAX_LEGS:
+            return StepOutcome("stopped", None, f"bb {kind}: gave up after {MAX_LEGS} legs")
+        if outcome.kind not in ("returned", "called") or self.purpose == "done" \
+                or outcome.pc is None:
+            return outcome
+        pc = outcome.pc
+        if self.purpose == "callee":
+            return self._leg("line", line_plan(session, host, kind, pc))
+        if outcome.kind == "called":
+            # `step` reached a callee: stop at its entry if it has lines (optimized code has no
+            # prologue to skip; GDB stops there too), else run it to its return and go on with
+            # the line being stepped.
+            if has_lines(session, host, pc):
+                return outcome
+            return self._leg("callee", finish_plan(session, host, kind, pc))
+        if self.purpose == "up" and self.line is not None:
+            return self._leg("line", line_plan(session, host, kind, pc, self.line))
+        # The stepping frame returned. `until LINE`/`advance` stop there, as GDB's do; a line
+        # step goes on to the caller's next line, which may be in a fragment of its own.
+        if self.line is not None or not procedure_has_lines(session, host, pc):
+            return outcome
+        plan = line_plan(session, host, kind, pc)
+        if plan.at_line_start:  # the call ended its line: the caller's next one is here
+            return StepOutcome("target", pc)
+        return self._leg("line", plan)
+
+    def _leg(self, purpose: str, plan: StepPlan) -> StepPlan:
+        self.purpose = purpose
+        self.legs += 1
+        if plan.note and plan.note not in self.notes:
+            self.notes.append(plan.note)
+        return plan
+
+
+def run(session: Session, host: Host, kind: str, line: int | None = None) -> str:
+    """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown step kind {kind!r}")
+    refusal = getattr(host, "cannot_run", None)
+    reason = refusal() if refusal is not None else None
+    if reason:
+        raise UsageError(f"bb {kind}: {reason}")
+    apply: Apply | None = getattr(host, "step_logical", None)
+    if apply is None:
+        raise UsageError(f"bb {kind}: this debugger adapter cannot step")
+    walk = Walk(session, host, kind, line)
+    begin = getattr(host, "step_context", None)
+    context = begin(kind, line) if begin is not None else None  # what the report compares with
+    step: StepPlan | StepOutcome = walk.first()
+    while isinstance(step, StepPlan):
+        step = walk.after(apply(step))
+    return _report(session, host, kind, step, walk.notes, context)
+
+
+def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
+            notes: list[str], context: object = None) -> str:
+    """What the step prints: the debugger's own report of the stop (Host.stop_report, see
+    unsplit.render.stop), after the notes on how the step was made; a stop the step did not
+    make (a breakpoint, a signal) as the debugger reported it."""
+    lines = list(notes)
+    if outcome.kind == "stopped" and outcome.message:
+        lines.append(outcome.message)
+    try:
+        pc = None if outcome.kind == "stopped" and outcome.pc is None else host.selected_pc()
+    except UnsplitError:
+        pc = None
+    if pc is None:
+        return "\n".join(lines)
+    loc = session.locate(host, pc)
+    style = session.demangling()
+    render = getattr(host, "stop_report", None)
+    if not (outcome.kind == "stopped" and outcome.message):
+        lines.append(render(kind, loc, pc, context) if render is not None
+                     else verbose_line(loc, pc, style))
+    if session.verbose and render is not None:
+        lines.append(verbose_line(loc, pc, style))
+    return "\n".join(line for line in lines if line)

@@ -1,0 +1,97 @@
+"""Debug files the debugger adapters hand to GDB (and, later, LLDB) for split modules without
+DWARF: made by unsplit.debuginfo.synthesize once per module and kept under ``$UNSPLIT_CACHE`` or
+``~/.cache/unsplit``, named by build-id and a fingerprint of the module's layout (a build-id
+alone does not name one BOLT output: see :func:`fingerprint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from unsplit.elf.binary import Binary
+from unsplit.errors import UnsplitError
+from unsplit.index.module_index import ModuleIndex
+
+FORMAT_VERSION = 1  # bump when the files' content changes: old ones are then not reused
+
+
+def cache_dir() -> str:
+    root = os.environ.get("UNSPLIT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "unsplit")
+    return os.path.join(root, f"debuginfo-v{FORMAT_VERSION}")
+
+
+def fingerprint(binary: Binary) -> str:
+    """What tells apart two modules with one build-id: BOLT gives every output of one input
+    the input's build-id (last bit flipped) whatever its options, so the layouts of
+    `-split-strategy=all` and `=cdsplit` outputs share it. Their section headers and symbol
+    tables differ."""
+    digest = hashlib.sha1()
+    for section in binary.elf.iter_sections():
+        digest.update(f"{section.name}:{section['sh_addr']}:{section['sh_size']};".encode())
+    digest.update(binary.section_data(".symtab") or b"")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one module: `path` is the debug file to load (None: none needed)."""
+
+    module: str
+    path: str | None
+    reason: str  # "made", "cached", or why nothing is needed
+
+
+def max_code_bytes() -> int:
+    """The most code a debugger session describes when a module loads: writing walks every
+    instruction of the split procedures through the index (about 60 µs a byte of BOLTed code,
+    measured on the zoo), so a big module is left to `unsplit debuginfo` ahead of time
+    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached)."""
+    try:
+        return int(os.environ.get("UNSPLIT_DEBUGINFO_MAX_KB", "512")) * 1024
+    except ValueError:
+        return 512 * 1024
+
+
+def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = None,
+                   root: str | None = None, max_code: int | None = None) -> Outcome:
+    """The cached debug file for `module`, written first if missing; Outcome.path is None for
+    a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
+    that to describe. Never raises: a module the core cannot read gets a reason instead."""
+    try:
+        binary = Binary(module)
+        if binary.dwarf_binary is not None:
+            return Outcome(module, None, "has DWARF")
+        build_id = binary.build_id
+        if not build_id or len(build_id) < 2:
+            return Outcome(module, None, "no build-id")
+        h = build_id.hex()
+        path = os.path.join(root or cache_dir(), "by-module", h[:2],
+                            f"{h[2:]}-{fingerprint(binary)}.debug")
+        if os.path.isfile(path):
+            return Outcome(module, path, "cached")
+        code = sum(end - start for start, end in binary.text_address_ranges())
+        if max_code is not None and code > max_code:
+            kb = (code + 1023) >> 10
+            return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
+                           f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
+        index = index_of(module) if index_of is not None else ModuleIndex(binary)
+        from unsplit.debuginfo.synthesize import build, has_own_dwarf
+
+        if not index.moved_fragments():
+            return Outcome(module, None, "not split")
+        if has_own_dwarf(index):
+            return Outcome(module, None, "has DWARF")
+        data, _ = build(index)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return Outcome(module, path, "made")
+    except (UnsplitError, OSError) as e:
+        return Outcome(module, None, f"cannot make one: {e}")

@@ -1,0 +1,92 @@
+"""The separate debug file's ELF container, shaped as ``objcopy --only-keep-debug`` makes it
+(System V gABI, ELF-64): the module's ELF header and program headers, its section headers with
+SHT_NOBITS for everything loaded (so each section keeps its address and size, and debuggers
+match the file to the module), its SHT_NOTE sections' bytes (the build-id), then the new
+``.debug_*`` sections. No code, no data, no symbol table."""
+
+from __future__ import annotations
+
+import struct
+
+from unsplit.errors import BinaryError
+
+SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB = 8, 7, 1, 3
+SHF_ALLOC = 0x2
+PT_NOTE = 4
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_PHDR = struct.Struct("<IIQQQQQQ")
+
+
+def write_debug_file(module: bytes, path_for_errors: str,
+                     debug_sections: list[tuple[str, bytes]]) -> bytes:
+    """A debug file for the ELF image `module` holding `debug_sections` (name, contents)."""
+    if module[:4] != b"\x7fELF" or module[4] != 2 or module[5] != 1:
+        raise BinaryError(f"{path_for_errors}: not a little-endian ELF-64 file")
+    (ident, e_type, e_machine, e_version, e_entry, e_phoff, e_shoff, e_flags, _e_ehsize,
+     e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx) = _EHDR.unpack_from(module, 0)
+    if e_shoff == 0 or e_shentsize != _SHDR.size or e_shstrndx >= e_shnum:
+        raise BinaryError(f"{path_for_errors}: no usable section headers")
+    headers = [list(_SHDR.unpack_from(module, e_shoff + i * _SHDR.size)) for i in range(e_shnum)]
+    str_off, str_size = headers[e_shstrndx][4], headers[e_shstrndx][5]
+    names = module[str_off:str_off + str_size]
+
+    def name_of(h: list[int]) -> str:
+        end = names.find(b"\0", h[0])
+        return names[h[0]:end].decode("utf-8", "surrogateescape")
+
+    # Keep section 0 and every loaded section (notes with their bytes); drop the rest.
+    kept = [0] + [i for i in range(1, e_shnum) if headers[i][2] & SHF_ALLOC]
+    new_index = {old: new for new, old in enumerate(kept)}
+    out = bytearray(64)
+    phdrs = [list(_PHDR.unpack_from(module, e_phoff + i * _PHDR.size)) for i in range(e_phnum)] \
+        if e_phoff and e_phentsize == _PHDR.size else []
+    ph_offset = len(out)
+    out += b"\0" * (len(phdrs) * _PHDR.size)
+    shstrtab = bytearray(b"\0")
+
+    def add_name(text: str) -> int:
+        at = len(shstrtab)
+        shstrtab.extend(text.encode("utf-8", "surrogateescape") + b"\0")
+        return at
+
+    sections: list[list[int]] = [[0] * 10]
+    note_at: dict[int, int] = {}  # address -> offset of a copied note
+    for old in kept[1:]:
+        h = list(headers[old])
+        name, sh_type, offset, size, align = name_of(h), h[1], h[4], h[5], max(h[8], 1)
+        h[0] = add_name(name)
+        h[6] = new_index.get(h[6], 0)  # sh_link
+        if h[2] & 0x40:  # SHF_INFO_LINK: sh_info is a section index
+            h[7] = new_index.get(h[7], 0)
+        if sh_type == SHT_NOTE:
+            while len(out) % min(align, 8):
+                out.append(0)
+            h[4] = len(out)
+            note_at[h[3]] = h[4]
+            out += module[offset:offset + size]
+        else:
+            h[1], h[4] = SHT_NOBITS, len(out)
+        sections.append(h)
+    for name, data in debug_sections:
+        sections.append([add_name(name), SHT_PROGBITS, 0, 0, len(out), len(data), 0, 0, 1, 0])
+        out += data
+    shstrndx = len(sections)
+    sections.append([add_name(".shstrtab"), SHT_STRTAB, 0, 0, len(out) + 0, len(shstrtab),
+                     0, 0, 1, 0])
+    out += shstrtab
+    while len(out) % 8:
+        out.append(0)
+    shoff = len(out)
+    for h in sections:
+        out += _SHDR.pack(*h)
+    for i, p in enumerate(phdrs):
+        if p[0] == PT_NOTE and p[3] in note_at:
+            p[2] = note_at[p[3]]
+        else:
+            p[5] = 0  # p_filesz: the bytes are not in this file
+        _PHDR.pack_into(out, ph_offset + i * _PHDR.size, *p)
+    _EHDR.pack_into(out, 0, ident, e_type, e_machine, e_version, e_entry,
+                    ph_offset if phdrs else 0, shoff, e_flags, 64, _PHDR.size if phdrs else 0,
+                    len(phdrs), _SHDR.size, len(sections), shstrndx)
+    return bytes(out)

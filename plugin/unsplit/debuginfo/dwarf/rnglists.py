@@ -1,0 +1,32 @@
+"""Range lists, .debug_rnglists, DWARF 5 §7.28 (header) and §2.17.3 (entries): one contribution
+for the whole file (DW_AT_ranges in DW_FORM_sec_offset points into it, §7.5.5), each list made of
+DW_RLE_start_length entries ended by DW_RLE_end_of_list."""
+
+from __future__ import annotations
+
+import struct
+
+from unsplit.formats.leb128 import encode_uleb128 as uleb
+
+DW_RLE_end_of_list = 0x00
+DW_RLE_start_length = 0x07
+
+
+class RangeLists:
+    HEADER = 12  # unit_length, version, address_size, segment_selector_size, offset_entry_count
+
+    def __init__(self) -> None:
+        self.data = bytearray(struct.pack("<IHBBI", 0, 5, 8, 0, 0))
+
+    def add(self, ranges: list[tuple[int, int]]) -> int:
+        """Writes [start, end) ranges as one list; returns its section offset."""
+        offset = len(self.data)
+        for start, end in ranges:
+            self.data += bytes([DW_RLE_start_length]) + struct.pack("<Q", start) + \
+                uleb(end - start)
+        self.data.append(DW_RLE_end_of_list)
+        return offset
+
+    def finish(self) -> bytes:
+        struct.pack_into("<I", self.data, 0, len(self.data) - 4)
+        return bytes(self.data)

@@ -1,0 +1,362 @@
+"""What the core knows of a split module, written as DWARF 5 in a separate debug file.
+
+Every procedure becomes a DW_TAG_subprogram whose ranges cover all its fragments (entry
+fragment first: GDB and LLDB take the first range of a non-contiguous function as its entry);
+the line table holds, for each byte of its code, the row ``ModuleIndex.line_at`` answers (ESL,
+the module's own DWARF, BOLTed code through BAT to the pre-BOLT binary's DWARF) — a row is
+written only where the answer changes, so llvm-symbolizer and the debuggers, which take the last
+row at or below an address, get exactly ``unsplit where``'s line at every instruction. Code no
+source of lines covers gets no rows (and is listed), never a guessed line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from unsplit import __version__
+from unsplit.debuginfo.dwarf import abbrev as A
+from unsplit.debuginfo.dwarf.abbrev import AbbrevTable
+from unsplit.debuginfo.dwarf.aranges import ArangesWriter
+from unsplit.debuginfo.dwarf.elf import write_debug_file
+from unsplit.debuginfo.dwarf.info import InfoWriter
+from unsplit.debuginfo.dwarf.line import LineProgram
+from unsplit.debuginfo.dwarf.rnglists import RangeLists
+from unsplit.debuginfo.dwarf.strings import StringTable
+from unsplit.index.demangle import demangle
+from unsplit.index.model import Procedure
+from unsplit.index.module_index import ModuleIndex
+
+_LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Table 7.17
+    ".c": 0x1D, ".cc": 0x21, ".cpp": 0x21, ".cxx": 0x21, ".C": 0x21, ".rs": 0x1C,
+}
+_Row = tuple[int, str, int, int, bool]  # address, path, line, column, is_stmt
+
+
+@dataclass
+class Summary:
+    """What was written and what no source described."""
+
+    units: int = 0
+    procedures: int = 0
+    split_procedures: int = 0
+    rows: int = 0
+    without_lines: list[str] = field(default_factory=list)  # split procedures, no line at all
+    uncovered_bytes: int = 0  # bytes of moved fragments no source of lines covers
+
+
+class _Unit:
+    """One compile unit being filled: its procedures' spans and its line program (rows are
+    encoded as each procedure's are found, and not kept)."""
+
+    def __init__(self, name: str | None, line_strings: StringTable) -> None:
+        self.name = name
+        self.comp_dir = os.path.dirname(name) if name and os.path.isabs(name) else ""
+        self.procedures: list[tuple[Procedure, list[tuple[int, int]], list[_Inlined]]] = []
+        self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
+        self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
+        self.rows = 0
+
+    def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[_Row]],
+            inlined: list[_Inlined]) -> None:
+        if self.program is None or not any(sequences):
+            inlined = []  # a call site's file is a number in a line table
+        self.procedures.append((proc, spans, inlined))
+        stack = list(inlined)
+        while stack:
+            node = stack.pop()
+            self.callees.setdefault(node.call[0], 0)
+            stack += node.children
+        if self.program is None:
+            return
+        for (_, end), rows in zip(spans, sequences, strict=True):
+            for address, path, line, column, is_stmt in rows:
+                self.program.row(address, path, line, column, is_stmt)
+            self.rows += len(rows)
+            self.program.end_sequence(end)
+
+
+def has_own_dwarf(index: ModuleIndex) -> bool:
+    """True when the module's DWARF (in it or its separate debug file) already covers its moved
+    code: then that is the truth, and nothing is written."""
+    lines = index.dwarf_lines
+    if not lines.available:
+        return False
+    moved = index.moved_fragments()
+    return any(lines.lookup(f.start) is not None for f in moved) if moved else True
+
+
+def build(index: ModuleIndex) -> tuple[bytes, Summary]:
+    """The debug file's bytes for the module `index` describes, and what went into it."""
+    summary = Summary()
+    units: dict[str | None, _Unit] = {}
+    line_strings = StringTable()
+    walker = _Walker(index)
+    for proc, spans in _disjoint(index):
+        walked = [walker.walk(start, end) for start, end in spans]
+        sequences = [rows for rows, _ in walked]
+        name = _unit_name(index, proc, sequences)
+        unit = units.get(name)
+        if unit is None:
+            unit = units[name] = _Unit(name, line_strings)
+        unit.add(proc, spans, sequences, [r for _, roots in walked for r in roots])
+        summary.procedures += 1
+        if proc.is_split:
+            summary.split_procedures += 1
+            if not any(sequences):
+                summary.without_lines.append(proc.name)
+            for (start, end), rows in zip(spans[1:], sequences[1:], strict=True):
+                summary.uncovered_bytes += _uncovered(rows, start, end)
+    data = _encode(index, [units[k] for k in sorted(units, key=lambda n: (n is None, n or ""))],
+                   line_strings, summary)
+    with open(index.binary.path, "rb") as f:
+        module = f.read()
+    return write_debug_file(module, index.binary.path, data), summary
+
+
+def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]]]:
+    """Each procedure with its fragments' [start, end), less any whose code overlaps code an
+    earlier one holds (an alias symbol, a symbol over a range): DWARF's subprograms of a unit
+    must not overlap (llvm-dwarfdump --verify)."""
+    candidates = []
+    for proc in index.all_procedures():
+        spans = [(f.start, f.end) for f in proc.fragments if f.end > f.start]
+        if spans:
+            candidates.append((proc, spans))
+    order = sorted(((s, e, i) for i, (_, spans) in enumerate(candidates) for s, e in spans))
+    rejected: set[int] = set()
+    end, holder = -1, -1
+    for s, e, i in order:
+        if i in rejected:
+            continue
+        if s < end and holder != i:
+            rejected.add(max(i, holder))  # the later-listed one (known sources come first)
+            if holder in rejected:
+                end, holder = e, i
+            continue
+        if e > end:
+            end, holder = e, i
+    return [c for i, c in enumerate(candidates) if i not in rejected]
+
+
+class _Inlined:
+    """One run of code inlined at one call site: a DW_TAG_inlined_subroutine (§3.3.8.2)."""
+
+    __slots__ = ("call", "children", "end", "start")
+
+    def __init__(self, call: _Call, start: int) -> None:
+        self.call, self.start, self.end = call, start, start + 1
+        self.children: list[_Inlined] = []
+
+
+_Call = tuple[str, str, int, int]  # callee, call file path, call line, call column
+
+
+class _Walker:
+    """Asks the core about every byte of a module's code: its line (ModuleIndex.line_at) and,
+    where DWARF says so, its chain of inlined calls (the Symbolizer's, as
+    ``unsplit symbolize --inlines`` prints them)."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        from unsplit.tools.symbolize import Symbolizer
+
+        self.index = index
+        self.symbolizer = Symbolizer(index.binary.path, None, index=index)
+        own = index.dwarf_lines.available
+        self.has_dwarf = own or "bat" in index.sources_used
+        # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
+        # need be asked (a symbols-only libc has megabytes of code).
+        self.has_lines = own or len(index.line_sources) > 1
+
+    def walk(self, start: int, end: int) -> tuple[list[_Row], list[_Inlined]]:
+        """The rows of [start, end): one where the answer for a byte differs from the previous
+        byte's (line 0 where a covered run gives way to bytes no source describes); and the
+        inlined runs, outermost first, each holding those nested in it."""
+        rows: list[_Row] = []
+        roots: list[_Inlined] = []
+        open_: list[_Inlined] = []
+        last: tuple[str, int, int, bool] | None = None
+        calls: list[_Call] = []
+        if not self.has_lines:
+            return rows, roots
+        for address in range(start, end):
+            row = self.index.line_at(address)
+            if row is None:
+                key = None if last is None else (last[0], 0, 0, last[3])
+            else:
+                key = (row.path or row.file, row.line, row.column or 0, row.is_stmt)
+            changed = key != last
+            if key is not None and changed:
+                rows.append((address, *key))
+                last = key
+            if self.has_dwarf:
+                # An inlined range begins and ends with a line row of its own (the callee's
+                # lines are not the caller's): the chain is asked for only where the row changes.
+                if changed or address == start:
+                    calls = _calls(self.symbolizer.dwarf_frames(address))
+                self._nest(address, calls, open_, roots)
+        return rows, roots
+
+    @staticmethod
+    def _nest(address: int, calls: list[_Call], open_: list[_Inlined],
+              roots: list[_Inlined]) -> None:
+        same = 0
+        while same < len(open_) and same < len(calls) and open_[same].call == calls[same]:
+            same += 1
+        del open_[same:]
+        for call in calls[same:]:
+            node = _Inlined(call, address)
+            (open_[-1].children if open_ else roots).append(node)
+            open_.append(node)
+        for node in open_:
+            node.end = address + 1
+
+
+def _calls(frames: list[Any]) -> list[_Call]:
+    """The inlined calls of DWARF frames (innermost first), outermost first: each inlined
+    function with the place the next frame out calls it from."""
+    out: list[_Call] = []
+    for inner, outer in pairwise(frames):
+        out.append((inner.function, outer.path or "", outer.line, outer.column))
+    return out[::-1]
+
+
+def _uncovered(rows: list[_Row], start: int, end: int) -> int:
+    if not rows:
+        return end - start
+    bounds = [r[0] for r in rows] + [end]
+    missing = rows[0][0] - start
+    for (address, _, line, _, _), nxt in zip(rows, bounds[1:], strict=True):
+        if line == 0:
+            missing += nxt - address
+    return missing
+
+
+def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[_Row]]) -> str | None:
+    """The source file most of the procedure's code comes from; else the STT_FILE the symbol
+    table puts a local function under; else None (a unit with no name and no lines)."""
+    weight: Counter[str] = Counter()
+    for rows in sequences:
+        for row in rows:
+            if row[2]:
+                weight[row[1]] += 1
+    if weight:
+        return weight.most_common(1)[0][0]
+    frag = proc.fragments[0]
+    symbol = index.binary.function_at(frag.symbol or proc.name, frag.start)
+    return symbol.file if symbol is not None and symbol.local else None
+
+
+def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
+            summary: Summary) -> list[tuple[str, bytes]]:
+    abbrevs, ranges, strings, aranges = AbbrevTable(), RangeLists(), StringTable(), ArangesWriter()
+    info = InfoWriter(abbrevs)
+    lines = bytearray()
+    producer = strings.offset(f"unsplit {__version__} debuginfo")
+    for unit in units:
+        unit_spans = _merge([s for _, spans, _ in unit.procedures for s in spans])
+        attributes: list[tuple[int, int, int | bytes]] = [
+            (A.DW_AT_producer, A.DW_FORM_strp, producer)]
+        if unit.name is not None:
+            language = _LANGUAGES.get(os.path.splitext(unit.name)[1])
+            if language is not None:
+                attributes.append((A.DW_AT_language, A.DW_FORM_data2, language))
+            attributes += [
+                (A.DW_AT_name, A.DW_FORM_strp, strings.offset(unit.name)),
+                (A.DW_AT_comp_dir, A.DW_FORM_line_strp, line_strings.offset(unit.comp_dir))]
+            if unit.rows and unit.program is not None:
+                attributes.append((A.DW_AT_stmt_list, A.DW_FORM_sec_offset, len(lines)))
+        attributes += [(A.DW_AT_low_pc, A.DW_FORM_addr, 0),
+                       (A.DW_AT_ranges, A.DW_FORM_sec_offset, ranges.add(unit_spans))]
+        unit_offset = info.begin_unit()
+        info.die(A.DW_TAG_compile_unit, True, attributes)
+        for callee in unit.callees:  # abstract instances, §3.3.8.1
+            unit.callees[callee] = info.unit_relative(info.die(A.DW_TAG_subprogram, False, [
+                (A.DW_AT_name, A.DW_FORM_strp, strings.offset(callee)),
+                (A.DW_AT_inline, A.DW_FORM_udata, DW_INL_inlined)]))
+        for proc, spans, inlined in unit.procedures:
+            info.die(A.DW_TAG_subprogram, bool(inlined),
+                     _subprogram(index, proc, spans, strings, ranges))
+            if inlined:
+                _write_inlined(info, unit, inlined)
+                info.end_children()
+        info.end_unit()
+        if unit.rows and unit.program is not None:  # after the DIEs: call sites add files
+            lines += unit.program.encode()
+            summary.rows += unit.rows
+        aranges.add(unit_offset, unit_spans)
+        summary.units += 1
+    return [(".debug_abbrev", abbrevs.finish()), (".debug_info", bytes(info.data)),
+            (".debug_str", bytes(strings.data)), (".debug_line", bytes(lines)),
+            (".debug_line_str", bytes(line_strings.data)), (".debug_rnglists", ranges.finish()),
+            (".debug_aranges", aranges.finish())]
+
+
+DW_INL_inlined = 1  # §3.3.8, Table 3.4
+
+
+def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[_Inlined]) -> None:
+    """Concrete inlined instances, §3.3.8.2: origin, the code run, the call site (§3.4)."""
+    assert unit.program is not None
+    for node in nodes:
+        callee, path, line, column = node.call
+        attributes: list[tuple[int, int, int | bytes]] = [
+            (A.DW_AT_abstract_origin, A.DW_FORM_ref4, unit.callees[callee]),
+            (A.DW_AT_low_pc, A.DW_FORM_addr, node.start),
+            (A.DW_AT_high_pc, A.DW_FORM_data8, node.end - node.start)]
+        if path:
+            attributes.append((A.DW_AT_call_file, A.DW_FORM_udata, unit.program.file(path)))
+        attributes += [(A.DW_AT_call_line, A.DW_FORM_udata, line),
+                       (A.DW_AT_call_column, A.DW_FORM_udata, column)]
+        info.die(A.DW_TAG_inlined_subroutine, bool(node.children), attributes)
+        if node.children:
+            _write_inlined(info, unit, node.children)
+            info.end_children()
+
+
+def _subprogram(index: ModuleIndex, proc: Procedure, spans: list[tuple[int, int]],
+                strings: StringTable, ranges: RangeLists) -> list[tuple[int, int, int | bytes]]:
+    frag = proc.fragments[0]
+    symbol = index.binary.function_at(frag.symbol or proc.name, frag.start)
+    out: list[tuple[int, int, int | bytes]] = [
+        (A.DW_AT_name, A.DW_FORM_strp, strings.offset(_plain_name(proc.name))),
+        (A.DW_AT_linkage_name, A.DW_FORM_strp, strings.offset(proc.name))]
+    if symbol is None or not symbol.local:
+        out.append((A.DW_AT_external, A.DW_FORM_flag_present, 0))
+    if len(spans) == 1:
+        out += [(A.DW_AT_low_pc, A.DW_FORM_addr, spans[0][0]),
+                (A.DW_AT_high_pc, A.DW_FORM_data8, spans[0][1] - spans[0][0])]
+    else:
+        out.append((A.DW_AT_ranges, A.DW_FORM_sec_offset, ranges.add(spans)))
+    return out
+
+
+def _plain_name(name: str) -> str:
+    """DW_AT_name: a C++ function's demangled name without its parameters (§2.15: the name as it
+    appears in the source); anything else as it is."""
+    if not name.startswith("_Z"):
+        return name
+    text = demangle(name)
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):  # drop the last balanced "(...)" and what follows
+        c = text[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return text[:i]
+    return text
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

@@ -1,0 +1,561 @@
+"""Source lines for addresses, from DWARF line programs (through pyelftools), decoded lazily.
+
+Only the compile unit that covers an address is decoded, once; its rows are kept as a sorted
+array searched by bisection. Which CU covers an address comes from ``.debug_aranges`` when
+present, else from the CUs' own ranges (clang emits no aranges). pyelftools 0.33 is required
+for DWARF 5 (shared/NOTES.md).
+
+The row that describes an address is the last row at or below it in the same sequence, as
+LLVM's DWARFDebugLine::lookupAddress decides.
+
+Damaged DWARF is never fatal: a CU whose line program, header or DIEs cannot be read has no
+lines ("no line here"), and says so once, in ``warnings``, naming the section and the offset.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from elftools.common.exceptions import DWARFError, ELFError
+
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import leb128
+from unsplit.index.model import LineRow
+
+# What pyelftools raises on damaged DWARF, besides its own errors: it reads fields with construct
+# and struct, seeks to offsets taken from the data, and leaves None where a form was not decoded.
+# NotImplementedError: a header whose file names take a form pyelftools does not resolve (strx).
+DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
+                OverflowError, TypeError, AttributeError, struct.error, RecursionError,
+                NotImplementedError)
+
+# One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
+# where a sequence ended.
+_Key = tuple[int, int, int, bool] | None
+_MASK = (1 << 64) - 1
+
+
+class _CULines:
+    """The rows of one CU: sorted addresses; a LineRow is made only for a row asked for."""
+
+    def __init__(self, rows: list[tuple[int, _Key]], names: list[tuple[str, str]],
+                 first_file: int) -> None:
+        # A sequence may begin exactly where another ended: its end marker must sort before the
+        # new sequence's rows. Stable otherwise: the program's order at equal addresses.
+        rows.sort(key=lambda r: (r[0], r[1] is not None))
+        self.addresses = array("Q", (a for a, _ in rows))
+        self.keys = [k for _, k in rows]
+        self.names, self.first_file = names, first_file
+        self._rows: list[LineRow | None] | None = None
+
+    def row(self, i: int) -> LineRow | None:
+        key = self.keys[i]
+        if key is None:
+            return None
+        k = key[0] - self.first_file
+        name, path = self.names[k] if 0 <= k < len(self.names) else ("??", "??")
+        return LineRow(self.addresses[i], name, key[1], key[2], "dwarf", key[3], path)
+
+    @property
+    def rows(self) -> list[LineRow | None]:
+        """Every row (made once, for the questions that walk them all)."""
+        if self._rows is None:
+            self._rows = [self.row(i) for i in range(len(self.keys))]
+        return self._rows
+
+    def lookup(self, address: int) -> LineRow | None:
+        i = bisect_right(self.addresses, address) - 1
+        return None if i < 0 else self.row(i)
+
+
+class DwarfLines:
+    """Line look-ups in one Binary's DWARF. What it cannot read goes to `warnings` (one line
+    each, once; a caller may pass its own list), and the look-up answers "no line"."""
+
+    def __init__(self, binary: Binary, warnings: list[str] | None = None,
+                 label: str = "") -> None:
+        # A stripped file's lines live in its separate debug file.
+        self.binary = binary.dwarf_binary or binary
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self._label = label  # put before each warning: which file, when not the caller's own
+        self._cu_ranges: tuple[array[int], array[int], list[int]] | None = None
+        self._aranges: tuple[array[int], array[int], list[int]] | None = None
+        self._line_data: bytes | None = None
+        self._cu_lines: dict[int, _CULines] = {}
+        self._cu_files: dict[int, list[tuple[str, str]]] = {}
+        self._names_blob: bytes | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.binary.has_dwarf and self.binary.section(".debug_line") is not None
+
+    def warn(self, error: DecodeError) -> None:
+        """Record what could not be read, once."""
+        text = f"{self._label}{error}; its lines are ignored"
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def lookup(self, address: int) -> LineRow | None:
+        """The line row describing file address `address`, or None."""
+        if not self.available:
+            return None
+        cu_offset = self.cu_offset_at(address)
+        if cu_offset is None:
+            return None
+        return self._lines_or_none(cu_offset).lookup(address)
+
+    def rows_in(self, start: int, end: int) -> list[LineRow]:
+        """Rows whose address lies in [start, end), in address order."""
+        cu_offset = self.cu_offset_at(start) if self.available else None
+        if cu_offset is None:
+            return []
+        table = self._lines_or_none(cu_offset)
+        lo = bisect_right(table.addresses, start - 1)
+        hi = bisect_right(table.addresses, end - 1)
+        return [r for r in (table.row(i) for i in range(lo, hi)) if r is not None]
+
+    def cu_offset_at(self, address: int) -> int | None:
+        """Offset in .debug_info of the CU whose ranges cover `address` (None if none does)."""
+        if not self.available:
+            return None
+        try:
+            return self._cu_offset_at(address)
+        except DecodeError as e:
+            self.warn(e)
+            return None
+
+    def file_paths(self, cu_offset: int) -> list[str]:
+        """Full paths of a CU's line-table files, by DW_AT_decl_file/call_file number.
+
+        DWARF 5 numbers files from 0, earlier versions from 1 (index 0 is then "").
+        """
+        try:
+            return self._file_paths(cu_offset)
+        except DWARF_ERRORS as e:
+            self.warn(_line_header_error(self.binary, cu_offset, e))
+            return []
+
+    def _file_paths(self, cu_offset: int) -> list[str]:
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            return []
+        version = program.header["version"]
+        comp_dir = _comp_dir(cu)
+        paths = [_file_name(program, e, version, comp_dir)[1]
+                 for e in _entries(program, "file_entry")]
+        return paths if version >= 5 else ["", *paths]
+
+    def statements(self, file: str, line: int) -> list[LineRow]:
+        """Where `file`:`line` begins: the first is_stmt row of each run of rows of that line, in
+        every CU whose line table names the file; when the compiler marked no row of the line
+        as a statement (clang may, in cold code), the first row of each run, as GDB does.
+        `file` may be a base name, a path suffix or a full path."""
+        if not self.available or not self._may_name(file):
+            return []
+        runs: list[list[LineRow]] = []
+        try:
+            cu_offsets = self._cu_offsets()
+        except DecodeError as e:
+            self.warn(e)
+            return []
+        for cu_offset in cu_offsets:
+            try:
+                names = self._file_names(cu_offset)
+            except DecodeError as e:
+                self.warn(e)
+                continue
+            if not any(_same_name(name, path, file) for name, path in names):
+                continue
+            run: list[LineRow] = []
+            for row in [*self._lines_or_none(cu_offset).rows, None]:
+                if run and (row is None or (row.line, row.file) != (run[0].line, run[0].file)):
+                    if run[0].line == line and _same_file(run[0], file):
+                        runs.append(run)
+                    run = []
+                if row is not None:
+                    run.append(row)
+        stmts = [next(r for r in run if r.is_stmt) for run in runs if any(r.is_stmt for r in run)]
+        return sorted(stmts or [run[0] for run in runs], key=lambda r: r.address)
+
+    def _may_name(self, file: str) -> bool:
+        """A line table stores each file name whole and NUL-terminated in .debug_line,
+        .debug_line_str or .debug_str: when none holds the base name, no row can match, and
+        decoding every line program to learn that costs seconds on a libc with debug info."""
+        if self._names_blob is None:
+            self._names_blob = b"".join(self.binary.section_data(s) or b"" for s in
+                                        (".debug_line", ".debug_line_str", ".debug_str"))
+        base = file.rstrip("/").rsplit("/", 1)[-1].encode("utf-8", "surrogateescape")
+        return base + b"\0" in self._names_blob
+
+    def _file_names(self, cu_offset: int) -> list[tuple[str, str]]:
+        names = self._cu_files.get(cu_offset)
+        if names is None:
+            try:
+                names = self._header_names(cu_offset)
+            except DWARF_ERRORS as e:
+                raise _line_header_error(self.binary, cu_offset, e) from None
+            self._cu_files[cu_offset] = names
+        return names
+
+    def _header_names(self, cu_offset: int) -> list[tuple[str, str]]:
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            return []
+        comp_dir = _comp_dir(cu)
+        version = program.header["version"]
+        return [_file_name(program, e, version, comp_dir)
+                for e in _entries(program, "file_entry")]
+
+    def _cu_offsets(self) -> list[int]:
+        offsets: list[int] = []
+        try:
+            for cu in self.binary.dwarf.iter_CUs():
+                offsets.append(cu.cu_offset)
+        except DWARF_ERRORS as e:
+            at = offsets[-1] if offsets else 0
+            raise DecodeError(".debug_info", at, f"cannot read the compile unit after "
+                              f"{at:#x}: {_one_line(e)}") from None
+        return offsets
+
+    # -- which CU -------------------------------------------------------------------------
+
+    def _cu_offset_at(self, address: int) -> int | None:
+        """The CU that covers `address`: from ``.debug_aranges`` first (read with struct, no
+        DIE parsed), then, only for an address it does not cover, from the top DIEs of the
+        CUs it leaves out (assembly files, clang's CUs: each costs its abbreviation table)."""
+        if self._aranges is None:
+            try:
+                self._aranges = self._read_aranges()
+            except DecodeError as e:  # each CU's own ranges say the same, more slowly
+                self._aranges = _spans([])
+                self.warn(e)
+        found = _in_spans(self._aranges, address)
+        if found is not None:
+            return found
+        if self._cu_ranges is None:
+            self._cu_ranges = self._build_cu_ranges(set(self._aranges[2]))
+        return _in_spans(self._cu_ranges, address)
+
+    def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
+        data = self.binary.section_data(".debug_aranges") or b""
+        try:
+            spans = sorted(_parse_aranges(data, self.binary.elf.little_endian))
+        except struct.error:
+            raise DecodeError(".debug_aranges", len(data), "truncated") from None
+        return _spans(spans)
+
+    def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
+        """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
+        walk (what follows it cannot be found)."""
+        spans: list[tuple[int, int, int]] = []
+        dwarf = self.binary.dwarf
+        at = 0
+        try:
+            for cu in dwarf.iter_CUs():
+                at = cu.cu_offset
+                if at in covered:
+                    continue
+                try:
+                    ranges = _cu_ranges(dwarf, cu)
+                    if any(hi > _MASK for _, hi in ranges):
+                        raise ValueError("a range runs past 2^64")
+                    spans.extend((lo, hi, at) for lo, hi in ranges)
+                except DWARF_ERRORS as e:
+                    self.warn(DecodeError(".debug_info", at,
+                                          f"ranges of the CU at {at:#x}: {_one_line(e)}"))
+        except DWARF_ERRORS as e:
+            self.warn(DecodeError(".debug_info", at, f"cannot read the compile unit after "
+                                  f"{at:#x}: {_one_line(e)}"))
+        spans.sort()
+        return _spans(spans)
+
+    # -- one CU's rows ----------------------------------------------------------------------
+
+    def _lines_or_none(self, cu_offset: int) -> _CULines:
+        """The CU's rows; none (and a warning, once) when its line program is damaged."""
+        try:
+            return self._lines_of(cu_offset)
+        except DecodeError as e:
+            self.warn(e)
+            table = self._cu_lines[cu_offset] = _CULines([], [], 0)
+            return table
+
+    def _lines_of(self, cu_offset: int) -> _CULines:
+        table = self._cu_lines.get(cu_offset)
+        if table is None:
+            self._file_names(cu_offset)  # a damaged header says so itself, as it is
+            try:
+                rows, names, first = self._decode(cu_offset)
+                table = _CULines(rows, names, first)
+            except DecodeError as e:  # a number cut short: say whose program it was
+                raise DecodeError(e.section, e.offset,
+                                  f"line program of CU at {cu_offset:#x}: {e.message}") from None
+            except DWARF_ERRORS as e:
+                raise DecodeError(".debug_line", _stmt_list(self.binary, cu_offset),
+                                  f"line program of CU at {cu_offset:#x}: {_one_line(e)}"
+                                  ) from None
+            self._cu_lines[cu_offset] = table
+        return table
+
+    def _decode(self, cu_offset: int) -> tuple[list[tuple[int, _Key]], list[tuple[str, str]],
+                                               int]:
+        """The CU's rows, its file names and the number of its first file: pyelftools reads
+        the program's header, _run_program its opcodes (pyelftools' own state machine costs
+        ~12 µs a row: a second per big CU)."""
+        dwarf = self.binary.dwarf
+        cu = dwarf.get_CU_at(cu_offset)
+        program = dwarf.line_program_for_CU(cu)
+        names = self._file_names(cu_offset)
+        if program is None:
+            return [], names, 1
+        if self._line_data is None:
+            self._line_data = bytes(dwarf.debug_line_sec.stream.getbuffer())
+        names = list(names)  # DW_LNE_define_file may add to them
+        rows = list(_run_program(self._line_data, program.program_start_offset,
+                                 program.program_end_offset, program.header, names,
+                                 self.binary.elf.little_endian))
+        return rows, names, 0 if program.header["version"] >= 5 else 1
+
+
+def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[str, str]],
+                 little: bool) -> Iterator[tuple[int, _Key]]:
+    """The rows of one line program (DWARF 5 §6.2.5, versions 2-5), as (address, key), with
+    (end address, None) closing each sequence; rows at a sequence's end address describe no
+    byte of it and are dropped. DW_LNE_define_file appends to `names`."""
+    version = header["version"]
+    min_len = header["minimum_instruction_length"]
+    default_stmt = bool(header["default_is_stmt"])
+    line_base, line_range = header["line_base"], header["line_range"]
+    opcode_base = header["opcode_base"]
+    lengths = list(header["standard_opcode_lengths"])
+    if not line_range:  # every special opcode divides by it (§6.2.5.1)
+        raise DecodeError(".debug_line", at, "line_range 0 in the program's header")
+    const_add = min_len * ((255 - opcode_base) // line_range)
+    order: Literal["little", "big"] = "little" if little else "big"
+
+    def uleb(i: int) -> tuple[int, int]:
+        return leb128(data, i, ".debug_line", False)
+
+    def sleb(i: int) -> tuple[int, int]:
+        return leb128(data, i, ".debug_line", True)
+
+    address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
+    sequence: list[tuple[int, _Key]] = []
+    append = sequence.append
+    i = at
+    while i < end:
+        op = data[i]
+        i += 1
+        if op >= opcode_base:  # a special opcode
+            adjusted = op - opcode_base
+            address = (address + min_len * (adjusted // line_range)) & _MASK
+            line += line_base + adjusted % line_range
+            append((address, (file, line, column, stmt)))
+        elif op == 0:  # an extended opcode
+            size, i = uleb(i)
+            sub = data[i] if size else 0
+            if sub == 1:  # DW_LNE_end_sequence
+                yield from (r for r in sequence if r[0] < address)
+                yield address, None
+                sequence.clear()
+                address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
+            elif sub == 2:  # DW_LNE_set_address
+                address = int.from_bytes(data[i + 1:i + size], order)
+            elif sub == 3 and version < 5:  # DW_LNE_define_file: a file past the header's
+                nul = data.index(0, i + 1)
+                name = data[i + 1:nul].decode("utf-8", "replace")
+                names.append((name, os.path.normpath(name)))
+            i += size
+        elif op == 1:  # DW_LNS_copy
+            append((address, (file, line, column, stmt)))
+        elif op == 2:  # DW_LNS_advance_pc
+            n, i = uleb(i)
+            address = (address + min_len * n) & _MASK  # uint64, as LLVM keeps it
+        elif op == 3:  # DW_LNS_advance_line
+            n, i = sleb(i)
+            line += n
+        elif op == 4:  # DW_LNS_set_file
+            file, i = uleb(i)
+        elif op == 5:  # DW_LNS_set_column
+            column, i = uleb(i)
+        elif op == 6:  # DW_LNS_negate_stmt
+            stmt = not stmt
+        elif op == 8:  # DW_LNS_const_add_pc
+            address = (address + const_add) & _MASK
+        elif op == 9:  # DW_LNS_fixed_advance_pc
+            address = (address + int.from_bytes(data[i:i + 2], order)) & _MASK
+            i += 2
+        else:  # basic_block, prologue_end, epilogue_begin, isa, and opcodes this reader
+            for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):  # does not know
+                _, i = uleb(i)
+    yield from sequence
+
+
+def _spans(spans: list[tuple[int, int, int]]) -> tuple[array[int], array[int], list[int]]:
+    return (array("Q", (s[0] for s in spans)), array("Q", (s[1] for s in spans)),
+            [s[2] for s in spans])
+
+
+def _in_spans(table: tuple[array[int], array[int], list[int]], address: int) -> int | None:
+    starts, ends, offsets = table
+    i = bisect_right(starts, address) - 1
+    # Ranges of different CUs do not overlap; a CU may own several ranges.
+    if i >= 0 and address < ends[i]:
+        return offsets[i]
+    return None
+
+
+def _parse_aranges(data: bytes, little: bool) -> Iterator[tuple[int, int, int]]:
+    """(start, end, CU offset) of every non-empty range of ``.debug_aranges`` (DWARF 5
+    §6.1.2: a header per CU — unit length, version, .debug_info offset, address size, segment
+    selector size — then (address, length) pairs from the next multiple of twice the address
+    size, up to a (0, 0) pair)."""
+    e = "<" if little else ">"
+    at = 0
+    while at + 4 <= len(data):
+        (length,) = struct.unpack_from(e + "I", data, at)
+        offset_size, header = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
+        if offset_size == 8:
+            (length,) = struct.unpack_from(e + "Q", data, at + 4)
+        end = header + length
+        if length == 0 or end > len(data):
+            return
+        (cu,) = struct.unpack_from(e + ("Q" if offset_size == 8 else "I"), data, header + 2)
+        address_size = data[header + 2 + offset_size]
+        if address_size not in (4, 8):
+            raise DecodeError(".debug_aranges", at, f"address size {address_size}")
+        pair = e + ("QQ" if address_size == 8 else "II")
+        first = header + 2 + offset_size + 2
+        tuple_size = 2 * address_size
+        p = at + -(-(first - at) // tuple_size) * tuple_size  # aligned from the unit's start
+        while p + tuple_size <= end:
+            start, size = struct.unpack_from(pair, data, p)
+            p += tuple_size
+            if start == 0 and size == 0:
+                break
+            if start + size > _MASK:
+                raise DecodeError(".debug_aranges", p - tuple_size,
+                                  f"range {start:#x} + {size:#x} runs past 2^64")
+            if size:
+                yield start, start + size, cu
+        at = end
+
+
+def _same_file(row: LineRow, wanted: str) -> bool:
+    return _same_name(row.file, row.path, wanted)
+
+
+def _same_name(name: str, path: str, wanted: str) -> bool:
+    if wanted in (name, path):
+        return True
+    return path.endswith("/" + wanted.lstrip("./"))
+
+
+def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:
+    """(the name as the DWARF file entry gives it, the full path llvm-symbolizer would print)."""
+    name = _text(entry.name, "a file name")
+    dirs = _entries(program, "include_directory")
+    d = entry.dir_index if version >= 5 else entry.dir_index - 1
+    path = name
+    if not os.path.isabs(name):
+        directory = _text(dirs[d], "a directory") if 0 <= d < len(dirs) else ""
+        path = os.path.join(comp_dir, directory, name)
+    return name, os.path.normpath(path)
+
+
+def _text(value: Any, what: str) -> str:
+    """A string attribute as pyelftools gives it: bytes, or None where the form was damaged."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{what} is {type(value).__name__}, not a string")
+
+
+def _entries(program: Any, field: str) -> list[Any]:
+    found = program.header[field]
+    if not isinstance(found, list | tuple):
+        raise ValueError(f"no {field} list in the line table header")
+    return list(found)
+
+
+def _comp_dir(cu: Any) -> str:
+    top = cu.get_top_DIE().attributes
+    return _text(top["DW_AT_comp_dir"].value, "DW_AT_comp_dir") \
+        if "DW_AT_comp_dir" in top else ""
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _stmt_list(binary: Binary, cu_offset: int) -> int:
+    """Where the CU's line program starts in .debug_line (0 when even that is unreadable)."""
+    try:
+        top = binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+        return int(top["DW_AT_stmt_list"].value) if "DW_AT_stmt_list" in top else 0
+    except DWARF_ERRORS:
+        return 0
+
+
+def _line_header_error(binary: Binary, cu_offset: int, e: BaseException) -> DecodeError:
+    return DecodeError(".debug_line", _stmt_list(binary, cu_offset),
+                       f"line table header of CU at {cu_offset:#x}: {_one_line(e)}")
+
+
+def _cu_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of a CU's top DIE. Its DW_AT_low_pc is the range list's base address, and
+    its DW_AT_ranges is taken before a low/high pair should it (wrongly) have both."""
+    top = cu.get_top_DIE()
+    attrs = top.attributes
+    base = attrs["DW_AT_low_pc"].value if "DW_AT_low_pc" in attrs else 0
+    if "DW_AT_ranges" in attrs:
+        return _range_list(dwarf, top, base)
+    return die_ranges(dwarf, top, base)
+
+
+def die_ranges(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
+    """[lo, hi) code ranges of a DIE, as LLVM's ``DWARFDie::getAddressRanges`` finds them: its
+    DW_AT_low_pc/DW_AT_high_pc pair, else its DW_AT_ranges list, which starts from ``base`` (the
+    CU's DW_AT_low_pc)."""
+    attrs = die.attributes
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        lo = int(attrs["DW_AT_low_pc"].value)
+        hi = attrs["DW_AT_high_pc"]
+        end = int(hi.value) if hi.form == "DW_FORM_addr" else lo + int(hi.value)
+        return [(lo, end)] if end > lo else []
+    return _range_list(dwarf, die, base)
+
+
+def _range_list(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
+    """The non-empty entries of a DIE's DW_AT_ranges; pyelftools resolves DW_FORM_rnglistx."""
+    from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
+
+    attrs = die.attributes
+    if "DW_AT_ranges" not in attrs:
+        return []
+    rl = dwarf.range_lists()
+    if rl is None:
+        return []
+    out = []
+    for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu):
+        if isinstance(e, BaseAddressEntry):
+            base = e.base_address
+        elif isinstance(e, RangeEntry):
+            lo, hi = e.begin_offset, e.end_offset
+            if not e.is_absolute:
+                lo, hi = lo + base, hi + base
+            if hi > lo:
+                out.append((lo, hi))
+    return out

@@ -1,0 +1,453 @@
+"""Translate between a BOLTed binary's addresses and its input functions, through BAT.
+
+Specification: ``shared/specs/bolt-bat.md`` §3 (semantics), §3.2 (BOLT's ``translate``), §3.5
+(input addresses need the input binary's symbols) and §6.1 (fragment symbols).
+
+BAT knows fragments only by their start address; their names and sizes come from the output's
+ELF symbols (``foo``, ``foo.cold.N``, ``foo.warm``, ``foo.cold``), as perf2bolt finds them.
+Decoding is done once per :class:`~unsplit.elf.binary.Binary` and cached.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import weakref
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from unsplit.elf.binary import Binary
+from unsplit.formats import bat, bat_scan
+from unsplit.index.model import HOT
+
+# BOLT names split fragments <name>.cold.<k>, <name>.warm, <name>.cold (spec §6.1); perf2bolt
+# recognizes them with this very pattern (spec §5.2).
+FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.*)\.(?P<tag>(?:cold|warm)(?:\.[0-9]+)?)$")
+
+_BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
+_BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
+_STT_FUNC = 2
+_SHF_COMPRESSED = 0x800
+_SHT_NOBITS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentInfo:
+    """One BOLT fragment in the output: where it is, what BAT and the symbols call it."""
+
+    procedure: str
+    name: str  # "hot", "cold.0", "warm", "cold"
+    start: int
+    end: int
+    symbol: str | None
+    parent: int  # output address of the main (hot) fragment
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """What BAT says about one output address (spec §3.2)."""
+
+    address: int  # output file address asked about
+    procedure: str  # input function name
+    fragment: str  # "hot", "warm", "cold", "cold.N"
+    fragment_symbol: str | None
+    fragment_start: int
+    input_offset: int  # offset in the input function, BOLT's rule (non-branch mode)
+    is_branch: bool  # the anchor entry is a branch/call entry (else a basic-block entry)
+    exact: bool  # the address is the anchor entry itself
+    anchor_output: int  # output address of the anchor entry
+    bb_index: int | None  # input block index of the nearest preceding BB entry, if encoded
+    parent_address: int  # output address of the main fragment
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSite:
+    """One output address that input code came to live at."""
+
+    address: int
+    fragment: str
+    fragment_symbol: str | None
+    exact: bool  # an entry starts here (a block or branch start), not an interpolation
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where input function + offset went (several sites when BOLT duplicated code)."""
+
+    procedure: str
+    input_offset: int
+    sites: tuple[OutputSite, ...]
+    deleted: bool  # BAT records the block as deleted (spec §2.3 deleted-block entries)
+
+    def describe(self) -> str:
+        if self.sites:
+            return ", ".join(f"{s.address:#x} [{s.fragment}]" for s in self.sites)
+        if self.deleted:
+            return f"{self.procedure}+{self.input_offset:#x}: block deleted by BOLT"
+        return f"{self.procedure}+{self.input_offset:#x}: not present in the output"
+
+
+class BatIndex:
+    """BAT of one binary joined with its symbols: fragments, names, both directions.
+
+    Nothing is made per map up front: a fragment's name, symbol and end are worked out from the
+    table's arrays and the symbol columns when an address in it is asked about, then kept.
+    """
+
+    def __init__(self, binary: Binary, table: bat.BatTable,
+                 symbol_order: array[int] | None = None) -> None:
+        self.binary = binary
+        self.table = table
+        self._symbols = _SymbolsByAddress(binary, symbol_order)
+        self._fragments: dict[int, FragmentInfo] = {}
+        self._names: dict[int, str] = {}
+        self._procedures: dict[str, int] | None = None
+
+    @property
+    def procedures(self) -> dict[str, int]:
+        """Input function name -> main fragment address (the first of a name), made when a
+        name is first looked up."""
+        if self._procedures is None:
+            self._procedures = {}
+            for addr in self.table.hot:
+                self._procedures.setdefault(self.name_of(addr), addr)
+        return self._procedures
+
+    def symbol_order(self) -> array[int]:
+        """The positions of the function symbols it names fragments by, sorted by address
+        (for the persistent index to keep)."""
+        return self._symbols.order()
+
+    def name_of(self, hot: int) -> str:
+        """The input function name of the main fragment at ``hot``."""
+        name = self._names.get(hot)
+        if name is None:
+            name = self._names[hot] = _procedure_name(self._symbols.at(hot), hot)
+        return name
+
+    def fragment(self, addr: int, keep: bool = True) -> FragmentInfo | None:
+        """The fragment whose map starts at ``addr``, or None (kept for the next question
+        unless ``keep`` is False: a walk over every fragment keeps nothing)."""
+        info = self._fragments.get(addr)
+        if info is not None:
+            return info
+        parent = self.table.parent_of(addr)
+        if parent is None:
+            return None
+        proc = self.name_of(parent)
+        syms = self._symbols.at(addr)
+        if parent == addr:
+            frag, symbol = HOT, next((s for s in syms if s.name == proc), None)
+        else:
+            frag, symbol = _fragment_name(syms, proc, addr, self.table)
+        size = symbol.size if symbol is not None and symbol.size else 0
+        end = addr + size if size else _limit(self.binary, self.table, addr)
+        info = FragmentInfo(proc, frag, addr, end, None if symbol is None else symbol.name, parent)
+        if keep:
+            self._fragments[addr] = info
+        return info
+
+    # -- output -> input ---------------------------------------------------------------------
+
+    def fragment_at(self, address: int) -> FragmentInfo | None:
+        start = self.table.start_before(address)
+        frag = None if start is None else self.fragment(start)
+        return frag if frag is not None and address < frag.end else None
+
+    def translate(self, address: int) -> Translation | None:
+        """Output file address -> input function and offset, or None outside BAT's fragments.
+
+        None also for lite-mode functions BOLT left alone: their code is unchanged (spec §3.5).
+        """
+        frag = self.fragment_at(address)
+        if frag is None:
+            return None
+        m = self.table.maps[frag.start]
+        off = address - frag.start
+        i = m.anchor(off)
+        if i is None:
+            # Code before the first entry: BOLT returns the offset unchanged (§3.2).
+            return Translation(
+                address, frag.procedure, frag.name, frag.symbol, frag.start, off, False, False,
+                frag.start, None, frag.parent,
+            )  # fmt: skip
+        out = m.output_offsets[i]
+        value = m.input_values[i]
+        bb_index = None
+        if m.bb_present:
+            j = i
+            while j >= 0 and m.input_values[j] & bat.BRANCHENTRY:
+                j -= 1
+            bb_index = int(m.bb_indices[j]) if j >= 0 else None
+        return Translation(
+            address=address,
+            procedure=frag.procedure,
+            fragment=frag.name,
+            fragment_symbol=frag.symbol,
+            fragment_start=frag.start,
+            input_offset=int(off - out + (value >> 1)),
+            is_branch=bool(value & bat.BRANCHENTRY),
+            exact=off == out,
+            anchor_output=frag.start + out,
+            bb_index=bb_index,
+            parent_address=frag.parent,
+        )
+
+    # -- input -> output ---------------------------------------------------------------------
+
+    def fragments_of(self, procedure: str) -> list[FragmentInfo]:
+        """The fragments of ``procedure`` (the first of that name), main fragment first."""
+        hot = self.procedures.get(procedure)
+        return [] if hot is None else self.fragments_at(hot)
+
+    def fragments_at(self, hot: int, keep: bool = True) -> list[FragmentInfo]:
+        """The fragments of the input function whose main fragment starts at ``hot``."""
+        if self.table.parent_of(hot) != hot:
+            return []
+        return [f for a in (hot, *self.table.split_fragments(hot))
+                if (f := self.fragment(a, keep)) is not None]
+
+    def placements(self, procedure: str, input_offset: int) -> Placement | None:
+        """Every output address input ``procedure + input_offset`` lives at, or None when BAT
+        does not know the procedure (not BOLTed, or lite mode left it in place).
+
+        Inverts the §3.2 rule: an entry anchors output bytes up to the next distinct key, and
+        input bytes up to the next input offset any entry of the procedure names (a known block
+        or branch start belongs to its own entry, not to an extrapolation).
+        """
+        frags = self.fragments_of(procedure)
+        if not frags:
+            return None
+        maps = [self.table.maps[f.start] for f in frags]
+        bounds = sorted({v >> 1 for m in maps for v in m.input_values})
+        sites: list[OutputSite] = []
+        deleted = False
+        for frag, m in zip(frags, maps, strict=True):
+            size = frag.end - frag.start
+            outs, values, n = m.output_offsets, m.input_values, len(m)
+            for i in range(n):
+                if i + 1 < n and outs[i + 1] == outs[i]:
+                    continue  # only the last of equal keys is ever an anchor
+                lo = values[i] >> 1
+                if outs[i] >= size:
+                    continue
+                out_next = outs[i + 1] if i + 1 < n else size
+                hi = lo + out_next - outs[i]
+                k = bisect_right(bounds, lo)
+                if k < len(bounds):
+                    hi = min(hi, bounds[k])
+                if lo <= input_offset < hi:
+                    sites.append(
+                        OutputSite(
+                            frag.start + outs[i] + input_offset - lo,
+                            frag.name,
+                            frag.symbol,
+                            input_offset == lo,
+                        )
+                    )
+            # Entries keyed at the main fragment's end stand for deleted input blocks (§2.3).
+            for i in range(n):
+                if outs[i] >= size and values[i] >> 1 == input_offset:
+                    deleted = True
+        sites.sort(key=lambda s: s.address)
+        return Placement(procedure, input_offset, tuple(sites), deleted and not sites)
+
+    def input_function_names(self) -> list[str]:
+        """Names of every input function BAT has a map for (the pre-BOLT check uses them)."""
+        return list(self.procedures)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and caching
+
+
+_CACHE: weakref.WeakKeyDictionary[Binary, BatIndex | None] = weakref.WeakKeyDictionary()
+
+
+def has_bat(binary: Binary) -> bool:
+    return binary.has_section(bat.SECTION)
+
+
+def load(binary: Binary) -> BatIndex | None:
+    """The BAT index of ``binary`` (None without ``.note.bolt_bat``); raises DecodeError once
+    per call on a malformed note, and caches the good ones."""
+    if binary in _CACHE:
+        return _CACHE[binary]
+    table = bat_table(binary)
+    index = None if table is None else BatIndex(binary, table)
+    _CACHE[binary] = index
+    return index
+
+
+def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTable | None:
+    """The BAT of ``binary`` as a lazily decoded table (None without the note). ``scan`` is
+    the descriptor's scan when a persistent index already holds it; the descriptor is then
+    read from the file a record at a time, as its maps are asked for."""
+    if not binary.has_section(bat.SECTION):
+        return None
+    if scan is not None:
+        where = note_descriptor_place(binary)
+        if where is not None:
+            file_offset, base = where
+            return bat_scan.table(scan, lambda off, n: binary.read_at(file_offset + off, n),
+                                  base)
+    data = binary.section_data(bat.SECTION)
+    assert data is not None
+    desc, base = bat.note_descriptor(data)
+    found = bat_scan.scan(desc, base)
+    if isinstance(found, bat.BatTable):
+        return found
+    if len(desc) < (64 << 10):  # small: no need to re-read the file for each record
+        return bat_scan.table(found, lambda off, n: desc[off: off + n], base)
+    return bat_table(binary, found)
+
+
+def note_descriptor_place(binary: Binary) -> tuple[int, int] | None:
+    """(file offset, section offset) of the BAT descriptor, when it can be read from the file
+    directly (not compressed); else None."""
+    sec = binary.section_header(bat.SECTION)
+    if sec is None or sec.flags & _SHF_COMPRESSED or sec.type == _SHT_NOBITS:
+        return None
+    # The note header alone (spec §1): the descriptor follows the 4-aligned owner name.
+    head = binary.read_at(sec.offset, 12)
+    if len(head) < 12:
+        return None
+    namesz, descsz, ntype = struct.unpack("<III", head)
+    name = binary.read_at(sec.offset + 12, namesz).rstrip(b"\0")
+    base = 12 + ((namesz + 3) & ~3)
+    if name != bat.NOTE_OWNER or ntype != bat.NT_BOLT_BAT or base + descsz > sec.size:
+        return None  # another note first: read the section whole
+    return sec.offset + base, base
+
+
+def load_with_scan(binary: Binary) -> tuple[BatIndex | None, bat_scan.BatScan | None]:
+    """:func:`load`, and the scan behind it (for the persistent index to keep)."""
+    index = load(binary)
+    maps = None if index is None else index.table.maps
+    return index, maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
+
+
+def load_from_scan(binary: Binary, scan: bat_scan.BatScan,
+                   symbol_order: array[int] | None = None) -> BatIndex | None:
+    """:func:`load` from a scan the persistent index kept: the note is not read whole
+    (``symbol_order``: the function symbols by address, as :meth:`BatIndex.symbol_order`)."""
+    if binary not in _CACHE:
+        table = bat_table(binary, scan)
+        _CACHE[binary] = None if table is None else BatIndex(binary, table, symbol_order)
+    return _CACHE[binary]
+
+
+def translate(binary: Binary, address: int) -> Translation | None:
+    index = load(binary)
+    return None if index is None else index.translate(address)
+
+
+def placements(binary: Binary, procedure: str, input_offset: int) -> Placement | None:
+    index = load(binary)
+    return None if index is None else index.placements(procedure, input_offset)
+
+
+# --------------------------------------------------------------------------------------------
+# Symbols
+
+
+class _SymbolsByAddress:
+    """The defined STT_FUNC symbols of .symtab (else .dynsym) at an address, from the symbol
+    columns. The first few questions search the values array in C (3 ms each on libLLVM);
+    after that a sorted index is made once (a bt of 20 frames asks ~70)."""
+
+    _SEARCHES_BEFORE_SORTING = 16
+
+    def __init__(self, binary: Binary, order: array[int] | None = None) -> None:
+        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+        self._cols = binary.symbol_columns(table)
+        self._searches = 0
+        self._order: array[int] | None = None
+        self._values = array("Q")
+        if order is not None and (not order or max(order) < len(self._cols)):
+            self._sort(order)
+
+    def order(self) -> array[int]:
+        if self._order is None:
+            values = self._cols.values
+            self._sort(array("L", sorted(range(len(values)), key=values.__getitem__)))
+        assert self._order is not None
+        return self._order
+
+    def _sort(self, order: array[int]) -> None:
+        self._order = order
+        self._values = array("Q", (self._cols.values[i] for i in order))
+
+    def at(self, address: int) -> list[_Sym]:
+        """The symbols at ``address``, in table order."""
+        cols = self._cols
+        return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
+                                                                str(cols.infos[i] >> 4)))
+                for i in self._positions(address)
+                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]]
+
+    def _positions(self, address: int) -> list[int]:
+        values = self._cols.values
+        if self._order is None and self._searches < self._SEARCHES_BEFORE_SORTING:
+            self._searches += 1
+            out: list[int] = []
+            i = -1
+            while True:
+                try:
+                    i = values.index(address, i + 1)
+                except ValueError:
+                    return out
+                out.append(i)
+        order = self.order()
+        lo, hi = bisect_left(self._values, address), bisect_right(self._values, address)
+        return sorted(order[lo:hi])
+
+
+class _Sym(NamedTuple):
+    name: str
+    size: int
+    binding: str
+
+
+def _procedure_name(syms: list[_Sym], address: int) -> str:
+    """The main fragment keeps the input function's symbol (spec §6.1); ICF aliases
+    (``.icf.0``) and fragment-looking names are the last choice."""
+    if not syms:
+        return f"{address:#x}"
+
+    def rank(s: _Sym) -> tuple[int, int, int, int, str]:
+        return (
+            ".icf." in s.name,
+            FRAGMENT_SUFFIX.match(s.name) is not None,
+            s.size == 0,
+            _BINDING_RANK.get(s.binding, 3),
+            s.name,
+        )
+
+    return min(syms, key=rank).name
+
+
+def _fragment_name(
+    syms: list[_Sym], procedure: str, address: int, table: bat.BatTable
+) -> tuple[str, _Sym | None]:
+    for s in syms:
+        m = FRAGMENT_SUFFIX.match(s.name)
+        if m and m.group("base") == procedure:
+            return m.group("tag"), s
+    # No symbol (stripped symtab): number the split fragments in address order.
+    parent = table.parent_of(address)
+    siblings = table.split_fragments(parent if parent is not None else address)
+    return f"cold.{siblings.index(address)}", None
+
+
+def _limit(binary: Binary, table: bat.BatTable, addr: int) -> int:
+    """Fallback end of a fragment without a sized symbol: the next fragment or section end."""
+    following = table.next_start(addr)
+    end = addr if following is None else following
+    for lo, hi in binary.text_address_ranges():
+        if lo <= addr < hi:
+            end = min(end, hi) if following is not None else hi
+            break
+    return max(end, addr)

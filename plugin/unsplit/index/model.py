@@ -1,0 +1,240 @@
+"""The logical model every fragment source feeds: procedures, fragments, blocks, line rows.
+
+A *procedure* is a function as its author wrote it. Optimizers cut it into *fragments* (GCC's
+``foo.cold``, clang's ``foo.cold`` and ``foo.__part.N``, BOLT's ``foo.cold.N`` and ``foo.warm``)
+placed far apart. A fragment knows where it lies now (``start``/``end``, file virtual addresses)
+and where it lay in the original procedure (``logical_start``): the offset a user means by
+``foo+0x40`` is a logical offset.
+
+All addresses here are *file* virtual addresses (as in the ELF); the debugger adapters add the
+load bias of the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from unsplit.index.demangle import GNU, shown
+from unsplit.index.names import split
+
+HOT = "hot"
+"""Name of the fragment that holds the procedure's entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """One contiguous piece of a procedure's code."""
+
+    procedure: str
+    name: str  # "hot", "cold", "cold.3", "warm", "part.1", ...
+    start: int
+    end: int
+    symbol: str | None = None  # the ELF symbol naming it, e.g. "foo.cold.3"
+    logical_start: int = 0  # offset of `start` within the procedure as first laid out
+    source: str = "symbols"  # which format told us: symbols, dwarf, bb_addr_map, bat, split_info
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def contains(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A machine basic block (from a bb address map, BAT or split_info)."""
+
+    id: int
+    start: int
+    end: int
+    flags: tuple[str, ...] = ()  # e.g. ("return", "can_fall_through")
+    frequency: float | None = None  # relative to the entry block, from the PGO map
+    successors: tuple[tuple[int, float], ...] = ()  # (block id, probability)
+
+
+@dataclass(frozen=True, slots=True)
+class LineRow:
+    """One row of a line table: code from `address` on comes from file:line."""
+
+    address: int
+    file: str
+    line: int
+    column: int = 0
+    source: str = "dwarf"  # dwarf, esl or bat
+    is_stmt: bool = True
+    path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
+
+
+class Procedure:
+    """A logical procedure: its fragments in original order (fragments[0] holds the entry).
+
+    `blocks` may be made on first use: a source whose blocks are costly to decode (a bb address
+    map holds millions) passes `load_blocks`, called once, the first time `blocks` is read.
+    """
+
+    __slots__ = ("_blocks", "_load_blocks", "fragments", "name")
+
+    def __init__(self, name: str, fragments: list[Fragment] | None = None,
+                 blocks: list[Block] | None = None, *,
+                 load_blocks: Callable[[], list[Block]] | None = None) -> None:
+        self.name = name
+        self.fragments: list[Fragment] = [] if fragments is None else fragments
+        self._blocks: list[Block] = [] if blocks is None else blocks
+        self._load_blocks = load_blocks
+
+    @property
+    def blocks(self) -> list[Block]:
+        load = self._load_blocks
+        if load is not None:
+            self._load_blocks = None
+            self._blocks = load()
+        return self._blocks
+
+    @blocks.setter
+    def blocks(self, value: list[Block]) -> None:
+        self._blocks = value
+        self._load_blocks = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Procedure):
+            return NotImplemented
+        return (self.name, self.fragments, self.blocks) == (
+            other.name, other.fragments, other.blocks)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"Procedure(name={self.name!r}, fragments={self.fragments!r}, " \
+               f"blocks={self.blocks!r})"
+
+    @property
+    def entry(self) -> int:
+        return self.fragments[0].start
+
+    @property
+    def is_split(self) -> bool:
+        return len(self.fragments) > 1
+
+    @property
+    def logical_size(self) -> int:
+        return max((f.logical_start + f.size for f in self.fragments), default=0)
+
+    def fragment_at(self, address: int) -> Fragment | None:
+        for frag in self.fragments:
+            if frag.contains(address):
+                return frag
+        return None
+
+    def fragment_named(self, name: str) -> Fragment | None:
+        for frag in self.fragments:
+            if frag.name == name:
+                return frag
+        return None
+
+    def logical_offset(self, address: int) -> int | None:
+        frag = self.fragment_at(address)
+        return None if frag is None else frag.logical_start + address - frag.start
+
+    def addresses_of(self, offset: int) -> list[int]:
+        """Every address that logical `offset` lives at now (none if it fell outside)."""
+        return [
+            f.start + offset - f.logical_start
+            for f in self.fragments
+            if f.logical_start <= offset < f.logical_start + f.size
+        ]
+
+    def block_at(self, address: int) -> Block | None:
+        for block in self.blocks:
+            if block.start <= address < block.end:
+                return block
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """The answer to "where is this address": what `bb where` and `unsplit where` print."""
+
+    address: int  # as the user gave it (runtime address in a debugger)
+    file_address: int  # the same, as an ELF virtual address of `module`
+    module: str
+    procedure: str | None  # its linkage name (as the symbol table says); name() shows it
+    fragment: str | None = None
+    fragment_symbol: str | None = None
+    fragment_start: int | None = None  # runtime address, like `address`
+    offset: int | None = None  # logical offset in the procedure
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    path: str | None = None
+    input_address: int | None = None  # BOLT: where this code was in the pre-BOLT binary
+    block: Block | None = None
+    sources: tuple[str, ...] = ()
+    # BOLT (BAT): the input offset (== offset, said explicitly), the kind of the anchor entry
+    # ("block" or "branch", spec §3.1), its distance, and the fragment kind (hot/warm/cold).
+    input_offset: int | None = None
+    bat_entry: str | None = None
+    bat_entry_distance: int | None = None
+    bat_block: int | None = None  # input basic-block index of the nearest block entry
+    fragment_kind: str | None = None
+    warnings: tuple[str, ...] = ()  # one line each: what the module's index could not read
+
+    @property
+    def in_moved_code(self) -> bool:
+        return self.fragment is not None and self.fragment != HOT
+
+    def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
+        """The procedure as a debugger shows it: demangled in `style` (unsplit.index.demangle), or
+        its linkage name (`procedure`) when `style` is None; without `parameters`, the
+        qualified name alone (`ns::f`), as debuggers show a function they have DWARF for."""
+        if self.procedure is None:
+            return None
+        name = shown(self.procedure, style)
+        return name if parameters or name == self.procedure else split(name)[0]
+
+    def label(self, style: str | None = GNU, *, parameters: bool = True) -> str:
+        """How a frame in this location is named: `foo`, or `foo [cold.3]` in moved code."""
+        name = self.name(style, parameters=parameters)
+        if name is None:
+            return "??"
+        return f"{name} [{self.fragment}]" if self.in_moved_code else name
+
+    def to_json(self, style: str | None = GNU) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "address": hex(self.address),
+            "module": self.module,
+            "procedure": self.name(style),
+            "linkage_name": self.procedure,
+            "fragment": self.fragment,
+            "fragment_symbol": self.fragment_symbol,
+            "fragment_start": None if self.fragment_start is None else hex(self.fragment_start),
+            "offset": self.offset,
+            "file": self.file,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+        }
+        if self.input_address is not None:
+            out["input_address"] = hex(self.input_address)
+        if self.bat_entry is not None:
+            out["input_offset"] = self.input_offset
+            out["bat_entry"] = self.bat_entry
+            out["bat_entry_distance"] = self.bat_entry_distance
+            out["bat_block"] = self.bat_block
+            out["fragment_kind"] = self.fragment_kind
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        if self.file_address != self.address:
+            out["file_address"] = hex(self.file_address)
+        if self.block is not None:
+            out["block"] = self.block.id
+            out["block_offset"] = self.file_address - self.block.start
+            out["block_flags"] = list(self.block.flags)
+            if self.block.frequency is not None:
+                out["block_frequency"] = self.block.frequency
+            if self.block.successors:
+                out["successors"] = [{"block": b, "probability": p}
+                                     for b, p in self.block.successors]
+        return out

@@ -1,0 +1,535 @@
+"""The index of one binary: which procedure and fragment holds an address, and what a procedure
+is made of. Built once per binary from every fragment source (index.sources), then answered by
+bisection over a sorted array of fragment starts.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
+from itertools import chain
+
+from unsplit.elf.binary import Binary
+from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.errors import AddressLookupError, DecodeError, UnsplitError
+from unsplit.formats import bat_scan
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.model import HOT, Block, Fragment, LineRow, Location, Procedure
+from unsplit.index.sources import SourceFn, registered
+from unsplit.index.sources import bat as bat_source
+from unsplit.index.sources import bb_addr_map as bb_addr_map_source
+from unsplit.index.sources import split_info as split_info_source
+from unsplit.index.sources import symbols as symbols_source
+from unsplit.index.sources.bat import BatProcedures
+from unsplit.index.sources.split_info import EslLines
+from unsplit.index.sources.symbols import PlainFunctions
+from unsplit.index.store import IndexStore, StoredParts
+
+LineSource = Callable[[int], LineRow | None]
+_EM_X86_64 = 62
+
+
+class ModuleIndex:
+    """Procedures, fragments and lines of one ELF file (file addresses throughout)."""
+
+    def __init__(self, binary: Binary, store: IndexStore | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self.binary = binary
+        self.sources_used: list[str] = []
+        self.warnings: list[str] = []
+        self._input_lines: DwarfLines | None = None
+        stored = None if store is None else store.load(binary)
+        if stored is None and progress is not None:
+            _announce(binary, progress)
+        merged, self._bat, parts = self._merge_sources(stored)
+        if store is not None and stored is None and parts is not None:
+            store.save(binary, parts)
+        bad_bat = bat_source.problem(binary)
+        if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
+            self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
+        owned = sorted(
+            ((f, p) for p in merged.values() for f in p.fragments),
+            key=lambda fp: (fp[0].start, -fp[0].end),
+        )
+        self._starts = array("Q", (f.start for f, _ in owned))
+        self._fragments = [f for f, _ in owned]
+        self._owners = [p for _, p in owned]  # names repeat (static functions): keep the object
+        by_name: dict[str, Procedure] = {}
+        for proc in merged.values():
+            by_name.setdefault(proc.name, proc)
+        plain = symbols_source.plain(binary) if parts is None else parts.plain
+        self.procedures = ProcedureTable(
+            by_name, plain, lambda address: bb_addr_map_source.blocks_at(binary, address),
+            self._bat)
+        self.dwarf_lines = DwarfLines(binary, self.warnings)
+        self.line_sources = self._line_sources()
+
+    @classmethod
+    def open(cls, path: str) -> ModuleIndex:
+        return cls(Binary(path))
+
+    def _line_sources(self) -> list[LineSource]:
+        """Most precise first: ESL programs, the binary's DWARF, then for BOLTed code the
+        pre-BOLT binary's DWARF through BAT (BOLT drops DWARF unless asked to update it)."""
+        out: list[LineSource] = []
+        try:
+            esl = EslLines(self.binary)
+            if esl.available:
+                out.append(esl.lookup)
+        except UnsplitError as e:
+            self.warnings.append(str(e))
+        out.append(self.dwarf_lines.lookup)
+        if "bat" in self.sources_used:
+            out.append(self._bat_line)
+        return out
+
+    def _bat_line(self, file_address: int) -> LineRow | None:
+        input_binary = prebolt.input_for(self.binary)
+        input_address = self.bat_input_address(file_address)
+        if input_binary is None or input_address is None:
+            return None
+        if self._input_lines is None or self._input_lines.binary is not \
+                (input_binary.dwarf_binary or input_binary):
+            self._input_lines = DwarfLines(input_binary, self.warnings,
+                                           f"pre-BOLT {input_binary.path}: ")
+        row = self._input_lines.lookup(input_address)
+        return None if row is None else replace(row, address=file_address, source="bat")
+
+    def bat_input_address(self, file_address: int) -> int | None:
+        """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
+        line table gives ``file_address``; None without BAT, an input binary or a translation."""
+        input_binary = None if "bat" not in self.sources_used else prebolt.input_for(self.binary)
+        if input_binary is None:
+            return None
+        found = self.input_location(file_address)
+        if found is None:
+            input_address = self._unmoved(file_address, input_binary)
+        elif found[2] is None:
+            return None
+        elif self._inserted_jump(file_address):
+            # BOLT rebuilds unconditional jumps when it lays blocks out: they come from no input
+            # instruction (BAT has no entry for them, spec §2.3) and BOLT's own line table
+            # continues the row of the code before them. So do we: that code is the branch BAT
+            # anchors (whose size BOLT may have changed: jne rel8 -> rel32), or else the byte
+            # before is the last byte of an input instruction translated from the same anchor.
+            anchor = self._branch_right_before(file_address)
+            before = self.input_location(file_address - 1 if anchor is None else anchor)
+            input_address = None if before is None or before[2] is None \
+                else before[2] + before[1]
+        else:
+            input_address = found[2] + found[1]
+        return input_address
+
+    def _inserted_jump(self, file_address: int) -> bool:
+        """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every
+        control-flow instruction BOLT kept from the input has a branch entry)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None or tr.exact or self.binary.machine != _EM_X86_64:
+            return False
+        return self.binary.code_byte(file_address) in (0xE9, 0xEB)
+
+    def _branch_right_before(self, file_address: int) -> int | None:
+        """The anchor of ``file_address`` if it is a conditional jump ending right there: a
+        branch entry, or a block entry when the jump is its block's first instruction (BAT then
+        keeps the block entry alone, spec §2.3)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None:
+            return None
+        first = self.binary.code_byte(tr.anchor_output)
+        size = 2 if first is not None and 0x70 <= first <= 0x7F else None
+        if first == 0x0F:
+            second = self.binary.code_byte(tr.anchor_output + 1)
+            size = 6 if second is not None and 0x80 <= second <= 0x8F else None
+        return tr.anchor_output if size == file_address - tr.anchor_output else None
+
+    def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
+        """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
+        function symbol around it has the same name, address and size in the input (lite mode
+        leaves unprofiled functions in place, spec §2.3, §3.5)."""
+        frag = self.fragment_at(file_address)
+        if frag is None or frag.symbol is None:
+            return None
+        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
+        ours = self.binary.function_at(frag.symbol, frag.start)
+        mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
+        if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
+            return None
+        return file_address
+
+    def esl_statements(self, file: str, line: int) -> list[LineRow]:
+        """ESL rows where file:line begins (the first row of each run of that line)."""
+        out: list[LineRow] = []
+        previous: LineRow | None = None
+        for row in self._esl_rows():
+            if row.line == line and (file in (row.file, row.path)
+                                     or row.file.endswith("/" + file)) and not (
+                    previous is not None and previous.line == line
+                    and previous.file == row.file):
+                out.append(row)
+            previous = row
+        return out
+
+    def _esl_rows(self) -> list[LineRow]:
+        if ".split_info" not in self.binary._section_index:
+            return []
+        return split_info_source.line_rows(self.binary)
+
+    def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
+        """(procedure, input offset, input function address) for BOLTed code, else None."""
+        if "bat" not in self.sources_used:
+            return None
+        return bat_source.input_offset(self.binary, file_address)
+
+    def _merge_sources(self, stored: StoredParts | None) -> tuple[
+            dict[tuple[str, int], Procedure], BatProcedures | None, StoredParts | None]:
+        """Procedures by (name, entry) from every source (two units' static functions may
+        share a name), BAT's kept apart as a lazy set, and the parts a persistent index keeps
+        (None when a source failed: a file with a bad section is not cached).
+
+        A later source's procedure keeps only the fragments no earlier source placed, and is
+        left out when its entry was placed (BAT pairs a fragment with its input function; a
+        name-based source might pair it with another). BAT's fragments count as placed by
+        address (BatProcedures.places), without making its procedures."""
+        merged: dict[tuple[str, int], Procedure] = {}
+        placed: set[int] = set()
+        lazy: BatProcedures | None = None
+        failed = False
+        scan = None
+
+        def taken(start: int) -> bool:
+            return start in placed or (lazy is not None and lazy.places(start))
+
+        for name, fn in registered():
+            try:
+                found = self._from_source(name, fn, stored)
+            except UnsplitError as e:  # one bad section must not hide what the others know
+                self.warnings.append(f"{name}: {e}")
+                failed = True
+                continue
+            if found:
+                self.sources_used.append(name)
+            if isinstance(found, BatProcedures):
+                lazy = found
+                lazy.placed = set(placed)  # what split_info placed stays split_info's
+                maps = found.index.table.maps
+                scan = maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
+                continue
+            mine: set[int] = set()
+            for proc in found:
+                key = (proc.name, proc.entry)
+                have = merged.get(key)
+                if have is None and lazy is not None and lazy.places(proc.entry):
+                    # BAT's procedure at that entry; only the blocks of one of its name count
+                    # (read in that order: a symbols procedure has none, BAT's are decoded)
+                    have = lazy.at_entry(proc.entry) if proc.blocks else None
+                    if have is None or have.name != proc.name:
+                        continue
+                if have is None:
+                    kept = [f for f in proc.fragments if not taken(f.start)]
+                    if len(kept) < len(proc.fragments) and kept[:1] == proc.fragments[:1]:
+                        proc = Procedure(proc.name, kept, proc.blocks)
+                    if kept[:1] == proc.fragments[:1]:
+                        merged[key] = proc
+                        mine.update(f.start for f in proc.fragments)
+                elif not have.blocks and proc.blocks:
+                    have.blocks = proc.blocks
+            placed |= mine
+        if stored is not None:
+            return merged, lazy, stored
+        if failed or bat_source.problem(self.binary) is not None:
+            return merged, lazy, None
+        symbol_procs = symbols_source.procedures(self.binary)
+        order = None if lazy is None or scan is None else lazy.index.symbol_order()
+        return merged, lazy, StoredParts(scan, symbols_source.plain(self.binary), symbol_procs,
+                                         order)
+
+    def _from_source(self, name: str, fn: SourceFn, stored: StoredParts | None
+                     ) -> list[Procedure] | BatProcedures:
+        """One source's procedures; from the persistent index for those it keeps."""
+        if stored is None:
+            return fn(self.binary)
+        if name == "symbols":
+            return list(stored.symbol_procedures)
+        if name == "bat" and stored.bat_scan is not None:
+            try:
+                index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
+                                                     stored.bat_symbol_order)
+            except DecodeError:
+                return fn(self.binary)
+            return [] if index is None or not index.table.hot else BatProcedures(index)
+        return fn(self.binary)
+
+    # -- questions ----------------------------------------------------------------------
+
+    def fragment_at(self, address: int) -> Fragment | None:
+        """The innermost fragment that contains file address `address`."""
+        found = self._lookup(address)
+        return None if found is None else found[1]
+
+    def procedure_at(self, address: int) -> Procedure | None:
+        """The procedure whose code holds file address `address` (by address: no table of
+        names is made, and two static functions of one name are told apart)."""
+        found = self._lookup(address)
+        return None if found is None else found[0]
+
+    def _lookup(self, address: int) -> tuple[Procedure, Fragment] | None:
+        found = self._lookup_known(address)
+        if found is not None and (self._bat is None or found[1].source == "split_info"):
+            return found
+        in_bat = None if self._bat is None else self._bat.at(address)
+        if in_bat is not None:
+            return in_bat
+        if found is not None:
+            return found
+        proc = self.procedures.plain_at(address)
+        return None if proc is None else (proc, proc.fragments[0])
+
+    def _lookup_known(self, address: int) -> tuple[Procedure, Fragment] | None:
+        i = bisect_right(self._starts, address) - 1
+        # Fragments may nest (an alias symbol over a range); walk back to one that contains it.
+        while i >= 0:
+            frag = self._fragments[i]
+            if frag.contains(address):
+                return self._owners[i], frag
+            if address - frag.start > 1 << 24:  # far past any plausible enclosing fragment
+                break
+            i -= 1
+        return None
+
+    def moved_fragments(self) -> list[Fragment]:
+        """Every fragment that is not its procedure's entry, in address order: code entered by
+        a jump from elsewhere in its procedure, which unwinders must not take for a function
+        start."""
+        out = [f for f, p in zip(self._fragments, self._owners, strict=True)
+               if p.fragments[0] is not f]
+        if self._bat is not None:
+            out = sorted(out + self._bat.moved_fragments(), key=lambda f: (f.start, -f.end))
+        return out
+
+    def moved_starts(self) -> list[int]:
+        """The starts of moved_fragments, ascending, without making BAT's fragments."""
+        out = [f.start for f, p in zip(self._fragments, self._owners, strict=True)
+               if p.fragments[0] is not f]
+        if self._bat is not None:
+            out += self._bat.moved_starts()
+        return sorted(set(out))
+
+    def all_procedures(self) -> Iterator[Procedure]:
+        """Every procedure once, by entry (two statics may share a name): those a fragment
+        source knows, BAT's (made as they are asked for), then each one-piece function of the
+        symbol table."""
+        seen: set[int] = set()
+        sources: list[Iterable[Procedure]] = [self._owners]
+        if self._bat is not None:
+            sources.append(self._bat)
+        sources.append(self.procedures.plain())
+        for proc in chain.from_iterable(sources):
+            entry = proc.fragments[0].start
+            if entry not in seen:
+                seen.add(entry)
+                yield proc
+
+    def procedure(self, name: str) -> Procedure:
+        proc = self.procedures.get(name)
+        if proc is None:
+            raise AddressLookupError(f"no procedure named {name!r} in {self.binary.path}")
+        return proc
+
+    def line_at(self, address: int) -> LineRow | None:
+        """The best line row for `address`; line 0 ("no source") lets the next source answer."""
+        for source in self.line_sources:
+            row = source(address)
+            if row is not None and row.line:
+                return row
+        return None
+
+    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
+               blocks: bool = True) -> Location:
+        """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
+        `lines=False` skips the line look-up: naming a frame needs none, and the first line
+        question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
+        `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
+        of every one of its fragments (`unsplit symbolize` prints no block)."""
+        found = self._lookup(file_address)
+        row = self.line_at(file_address) if lines else None
+        module = self.binary.path
+        if found is None:
+            return Location(bias + file_address, file_address, module, None,
+                            file=row.file if row else None, line=row.line if row else None,
+                            column=row.column if row else None, path=row.path if row else None,
+                            warnings=tuple(self.warnings))
+        proc, frag = found
+        offset = frag.logical_start + file_address - frag.start
+        if frag.source == "split_info":  # a piece may hold branches: §1's exact mapping
+            exact = split_info_source.logical_offset(self.binary, file_address)
+            offset = offset if exact is None else exact
+        input_address = None
+        bat_facts: dict[str, object] = {}
+        bolted = self.input_location(file_address)
+        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
+            offset = bolted[1]
+            input_address = None if bolted[2] is None else bolted[2] + bolted[1]
+            bat_facts = self._bat_facts(file_address)
+        return Location(
+            address=bias + file_address,
+            file_address=file_address,
+            module=module,
+            procedure=proc.name,
+            fragment=frag.name,
+            fragment_symbol=frag.symbol,
+            fragment_start=bias + frag.start,
+            offset=offset,
+            input_address=input_address,
+            file=row.file if row else None,
+            line=row.line if row else None,
+            column=row.column if row else None,
+            path=row.path if row else None,
+            block=proc.block_at(file_address) if blocks else None,
+            sources=(frag.source,) + ((row.source,) if row else ()),
+            warnings=tuple(self.warnings),
+            **bat_facts,  # type: ignore[arg-type]
+        )
+
+    def _bat_facts(self, file_address: int) -> dict[str, object]:
+        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None:
+            return {}
+        return {
+            "input_offset": tr.input_offset,
+            "bat_entry": "branch" if tr.is_branch else "block",
+            "bat_entry_distance": file_address - tr.anchor_output,
+            "bat_block": tr.bb_index,
+            "fragment_kind": tr.fragment.split(".")[0],
+        }
+
+
+class ProcedureTable(Mapping[str, Procedure]):
+    """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
+    made when asked for, functions in one piece as sorted arrays, made into a Procedure only
+    when asked for."""
+
+    def __init__(self, known: dict[str, Procedure], plain: PlainFunctions,
+                 blocks_at: Callable[[int], list[Block] | None] | None = None,
+                 bat: BatProcedures | None = None) -> None:
+        self._known = known
+        self._bat = bat
+        self._blocks_at = blocks_at  # a one-piece function's blocks, by its start
+        self._plain = plain
+        self._by_name: dict[str, int] | None = None
+        self._made: dict[int, Procedure] = {}
+
+    def _make(self, i: int) -> Procedure:
+        proc = self._made.get(i)
+        if proc is None:
+            name, start, end = self._plain.name(i), self._plain.starts[i], self._plain.ends[i]
+            blocks_at = self._blocks_at
+            load = None if blocks_at is None else (lambda: blocks_at(start) or [])
+            proc = Procedure(name, [Fragment(name, HOT, start, end, name, 0, "symbols")],
+                             load_blocks=load)
+            self._made[i] = proc
+        return proc
+
+    def plain(self) -> Iterator[Procedure]:
+        """Every one-piece function, in address order (made as they are asked for)."""
+        for i in range(len(self._plain)):
+            yield self._make(i)
+
+    def plain_at(self, address: int) -> Procedure | None:
+        """The one-piece function that contains `address`, if any."""
+        i = bisect_right(self._plain.starts, address) - 1
+        return self._make(i) if i >= 0 and address < self._plain.ends[i] else None
+
+    def _index_of(self, name: str) -> int | None:
+        if self._by_name is None:
+            self._by_name = {}
+            for i in range(len(self._plain)):
+                self._by_name.setdefault(self._plain.name(i), i)
+        return self._by_name.get(name)
+
+    def __getitem__(self, name: str) -> Procedure:
+        proc = self._known.get(name)  # the sources' order: split_info, then BAT, the rest
+        if proc is not None and (self._bat is None or proc.fragments[0].source == "split_info"):
+            return proc
+        made = None if self._bat is None else self._bat.get(name)
+        if made is not None:
+            return made
+        if proc is not None:
+            return proc
+        i = self._index_of(name)
+        if i is None:
+            raise KeyError(name)
+        return self._make(i)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._known
+        seen = set(self._known)
+        for n in [] if self._bat is None else self._bat.names():
+            if n not in seen:
+                seen.add(n)
+                yield n
+        for i in range(len(self._plain)):
+            n = self._plain.name(i)
+            if n not in seen:
+                seen.add(n)
+                yield n
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+# What makes a first build take over a second (bench/libllvm.py: the BAT scan reads ~20 MB/s).
+ANNOUNCE_BAT_BYTES = 16 << 20
+ANNOUNCE_SYMBOL_BYTES = 32 << 20
+
+
+def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
+    """Say once that a first index will take a while: the BAT note (the long pass, about
+    1 s per 20 MB) or the symbol tables are big."""
+    bat = binary.section_header(".note.bolt_bat")
+    bat_size = 0 if bat is None else bat.size
+    symbols = sum(s.size for name in (".symtab", ".dynsym")
+                  if (s := binary.section_header(name)) is not None)
+    if bat_size >= ANNOUNCE_BAT_BYTES:
+        what = f" ({bat_size / 1e6:.0f} MB BAT)"
+    elif symbols >= ANNOUNCE_SYMBOL_BYTES:
+        what = f" ({symbols / 1e6:.0f} MB of symbols)"
+    else:
+        return
+    progress(f"unsplit: indexing {os.path.basename(binary.path)}{what}…")
+
+
+class IndexCache:
+    """One Binary and (when first asked for) one ModuleIndex per file; both are dropped when
+    the file changes on disk. Indexes come from, and go to, the persistent ``store``
+    (None: built every time); ``progress`` hears about a first build that takes a while."""
+
+    def __init__(self, store: IndexStore | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        self._by_path: dict[str, tuple[tuple[int, int], Binary, ModuleIndex | None]] = {}
+        self.store = store
+        self.progress = progress
+
+    def _entry(self, path: str) -> tuple[tuple[int, int], Binary, ModuleIndex | None]:
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        hit = self._by_path.get(path)
+        if hit is None or hit[0] != stamp:
+            hit = (stamp, Binary(path), None)
+            self._by_path[path] = hit
+        return hit
+
+    def binary(self, path: str) -> Binary:
+        """The opened file alone: cheap, for questions like "is this address its code"."""
+        return self._entry(path)[1]
+
+    def get(self, path: str) -> ModuleIndex:
+        stamp, binary, index = self._entry(path)
+        if index is None:
+            index = ModuleIndex(binary, self.store, self.progress)
+            self._by_path[path] = (stamp, binary, index)
+        return index

@@ -1,0 +1,246 @@
+"""Find the pre-BOLT ("input") binary of a BOLTed one, for its DWARF and symbol addresses.
+
+BAT stores input-function *offsets* only (spec ``shared/specs/bolt-bat.md`` §3.5): the true line
+of BOLTed code is the input binary's line at ``input symbol + offset``. BOLT flips the last bit
+of the build-id in its output (spec §1, NOTES.md "BOLT"), so the input is the file whose
+build-id is the output's with that bit flipped back. We look, in order:
+
+1. an explicit path (``bb input PATH``, ``--input PATH``);
+2. the output's directory and its ``input/`` subdirectory;
+3. each entry of ``UNSPLIT_INPUT_PATH`` (colon-separated files or directories);
+4. ``/usr/lib/debug/.build-id/xx/rest.debug`` (and ``xx/rest``);
+5. the debuginfod client cache (``$DEBUGINFOD_CACHE_PATH`` or
+   ``~/.cache/debuginfod_client/<hex>/{executable,debuginfo}``).
+
+A candidate is accepted only if every function BAT names is an STT_FUNC symbol of it and no
+BAT input offset lies past that symbol's size; otherwise it is refused with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterator
+
+from unsplit.elf.binary import Binary
+from unsplit.errors import BinaryError, DecodeError
+from unsplit.index import bat_translate
+
+ENV_PATH = "UNSPLIT_INPUT_PATH"
+DEBUG_ROOTS = ("/usr/lib/debug",)
+_ELF_MAGIC = b"\x7fELF"
+_MAX_DIR_FILES = 2000  # a directory scan reads headers only, but never without bound
+
+_FUNCS: weakref.WeakKeyDictionary[Binary, dict[str, tuple[int, int]]] = weakref.WeakKeyDictionary()
+_LOCALS: weakref.WeakKeyDictionary[Binary, dict[tuple[str, str], tuple[int, int]]] = \
+    weakref.WeakKeyDictionary()
+
+
+_INPUTS: weakref.WeakKeyDictionary[Binary, Binary | None] = weakref.WeakKeyDictionary()
+_GENERATION = [0]  # bumped by set_input: adapters drop the locations they cached by pc
+
+
+def generation() -> int:
+    """Changes whenever :func:`set_input` changes which input a binary has."""
+    return _GENERATION[0]
+
+
+def input_for(binary: Binary) -> Binary | None:
+    """The input of ``binary``: the one :func:`set_input` named, else :func:`find_input`'s
+    answer, searched once per Binary and cached."""
+    if binary not in _INPUTS:
+        _INPUTS[binary] = find_input(binary)
+    return _INPUTS[binary]
+
+
+def set_input(binary: Binary, path: str | None) -> Binary | None:
+    """``bb input PATH`` / ``--input PATH``: verify and remember; None forgets (search again)."""
+    _GENERATION[0] += 1
+    if path is None:
+        _INPUTS.pop(binary, None)
+        return None
+    found = find_input(binary, path)
+    _INPUTS[binary] = found
+    return found
+
+
+def input_build_id(output_build_id: bytes) -> bytes:
+    """The input's build-id: BOLT flipped the last bit of it (spec §1)."""
+    if not output_build_id:
+        return output_build_id
+    return output_build_id[:-1] + bytes([output_build_id[-1] ^ 1])
+
+
+def find_input(binary: Binary, explicit: str | None = None) -> Binary | None:
+    """The verified pre-BOLT binary of ``binary``, or None when none is found.
+
+    ``explicit`` is a path the user named: it is checked and refused with BinaryError when it is
+    not the input of ``binary``. Automatic candidates that fail the check are skipped.
+    Binaries without BAT have no input to find: None (or the explicit file, unverified).
+    """
+    if explicit is not None:
+        candidate = Binary(explicit)
+        verify(binary, candidate)
+        return candidate
+    if not bat_translate.has_bat(binary):
+        return None
+    seen: set[str] = {os.path.realpath(binary.path)}
+    for path in candidate_paths(binary):
+        real = os.path.realpath(path)
+        if real in seen or not _looks_like_elf(path):
+            continue
+        seen.add(real)
+        try:
+            candidate = Binary(path)
+        except BinaryError:
+            continue
+        if _build_id_matches(binary, candidate) and _verified(binary, candidate):
+            return candidate
+        candidate.close()
+    return None
+
+
+def candidate_paths(binary: Binary) -> Iterator[str]:
+    """Every path worth checking, in search order (files; directories are listed)."""
+    want = input_build_id(binary.build_id or b"")
+    here = os.path.dirname(os.path.abspath(binary.path))
+    dirs = [here, os.path.join(here, "input")]
+    extra = [p for p in os.environ.get(ENV_PATH, "").split(":") if p]
+    for d in dirs:
+        yield from _list_dir(d)
+    for p in extra:
+        if os.path.isdir(p):
+            yield from _list_dir(p)
+        else:
+            yield p
+    if want:
+        hexid = want.hex()
+        for root in DEBUG_ROOTS:
+            base = os.path.join(root, ".build-id", hexid[:2], hexid[2:])
+            yield base + ".debug"
+            yield base
+        cache = os.environ.get("DEBUGINFOD_CACHE_PATH") or os.path.join(
+            os.path.expanduser("~"), ".cache", "debuginfod_client"
+        )
+        yield os.path.join(cache, hexid, "executable")
+        yield os.path.join(cache, hexid, "debuginfo")
+
+
+def verify(binary: Binary, candidate: Binary) -> None:
+    """Raise BinaryError (one line) unless ``candidate`` is the pre-BOLT input of ``binary``."""
+    out_id, in_id = binary.build_id, candidate.build_id
+    if out_id and in_id and in_id != input_build_id(out_id):
+        raise BinaryError(
+            f"{candidate.path}: not the input of {binary.path}: build-id {in_id.hex()}, "
+            f"expected {input_build_id(out_id).hex()}"
+        )
+    problem = mismatch(binary, candidate)
+    if problem:
+        raise BinaryError(f"{candidate.path}: not the input of {binary.path}: {problem}")
+
+
+def function_address(input_binary: Binary, name: str, unit: str | None = None) -> int | None:
+    """Address of function ``name`` in the input binary: the local one listed under STT_FILE
+    ``unit`` when there is one (each translation unit may have its own static ``helper`` or
+    ``__cxx_global_array_dtor``), else the first STT_FUNC of that name."""
+    entry = _function(input_binary, name, unit)
+    return None if entry is None else entry[0]
+
+
+def output_unit(binary: Binary, name: str, address: int) -> str | None:
+    """The STT_FILE of the local function symbol ``name`` at ``address`` of a BOLTed binary:
+    BOLT keeps each symbol in its file's group (spec §6.1), so this names the input's unit."""
+    sym = binary.function_at(name, address)
+    return None if sym is None else sym.file
+
+
+def _function(binary: Binary, name: str, unit: str | None) -> tuple[int, int] | None:
+    if unit is not None:
+        locals_ = _LOCALS.get(binary)
+        if locals_ is None:
+            locals_ = _LOCALS[binary] = {}
+            for f in binary.functions:
+                if f.local and f.file is not None:
+                    locals_.setdefault((f.file, f.name), (f.value, f.size))
+        found = locals_.get((unit, name))
+        if found is not None:
+            return found
+    return _functions(binary).get(name)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def mismatch(binary: Binary, candidate: Binary) -> str | None:
+    """Why ``candidate`` cannot be the input of ``binary`` (None if it can)."""
+    try:
+        index = bat_translate.load(binary)
+    except DecodeError as e:
+        return f"cannot check against a malformed BAT ({e})"
+    if index is None:
+        return None
+    funcs = _functions(candidate)
+    missing = [n for n in index.procedures if n not in funcs]
+    if missing:
+        shown = ", ".join(missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
+        return f"{len(missing)} BOLTed function(s) missing from its symbols: {shown}"
+    for hot in index.table.hot:
+        name = index.name_of(hot)
+        entry = _function(candidate, name, output_unit(binary, name, hot))
+        size = 0 if entry is None else entry[1]
+        if not size:
+            continue  # assembly functions often have no size: nothing to compare
+        maps = [index.table.maps[a] for a in (hot, *index.table.split_fragments(hot))]
+        reach = max(m.max_input_offset() for m in maps)
+        if reach >= size:
+            return f"BAT reaches {name}+{reach:#x} but {name} is only {size:#x} bytes there"
+    return None
+
+
+def _verified(binary: Binary, candidate: Binary) -> bool:
+    return mismatch(binary, candidate) is None
+
+
+def _build_id_matches(binary: Binary, candidate: Binary) -> bool:
+    """Automatic candidates must carry the flipped build-id; without build-ids, the symbol check
+    alone decides (a sibling file `t` of `t.bolt` is the common case)."""
+    out_id, in_id = binary.build_id, candidate.build_id
+    if out_id and in_id:
+        return in_id == input_build_id(out_id)
+    return not out_id and not in_id
+
+
+_STT_FUNC = 2
+
+
+def _functions(binary: Binary) -> dict[str, tuple[int, int]]:
+    cached = _FUNCS.get(binary)
+    if cached is None:
+        cached = {}
+        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+        for sym in binary.symbol_entries(table):
+            if sym.type == _STT_FUNC and sym.defined:
+                cached.setdefault(sym.name, (sym.value, sym.size))
+        _FUNCS[binary] = cached
+    return cached
+
+
+def _list_dir(directory: str) -> Iterator[str]:
+    try:
+        names = sorted(os.listdir(directory))[:_MAX_DIR_FILES]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            yield path
+
+
+def _looks_like_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _ELF_MAGIC
+    except OSError:
+        return False

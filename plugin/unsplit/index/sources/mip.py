@@ -1,0 +1,104 @@
+"""Fragment source for LLVM Machine IR Profile (MIP) binaries: ``__llvm_mipmap`` and
+``__llvm_mipraw``.
+
+Specification: shared/seeds/machine-ir-profile-mip.txt, decoded by :mod:`unsplit.formats.mip`.
+The map gives every instrumented function (its entry, size and name) and the offsets of its
+basic blocks; the raw profile, once a run has written it, says which functions and blocks ran.
+
+The map holds one range per function, the part that holds its entry: the pieces a splitter
+moved elsewhere are not in it, and the symbol table names them. Clang labels its moved pieces
+(``foo.cold``, ``foo.__part.N``) with sized STT_NOTYPE symbols, which the ``symbols`` source
+(STT_FUNC only) does not take for functions, so this source adds every sized ``.symtab``
+symbol of a split-piece name whose base is a map function of the same file. It comes after
+``symbols`` (sources.registered): where that source already knows a split function (GCC's
+STT_FUNC ``foo.cold``), its fragments stay and the blocks come from here.
+
+The map's function addresses are relative to the raw section (seed: "we just need to also add
+the address of the raw section"), so a map without its ``__llvm_mipraw`` cannot be placed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.formats import mip as fmt
+from unsplit.index.model import Fragment, Procedure
+from unsplit.index.sources.symbols import split_fragment_name
+
+_STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
+# Original order of the pieces after the entry part (as the symbols source has it).
+_KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
+
+
+def procedures(binary: Binary) -> list[Procedure]:
+    """One Procedure per function of the map ([] without one): its entry part from the map,
+    named by the ELF symbol there when it has the map's name, then its moved pieces."""
+    data = binary.section_data(fmt.SECTION)
+    if data is None:
+        return []
+    raw_section = binary.section(fmt.RAW_SECTION)
+    if raw_section is None:
+        raise DecodeError(
+            fmt.SECTION, 0, f"no {fmt.RAW_SECTION} section: its address places the functions"
+        )
+    mip = fmt.decode(data, raw_section["sh_addr"])
+    for f in mip.functions:
+        if not 0 <= f.address <= f.address + f.size < 1 << 64:
+            raise DecodeError(fmt.SECTION, f.offset, f"{f.name}: [{f.address:#x}, +{f.size:#x})"
+                              " is outside the address space: map and raw section disagree")
+    raw = fmt.decode_raw(bytes(raw_section.data()), mip)
+
+    def symbol(f: fmt.MipFunction) -> str | None:
+        return f.name if binary.function_at(f.name, f.address) is not None else None
+
+    procs = fmt.procedures(mip, raw, symbol)
+    pieces = _split_pieces(binary)
+    for proc in procs:
+        if proc.name in pieces:
+            proc.fragments += _moved(proc.fragments[0], pieces[proc.name])
+    return procs
+
+
+Piece = tuple[str, str, int, int]  # (symbol, fragment name, start, size)
+
+
+def _split_pieces(binary: Binary) -> dict[str, dict[str | None, list[Piece]]]:
+    """Sized split-piece symbols (STT_FUNC or STT_NOTYPE) by base name, then by the STT_FILE
+    group of a local one (None for a global one)."""
+    out: dict[str, dict[str | None, list[Piece]]] = defaultdict(lambda: defaultdict(list))
+    file: str | None = None
+    for sym in binary.symbol_entries(".symtab"):
+        if sym.type == _STT_FILE:
+            file = sym.name
+            continue
+        if sym.type not in (_STT_NOTYPE, _STT_FUNC) or not sym.defined or not sym.size:
+            continue
+        split = split_fragment_name(sym.name)
+        if split is not None:
+            where = file if sym.bind == _STB_LOCAL else None
+            out[split[0]][where].append((sym.name, split[1], sym.value, sym.size))
+    return out
+
+
+def _moved(hot: Fragment, by_file: dict[str | None, list[Piece]]) -> list[Fragment]:
+    """The pieces of `hot`'s procedure outside it, in their original order. Local pieces of
+    one base name in several files cannot be told apart by name: none of them is taken."""
+    found = list(by_file.get(None, []))
+    files = [k for k in by_file if k is not None]
+    if len(files) == 1:
+        found += by_file[files[0]]
+    found = [p for p in found if not hot.start <= p[2] < hot.end]
+    found.sort(key=_order)
+    out, logical = [], hot.size
+    for symbol, piece, start, size in found:
+        out.append(Fragment(hot.procedure, piece, start, start + size, symbol, logical,
+                            "symbols"))
+        logical += size
+    return out
+
+
+def _order(piece: Piece) -> tuple[int, int, int]:
+    kind, _, n = piece[1].partition(".")
+    return _KIND_RANK.get(kind, 3), int(n) if n.isdigit() else -1, piece[2]

@@ -1,0 +1,233 @@
+"""Procedures from `.split_info`, lines from the ESL programs of `.opt_table`.
+
+Specification: shared/specs/split-info-and-esl.md §1 (ownership and logical layout), §2-§3
+(ESL line programs in logical order). The formats are decoded by
+:mod:`unsplit.formats.split_info` and :mod:`unsplit.formats.esl`; this module only joins them
+with the symbol table and turns them into model records:
+
+- :func:`procedures`: one Procedure per split procedure, a Fragment per contiguous piece of
+  its code (:func:`pieces`: ``hot`` is the body holding the entry, branches included; a moved
+  piece is named after its symbol's suffix, ``foo.cold`` -> ``cold``, else ``part.N``), in
+  logical order, source ``split_info``; :func:`logical_offset` / :func:`address_of` give the
+  exact §1 mapping, which a piece's linear ``logical_start`` only approximates past a branch;
+- :func:`line_rows`: every ESL row at its address (source ``esl``), sorted by address;
+- :class:`EslLines`: look-ups bounded by each procedure's code, for ModuleIndex.line_sources.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass, field
+
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.formats import esl
+from unsplit.formats import split_info as si
+from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+
+# Decoding is per file; the cache holds the last few so that procedures() and line_rows() on
+# the same Binary (and the index, then a command) share one decode.
+_CACHE: dict[tuple[str, int, int], _Decoded] = {}
+_CACHE_SIZE = 8
+
+
+@dataclass(slots=True)
+class _Decoded:
+    split: list[si.SplitProcedure]
+    lines: LineInfo | None = None
+
+
+@dataclass(slots=True)
+class LineInfo:
+    """The ESL lines of a binary and what went wrong on the way (nothing of it fatal)."""
+
+    rows: list[LineRow] = field(default_factory=list)
+    # [start, end) address spans each procedure's rows describe (range and branch bytes).
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    partial: dict[int, DecodeError] = field(default_factory=dict)  # entry -> the error
+    without_esl: list[int] = field(default_factory=list)  # PROC entries with no ESL (§2)
+    rows_by_procedure: dict[int, list[LineRow]] = field(default_factory=dict)
+
+
+def _decoded(binary: Binary) -> _Decoded:
+    key = binary.identity
+    have = _CACHE.get(key)
+    if have is None:
+        data = binary.section_data(si.SECTION)
+        split: list[si.SplitProcedure] = []
+        if data is not None:
+            records = si.decode(data)
+            funcs = [(f.name, f.value, f.size) for f in binary.functions]
+            split = si.sp_init(records, funcs)
+        have = _Decoded(split)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = have
+    return have
+
+
+def split_procedures(binary: Binary) -> list[si.SplitProcedure]:
+    """The proposal's sp_init on a Binary: every split procedure, by entry address."""
+    return _decoded(binary).split
+
+
+def procedures(binary: Binary) -> list[Procedure]:
+    """One model Procedure per split procedure of `.split_info` ([] without the section)."""
+    split = split_procedures(binary)
+    if not split:
+        return []
+    starts: dict[int, list[str]] = {}
+    for f in binary.functions:
+        starts.setdefault(f.value, []).append(f.name)
+    return [_procedure(sp, starts) for sp in split]
+
+
+def _procedure(sp: si.SplitProcedure, starts: dict[int, list[str]]) -> Procedure:
+    frags: list[Fragment] = []
+    used: set[str] = set()
+    for i, (lo, hi) in enumerate(pieces(sp)):
+        logical = sp.logical_offset(lo)
+        assert logical is not None  # every piece starts in a range or a branch
+        symbol: str | None = None
+        if lo <= sp.start < hi:
+            name, symbol = HOT, sp.name
+        else:
+            name = f"part.{i}"
+            for sym in starts.get(lo, ()):
+                # foo.cold -> cold; foo.cold.2 -> cold.2: the name a user knows from bt.
+                if sym.startswith(sp.name + ".") and sym[len(sp.name) + 1 :] not in used:
+                    name, symbol = sym[len(sp.name) + 1 :], sym
+                    break
+            if name in used:  # two pieces cannot share a name: fall back to the index
+                name = f"part.{i}"
+        used.add(name)
+        frags.append(Fragment(sp.name, name, lo, hi, symbol, logical, "split_info"))
+    frags.sort(key=lambda f: (f.name != HOT, f.logical_start))
+    return Procedure(sp.name, frags)
+
+
+def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
+    """The procedure's code as it lies now: its body and each moved range, by address.
+
+    A fragment is a contiguous piece of code (as the other sources have it): the procedure's
+    own body, branches included, is one piece, and each moved range (with the branches to
+    nested moves inside it) another. Logical ranges would leave the branch bytes in no
+    fragment and name the code after a branch ``part.N`` instead of ``hot``. The exact
+    logical offset of an address is :func:`logical_offset`'s (a piece's bytes after a branch
+    do not continue its logical run).
+    """
+    moved = [(r.vaddr, r.moved_end) for r in sp.records if r.size]
+    return sorted([(sp.start, sp.end), *moved])
+
+
+def split_procedure_at(binary: Binary, address: int) -> si.SplitProcedure | None:
+    """The split procedure whose ranges or branches hold `address`, if any."""
+    for sp in split_procedures(binary):
+        if sp.contains(address):
+            return sp
+    return None
+
+
+def logical_offset(binary: Binary, address: int) -> int | None:
+    """§1's logical offset of `address` in its split procedure (a branch: its moved code's)."""
+    sp = split_procedure_at(binary, address)
+    return None if sp is None else sp.logical_offset(address)
+
+
+def address_of(binary: Binary, entry: int, offset: int) -> int | None:
+    """The one address that logical `offset` of the split procedure at `entry` maps to."""
+    for sp in split_procedures(binary):
+        if sp.start == entry:
+            return sp.address_of(offset)
+    return None
+
+
+# --- lines -----------------------------------------------------------------------------------
+
+
+def line_info(binary: Binary) -> LineInfo:
+    """ESL rows of every PROC at their addresses, plus errors and procedures without ESL."""
+    dec = _decoded(binary)
+    if dec.lines is not None:
+        return dec.lines
+    info = LineInfo()
+    data = binary.section_data(esl.SECTION)
+    if data is not None:
+        by_entry = {sp.start: sp for sp in dec.split}
+        sizes = {f.value: f.size for f in binary.functions if f.size}
+        for proc in esl.decode_opt_table(data):
+            _add_proc(info, proc, by_entry.get(proc.entry), sizes.get(proc.entry))
+        info.spans.sort()
+        # Stable: at one address the row the program emitted later stays later, and wins.
+        info.rows.sort(key=lambda r: r.address)
+    dec.lines = info
+    return info
+
+
+def _add_proc(
+    info: LineInfo, proc: esl.OptProc, sp: si.SplitProcedure | None, size: int | None
+) -> None:
+    if proc.esl is None:
+        info.without_esl.append(proc.entry)
+        return
+    if sp is not None:
+        ranges = [(r.start, r.end, r.logical_start) for r in sp.ranges]
+        branches = list(sp.branches)
+        logical_size: int | None = sp.size
+    else:
+        # Not split: one range, logical offset = address - entry (§3). Without a symbol the
+        # size is unknown, and the range open-ended (bounded only by the program).
+        logical_size = size
+        ranges = [(proc.entry, proc.entry + (size if size else 1 << 40), 0)]
+        branches = []
+    result = esl.run_program(proc, logical_size)
+    if result.error is not None:
+        info.partial[proc.entry] = result.error
+    rows = []
+    for placed in esl.map_rows(result.rows, ranges, branches):
+        row = placed.row
+        # `file` is the table's path as written (a DWARF consumer names a file entry so):
+        # two `ledger.h` in different directories stay two files. The table has no
+        # compilation directory to join it to, so `path` is that path, normalized.
+        name = proc.files[row.file - 1]
+        rows.append(LineRow(placed.address, name, row.line, row.column, "esl", True,
+                            os.path.normpath(name) if name else name))
+    info.rows.extend(rows)
+    info.rows_by_procedure[proc.entry] = rows
+    if size or sp is not None:
+        info.spans.extend((lo, hi) for lo, hi, _ in ranges)
+        info.spans.extend((lo, hi) for lo, hi, _ in branches)
+    elif rows:  # unsized: the program's own extent is all we know
+        info.spans.append((proc.entry, max(r.address for r in rows) + 1))
+
+
+def line_rows(binary: Binary) -> list[LineRow]:
+    """Every ESL row at its address, sorted by address (source "esl")."""
+    return line_info(binary).rows
+
+
+class EslLines:
+    """Address -> LineRow from ESL, answering only inside code that a program describes."""
+
+    def __init__(self, binary: Binary) -> None:
+        info = line_info(binary)
+        self._rows = info.rows
+        self._addresses = [r.address for r in info.rows]
+        self._span_starts = [s for s, _ in info.spans]
+        self._spans = info.spans
+
+    @property
+    def available(self) -> bool:
+        return bool(self._rows)
+
+    def lookup(self, address: int) -> LineRow | None:
+        j = bisect.bisect_right(self._span_starts, address) - 1
+        # A row covers code up to the next row of its program, but never past its range:
+        # beyond that lies another function, whose lines are not this program's to give.
+        if j < 0 or address >= self._spans[j][1]:
+            return None
+        i = bisect.bisect_right(self._addresses, address) - 1
+        if i < 0 or self._rows[i].address < self._spans[j][0]:
+            return None
+        return self._rows[i]

@@ -1,0 +1,199 @@
+"""Fragments from the ELF symbol table, by the naming conventions of the splitters.
+
+- GCC (``-freorder-blocks-and-partition``) and clang (``-fsplit-machine-functions``,
+  basic-block sections): ``foo.cold``; clang basic-block sections: ``foo.__part.N``.
+- BOLT (``--split-functions``): ``foo.cold.N`` and, with ``--split-strategy=cdsplit``,
+  ``foo.warm`` and ``foo.cold`` (shared/NOTES.md, shared/specs/bolt-bat.md §6.1).
+
+``foo.part.N``, ``foo.isra.N`` and ``foo.constprop.N`` are *separate* functions made by GCC's
+IPA passes (each may have its own ``.cold``), so they are procedures of their own here.
+
+A local fragment belongs to the function of the same base name in the same STT_FILE group
+(two files may each have a static ``helper`` with a ``helper.cold``), else to the global one.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from array import array
+from collections import defaultdict
+from dataclasses import dataclass
+
+from unsplit.elf.binary import Binary, FunctionSymbol
+from unsplit.index.model import HOT, Fragment, Procedure
+
+_FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.+?)\.(?P<kind>cold|warm|__part)(?:\.(?P<n>\d+))?$")
+
+# Original order of fragments after the entry part: warm code sat before cold code.
+_KIND_RANK = {"warm": 0, "__part": 1, "cold": 2}
+
+
+def split_fragment_name(symbol: str) -> tuple[str, str] | None:
+    """`foo.cold.3` -> ("foo", "cold.3"); `foo.__part.1` -> ("foo", "part.1"); else None."""
+    if ".cold" not in symbol and ".warm" not in symbol and ".__part" not in symbol:
+        return None  # the common case, without the regex's walk over a long mangled name
+    m = _FRAGMENT_SUFFIX.match(symbol)
+    if m is None:
+        return None
+    kind = "part" if m["kind"] == "__part" else m["kind"]
+    return m["base"], kind if m["n"] is None else f"{kind}.{m['n']}"
+
+
+def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
+    m = _FRAGMENT_SUFFIX.match(sym.name)
+    assert m is not None
+    return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"]), sym.value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PlainFunctions:
+    """Functions in one piece, sorted by start, as arrays: names are offsets into ``strings``
+    (NUL-terminated), decoded when asked for."""
+
+    starts: array[int]
+    ends: array[int]
+    name_offsets: array[int]
+    strings: bytes
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def name(self, i: int) -> str:
+        offset = self.name_offsets[i]
+        end = self.strings.find(b"\0", offset)
+        return self.strings[offset: end if end >= 0 else len(self.strings)].decode(
+            "utf-8", "replace")
+
+    @classmethod
+    def of(cls, functions: list[FunctionSymbol]) -> PlainFunctions:
+        """From symbol objects (a binary that has fragments, or a test)."""
+        functions = sorted(functions, key=lambda f: f.value)
+        strings = bytearray()
+        offsets = array("L")
+        for f in functions:
+            offsets.append(len(strings))
+            strings += f.name.encode() + b"\0"
+        return cls(array("Q", (f.value for f in functions)),
+                   array("Q", (f.value + f.size for f in functions)), offsets, bytes(strings))
+
+
+def procedures(binary: Binary) -> list[Procedure]:
+    """One Procedure per function that has moved fragments (and per orphaned fragment).
+
+    Functions in one piece are left to :func:`plain`: the index keeps those as compact arrays
+    and makes a Procedure only when one is asked for (a clang-size binary has 150k of them).
+    """
+    if not _has_fragment_names(binary):
+        return []
+    return _grouped(binary)[0]
+
+
+def plain(binary: Binary) -> PlainFunctions:
+    """Function symbols that have no fragment and are not fragments themselves."""
+    if not _has_fragment_names(binary):
+        return _plain_columns(binary)
+    return PlainFunctions.of(_grouped(binary)[1])
+
+
+_FRAGMENT_NAME_END = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
+
+
+def _has_fragment_names(binary: Binary) -> bool:
+    """Whether any symbol name may be a fragment's (one regex pass over the string table):
+    without any, the symbols are taken as arrays and no Python object is made per symbol."""
+    return _FRAGMENT_NAME_END.search(binary.function_columns.strtab + b"\0") is not None
+
+
+def _plain_columns(binary: Binary) -> PlainFunctions:
+    """:func:`_group`'s answer for a table without fragment names: every function, minus
+    aliases (same name and value) and later functions of an already seen name (per file for
+    locals), sorted by start."""
+    cols = binary.function_columns
+    strtab, values = cols.strtab, cols.values
+    seen: set[tuple[bytes, int]] = set()
+    keys: set[tuple[bytes | None, bytes]] = set()
+    keep = []
+    for i, offset in enumerate(cols.name_offsets):
+        name = strtab[offset: strtab.find(b"\0", offset)]
+        place = (name, values[i])
+        if place in seen:
+            continue
+        seen.add(place)
+        file = cols.files[i]
+        key = (strtab[file: strtab.find(b"\0", file)] if cols.locals[i] and file >= 0
+               else None, name)
+        if key in keys:
+            continue
+        keys.add(key)
+        keep.append(i)
+    keep.sort(key=values.__getitem__)
+    return PlainFunctions(array("Q", (values[i] for i in keep)),
+                          array("Q", (values[i] + cols.sizes[i] for i in keep)),
+                          array("L", (cols.name_offsets[i] for i in keep)), strtab)
+
+
+_GROUPED: weakref.WeakKeyDictionary[Binary, tuple[list[Procedure], list[FunctionSymbol]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _grouped(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
+    hit = _GROUPED.get(binary)
+    if hit is None:
+        hit = _GROUPED[binary] = _group(binary)
+    return hit
+
+
+def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
+    parents: dict[tuple[str | None, str], FunctionSymbol] = {}
+    parts: dict[tuple[str | None, str], list[FunctionSymbol]] = defaultdict(list)
+    seen: set[tuple[str, int]] = set()
+    for sym in binary.functions:
+        if (sym.name, sym.value) in seen:  # aliases in .symtab and .dynsym, or duplicates
+            continue
+        seen.add((sym.name, sym.value))
+        split = split_fragment_name(sym.name)
+        if split is None:
+            parents.setdefault((sym.file if sym.local else None, sym.name), sym)
+        else:
+            parts[(sym.file, split[0])].append(sym)
+
+    # The linker makes hidden-visibility functions local and lists them after every file's own
+    # locals, under an unnamed STT_FILE (GNU ld and lld), away from their fragments' file: such
+    # a fragment's parent is the only function of its name, whatever file it is listed under.
+    by_name: dict[str, list[FunctionSymbol]] = defaultdict(list)
+    for sym in parents.values():
+        by_name[sym.name].append(sym)
+    by_parent: dict[int, list[FunctionSymbol]] = defaultdict(list)
+    orphans: list[FunctionSymbol] = []
+    for (file, base), syms in parts.items():
+        parent = parents.get((file, base)) or parents.get((None, base))
+        if parent is None and len(by_name.get(base, ())) == 1:
+            parent = by_name[base][0]
+        if parent is None:
+            orphans.extend(syms)
+        else:
+            by_parent[id(parent)].extend(syms)
+
+    out = []
+    alone = []
+    for parent in parents.values():
+        if id(parent) not in by_parent:
+            alone.append(parent)
+            continue
+        fragments = [Fragment(parent.name, HOT, parent.value, parent.value + parent.size,
+                              parent.name, 0, "symbols")]
+        logical = parent.size
+        for sym in sorted(by_parent[id(parent)], key=_order_key):
+            split = split_fragment_name(sym.name)
+            assert split is not None
+            fragments.append(Fragment(parent.name, split[1], sym.value, sym.value + sym.size,
+                                      sym.name, logical, "symbols"))
+            logical += sym.size
+        out.append(Procedure(parent.name, fragments))
+    # A fragment whose parent has no symbol (stripped to .dynsym, say) still names its procedure.
+    for sym in orphans:
+        base, name = split_fragment_name(sym.name) or (sym.name, HOT)
+        out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
+                                             sym.name, 0, "symbols")]))
+    return out, alone
