@@ -104,7 +104,7 @@ def damage(data: bytes, rng: random.Random) -> tuple[str, bytes]:
 
 
 class _Section:
-    """Enough of a pyelftools Section for cfi._Section: header fields and data()."""
+    """Enough of a pyelftools Section for cfi's section reader: header fields and data()."""
 
     def __init__(self, real: Any, data: bytes) -> None:
         self.header = dict(real.header)

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.debug.breakpoints import BreakSpec, Site
-from unsplit.debug.cfi import REGISTER_NAMES
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UsageError
+from unsplit.formats.dwarf_expr import REGISTER_NAMES
 from unsplit.host import LoadedModule
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup

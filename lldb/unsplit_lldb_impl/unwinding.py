@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unsplit.debug.cfi import REGISTER_NAMES
 from unsplit.errors import UsageError
+from unsplit.formats.dwarf_expr import REGISTER_NAMES
 
 _USABLE = ("stopped", "crashed", "suspended")
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from unsplit.debug import breakpoints, cfi, unwind
-from unsplit.debug.cfi import registers_from_names
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.formats.dwarf_expr import registers_from_names
 from unsplit.host import Host
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import shown

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from unsplit.debug import breakpad
-from unsplit.debug.cfi import CfaRule, FrameDescription, Row, Rule
 from unsplit.elf.binary import Binary
+from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.index.module_index import ModuleIndex
 
 from ..conftest import ROOT, facts

@@ -15,20 +15,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unsplit.debug.cfi import (
-    CfiTable,
+from unsplit.debug.cfi import CfiTable, table_for, unwind_step
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.formats.dwarf_expr import (
     ExpressionError,
-    FrameDescription,
     MemoryReadError,
-    Row,
     describe_expression,
     evaluate,
     register_name,
-    table_for,
-    unwind_step,
 )
-from unsplit.elf.binary import Binary
-from unsplit.errors import DecodeError
+from unsplit.formats.eh_frame import FrameDescription, Row
 
 from ..conftest import ROOT, facts
 

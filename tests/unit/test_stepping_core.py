@@ -17,10 +17,11 @@ from functools import cache
 from typing import Any
 
 import pytest
-from unsplit.debug import cfi, stepping
+from unsplit.debug import stepping
 from unsplit.debug.stepping import StepOutcome, StepPlan, Walk
 from unsplit.elf.core import Core
 from unsplit.errors import AddressLookupError, UsageError
+from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
 from unsplit.session import Session
 
@@ -68,7 +69,7 @@ class FakeHost:
 class CoreHost(FakeHost):
     def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
         assert self.core is not None
-        return {cfi.register_name(r): v for r, v in self.core.threads[0].registers.items()}
+        return {dwarf_expr.register_name(r): v for r, v in self.core.threads[0].registers.items()}
 
     def read_memory(self, address: int, size: int) -> bytes:
         assert self.core is not None
@@ -297,7 +298,7 @@ def test_finish_and_next_act_on_the_selected_frame(zoo: dict[str, Any], variant:
         assert plan.return_address == truth[level + 1], (level, plan)
         assert plan.frame_cfa is not None
         # SP once it returned: above frame 0's own SP, and the next frame's CFA is higher still
-        sp = core.threads[0].registers[cfi.RSP]
+        sp = core.threads[0].registers[dwarf_expr.RSP]
         assert plan.frame_cfa > sp
     cfa0 = stepping.finish_plan(session, CoreHost(modules, truth[0], 0, core), "finish",
                                 truth[0]).frame_cfa
@@ -334,7 +335,7 @@ def test_line_plan_names_the_stepping_frame_by_its_cfa(zoo: dict[str, Any], vari
     assert plan.procedure == "transfer" and plan.return_address == truth[1], plan
     assert plan.frame_cfa is not None
     assert int.from_bytes(core.read_memory(plan.frame_cfa - 8, 8), "little") == truth[1]
-    registers = {cfi.register_name(r).lower(): v
+    registers = {dwarf_expr.register_name(r).lower(): v
                  for r, v in core.threads[0].registers.items()}
     assert plan.is_stepping_frame(truth[0], registers.__getitem__) is True
     deeper = dict(registers, rsp=registers["rsp"] - 64, rbp=registers["rbp"] - 64)

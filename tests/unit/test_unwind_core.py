@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from unsplit.debug.cfi import registers_from_names
 from unsplit.debug.unwind import Frame, backtrace, compare, report
 from unsplit.elf.core import NT_FILE, Core
 from unsplit.errors import UnsplitError
+from unsplit.formats.dwarf_expr import registers_from_names
 from unsplit.index.module_index import IndexCache
 
 from ..conftest import ROOT, facts

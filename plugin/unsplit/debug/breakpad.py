@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING
 from elftools.dwarf.constants import DW_CFA
 
 from unsplit.debug import cfi
-from unsplit.debug.cfi import CfaRule, FrameDescription, Row, Rule
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, UnsplitError
+from unsplit.formats import dwarf_expr, eh_frame
+from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.formats.leb128 import leb128
 from unsplit.index.store import cache_root
 
@@ -68,7 +69,7 @@ def base_address(binary: Binary) -> int:
 def _register(number: int) -> str:
     if 0 <= number < len(_NAMES):
         return "$" + _NAMES[number]
-    raise Inexpressible(f"register {cfi.register_name(number)}")
+    raise Inexpressible(f"register {dwarf_expr.register_name(number)}")
 
 
 def _postfix(expr: bytes, initial: tuple[str, ...] = ()) -> str:
@@ -77,8 +78,8 @@ def _postfix(expr: bytes, initial: tuple[str, ...] = ()) -> str:
     expression whatever the stack held (`initial`: the CFA, for register rules)."""
     stack = list(initial)
     try:
-        ops = cfi.operations(expr)
-    except cfi.ExpressionError as e:
+        ops = dwarf_expr.operations(expr)
+    except dwarf_expr.ExpressionError as e:
         raise Inexpressible(str(e)) from None
     try:
         for op, a, b in ops:
@@ -127,7 +128,7 @@ def _rule(register: int, rule: Rule) -> str | None:
         return f"{_postfix(rule.expr, ('.cfa',))} ^"
     if kind == "val_expression":
         return _postfix(rule.expr, (".cfa",))
-    raise Inexpressible(f"{kind} rule for {cfi.register_name(register)}")
+    raise Inexpressible(f"{kind} rule for {dwarf_expr.register_name(register)}")
 
 
 _SAID: dict[tuple[int, Rule, bool], str | None] = {}  # one register's rule, said once
@@ -242,7 +243,7 @@ class _Unusual(Exception):
     """An instruction or rule the direct translation leaves to the general path."""
 
 
-def _direct(data: bytes, i: int, end: int, cie: cfi._Cie,
+def _direct(data: bytes, i: int, end: int, cie: eh_frame.Cie,
             initial: _CieState) -> list[tuple[int, str]]:
     """The rows of the call frame instructions data[i:end] as (offset from the start, rules),
     straight from the bytes: the shapes compilers and BOLT emit (CFA = register + offset;
@@ -366,7 +367,7 @@ _SAID_NAMES = tuple("$" + n for n in _NAMES)
 _CieState = tuple[tuple[int, int] | None, dict[int, str]]
 
 
-def _relative(reader: cfi._Reader, cie: cfi._Cie, initial: _CieState | None, body: int,
+def _relative(reader: eh_frame.EntryReader, cie: eh_frame.Cie, initial: _CieState | None, body: int,
               end: int) -> list[tuple[int, str]] | None:
     """An FDE body's (offset from the FDE's start, rules) rows, translated directly when it
     can be (_direct), else as the general path would; None where they are not a function of
@@ -380,13 +381,13 @@ def _relative(reader: cfi._Reader, cie: cfi._Cie, initial: _CieState | None, bod
     return _general(reader, cie, body, end)
 
 
-def _cie_state(cie: cfi._Cie) -> _CieState | None:
+def _cie_state(cie: eh_frame.Cie) -> _CieState | None:
     """The state a CIE's initial instructions leave, in _direct's terms (None: one it does
     not take, which leaves the CIE's FDEs to the general path)."""
-    state = cfi._State(CfaRule(None), {})
+    state = eh_frame.RuleState(CfaRule(None), {})
     try:
         for instr in cie.instructions:
-            state = cfi._apply(instr, state, None, cie.code_alignment_factor,
+            state = eh_frame.apply_instruction(instr, state, None, cie.code_alignment_factor,
                                cie.data_alignment_factor)
         if state.cfa.register is None or state.cfa.register >= len(_NAMES):
             return None
@@ -402,7 +403,7 @@ def _cie_state(cie: cfi._Cie) -> _CieState | None:
     return (state.cfa.register, state.cfa.offset), regs
 
 
-def _general(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
+def _general(reader: eh_frame.EntryReader, cie: eh_frame.Cie, body: int, end: int
              ) -> list[tuple[int, str]] | None:
     """An FDE body's (offset from the FDE's start, rules) rows; None where they are not a
     function of the body alone (set_loc) or cannot be said."""
@@ -410,7 +411,7 @@ def _general(reader: cfi._Reader, cie: cfi._Cie, body: int, end: int
         instructions = reader.instructions(body, end, cie.fde_encoding)
         if any(i.opcode == DW_CFA.set_loc for i in instructions):
             return None
-        rows = cfi.decode_rows(cie, cfi._Fde(cie, 0, 0, instructions), 0)
+        rows = eh_frame.decode_rows(cie, eh_frame.Fde(cie, 0, 0, instructions), 0)
         if b"S" in cie.augmentation:
             return None
         fd = FrameDescription(reader.section, 0, 0, 1 << 62, cie.return_address_register,

@@ -37,6 +37,7 @@ from typing import Any
 from unsplit.debug import cfi, unwind
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import demangle
@@ -355,7 +356,7 @@ def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
             lo = max(row.address, address)
             hi = min(rows[k + 1].address if k + 1 < len(rows) else fde.end, stop)
             if lo < hi and row.cfa.register is not None:
-                out.append((lo, hi, cfi.register_name(row.cfa.register).lower(),
+                out.append((lo, hi, dwarf_expr.register_name(row.cfa.register).lower(),
                             row.cfa.offset))
         address = stop
     return out
@@ -429,17 +430,17 @@ def _frame_identity(host: Host, pc: int, bias: int, index: ModuleIndex,
     if registers is None or read_memory is None:
         return {}
     try:
-        regs = cfi.registers_from_names(registers())
-        if regs.get(cfi.RIP) != pc:
+        regs = dwarf_expr.registers_from_names(registers())
+        if regs.get(dwarf_expr.RIP) != pc:
             return {}
         found = cfi.step(index.binary, pc - bias, bias, regs, read_memory, True)
     except UnsplitError:
         return {}
-    if found is None or found.caller is None or cfi.RIP not in found.caller:
+    if found is None or found.caller is None or dwarf_expr.RIP not in found.caller:
         return {}
     rules = tuple((bias + lo, bias + hi, reg, off) for lo, hi, reg, off
                   in cfa_rules(index, proc))
-    return {"return_address": found.caller[cfi.RIP], "frame_cfa": found.cfa,
+    return {"return_address": found.caller[dwarf_expr.RIP], "frame_cfa": found.cfa,
             "cfa_rules": rules}
 
 
@@ -512,7 +513,7 @@ def return_of(session: Session, host: Host, pc: int, level: int,
     if registers is None or read_memory is None:
         return None
     try:
-        frames = unwind.backtrace(host.modules(), cfi.registers_from_names(registers()),
+        frames = unwind.backtrace(host.modules(), dwarf_expr.registers_from_names(registers()),
                                   read_memory, session.index, limit=level + 3)
     except UnsplitError:
         return None

@@ -16,6 +16,7 @@ from typing import Any
 from unsplit.debug import cfi
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
+from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
 from unsplit.index.demangle import GNU
 from unsplit.index.model import Location
@@ -74,7 +75,7 @@ class Frame:
             "offset": loc.offset if loc else None,
             "file": loc.file if loc else None,
             "line": loc.line if loc else None,
-            "registers": {cfi.register_name(r).lower(): hex(v)
+            "registers": {dwarf_expr.register_name(r).lower(): hex(v)
                           for r, v in sorted(self.registers.items())},
             "stop_reason": self.stop_reason,
         }
@@ -143,7 +144,7 @@ class _Modules:
 
 
 def backtrace(modules: list[LoadedModule], regs: dict[int, int],
-              read_memory: cfi.ReadMemory, index_for: Callable[[str], ModuleIndex],
+              read_memory: dwarf_expr.ReadMemory, index_for: Callable[[str], ModuleIndex],
               limit: int = 256) -> list[Frame]:
     """Frames from the innermost (`regs`: DWARF-numbered registers of frame 0, runtime values)
     outwards, through the CFI of each frame's module. Ends at the outermost frame (undefined or
@@ -156,7 +157,7 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
     innermost = True
     seen: set[tuple[int, int]] = set()
     while True:
-        pc = current.get(cfi.RIP)
+        pc = current.get(dwarf_expr.RIP)
         if pc is None:
             _stop(frames, "the pc is unknown")
             break
@@ -189,8 +190,8 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
             break
         frames.append(frame)
         caller = result.caller
-        key = (caller.get(cfi.RIP, 0), caller.get(cfi.RSP, 0))
-        went_down = caller.get(cfi.RSP, 0) < current.get(cfi.RSP, 0)
+        key = (caller.get(dwarf_expr.RIP, 0), caller.get(dwarf_expr.RSP, 0))
+        went_down = caller.get(dwarf_expr.RSP, 0) < current.get(dwarf_expr.RSP, 0)
         if key in seen or (went_down and not result.fde.signal_frame):
             frames[-1] = replace(frames[-1], stop_reason="the caller's frame would repeat or "
                                  "lie below this one (corrupt stack?)")

@@ -49,6 +49,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.core import Core as CoreFile
 from unsplit.elf.core import Mapping, image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
+from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
 from unsplit.index.demangle import LLVM
 from unsplit.session import Session
@@ -385,7 +386,8 @@ class NamedFrame:
              for f in self.answer.frames[:-1]],
             "cfa": None if self.cfi is None or self.cfi.cfa is None else hex(self.cfi.cfa),
             "registers": None if self.cfi is None else
-            {cfi.register_name(r).lower(): hex(v) for r, v in sorted(self.cfi.registers.items())},
+            {dwarf_expr.register_name(r).lower(): hex(v)
+             for r, v in sorted(self.cfi.registers.items())},
         }
 
 
