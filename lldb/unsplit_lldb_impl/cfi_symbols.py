@@ -1,9 +1,9 @@
 """LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
 Breakpad symbol file of their CFI (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
 
-With ``bb debuginfo on`` (or ``UNSPLIT_LLDB_DEBUGINFO=1``) a module unsplit can describe
-(debuginfo/synthesize) gets unsplit's DWARF file instead: names and lines for every client, at the
-cost of the CFI file's exact unwinding of frame 0 in some cold fragments (off by default).
+In lldb-dap (IDEs), or with ``bb debuginfo on`` / ``UNSPLIT_LLDB_DEBUGINFO=1``, a module unsplit
+can describe (debuginfo/synthesize) gets unsplit's DWARF file instead: names and lines for every
+client, at the cost of the CFI file's exact unwinding of frame 0 in some cold fragments.
 
 Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
 ``finish``, cores, all threads, lldb-dap):
@@ -38,6 +38,27 @@ from . import state as state_mod
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
 
 
+def _in_lldb_dap() -> bool:
+    """Whether this LLDB is lldb-dap (an IDE's adapter) rather than the lldb command line."""
+    try:
+        return os.path.basename(os.readlink("/proc/self/exe")).startswith("lldb-dap")
+    except OSError:
+        return False
+
+
+def _debuginfo_default() -> bool:
+    """An IDE reads frames from LLDB's symbol file only (lldb-dap's stackTrace ignores
+    frame-format, where the plugin names frames), so there the DWARF file is what names moved
+    frames and gives their lines: on. The command line names frames itself and keeps the
+    Breakpad file, whose CFI LLDB 22 follows exactly: with the DWARF file instead, 27 LLDB e2e
+    cases fail (frame 0 without callers in some cold fragments and cores, `breakpoint set -n`
+    on a BOLTed hot part), so off there."""
+    env = os.environ.get("UNSPLIT_LLDB_DEBUGINFO")
+    if env is not None:
+        return env == "1"
+    return _in_lldb_dap()
+
+
 @dataclass
 class _Done:
     """Modules already looked at, by (path, UUID), with what was done (for `bb exact-frames`)."""
@@ -46,10 +67,9 @@ class _Done:
     hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
-    # Off by default in LLDB (measured: with the DWARF file in place of the Breakpad one, LLDB
-    # 22's own bt loses the callers of frame 0 in some cold fragments, e.g. the live
-    # bolt-all crash): `bb debuginfo on` or UNSPLIT_LLDB_DEBUGINFO=1.
-    debuginfo: bool = os.environ.get("UNSPLIT_LLDB_DEBUGINFO", "0") == "1"
+    # On by default in lldb-dap, off in the lldb command line (`bb debuginfo on|off` or
+    # UNSPLIT_LLDB_DEBUGINFO=1|0 choose): see _debuginfo_default.
+    debuginfo: bool = field(default_factory=lambda: _debuginfo_default())
 
 
 _DONE = _Done()

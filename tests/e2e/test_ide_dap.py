@@ -1,0 +1,124 @@
+"""What an IDE on the Debug Adapter Protocol sees of a crash in moved code (issue 16 item 3):
+lldb-dap-22 (LLVM's VS Code extension) with the plugin imported by `initCommands`, and GDB's own
+DAP interpreter (`gdb -i dap`, GDB >= 14: GDB 18.1 from tools/debuggers.sh) with the plugin
+sourced. Nothing else is configured: `stackTrace` names each split frame by its procedure, with
+`source.path` the real file and the true line, live and from a core.
+
+Oracles: the procedure chain gdb_probe.py recorded when the zoo was built (facts `crash`) and the
+lines of the source's `BB:` markers; never unsplit's output."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+from .driver_dap import DapSession
+from .driver_gdb import GDB
+from .driver_gdb import PLUGIN as GDB_PLUGIN
+from .driver_lldb import PLUGIN as LLDB_PLUGIN
+
+pytestmark = pytest.mark.e2e
+
+LLDB_DAP = os.environ.get("UNSPLIT_LLDB_DAP", "lldb-dap-22")
+CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
+
+
+def _gdb_with_dap() -> str:
+    """The GDB under test when it has a DAP interpreter (GDB >= 14), else the GDB 18.1 that
+    `make debuggers` puts in .debuggers/ (`make test` makes it before the suite runs)."""
+    for gdb in (GDB, str(ROOT / ".debuggers" / "bin" / "gdb-18")):
+        if shutil.which(gdb) is None:
+            continue
+        out = subprocess.run([gdb, "-nx", "-batch", "-ex", "show version"],
+                             capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"GNU gdb .*?(\d+)\.\d+", out)
+        if m and int(m[1]) >= 14:
+            return gdb
+    pytest.fail("no GDB >= 14 for `gdb -i dap`: run `make debuggers` (GDB 18.1 into .debuggers/)")
+
+
+@pytest.fixture
+def dap(tmp_path: Path) -> Iterator[Any]:
+    sessions: list[DapSession] = []
+
+    def start(argv: list[str]) -> DapSession:
+        session = DapSession(argv, env={"UNSPLIT_CACHE": str(tmp_path / "cache")})
+        sessions.append(session)
+        session.request("initialize", adapterID="unsplit-test", clientID="unsplit-test",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        return session
+    yield start
+    for s in sessions:
+        s.close()
+
+
+def _stopped_frames(session: DapSession, request: str, **arguments: Any) -> list[dict[str, Any]]:
+    """`launch`/`attach`, configurationDone, the stop, and the stack of the stopped thread."""
+    session.send(request, **arguments)
+    session.wait("event", "initialized")
+    session.request("configurationDone")
+    stopped = session.wait("event", "stopped")
+    thread = stopped["body"].get("threadId") or session.request("threads")["threads"][0]["id"]
+    frames: list[dict[str, Any]] = session.request("stackTrace", threadId=thread, startFrame=0,
+                                                   levels=20)["stackFrames"]
+    return frames
+
+
+def _check(frames: list[dict[str, Any]], f: dict[str, Any], tagged: bool) -> None:
+    """The first frames are the crash chain: named by procedure (GDB's frame filter adds the
+    fragment tag, `transfer [cold.1]`; LLDB's names come from the DWARF file: `transfer`), in
+    crash.c, on the markers' lines."""
+    assert f["crash"]["expected_chain"] == [p for p, _ in CHAIN]
+    markers = f["markers"]["crash.c"]
+    for frame, (procedure, marker) in zip(frames, CHAIN, strict=False):
+        name = frame["name"]
+        if tagged:
+            assert re.fullmatch(rf"{procedure}( \[\w+(\.\d+)?\])?", name), frame
+        else:
+            assert name == procedure, frame
+        source = frame.get("source") or {}
+        assert source.get("path") and os.path.isfile(source["path"]), frame
+        assert Path(source["path"]).name == "crash.c", frame
+        assert frame["line"] == markers[marker], frame
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2", "bolt-cdsplit"])
+def test_lldb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
+    if shutil.which(LLDB_DAP) is None:
+        pytest.fail(f"{LLDB_DAP} is not installed (setup.sh installs lldb-22, which has it)")
+    f = facts(zoo, variant, "crash")
+    assert not f["has_debug_info"]
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
+                             args=f["crash"]["argv"][1:],
+                             initCommands=[f'command script import "{LLDB_PLUGIN}"'])
+    _check(frames, f, tagged=False)
+
+
+def test_lldb_dap_core_of_crash_in_moved_code(dap: Any, zoo: dict[str, Any]) -> None:
+    if shutil.which(LLDB_DAP) is None:
+        pytest.fail(f"{LLDB_DAP} is not installed (setup.sh installs lldb-22, which has it)")
+    f = facts(zoo, "bolt-all", "crash")
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(ROOT / f["binary"]),
+                             coreFile=str(ROOT / f["crash"]["core"]),
+                             initCommands=[f'command script import "{LLDB_PLUGIN}"'])
+    _check(frames, f, tagged=False)
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
+def test_gdb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
+    f = facts(zoo, variant, "crash")
+    session = dap([_gdb_with_dap(), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
+                   "-iex", f"source {GDB_PLUGIN}"])
+    frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
+                             args=f["crash"]["argv"][1:])
+    _check(frames, f, tagged=True)
