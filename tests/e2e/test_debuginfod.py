@@ -1,0 +1,70 @@
+"""The fleet recipe (issue 16 item 4): a release pipeline publishes `unsplit debuginfo
+--build-id-dir DIR` of its BOLTed binaries; a real elfutils `debuginfod -F DIR` serves them; PLAIN
+gdb (no plugin) on a machine that has only the binary and a core names every frame of the crash
+in moved code by its procedure, with the true line.
+
+Oracles: the procedure chain gdb_probe.py recorded when the zoo was built (facts `crash`) and the
+lines of the source's `BB:` markers; never unsplit's output."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+from .debuginfod_server import debuginfod
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+]
+
+CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
+
+
+def _plain_gdb_bt(binary: Path, core: Path, url: str | None, cache: Path) -> str:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cache), "DEBUGINFOD_CACHE_PATH": str(cache)}
+    if url:
+        env["DEBUGINFOD_URLS"] = url
+    state = "on" if url else "off"
+    out = subprocess.run(["gdb", "-nx", "-batch", "-iex", f"set debuginfod enabled {state}",
+                          "-ex", "bt", str(binary), str(core)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    return out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2"])
+def test_plain_gdb_names_bolted_core_frames_through_debuginfod(zoo: dict[str, Any],
+                                                               variant: str,
+                                                               tmp_path: Path) -> None:
+    f = facts(zoo, variant, "crash")
+    assert not f["has_debug_info"]
+    binary, core = ROOT / f["binary"], ROOT / f["crash"]["core"]
+    tree = tmp_path / "published"
+    subprocess.run([sys.executable, "-m", "unsplit", "debuginfo", str(binary),
+                    "--build-id-dir", str(tree)], check=True, capture_output=True, text=True,
+                   env={"UNSPLIT_CACHE": str(tmp_path / "unsplit-cache"), "PATH": "/usr/bin"})
+    build_id = f["build_id"].removeprefix("0x")
+    assert (tree / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug").is_file()
+
+    before = _plain_gdb_bt(binary, core, None, tmp_path / "cache0")
+    assert re.search(r"^#0 .* in transfer\.cold", before, re.M), before  # what gdb says alone
+
+    markers = f["markers"]["crash.c"]
+    with debuginfod(tree, tmp_path, [(build_id, "debuginfo")]) as url:
+        after = _plain_gdb_bt(binary, core, url, tmp_path / "cache1")
+    bt = after[after.rindex("#0 "):]  # GDB shows frame 0 once when the core loads, then the bt
+    frames = re.findall(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\) at (\S+):(\d+)$", bt,
+                        re.M)
+    assert [(int(n), name) for n, name, _, _ in frames[:3]] == \
+        [(level, p) for level, (p, _) in enumerate(CHAIN)], after
+    for (_, _, path, line), (_, marker) in zip(frames, CHAIN, strict=False):
+        assert Path(path).name == "crash.c" and Path(path).is_file(), after
+        assert int(line) == markers[marker], after
+    assert ".cold" not in after
