@@ -116,25 +116,38 @@ def _add_hook(debugger: Any, target: Any) -> None:
     _run_on(debugger, target, f"target stop-hook add -P {HOOK_CLASS}")
 
 
-def _modules(target: Any, everything: bool) -> list[Any]:
-    """The modules to look at: every one, or those that matter now. LLDB's guess (the assembly
-    profiler) is only ever used for a thread's innermost frame (callers unwind with the
-    `.eh_frame` at their call site), so at a stop only the modules holding some thread's pc
-    need their CFI, and the executable; a process with hundreds of libraries never pays for
-    indexing them all."""
+def _modules(target: Any, everything: bool) -> list[tuple[Any, list[int]]]:
+    """The modules to look at, each with the file addresses of the threads' pcs in it: every
+    module, or those that matter now. LLDB's guess (the assembly profiler) is only ever used
+    for a thread's innermost frame (callers unwind with the `.eh_frame` at their call site), so
+    at a stop only the modules holding some thread's pc need their CFI, and the executable; a
+    process with hundreds of libraries never pays for indexing them all (and sync gives a
+    library its file only once a pc is in its moved code)."""
     if everything:
-        return list(target.module_iter())
-    found = {}
+        return [(m, []) for m in target.module_iter()]
+    found: dict[str, tuple[Any, list[int]]] = {}
     exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
     if exe is not None and exe.IsValid():
-        found[exe.GetFileSpec().fullpath] = exe
+        found[exe.GetFileSpec().fullpath] = (exe, [])
     process = target.GetProcess()
     if process.IsValid():
         for thread in process:
-            module = thread.GetFrameAtIndex(0).GetModule()
+            frame = thread.GetFrameAtIndex(0)
+            module = frame.GetModule()
             if module.IsValid():
-                found.setdefault(module.GetFileSpec().fullpath, module)
+                entry = found.setdefault(module.GetFileSpec().fullpath, (module, []))
+                entry[1].append(frame.GetPCAddress().GetFileAddress())
     return list(found.values())
+
+
+def _no_pc_in_moved_code(debugger: Any, path: str, pcs: list[int]) -> bool:
+    """Whether none of `pcs` (file addresses) is in moved code of the module at `path`: then
+    LLDB unwinds every frame of the module right without the CFI file (callers use the
+    `.eh_frame` at their call site), and the file waits for a stop that needs it. A BOLTed
+    libLLVM's file is 76 MB of text that LLDB parses in 0.3 s, found by a digest of the
+    library (bench/libllvm.py: a later session's stop in its hot code, 1.8x -> 1.4x plain)."""
+    index = state_mod.for_debugger(debugger.GetID()).session.index(path)
+    return not any(index.locate(pc, lines=False, blocks=False).in_moved_code for pc in pcs)
 
 
 def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
@@ -144,12 +157,15 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
     if not enabled() or not target.IsValid():
         return []
     notes: list[str] = []
-    for module in _modules(target, everything):
+    exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
+    for module, pcs in _modules(target, everything):
         path = module.GetFileSpec().fullpath or ""
         key = (path, module.GetUUIDString() or "")
         if not path or key in _DONE.seen:
             continue
         try:
+            if pcs and module != exe and _no_pc_in_moved_code(debugger, path, pcs):
+                continue  # looked at again at the next stop
             _DONE.seen[key] = _give(debugger, target, module, path, notes)
         except (OSError, UnsplitError, ValueError) as e:  # never stops the debugger
             _DONE.seen[key] = f"not given: {e}"
