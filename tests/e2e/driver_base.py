@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, Self
 
@@ -55,7 +55,8 @@ class Driver:
     _alive: str  # a command that prints "alive"
 
     def __init__(self, binary: str, core: str | None, args: Sequence[str],
-                 log: IO[str] | None) -> None:
+                 log: IO[str] | None, env: Mapping[str, str] | None = None) -> None:
+        self.extra_env = dict(env or {})  # on top of ours (a test's DEBUGINFOD_URLS, say)
         self.binary = binary
         self.core = core
         self.args = list(args)
@@ -64,6 +65,7 @@ class Driver:
     def _spawn(self, program: str, argv: list[str]) -> None:
         env = dict(os.environ, TERM="dumb", LC_ALL="C.UTF-8", COLUMNS="1000", LINES="2000")
         env.pop("DEBUGINFOD_URLS", None)
+        env.update(self.extra_env)
         self.child = pexpect.spawn(program, argv, env=env, encoding="utf-8",
                                    codec_errors="replace", dimensions=(2000, 1000), echo=False,
                                    timeout=60)

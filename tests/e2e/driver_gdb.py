@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 from .driver_base import PROMPT, REPO, DebuggerTimeout, Driver
@@ -42,8 +42,8 @@ class GdbDriver(Driver):
 
     def __init__(self, binary: str, *, core: str | None = None, args: Sequence[str] = (),
                  plugin: bool = True, log: IO[str] | None = None,
-                 startup_timeout: float = 60) -> None:
-        super().__init__(binary, core, args, log)
+                 startup_timeout: float = 60, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(binary, core, args, log, env)
         argv = ["-nx", "-q"]
         for setting in _SETTINGS:
             argv += ["-iex", setting]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 import pexpect
@@ -67,8 +67,8 @@ class LldbDriver(Driver):
 
     def __init__(self, binary: str, *, core: str | None = None, args: Sequence[str] = (),
                  plugin: bool = True, log: IO[str] | None = None,
-                 startup_timeout: float = 60) -> None:
-        super().__init__(binary, core, args, log)
+                 startup_timeout: float = 60, env: Mapping[str, str] | None = None) -> None:
+        super().__init__(binary, core, args, log, env)
         argv = ["--no-lldbinit", "--no-use-colors"]
         for setting in _SETTINGS:
             argv += ["-O", setting]

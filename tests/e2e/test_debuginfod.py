@@ -68,3 +68,39 @@ def test_plain_gdb_names_bolted_core_frames_through_debuginfod(zoo: dict[str, An
         assert Path(path).name == "crash.c" and Path(path).is_file(), after
         assert int(line) == markers[marker], after
     assert ".cold" not in after
+
+
+def test_plugin_fetches_the_pre_bolt_input_from_debuginfod(zoo: dict[str, Any], tmp_path: Path,
+                                                           gdb: Any) -> None:
+    """A BOLTed binary without DWARF, alone in its directory: its lines come from the pre-BOLT
+    input's DWARF, which only a debuginfod server has (published under the input's own
+    build-id, BOLT's output build-id with the last bit flipped)."""
+    f = facts(zoo, "bolt-all", "crash")
+    lonely = tmp_path / "deploy" / "crash"
+    lonely.parent.mkdir()
+    shutil.copy2(ROOT / f["binary"], lonely)
+    published = tmp_path / "published"
+    published.mkdir()
+    shutil.copy2(ROOT / f["input"], published / "crash")
+    in_id = f["input_build_id"].removeprefix("0x")
+    assert in_id[:-1] == f["build_id"].removeprefix("0x")[:-1]
+    pc, site = f["crash"]["pc"], f["markers"]["crash.c"]["crash site"]
+    env = {"PATH": "/usr/bin:/bin", "UNSPLIT_CACHE": str(tmp_path / "unsplit-cache"),
+           "HOME": str(tmp_path), "DEBUGINFOD_CACHE_PATH": str(tmp_path / "client-cache")}
+
+    def where(extra: dict[str, str]) -> str:
+        out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--exe", str(lonely), pc],
+                             capture_output=True, text=True, env={**env, **extra}, timeout=120)
+        return out.stdout + out.stderr
+
+    assert "line      unknown" in where({})  # no input anywhere: no line
+    with debuginfod(published, tmp_path, [(in_id, "executable")]) as url:
+        said = where({"DEBUGINFOD_URLS": url})
+        assert re.search(rf"^  line\s+crash\.c:{site}\b", said, re.M), said
+        assert (tmp_path / "client-cache" / in_id / "executable").is_file()
+        session = gdb(lonely, args=["crash"], env={
+            **env, "DEBUGINFOD_URLS": url,
+            "DEBUGINFOD_CACHE_PATH": str(tmp_path / "client-cache-gdb")})
+        session.run()
+        frame = session.command("bb where")
+    assert re.search(rf"^  line\s+crash\.c:{site}\b", frame, re.M), frame

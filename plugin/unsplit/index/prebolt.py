@@ -10,7 +10,9 @@ build-id is the output's with that bit flipped back. We look, in order:
 3. each entry of ``UNSPLIT_INPUT_PATH`` (colon-separated files or directories);
 4. ``/usr/lib/debug/.build-id/xx/rest.debug`` (and ``xx/rest``);
 5. the debuginfod client cache (``$DEBUGINFOD_CACHE_PATH`` or
-   ``~/.cache/debuginfod_client/<hex>/{executable,debuginfo}``).
+   ``~/.cache/debuginfod_client/<hex>/{executable,debuginfo}``);
+6. the debuginfod servers of ``$DEBUGINFOD_URLS`` (unsplit.elf.debuginfod), asked only when
+   nothing before answered: the input published under its own build-id.
 
 A candidate is accepted only if every function BAT names is an STT_FUNC symbol of it and no
 BAT input offset lies past that symbol's size; otherwise it is refused with one line.
@@ -22,6 +24,7 @@ import os
 import weakref
 from collections.abc import Iterator
 
+from unsplit.elf import debuginfod
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, DecodeError
 from unsplit.index import bat_translate
@@ -124,6 +127,10 @@ def candidate_paths(binary: Binary) -> Iterator[str]:
         )
         yield os.path.join(cache, hexid, "executable")
         yield os.path.join(cache, hexid, "debuginfo")
+        for kind in debuginfod.KINDS:  # a generator: asked only if nothing above was it
+            fetched = debuginfod.fetch(want, kind)
+            if fetched is not None:
+                yield fetched
 
 
 def verify(binary: Binary, candidate: Binary) -> None:
