@@ -24,7 +24,7 @@ from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks
 from .breakpoints import Breakpoints
-from .debuginfo import DebugInfoLoader
+from .debuginfo import DebugInfoLoader, register_missing_debug_handler
 from .host import GdbHost
 from .locator import Locator
 from .step_report import StepReporter
@@ -90,7 +90,8 @@ def register() -> Plugin:
     gdb.events.new_objfile.connect(breaks.on_new_objfile)  # after host.invalidate
     loader = DebugInfoLoader(session.index)
     host.debuginfo_switch = loader.set_enabled
-    gdb.events.new_objfile.connect(loader.on_new_objfile)
+    register_missing_debug_handler(loader)  # GDB >= 15: asked before "No debugging symbols"
+    gdb.events.new_objfile.connect(loader.on_new_objfile)  # older GDBs, and files loaded before
     if loader.enabled:
         for objfile in gdb.objfiles():  # the program may be loaded before the plugin
             loader.load(objfile)

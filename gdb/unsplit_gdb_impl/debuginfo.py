@@ -1,9 +1,14 @@
 """Give GDB the truth: each split module without DWARF gets unsplit's debug file
 (unsplit.debuginfo.cache) as a separate debug objfile (``Objfile.add_separate_debug_file``),
-when it loads (``gdb.events.new_objfile``), so GDB's own ``bt``, ``info line``, ``list``,
+when it loads, so GDB's own ``bt``, ``info line``, ``list``,
 ``break FILE:LINE`` and every MI/DAP front end name the procedure and the true line.
 ``bb debuginfo on|off`` (on by default; ``UNSPLIT_DEBUGINFO=0`` starts it off); a module that
 gets one is named once.
+
+Where GDB has missing-debug handlers (GDB >= 15, ``gdb.missing_debug``), the file is this
+handler's answer: GDB asks it when its own search (debug-file-directory, debuginfod) found
+nothing, before it says "No debugging symbols found", and ``info missing-debug-handler`` lists
+it (``disable missing-debug-handler unsplit``). Older GDBs get it from ``gdb.events.new_objfile``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,22 @@ class DebugInfoLoader:
         self.enabled = os.environ.get("UNSPLIT_DEBUGINFO", "1") != "0"
         self.outcomes: dict[str, Outcome] = {}
         self.announced: set[str] = set()
+        self.answered: set[str] = set()  # modules given as GDB's missing-debug handler
+
+    def missing_debug(self, objfile: Any) -> str | None:
+        """GDB >= 15's question for an objfile without debug info: our file's path, or None
+        (not ours to answer: the next handler, or GDB's own message)."""
+        name = getattr(objfile, "filename", None)
+        if not self.enabled or not name or not os.path.isfile(name):
+            return None
+        objfile.unsplit_debuginfo = True
+        outcome = debug_file_for(name, self.index_of, max_code=max_code_bytes())
+        self.outcomes[name] = outcome
+        if outcome.path is None:
+            return None
+        self.answered.add(name)
+        self._announce(name, outcome.path)
+        return outcome.path
 
     def on_new_objfile(self, event: Any) -> None:
         if self.enabled:
@@ -44,10 +65,13 @@ class DebugInfoLoader:
         except gdb.error as e:
             gdb.write(f"unsplit: cannot load {outcome.path} for {name}: {e}\n")
             return
+        self._announce(name, outcome.path)
+
+    def _announce(self, name: str, path: str) -> None:
         if name not in self.announced:
             self.announced.add(name)
             gdb.write(f"unsplit: debug info for split module {os.path.basename(name)} "
-                      f"({outcome.path})\n")
+                      f"({path})\n")
 
     def set_enabled(self, flag: bool | None) -> str:
         if flag is not None:
@@ -57,8 +81,28 @@ class DebugInfoLoader:
                     self.load(objfile)
         state = "on" if self.enabled else "off"
         given = [f"  {os.path.basename(m)}: {o.path or o.reason}"
+                 + (" (GDB's missing-debug handler)" if m in self.answered else "")
                  for m, o in self.outcomes.items() if o.path or "KB of code" in o.reason]
         text = f"debuginfo {state}: split modules without DWARF get unsplit's debug file"
         if flag is False:
             text += " (files already loaded stay until the module reloads)"
         return "\n".join([text, *given])
+
+
+def register_missing_debug_handler(loader: DebugInfoLoader) -> bool:
+    """Answer GDB's missing-debug questions with `loader` where GDB asks them (GDB >= 15)."""
+    try:
+        import gdb.missing_debug as missing  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return False
+
+    class Handler(missing.MissingDebugHandler):  # type: ignore[misc, unused-ignore]
+        def __call__(self, objfile: Any) -> str | None:
+            try:
+                return loader.missing_debug(objfile)
+            except Exception as e:  # never break GDB's loading of a file
+                gdb.write(f"unsplit: debug info for {objfile.filename}: {e}\n")
+                return None
+
+    missing.register_handler(None, Handler("unsplit"), replace=True)
+    return True

@@ -5,9 +5,11 @@ do not reach it; so when the program stops in a frame the plugin shows different
 (locator.Locator.shown: moved code, or no line from GDB where the core has one), GDB's location
 is followed by the same one as GDB would print it had it known the procedure and its line
 (``0x… in transfer [cold.1] () at crash.c:32`` and ``32\t    *log = amount;``, shaped by
-``set print frame-info``; unsplit.render.stop). Only `bb` steps print one location: GDB can hold
-back its own stop report only with ``set suppress-cli-notifications on``, which also silences
-every breakpoint, watchpoint and signal report that Python cannot print again.
+``set print frame-info``; unsplit.render.stop), unless GDB's own line already names the
+procedure and its line (unsplit's debug file loaded: `_gdb_says_it`). Only `bb` steps print
+one location otherwise: GDB can hold back its own stop report only with
+``set suppress-cli-notifications on``, which also silences every breakpoint, watchpoint and
+signal report that Python cannot print again.
 Loading a core file is not a stop event: the first prompt after a core appears prints the same
 lines once.
 frame_hooks.py prints the corrected frame line after `frame`, `up` and `down`.
@@ -49,6 +51,23 @@ def _styled(text: str, loc: Location, style: str | None) -> str:
     return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
 
 
+def _gdb_says_it(frame: gdb.Frame, loc: Location) -> bool:
+    """GDB's own line for `frame` is already right: it names the procedure (not a fragment
+    symbol) and the line the plugin would print (its debug info is unsplit's file, #16, or
+    DWARF that covers the moved code). Then the plugin adds no second line."""
+    if loc.procedure is None or loc.line is None:
+        return False
+    name = frame.name() or ""
+    if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
+        return False
+    try:
+        sal = frame.find_sal()
+    except gdb.error:
+        return False
+    return sal.symtab is not None and sal.line == loc.line and \
+        os.path.basename(sal.symtab.filename) == os.path.basename(loc.file or "")
+
+
 def _inlined_other(frame: gdb.Frame, loc: Location) -> bool:
     """A frame of a function inlined into moved code: GDB's line names it, rightly (as `bt`
     does)."""
@@ -69,7 +88,7 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         if loc is None:
             return None
-        if _inlined_other(frame, loc):
+        if _inlined_other(frame, loc) or _gdb_says_it(frame, loc):
             return None
         style = self.locator.session.demangling()
         return _styled(frame_text(frame.level(), loc, int(frame.pc()), style), loc, style)
@@ -83,7 +102,7 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         if loc is None:
             return None
-        if _inlined_other(frame, loc):
+        if _inlined_other(frame, loc) or _gdb_says_it(frame, loc):
             return None
         pc = int(frame.pc())
         style = self.locator.session.demangling()

@@ -7,6 +7,7 @@ logs to a file that is printed when a test fails.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,18 @@ from ..conftest import ROOT
 def json_lines(text: str, starts: tuple[str, ...] = ("{",)) -> list[Any]:
     """The JSON documents in a command's output: its lines that start with one of ``starts``."""
     return [json.loads(line) for line in text.splitlines() if line.startswith(starts)]
+
+
+def stop_names(stop: str, procedure: str, fragment: str, line: int | None = None) -> bool:
+    """The stop report names the procedure, never a fragment's symbol (`transfer.cold.1`):
+    `transfer [cold.1]` where the plugin prints the location, or `transfer (` where the
+    debugger's own line is already right (GDB reading unsplit's debug file, or DWARF whose
+    ranges cover the moved code: then the plugin adds no second line). With `line`, that line
+    is the one shown."""
+    name = rf"\b{re.escape(procedure)}(?: \[{re.escape(fragment)}\](?: ?\(|\+0x| at )| \()"
+    if re.search(name, stop) is None:
+        return False
+    return line is None or re.search(rf"[:\s]{line}(?::\d+)?\b", stop) is not None
 
 
 def start_crash(debugger: Callable[..., Any], f: dict[str, Any], mode: str) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
-from .conftest import json_lines
+from .conftest import json_lines, stop_names
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def test_bolted_frames_have_true_lines_and_bat_facts(
     assert [fr["procedure"] for fr in frames] == [p for p, _ in CHAIN]
 
     if mode == "live":  # the stop line names the fragment and the true line
-        assert f"transfer [{crash['fragment']}]" in stop
+        assert stop_names(stop, "transfer", crash["fragment"], markers["crash site"]), stop
         assert f"crash.c:{markers['crash site']}" in stop
     bt = session.backtrace()
     for fr, (proc, marker) in zip(frames, CHAIN, strict=True):
