@@ -105,3 +105,27 @@ def test_gdb_missing_debug_handler_gives_the_file(zoo: dict[str, Any], tmp_path:
     assert re.search(r"^Global:\n\s+unsplit$", out, re.M), out
     assert re.search(rf"^transfer \(\) at .*crash\.c:{site}$", out, re.M), out
     assert re.search(r"crash: .*\.debug \(GDB's missing-debug handler\)$", out, re.M), out
+
+
+def test_gdb_native_next_into_moved_code(gdb: Callable[..., GdbDriver], zoo: dict[str, Any],
+                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GDB's own `next` from the hot part of a BOLTed procedure into its cold fragment stops on
+    the cold path's first line, as on the unsplit program (the fragment starts on a statement
+    in bolt-random2; where the input has line 0 there, clang's shrink-wrapped prologue, GDB
+    stops at the fragment's start with no line, as with BOLT's own debug info:
+    docs/toolchain-notes.md)."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-random2", "crash")
+    markers = f["markers"]["crash.c"]
+    session = gdb(ROOT / f["binary"], args=["crash"])
+    session.command("break transfer")
+    session.run()
+    out = ""
+    for _ in range(3):
+        out = session.command("next")
+        if re.search(rf"^{markers['transfer cold path']}\t", out, re.M):
+            break
+    assert re.search(rf"^{markers['transfer cold path']}\t.*BB: transfer cold path", out,
+                     re.M), out
+    where = session.command("bb where")
+    assert re.search(r"^  fragment  cold", where, re.M), where
