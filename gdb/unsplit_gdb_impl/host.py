@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
-from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
+from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UsageError
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
-from unsplit.host import LoadedModule
+from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 
@@ -199,12 +200,12 @@ class GdbHost:
 
         return cannot_run()
 
-    def step_logical(self, plan: Any) -> Any:
+    def step_logical(self, plan: StepPlan) -> StepOutcome:
         from .stepping import Stepper
 
         return Stepper().apply(plan)
 
-    def step_context(self, kind: str, line: int | None) -> Any:
+    def step_context(self, kind: str, line: int | None) -> object:
         if self.step_reporter is None:
             return None
         try:
@@ -212,7 +213,7 @@ class GdbHost:
         except gdb.error:  # no frame to compare with: the report says the frame line
             return None
 
-    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
         """What GDB prints for its own step to `pc` (see step_report.py)."""
         from unsplit.render.stop import verbose_line
 
@@ -306,9 +307,10 @@ class GdbHost:
 
         return self._in_thread(thread, read)
 
-    def set_frame_naming(self, flag: bool) -> None:
+    def set_frame_naming(self, flag: bool) -> list[str]:
         if self.naming_switch is not None:
             self.naming_switch(flag)
+        return []
 
     def set_exact_frames(self, flag: bool | None) -> str:
         return ("GDB unwinds with each fragment's .eh_frame already: its frames are exact, "
@@ -346,3 +348,12 @@ class OneModuleHost:
 
     def evaluate_address(self, expression: str) -> int:
         return self.host.evaluate_address(expression)
+
+
+# What GdbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
+# debug.stepping), checked as the adapter loads: a missing or renamed method fails every
+# session at once, not the one command that needs it.
+PROVIDES = (SteppingHost, BreakpointHost, FrameNaming, ExactFrames, DebugInfo)
+_missing = [p.__name__ for p in PROVIDES if not issubclass(GdbHost, p)]
+if _missing:
+    raise TypeError(f"GdbHost lacks the methods of {', '.join(_missing)}")

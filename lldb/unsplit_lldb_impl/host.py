@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
+from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.errors import UsageError
-from unsplit.host import LoadedModule
+from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 
@@ -164,7 +165,7 @@ class LldbHost:
 
         return stepping.cannot_run(self.target)
 
-    def step_logical(self, plan: Any) -> Any:
+    def step_logical(self, plan: StepPlan) -> StepOutcome:
         from . import stepping
 
         process = self.target.GetProcess()
@@ -187,12 +188,12 @@ class LldbHost:
             return self.frame.GetThread()
         return self.target.GetProcess().GetSelectedThread()
 
-    def step_context(self, kind: str, line: int | None) -> Any:
+    def step_context(self, kind: str, line: int | None) -> object:
         from . import step_report
 
         return step_report.context(self._thread(), kind)
 
-    def stop_report(self, kind: str, loc: Location | None, pc: int, context: Any) -> str:
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
         """What LLDB prints for its own step to `pc` (see step_report.py)."""
         from . import step_report
 
@@ -244,3 +245,12 @@ class LldbHost:
         from . import cfi_symbols
 
         return cfi_symbols.set_debuginfo(self.debugger, self.target, flag)
+
+
+# What LldbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
+# debug.stepping), checked as the adapter loads: a missing or renamed method fails every
+# session at once, not the one command that needs it.
+PROVIDES = (SteppingHost, BreakpointHost, FrameNaming, ExactFrames, DebugInfo)
+_missing = [p.__name__ for p in PROVIDES if not issubclass(LldbHost, p)]
+if _missing:
+    raise TypeError(f"LldbHost lacks the methods of {', '.join(_missing)}")

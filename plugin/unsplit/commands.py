@@ -16,9 +16,19 @@ from dataclasses import dataclass, replace
 from typing import NoReturn
 
 from unsplit.debug import breakpoints, cfi, unwind
+from unsplit.debug.breakpoints import BreakpointHost
+from unsplit.debug.stepping import SteppingHost
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
-from unsplit.host import Host
+from unsplit.host import (
+    DebugInfo,
+    ExactFrames,
+    FrameNaming,
+    Host,
+    LiveHost,
+    NativeFrames,
+    SelectedFrame,
+)
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import shown
 from unsplit.index.model import Location
@@ -50,6 +60,8 @@ class Command:
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Session, Host, argparse.Namespace], str]
+    # What the host must provide beyond Host (unsplit.host's protocols), checked by dispatch.
+    needs: tuple[type, ...] = ()
 
     def parser(self) -> argparse.ArgumentParser:
         p = _Parser(prog=f"bb {self.name}", description=self.summary, add_help=True)
@@ -86,8 +98,8 @@ def _selected(session: Session, host: Host) -> tuple[int, Location | None]:
     """The selected frame's PC and where it is; a caller's PC is a return address, so its
     code is that of PC - 1 (the call), reported at PC."""
     pc = host.selected_pc()
-    is_caller = getattr(host, "selected_frame_is_caller", None)
-    return pc, _locate_frame(session, host, pc, is_caller is not None and is_caller())
+    caller = isinstance(host, SelectedFrame) and host.selected_frame_is_caller()
+    return pc, _locate_frame(session, host, pc, caller)
 
 
 def _locate_frame(session: Session, host: Host, pc: int, caller: bool) -> Location | None:
@@ -129,10 +141,9 @@ def _frame(session: Session, host: Host, args: argparse.Namespace) -> str:
     pc, loc = _selected(session, host)
     if loc is None:
         return f"{pc:#x} is not in the code of any loaded module"
-    level = getattr(host, "selected_frame_level", None)
+    level = host.selected_frame_level() if isinstance(host, SelectedFrame) else 0
     style = session.demangling()
-    return json.dumps(loc.to_json(style)) if args.json else \
-        frame_text(level() if level else 0, loc, style=style)
+    return json.dumps(loc.to_json(style)) if args.json else frame_text(level, loc, style=style)
 
 
 # -- bb blocks ------------------------------------------------------------------------------
@@ -193,10 +204,8 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
     if args.list:
         if args.location:
             raise UsageError("bb break --list takes no location")
-        groups = getattr(host, "bb_breakpoints", None)
-        if groups is None:
-            raise UsageError("bb break: this debugger adapter cannot list breakpoints")
-        return break_text.list_text(session, groups())
+        assert isinstance(host, BreakpointHost)  # dispatch checked Command.needs
+        return break_text.list_text(session, host.bb_breakpoints())
     spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())
@@ -204,11 +213,8 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
     if not sites and not args.pending:
         raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "
                                  "nothing set (--pending to set it for a library loaded later)")
-    create = getattr(host, "create_breakpoint", None)
-    if create is None:
-        raise UsageError("bb break: this debugger adapter cannot set breakpoints")
-    text: str = create(spec, sites)
-    return text
+    assert isinstance(host, BreakpointHost)
+    return host.create_breakpoint(spec, sites)
 
 
 # -- bb bt ----------------------------------------------------------------------------------
@@ -226,8 +232,9 @@ def _thread_args(json_help: str) -> Callable[[argparse.ArgumentParser], None]:
 
 def _threads(host: Host, args: argparse.Namespace, command: str) -> list[int | None]:
     """The threads a command covers: None stands for the selected one."""
-    numbers = getattr(host, "thread_numbers", None)
-    threads: list[int | None] = list(numbers()) if args.all_threads and numbers else [None]
+    threads: list[int | None] = [None]
+    if args.all_threads and isinstance(host, NativeFrames):
+        threads = list(host.thread_numbers())
     if not threads:
         raise UsageError(f"bb {command}: no threads (no process or core file)")
     return threads
@@ -236,18 +243,14 @@ def _threads(host: Host, args: argparse.Namespace, command: str) -> list[int | N
 def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     # Frame 0's registers are the debugger's own (they are the thread's); every caller comes
     # from the CFI, so a frame the debugger invents or skips shows up in the comparison.
-    registers = getattr(host, "frame0_registers", None)
-    read_memory = getattr(host, "read_memory", None)
-    if registers is None or read_memory is None:
-        raise UsageError("bb bt: this debugger adapter cannot read registers and memory")
-    native_pcs = getattr(host, "native_frame_pcs", None)
+    assert isinstance(host, LiveHost)
     threads = _threads(host, args, "bt")
     style = session.demangling()
     texts, objects = [], []
     for thread in threads:
-        frames = unwind.backtrace(host.modules(), registers_from_names(registers(thread)),
-                                  read_memory, session.index)
-        native: list[int] | None = None if native_pcs is None else native_pcs(thread)
+        registers = registers_from_names(host.frame0_registers(thread))
+        frames = unwind.backtrace(host.modules(), registers, host.read_memory, session.index)
+        native: list[int] | None = host.native_frame_pcs(thread)
         diff = [] if native is None else unwind.compare(native, frames, style)
         if args.json:
             objects.append({"thread": thread, "frames": [f.to_json(style) for f in frames],
@@ -268,15 +271,12 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
 def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     # The debugger's own frames (concrete ones: an inlined call shares its frame's pc), each
     # named by the core; a caller's pc is a return address, named by its call at pc - 1.
-    native_pcs = getattr(host, "native_frame_pcs", None)
-    if native_pcs is None:
-        raise UsageError("bb frames: this debugger adapter cannot list frames")
+    assert isinstance(host, LiveHost)
     threads = _threads(host, args, "frames")
     sources: dict[str, list[str] | None] = {}
     mismatch: dict[str, str | None] = {}
-    numbers = getattr(host, "native_frame_numbers", None)
-    tables = [(t, _frame_rows(session, host, native_pcs(t), sources, mismatch,
-                              None if numbers is None else numbers(t)))
+    tables = [(t, _frame_rows(session, host, host.native_frame_pcs(t), sources, mismatch,
+                              host.native_frame_numbers(t)))
               for t in threads]
     if args.json:
         if not args.all_threads:
@@ -394,9 +394,8 @@ def _no_args(p: argparse.ArgumentParser) -> None:
 def _set_enabled(flag: bool) -> Callable[[Session, Host, argparse.Namespace], str]:
     def run(session: Session, host: Host, args: argparse.Namespace) -> str:
         session.enabled = flag
-        apply = getattr(host, "set_frame_naming", None)
         # A live adapter installs or restores its frame formats, and may have warnings.
-        warnings = (apply(flag) if apply is not None else None) or []
+        warnings = host.set_frame_naming(flag) if isinstance(host, FrameNaming) else []
         said = "unsplit frame naming " + ("enabled" if flag else "disabled (native formats)")
         return "\n".join([*warnings, said])
 
@@ -414,12 +413,8 @@ def _exact_args(p: argparse.ArgumentParser) -> None:
 
 
 def _exact(session: Session, host: Host, args: argparse.Namespace) -> str:
-    # Optional Host method set_exact_frames(flag: bool | None) -> str: None asks the state.
-    apply = getattr(host, "set_exact_frames", None)
-    if apply is None:
-        raise UsageError("bb exact-frames: needs a debugger")
-    text: str = apply(None if args.state is None else args.state == "on")
-    return text
+    assert isinstance(host, ExactFrames)
+    return host.set_exact_frames(None if args.state is None else args.state == "on")
 
 
 # -- bb debuginfo ----------------------------------------------------------------------------
@@ -433,12 +428,8 @@ def _debuginfo_args(p: argparse.ArgumentParser) -> None:
 
 
 def _debuginfo(session: Session, host: Host, args: argparse.Namespace) -> str:
-    # Optional Host method set_debuginfo(flag: bool | None) -> str: None asks the state.
-    apply = getattr(host, "set_debuginfo", None)
-    if apply is None:
-        raise UsageError("bb debuginfo: needs a debugger")
-    text: str = apply(None if args.state in (None, "status") else args.state == "on")
-    return text
+    assert isinstance(host, DebugInfo)
+    return host.set_debuginfo(None if args.state in (None, "status") else args.state == "on")
 
 
 # -- bb set -----------------------------------------------------------------------------------
@@ -480,6 +471,15 @@ def _stepper(kind: str) -> Callable[[Session, Host, argparse.Namespace], str]:
     return run
 
 
+# What a host lacking a protocol is told, one line (`bb next: ...`).
+NEEDS_SAID: dict[type, str] = {
+    LiveHost: "needs a debugger with a process or a core file",
+    BreakpointHost: "this debugger adapter cannot set breakpoints",
+    SteppingHost: "this debugger adapter cannot step",
+    ExactFrames: "needs a debugger",
+    DebugInfo: "needs a debugger",
+}
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
@@ -490,15 +490,16 @@ COMMANDS: dict[str, Command] = {
         Command("blocks", "List a procedure's basic blocks in address order, with fragment, "
                 "ID, range, flags and frequency.", _blocks_args, _blocks),
         Command("break", "Break in a procedure as written: its entry (and every fragment), "
-                "an original offset, a basic block or a source line.", _break_args, _break),
+                "an original offset, a basic block or a source line.", _break_args, _break,
+                needs=(BreakpointHost,)),
         Command("bt", "Backtrace through the call frame information (.eh_frame) of each "
                 "frame's fragment, and where the debugger's own frames differ.",
                 _thread_args("frames with pc, cfa, registers and location, and the "
-                             "differences"), _bt),
+                             "differences"), _bt, needs=(LiveHost,)),
         Command("frames", "Every frame of the selected thread (or all): procedure, fragment, "
                 "block, original offset, line and its source text.",
                 _thread_args("a JSON list of frames (with --all-threads: of threads and "
-                             "their frames)"), _frames),
+                             "their frames)"), _frames, needs=(LiveHost,)),
         Command("input", "Name the pre-BOLT binary of a BOLTed module (found by build-id "
                 "otherwise).", _input_args, _input),
         Command("enable", "Name frames in moved code by their procedure (bt, stop line).",
@@ -507,24 +508,26 @@ COMMANDS: dict[str, Command] = {
                 _no_args, _set_enabled(False)),
         Command("exact-frames", "on|off: the debugger unwinds moved fragments with their CFI, "
                 "so its own frame list has no invented frames (LLDB; on by default).",
-                _exact_args, _exact),
+                _exact_args, _exact, needs=(ExactFrames,)),
         Command("debuginfo", "on|off|status: give split modules without DWARF unsplit's debug "
                 "file, so the debugger's own commands name procedures and lines.",
-                _debuginfo_args, _debuginfo),
+                _debuginfo_args, _debuginfo, needs=(DebugInfo,)),
         Command("set", "Set an option of unsplit: `verbose on|off` (step reports also give "
                 "fragment, original offset and block).", _set_args, _set),
         Command("next", "Step to the next line of the procedure, in any fragment, over calls.",
-                _step_args, _stepper("next")),
+                _step_args, _stepper("next"), needs=(SteppingHost,)),
         Command("step", "Step to the next line of the procedure, in any fragment, into calls "
-                "that have lines.", _step_args, _stepper("step")),
+                "that have lines.", _step_args, _stepper("step"), needs=(SteppingHost,)),
         Command("finish", "Run until the procedure returns, from any of its fragments.",
-                _step_args, _stepper("finish")),
+                _step_args, _stepper("finish"), needs=(SteppingHost,)),
         Command("until", "Like next, but never stop at a line before this one (loops); "
-                "with LINE: run to that line of the procedure.", _line_args, _stepper("until")),
+                "with LINE: run to that line of the procedure.", _line_args, _stepper("until"),
+                needs=(SteppingHost,)),
         Command("advance", "Run to LINE of the procedure, wherever its code lives (or until "
-                "the procedure returns).", _advance_args, _stepper("advance")),
+                "the procedure returns).", _advance_args, _stepper("advance"),
+                needs=(SteppingHost,)),
         Command("stepi", "Execute one instruction; show its fragment, block and line.",
-                _step_args, _stepper("stepi")),
+                _step_args, _stepper("stepi"), needs=(SteppingHost,)),
     )
 }
 
@@ -555,6 +558,9 @@ def dispatch(session: Session, host: Host, name: str, argument: str) -> str:
         args = command.parser().parse_args(words)
     except HelpRequested as h:
         return str(h)
+    missing = [need for need in command.needs if not isinstance(host, need)]
+    if missing:
+        raise UsageError(f"bb {name}: {NEEDS_SAID.get(missing[0], 'not in this debugger')}")
     return command.run(session, host, args)
 
 

@@ -2,13 +2,15 @@
 
 Kept to primitives, as pwndbg learned to: each adapter implements :class:`Host` in a few lines
 with its own API, and every command is written once against it. No debugger object crosses this
-boundary; addresses are plain ints (runtime addresses).
+boundary; addresses are plain ints (runtime addresses). What goes beyond `Host` is a protocol an
+adapter's host provides or not (:class:`MachineState`, :class:`LiveHost`, ...); each command says
+which it needs (commands.Command.needs) and `dispatch` checks once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +21,9 @@ class LoadedModule:
     bias: int
 
 
+@runtime_checkable
 class Host(Protocol):
-    """What the core asks of a debugger."""
+    """What the core asks of every debugger (and of the CLI's StaticHost)."""
 
     def modules(self) -> list[LoadedModule]:
         """The executable and every loaded shared library, with load biases."""
@@ -34,42 +37,87 @@ class Host(Protocol):
         """Evaluate a user's address expression (`$pc`, `0x401000`, `main+4`)."""
         ...
 
-    # Optional, probed with getattr (an adapter may lack them):
-    #   selected_frame_is_caller() -> bool: the selected frame's PC is a return address
-    #     (frame 1 and up, unless the frame below is a signal trampoline), so its code and line
-    #     are those of PC - 1, as both debuggers show.
-    #   create_breakpoint(spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
-    #     one native breakpoint for `bb break` at the sites the core resolved now, re-resolved
-    #     by the adapter (debug.breakpoints.resolve) when modules load; returns what to print
-    #     (the debugger's own `break` message, unsplit.render.breaks).
-    #   bb_breakpoints() -> list[break_text.BreakGroup]: every `bb break` and its locations.
-    #   selected_frame_level() -> int: the selected frame's number, as `bt` shows it.
-    #   set_frame_naming(flag: bool) -> list[str] | None: install or restore frame names;
-    #     returns warnings to show.
-    #   set_exact_frames(flag: bool | None) -> str: `bb exact-frames on|off` (None: the state);
-    #     make the debugger's own frame list follow the CFI where it can; returns what to print.
-    #   set_debuginfo(flag: bool | None) -> str: `bb debuginfo on|off` (None: the state and the
-    #     modules given one): hand split modules without DWARF unsplit's debug file.
-    #   frame0_registers(thread: int | None = None) -> dict[str, int]: the innermost frame's
-    #     general registers (`RAX`…`R15`, `RIP`, any case) of the selected thread, or of thread
-    #     number `thread` as the debugger numbers them; raises UsageError with no process/core.
-    #   read_memory(address: int, size: int) -> bytes: the debuggee's memory; b"" (or fewer
-    #     bytes) where it cannot be read, never an exception.
-    #   native_frame_pcs(thread: int | None = None) -> list[int]: the pc of each frame the
-    #     debugger itself unwinds, innermost first, inlined frames left out (bb bt compares).
-    #   native_frame_numbers(thread: int | None = None) -> list[int]: for each of those frames,
-    #     the number the debugger's `bt` gives the innermost frame sharing its registers (an
-    #     inlined call's), so that `bb frames` rows and `frame N` agree.
-    #   thread_numbers() -> list[int]: every thread's number (bb bt --all-threads).
-    #   cannot_run() -> str | None: why the program cannot be stepped (unsplit.debug.stepping's
-    #     CORE_FILE, NOT_RUNNING), None when it can.
-    #   step_logical(plan: stepping.StepPlan) -> stepping.StepOutcome: apply one step plan
-    #     (run to its targets or the frame's return, with a frame check) and say how it ended.
-    #   step_context(kind: str, line: int | None) -> object: before a step command runs, what
-    #     its report compares with (the stepping frame); may print what the debugger prints
-    #     then (GDB's `Run till exit from …`).
-    #   stop_report(kind, loc: Location | None, pc: int, context) -> str: where the step
-    #     stopped, as the debugger prints its own steps (unsplit.render.stop).
+
+@runtime_checkable
+class MachineState(Protocol):
+    """A thread's registers and the debuggee's memory: what unwinding with CFI reads."""
+
+    def read_memory(self, address: int, size: int) -> bytes:
+        """The debuggee's memory; b"" (or fewer bytes) where it cannot be read, never an
+        exception."""
+        ...
+
+    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
+        """The innermost frame's general registers (`RAX`…`R15`, `RIP`, any case) of the
+        selected thread, or of thread number `thread` as the debugger numbers them; raises
+        UsageError with no process or core."""
+        ...
+
+
+@runtime_checkable
+class SelectedFrame(Protocol):
+    """Which of the debugger's frames the user selected."""
+
+    def selected_frame_level(self) -> int:
+        """The selected frame's number, as `bt` shows it."""
+        ...
+
+    def selected_frame_is_caller(self) -> bool:
+        """The selected frame's PC is a return address (frame 1 and up, unless the frame below
+        is a signal trampoline), so its code and line are those of PC - 1."""
+        ...
+
+
+@runtime_checkable
+class NativeFrames(Protocol):
+    """The debugger's own threads and frames, for `bb bt` and `bb frames` to name or check."""
+
+    def thread_numbers(self) -> list[int]:
+        """Every thread's number (`bb bt --all-threads`)."""
+        ...
+
+    def native_frame_pcs(self, thread: int | None = None) -> list[int]:
+        """The pc of each frame the debugger itself unwinds, innermost first, inlined frames
+        left out (`bb bt` compares)."""
+        ...
+
+    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
+        """For each of those frames, the number the debugger's `bt` gives the innermost frame
+        sharing its registers (an inlined call's), so `bb frames` rows and `frame N` agree."""
+        ...
+
+
+@runtime_checkable
+class LiveHost(Host, MachineState, SelectedFrame, NativeFrames, Protocol):
+    """A debugger with a process or a core: all of the above."""
+
+
+@runtime_checkable
+class FrameNaming(Protocol):
+    def set_frame_naming(self, flag: bool) -> list[str]:
+        """`bb enable|disable`: install or restore the debugger's frame names; warnings."""
+        ...
+
+
+@runtime_checkable
+class ExactFrames(Protocol):
+    def set_exact_frames(self, flag: bool | None) -> str:
+        """`bb exact-frames on|off` (None: the state): make the debugger's own frame list
+        follow the CFI where it can; what to print."""
+        ...
+
+
+@runtime_checkable
+class DebugInfo(Protocol):
+    def set_debuginfo(self, flag: bool | None) -> str:
+        """`bb debuginfo on|off` (None: the state and the modules given one): hand split
+        modules without DWARF unsplit's debug file; what to print."""
+        ...
+
+
+# Breakpoints (debug.breakpoints.BreakpointHost) and stepping (debug.stepping.SteppingHost)
+# are declared beside the records they pass. What a command needs is checked once, by
+# commands.dispatch, from the command's `needs`.
 
 
 @dataclass(slots=True)

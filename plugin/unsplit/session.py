@@ -15,7 +15,7 @@ from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.elf.binary import Binary
 from unsplit.elf.core import image_build_id
 from unsplit.errors import BinaryError, UnsplitError
-from unsplit.host import Host, LoadedModule
+from unsplit.host import Host, LoadedModule, MachineState
 from unsplit.index.demangle import GNU
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
@@ -158,7 +158,7 @@ class Session:
 
 
 def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
-    read_memory = getattr(host, "read_memory", None)
+    read_memory = host.read_memory if isinstance(host, MachineState) else None
     want = binary.build_id
     elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
     loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))

@@ -23,6 +23,8 @@ from unsplit.elf.core import Core
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
+from unsplit.index.model import Location
+from unsplit.render.stop import verbose_line
 from unsplit.session import Session
 
 from ..conftest import ROOT, facts
@@ -56,6 +58,18 @@ class FakeHost:
 
     def selected_frame_level(self) -> int:
         return self.level
+
+    def selected_frame_is_caller(self) -> bool:
+        return self.level > 0
+
+    def cannot_run(self) -> str | None:
+        return None
+
+    def step_context(self, kind: str, line: int | None) -> object:
+        return None
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
+        return verbose_line(loc, pc)
 
     def step_logical(self, plan: StepPlan) -> StepOutcome:
         self.applied.append(plan)

@@ -18,14 +18,19 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UsageError
+from unsplit.host import Host, LoadedModule
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names import matching
 from unsplit.index.sources import split_info as split_info_source
+
+if TYPE_CHECKING:
+    from unsplit.render.breaks import BreakGroup
 
 _BLOCK = re.compile(r"^(?P<proc>.+?):%(?P<id>\d+)$")
 _OFFSET = re.compile(r"^(?P<proc>.+?)\s*\+\s*(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
@@ -61,6 +66,20 @@ class Site:
     procedure: str | None
     fragment: str | None
     why: str  # "entry", "cold.1 start", "+0x1c", "%5", "crash.c:32"
+
+
+@runtime_checkable
+class BreakpointHost(Host, Protocol):
+    """A debugger that sets `bb break`'s native breakpoints."""
+
+    def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+        """One native breakpoint at the sites the core resolved now, re-resolved by the
+        adapter (`resolve`) when modules load; the debugger's own `break` message."""
+        ...
+
+    def bb_breakpoints(self) -> list[BreakGroup]:
+        """Every `bb break` and its locations (`bb break --list`)."""
+        ...
 
 
 def parse(text: str, all_fragments: bool = False) -> BreakSpec:

@@ -32,16 +32,16 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from unsplit.debug import cfi, unwind
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
-from unsplit.host import Host, LoadedModule
+from unsplit.host import Host, LoadedModule, MachineState, SelectedFrame
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import demangle
-from unsplit.index.model import LineRow, Procedure
+from unsplit.index.model import LineRow, Location, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import split_info as split_info_source
 from unsplit.render.stop import verbose_line
@@ -425,12 +425,11 @@ def _frame_identity(host: Host, pc: int, bias: int, index: ModuleIndex,
     """The stepping frame (frame 0, at `pc`) as the CFI knows it: its return address and CFA,
     and the CFA rules that find it again from any of its procedure's code. One CFI step of
     frame 0, not a backtrace (which also names every frame: ten times slower)."""
-    registers = getattr(host, "frame0_registers", None)
-    read_memory = getattr(host, "read_memory", None)
-    if registers is None or read_memory is None:
+    if not isinstance(host, MachineState):
         return {}
+    read_memory = host.read_memory
     try:
-        regs = dwarf_expr.registers_from_names(registers())
+        regs = dwarf_expr.registers_from_names(host.frame0_registers())
         if regs.get(dwarf_expr.RIP) != pc:
             return {}
         found = cfi.step(index.binary, pc - bias, bias, regs, read_memory, True)
@@ -508,13 +507,12 @@ def return_of(session: Session, host: Host, pc: int, level: int,
     frame 0 with the CFI; with `below`, those of the frame it called. None without registers,
     memory or CFI for it. The frame is found by its pc, the match nearest `level` (recursion
     repeats a pc; LLDB may count a frame it invented)."""
-    registers = getattr(host, "frame0_registers", None)
-    read_memory = getattr(host, "read_memory", None)
-    if registers is None or read_memory is None:
+    if not isinstance(host, MachineState):
         return None
     try:
-        frames = unwind.backtrace(host.modules(), dwarf_expr.registers_from_names(registers()),
-                                  read_memory, session.index, limit=level + 3)
+        frames = unwind.backtrace(host.modules(),
+                                  dwarf_expr.registers_from_names(host.frame0_registers()),
+                                  host.read_memory, session.index, limit=level + 3)
     except UnsplitError:
         return None
     matches = [k for k, f in enumerate(frames) if f.pc == pc and (k > 0 or not below)
@@ -542,6 +540,30 @@ def has_lines(session: Session, host: Host, pc: int) -> bool:
 
 
 Apply = Callable[[StepPlan], StepOutcome]
+
+
+@runtime_checkable
+class SteppingHost(Host, Protocol):
+    """A debugger that runs step plans: what `bb next/step/finish/until/advance/stepi` need
+    (with MachineState and SelectedFrame where it has them: the frame's CFA, its level)."""
+
+    def cannot_run(self) -> str | None:
+        """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
+        ...
+
+    def step_logical(self, plan: StepPlan) -> StepOutcome:
+        """Apply one step plan (run to its targets or the frame's return, with a frame check)
+        and say how it ended."""
+        ...
+
+    def step_context(self, kind: str, line: int | None) -> object:
+        """Before a step command runs, what its report compares with (the stepping frame);
+        may print what the debugger prints then (GDB's `Run till exit from …`)."""
+        ...
+
+    def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
+        """Where the step stopped, as the debugger prints its own steps (render.stop)."""
+        ...
 """Host.step_logical: apply one plan, say how it ended."""
 
 
@@ -574,8 +596,7 @@ class Walk:
         pc = host.selected_pc()
         level = self.level
         if level is None:
-            selected = getattr(host, "selected_frame_level", None)
-            level = int(selected()) if selected is not None else 0
+            level = host.selected_frame_level() if isinstance(host, SelectedFrame) else 0
         if kind == "stepi":
             return self._leg("done", StepPlan(kind, "instruction", pc))
         if kind == "finish":
@@ -627,19 +648,16 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
     if kind not in KINDS:
         raise UsageError(f"unknown step kind {kind!r}")
-    refusal = getattr(host, "cannot_run", None)
-    reason = refusal() if refusal is not None else None
+    if not isinstance(host, SteppingHost):
+        raise UsageError(f"bb {kind}: this debugger adapter cannot step")
+    reason = host.cannot_run()
     if reason:
         raise UsageError(f"bb {kind}: {reason}")
-    apply: Apply | None = getattr(host, "step_logical", None)
-    if apply is None:
-        raise UsageError(f"bb {kind}: this debugger adapter cannot step")
     walk = Walk(session, host, kind, line)
-    begin = getattr(host, "step_context", None)
-    context = begin(kind, line) if begin is not None else None  # what the report compares with
+    context = host.step_context(kind, line)  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()
     while isinstance(step, StepPlan):
-        step = walk.after(apply(step))
+        step = walk.after(host.step_logical(step))
     return _report(session, host, kind, step, walk.notes, context)
 
 
@@ -659,10 +677,10 @@ def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
         return "\n".join(lines)
     loc = session.locate(host, pc)
     style = session.demangling()
-    render = getattr(host, "stop_report", None)
+    stepper = host if isinstance(host, SteppingHost) else None
     if not (outcome.kind == "stopped" and outcome.message):
-        lines.append(render(kind, loc, pc, context) if render is not None
+        lines.append(stepper.stop_report(kind, loc, pc, context) if stepper is not None
                      else verbose_line(loc, pc, style))
-    if session.verbose and render is not None:
+    if session.verbose and stepper is not None:
         lines.append(verbose_line(loc, pc, style))
     return "\n".join(line for line in lines if line)
