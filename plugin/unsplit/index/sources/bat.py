@@ -13,13 +13,12 @@ the ``offset`` of BOLTed code.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import bat_translate
-from unsplit.index.model import Block, Fragment, Procedure
+from unsplit.index.model import Block, Fragment, Procedure, fragment_order
 
 _PROBLEMS: dict[tuple[str, int, int], DecodeError] = {}
 
@@ -169,19 +168,9 @@ def input_offset(
     return tr.procedure, tr.input_offset, address
 
 
-_ORDER = re.compile(r"^(warm|cold)(?:\.([0-9]+))?$")
-
-
 def _order(name: str, start: int) -> tuple[int, int, int]:
     """hot, then warm, then cold, then cold.0, cold.1, ... (BOLT's FragmentNum order)."""
-    if name == "hot":
-        return (0, 0, start)
-    m = _ORDER.match(name)
-    if m is None:
-        return (4, 0, start)
-    if m.group(1) == "warm":
-        return (1, 0, start)
-    return (2, 0, start) if m.group(2) is None else (3, int(m.group(2)), start)
+    return (*fragment_order(name), start)
 
 
 def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:

@@ -23,8 +23,7 @@ from typing import Any
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.index.model import HOT, Block, Fragment, Procedure
-from unsplit.index.sources.symbols import split_fragment_name
+from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
 
 SOURCE = "bb_addr_map"
 _STT_NOTYPE, _STT_FUNC = 0, 2

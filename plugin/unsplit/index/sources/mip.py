@@ -24,12 +24,9 @@ from collections import defaultdict
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import mip as fmt
-from unsplit.index.model import Fragment, Procedure
-from unsplit.index.sources.symbols import split_fragment_name
+from unsplit.index.model import Fragment, Procedure, fragment_order, split_fragment_name
 
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
-# Original order of the pieces after the entry part (as the symbols source has it).
-_KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
 
 
 def procedures(binary: Binary) -> list[Procedure]:
@@ -100,5 +97,5 @@ def _moved(hot: Fragment, by_file: dict[str | None, list[Piece]]) -> list[Fragme
 
 
 def _order(piece: Piece) -> tuple[int, int, int]:
-    kind, _, n = piece[1].partition(".")
-    return _KIND_RANK.get(kind, 3), int(n) if n.isdigit() else -1, piece[2]
+    """The pieces' original order (as the symbols source has it)."""
+    return (*fragment_order(piece[1]), piece[2])

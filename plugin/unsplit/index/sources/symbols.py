@@ -14,36 +14,28 @@ A local fragment belongs to the function of the same base name in the same STT_F
 
 from __future__ import annotations
 
-import re
 import weakref
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary, FunctionSymbol
-from unsplit.index.model import HOT, Fragment, Procedure
+from unsplit.index.model import (
+    FRAGMENT_NAME_IN_STRTAB,
+    HOT,
+    Fragment,
+    Procedure,
+    fragment_order,
+    split_fragment_name,
+)
 
-_FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.+?)\.(?P<kind>cold|warm|__part)(?:\.(?P<n>\d+))?$")
-
-# Original order of fragments after the entry part: warm code sat before cold code.
-_KIND_RANK = {"warm": 0, "__part": 1, "cold": 2}
-
-
-def split_fragment_name(symbol: str) -> tuple[str, str] | None:
-    """`foo.cold.3` -> ("foo", "cold.3"); `foo.__part.1` -> ("foo", "part.1"); else None."""
-    if ".cold" not in symbol and ".warm" not in symbol and ".__part" not in symbol:
-        return None  # the common case, without the regex's walk over a long mangled name
-    m = _FRAGMENT_SUFFIX.match(symbol)
-    if m is None:
-        return None
-    kind = "part" if m["kind"] == "__part" else m["kind"]
-    return m["base"], kind if m["n"] is None else f"{kind}.{m['n']}"
+__all__ = ["PlainFunctions", "plain", "procedures", "split_fragment_name"]
 
 
 def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
-    m = _FRAGMENT_SUFFIX.match(sym.name)
-    assert m is not None
-    return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"]), sym.value
+    split = split_fragment_name(sym.name)
+    assert split is not None
+    return (*fragment_order(split[1]), sym.value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -96,13 +88,10 @@ def plain(binary: Binary) -> PlainFunctions:
     return PlainFunctions.of(_grouped(binary)[1])
 
 
-_FRAGMENT_NAME_END = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
-
-
 def _has_fragment_names(binary: Binary) -> bool:
     """Whether any symbol name may be a fragment's (one regex pass over the string table):
     without any, the symbols are taken as arrays and no Python object is made per symbol."""
-    return _FRAGMENT_NAME_END.search(binary.function_columns.strtab + b"\0") is not None
+    return FRAGMENT_NAME_IN_STRTAB.search(binary.function_columns.strtab + b"\0") is not None
 
 
 def _plain_columns(binary: Binary) -> PlainFunctions:
