@@ -42,9 +42,9 @@ from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import demangle
 from unsplit.index.model import LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.session_view import SessionView
 from unsplit.index.sources import split_info as split_info_source
 from unsplit.render.stop import verbose_line
-from unsplit.session import Session
 
 LINE_KINDS = ("next", "step", "until")
 KINDS = ("next", "step", "finish", "until", "advance", "stepi")
@@ -363,7 +363,7 @@ def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
 
 # -- plans -----------------------------------------------------------------------------------
 
-def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
+def _where(session: SessionView, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
                                                              Procedure] | None:
     found = session.module_of(host, pc)
     if found is None:
@@ -383,7 +383,7 @@ def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int],
     return tuple((bias + lo, bias + hi) for lo, hi in merged)
 
 
-def line_plan(session: Session, host: Host, kind: str, pc: int,
+def line_plan(session: SessionView, host: Host, kind: str, pc: int,
               line: int | None = None) -> StepPlan:
     """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
     found = _where(session, host, pc)
@@ -473,7 +473,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
                     **common)  # type: ignore[arg-type]
 
 
-def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
+def finish_plan(session: SessionView, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
     """Run until the frame at `pc` returns: the selected frame, number `level` as the debugger
     counts (0 for a callee stepped into). Where it returns to and its CFA come from the CFI
     when it covers the frame (the debugger's own unwinder may invent a frame in moved code);
@@ -491,7 +491,7 @@ def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0
                     frame_cfa=None if back is None else back[1])
 
 
-def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> StepPlan:
+def up_plan(session: SessionView, host: Host, kind: str, pc: int, level: int) -> StepPlan:
     """Run until the frames below the selected one (`pc`, the debugger's frame `level` > 0)
     have returned: to `pc`, with SP at the CFA of the frame below it."""
     back = return_of(session, host, pc, level, below=True)
@@ -501,7 +501,7 @@ def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> Ste
     return StepPlan(kind, "finish", pc, return_address=back[0], frame_cfa=back[1])
 
 
-def return_of(session: Session, host: Host, pc: int, level: int,
+def return_of(session: SessionView, host: Host, pc: int, level: int,
               below: bool = False) -> tuple[int, int] | None:
     """(return address, CFA) of the frame at `pc`, the debugger's frame `level`, unwound from
     frame 0 with the CFI; with `below`, those of the frame it called. None without registers,
@@ -528,14 +528,14 @@ def return_of(session: Session, host: Host, pc: int, level: int,
     return None if cfa is None else (frames[k + 1].pc, cfa)
 
 
-def procedure_has_lines(session: Session, host: Host, pc: int) -> bool:
+def procedure_has_lines(session: SessionView, host: Host, pc: int) -> bool:
     """Whether `pc` is in a procedure with line information (the return address itself may
     be in code of line 0)."""
     found = _where(session, host, pc)
     return found is not None and procedure_lines(found[1], found[2]).has_lines
 
 
-def has_lines(session: Session, host: Host, pc: int) -> bool:
+def has_lines(session: SessionView, host: Host, pc: int) -> bool:
     found = session.module_of(host, pc)
     return found is not None and found[1].line_at(pc - found[0].bias) is not None
 
@@ -557,7 +557,7 @@ class Walk:
     one returned: step from there), "done" (finish and stepi end with their leg).
     """
 
-    def __init__(self, session: Session, host: Host, kind: str, line: int | None = None,
+    def __init__(self, session: SessionView, host: Host, kind: str, line: int | None = None,
                  level: int | None = None) -> None:
         if kind not in KINDS:
             raise UsageError(f"unknown step kind {kind!r}")
@@ -622,7 +622,7 @@ class Walk:
         return plan
 
 
-def run(session: Session, host: Host, kind: str, line: int | None = None) -> str:
+def run(session: SessionView, host: Host, kind: str, line: int | None = None) -> str:
     """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
     if kind not in KINDS:
         raise UsageError(f"unknown step kind {kind!r}")
@@ -642,7 +642,7 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     return _report(session, host, kind, step, walk.notes, context)
 
 
-def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
+def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
             notes: list[str], context: object = None) -> str:
     """What the step prints: the debugger's own report of the stop (Host.stop_report, see
     unsplit.render.stop), after the notes on how the step was made; a stop the step did not

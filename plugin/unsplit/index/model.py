@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
 from unsplit.index.demangle import GNU, shown
 from unsplit.index.names import split
 
@@ -115,19 +116,6 @@ class Block:
     flags: tuple[str, ...] = ()  # e.g. ("return", "can_fall_through")
     frequency: float | None = None  # relative to the entry block, from the PGO map
     successors: tuple[tuple[int, float], ...] = ()  # (block id, probability)
-
-
-@dataclass(frozen=True, slots=True)
-class LineRow:
-    """One row of a line table: code from `address` on comes from file:line."""
-
-    address: int
-    file: str
-    line: int
-    column: int = 0
-    source: str = "dwarf"  # dwarf, esl or bat
-    is_stmt: bool = True
-    path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
 
 
 class Procedure:

@@ -98,6 +98,10 @@ class ModuleIndex:
         row = self._input_lines.lookup(input_address)
         return None if row is None else replace(row, address=file_address, source="bat")
 
+    def input_binary(self) -> Binary | None:
+        """The pre-BOLT input of a BOLTed module (None for any other, or none found)."""
+        return prebolt.input_for(self.binary) if bat_translate.has_bat(self.binary) else None
+
     def bat_input_address(self, file_address: int) -> int | None:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
         line table gives ``file_address``; None without BAT, an input binary or a translation."""
