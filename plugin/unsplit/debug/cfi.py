@@ -16,7 +16,6 @@ covers a queried address is parsed and decoded, and then cached.
 from __future__ import annotations
 
 import struct
-import weakref
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import Any
 from elftools.dwarf.constants import DW_CFA
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats.leb128 import leb128
 
@@ -522,16 +522,13 @@ class CfiTable:
         return [(s.name, a) for s in self.sections for a in s.starts]
 
 
-_TABLES: weakref.WeakKeyDictionary[Binary, CfiTable] = weakref.WeakKeyDictionary()
+_TABLES = PerFile(CfiTable)
 
 
 def table_for(binary: Binary) -> CfiTable:
     """The CfiTable of `binary`, made once and kept as long as the Binary lives (the index
     cache keeps one Binary per file for the session)."""
-    table = _TABLES.get(binary)
-    if table is None:
-        table = _TABLES[binary] = CfiTable(binary)
-    return table
+    return _TABLES(binary)
 
 
 # -- decoding the rule table ---------------------------------------------------------------------

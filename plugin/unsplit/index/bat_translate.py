@@ -11,13 +11,13 @@ Decoding is done once per :class:`~unsplit.elf.binary.Binary` and cached.
 from __future__ import annotations
 
 import struct
-import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.formats import bat, bat_scan
 from unsplit.index.model import HOT, FragmentName, parse_fragment_name
 
@@ -258,7 +258,12 @@ class BatIndex:
 # Loading and caching
 
 
-_CACHE: weakref.WeakKeyDictionary[Binary, BatIndex | None] = weakref.WeakKeyDictionary()
+def _load(binary: Binary) -> BatIndex | None:
+    table = bat_table(binary)
+    return None if table is None else BatIndex(binary, table)
+
+
+_INDEXES = PerFile(_load)
 
 
 def has_bat(binary: Binary) -> bool:
@@ -267,13 +272,8 @@ def has_bat(binary: Binary) -> bool:
 
 def load(binary: Binary) -> BatIndex | None:
     """The BAT index of ``binary`` (None without ``.note.bolt_bat``); raises DecodeError once
-    per call on a malformed note, and caches the good ones."""
-    if binary in _CACHE:
-        return _CACHE[binary]
-    table = bat_table(binary)
-    index = None if table is None else BatIndex(binary, table)
-    _CACHE[binary] = index
-    return index
+    per call on a malformed note, and keeps the good ones (on the Binary)."""
+    return _INDEXES(binary)
 
 
 def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTable | None:
@@ -328,10 +328,10 @@ def load_from_scan(binary: Binary, scan: bat_scan.BatScan,
                    symbol_order: array[int] | None = None) -> BatIndex | None:
     """:func:`load` from a scan the persistent index kept: the note is not read whole
     (``symbol_order``: the function symbols by address, as :meth:`BatIndex.symbol_order`)."""
-    if binary not in _CACHE:
+    if not _INDEXES.known(binary):
         table = bat_table(binary, scan)
-        _CACHE[binary] = None if table is None else BatIndex(binary, table, symbol_order)
-    return _CACHE[binary]
+        _INDEXES.set(binary, None if table is None else BatIndex(binary, table, symbol_order))
+    return _INDEXES(binary)
 
 
 def translate(binary: Binary, address: int) -> Translation | None:

@@ -16,11 +16,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.index import bat_translate
 from unsplit.index.model import Block, Fragment, Procedure, fragment_order
 
-_PROBLEMS: dict[tuple[str, int, int], DecodeError] = {}
+
+def _no_problem(binary: Binary) -> DecodeError | None:
+    return None
+
+
+_PROBLEMS = PerFile(_no_problem)  # what procedures() met, for problem()
 
 
 def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
@@ -33,7 +39,7 @@ def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
     try:
         index = bat_translate.load(binary)
     except DecodeError as e:
-        _PROBLEMS[binary.identity] = e
+        _PROBLEMS.set(binary, e)
         return []
     if index is None or not index.table.hot:
         return []
@@ -138,7 +144,7 @@ class BatProcedures:
 
 def problem(binary: Binary) -> DecodeError | None:
     """The DecodeError that made :func:`procedures` return [] for ``binary``, if any."""
-    return _PROBLEMS.get(binary.identity)
+    return _PROBLEMS.get(binary)
 
 
 def input_offset(

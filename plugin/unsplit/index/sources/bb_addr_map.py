@@ -13,7 +13,6 @@ map describes code that no longer runs, so it is skipped.
 from __future__ import annotations
 
 import struct
-import weakref
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import bb_addr_map as fmt
 from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
@@ -214,7 +214,11 @@ class _Singles:
     maps: list[tuple[MapSection, dict[str, Any]]]  # (section, decoding args), per section
 
 
-_SINGLES: weakref.WeakKeyDictionary[Binary, _Singles] = weakref.WeakKeyDictionary()
+def _no_singles(binary: Binary) -> _Singles | None:
+    return None
+
+
+_SINGLES = PerFile(_no_singles)  # set by procedures()
 
 
 def procedures(binary: Binary) -> list[Procedure]:
@@ -250,9 +254,9 @@ def procedures(binary: Binary) -> list[Procedure]:
                 symbols = function_symbols(binary)
             out.append(_procedure(fe, ms, symbols, is_rel, args))
     order = sorted(range(len(starts)), key=starts.__getitem__)
-    _SINGLES[binary] = _Singles(array("Q", (starts[k] for k in order)),
+    _SINGLES.set(binary, _Singles(array("Q", (starts[k] for k in order)),
                                 array("L", (section_of[k] for k in order)),
-                                array("Q", (offsets[k] for k in order)), maps)
+                                array("Q", (offsets[k] for k in order)), maps))
     return out
 
 

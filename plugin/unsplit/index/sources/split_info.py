@@ -21,15 +21,11 @@ import os
 from dataclasses import dataclass, field
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
-
-# Decoding is per file; the cache holds the last few so that procedures() and line_rows() on
-# the same Binary (and the index, then a command) share one decode.
-_CACHE: dict[tuple[str, int, int], _Decoded] = {}
-_CACHE_SIZE = 8
 
 
 @dataclass(slots=True)
@@ -50,21 +46,18 @@ class LineInfo:
     rows_by_procedure: dict[int, list[LineRow]] = field(default_factory=dict)
 
 
-def _decoded(binary: Binary) -> _Decoded:
-    key = binary.identity
-    have = _CACHE.get(key)
-    if have is None:
-        data = binary.section_data(si.SECTION)
-        split: list[si.SplitProcedure] = []
-        if data is not None:
-            records = si.decode(data)
-            funcs = [(f.name, f.value, f.size) for f in binary.functions]
-            split = si.sp_init(records, funcs)
-        have = _Decoded(split)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = have
-    return have
+def _decode(binary: Binary) -> _Decoded:
+    data = binary.section_data(si.SECTION)
+    split: list[si.SplitProcedure] = []
+    if data is not None:
+        records = si.decode(data)
+        funcs = [(f.name, f.value, f.size) for f in binary.functions]
+        split = si.sp_init(records, funcs)
+    return _Decoded(split)
+
+
+# Decoded once per file: procedures() and line_rows() (the index, then a command) share it.
+_decoded = PerFile(_decode)
 
 
 def split_procedures(binary: Binary) -> list[si.SplitProcedure]:

@@ -14,12 +14,12 @@ A local fragment belongs to the function of the same base name in the same STT_F
 
 from __future__ import annotations
 
-import weakref
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary, FunctionSymbol
+from unsplit.elf.derived import PerFile
 from unsplit.index.model import (
     FRAGMENT_NAME_IN_STRTAB,
     HOT,
@@ -122,17 +122,6 @@ def _plain_columns(binary: Binary) -> PlainFunctions:
                           array("L", (cols.name_offsets[i] for i in keep)), strtab)
 
 
-_GROUPED: weakref.WeakKeyDictionary[Binary, tuple[list[Procedure], list[FunctionSymbol]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _grouped(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
-    hit = _GROUPED.get(binary)
-    if hit is None:
-        hit = _GROUPED[binary] = _group(binary)
-    return hit
-
-
 def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
     parents: dict[tuple[str | None, str], FunctionSymbol] = {}
     parts: dict[tuple[str | None, str], list[FunctionSymbol]] = defaultdict(list)
@@ -186,3 +175,7 @@ def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
         out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
                                              sym.name, 0, "symbols")]))
     return out, alone
+
+
+# procedures() and plain() of one file share one grouping.
+_grouped = PerFile(_group)
