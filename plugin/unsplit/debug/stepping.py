@@ -257,7 +257,7 @@ def _candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> di
     for b in proc.blocks:
         if start <= b.start < end:
             out.setdefault(b.start, False)
-    if ".split_info" in index.binary._section_index:
+    if index.binary.has_section(".split_info"):
         add(_esl_rows(index))
     if "bat" in index.sources_used:
         add(_bat_candidates(index, proc, start, end))

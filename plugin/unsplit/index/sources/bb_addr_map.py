@@ -24,6 +24,7 @@ from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import bb_addr_map as fmt
 from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
+from unsplit.index.sources import BaseSource
 
 SOURCE = "bb_addr_map"
 _STT_NOTYPE, _STT_FUNC = 0, 2
@@ -328,3 +329,16 @@ def _blocks(fm: fmt.FunctionMap) -> list[Block]:
         start = rng.base_address + e.offset
         blocks.append(Block(e.id, start, start + e.size, e.flags, frequency, successors))
     return blocks
+
+
+class BbAddrMapSource(BaseSource):
+    """The bb address maps' procedures as a Source; the blocks of the one-range functions
+    they leave to the symbols' arrays come from blocks_at."""
+
+    name = "bb_addr_map"
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        return blocks_at(self.binary, address)

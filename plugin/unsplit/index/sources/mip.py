@@ -33,6 +33,7 @@ from unsplit.index.model import (
     fragment_order,
     split_fragment_name,
 )
+from unsplit.index.sources import BaseSource
 
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
 
@@ -133,3 +134,12 @@ def _moved(hot: Fragment, by_file: dict[str | None, list[Piece]]) -> list[Fragme
 def _order(piece: Piece) -> tuple[int, int, int]:
     """The pieces' original order (as the symbols source has it)."""
     return (*fragment_order(piece[1]), piece[2])
+
+
+class MipSource(BaseSource):
+    """The MIP map's procedures (entry parts and their blocks) as a Source."""
+
+    name = "mip"
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)

@@ -26,6 +26,7 @@ from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.sources import BaseSource
 
 
 @dataclass(slots=True)
@@ -224,3 +225,42 @@ class EslLines:
         if i < 0 or self._rows[i].address < self._spans[j][0]:
             return None
         return self._rows[i]
+
+
+class SplitInfoSource(BaseSource):
+    """`.split_info`'s procedures (§1's exact logical offsets) and ESL's lines, which are more
+    precise than the module's DWARF (§2-§3), as a Source."""
+
+    name = "split_info"
+    lines_before_dwarf = True
+
+    def __init__(self, binary: Binary) -> None:
+        super().__init__(binary)
+        self._esl: EslLines | None = None
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)
+
+    def _lines(self) -> EslLines:
+        if self._esl is None:
+            self._esl = EslLines(self.binary)
+        return self._esl
+
+    def has_lines(self) -> bool:
+        return self._lines().available
+
+    def line_at(self, address: int) -> LineRow | None:
+        return self._lines().lookup(address)
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        """ESL rows of split procedures (none without `.split_info`); raises UnsplitError on
+        a damaged line section."""
+        if not self.binary.has_section(si.SECTION):
+            return []
+        rows = line_rows(self.binary)
+        lo = bisect.bisect_left(rows, start, key=lambda r: r.address)
+        hi = bisect.bisect_left(rows, end, key=lambda r: r.address)
+        return rows[lo:hi]
+
+    def logical_offset(self, address: int) -> int | None:
+        return logical_offset(self.binary, address)

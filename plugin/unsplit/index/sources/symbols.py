@@ -17,6 +17,7 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.elf.derived import PerFile
@@ -28,8 +29,12 @@ from unsplit.index.model import (
     fragment_order,
     split_fragment_name,
 )
+from unsplit.index.sources import BaseSource
 
-__all__ = ["PlainFunctions", "plain", "procedures", "split_fragment_name"]
+if TYPE_CHECKING:
+    from unsplit.index.store import StoredParts
+
+__all__ = ["PlainFunctions", "SymbolsSource", "plain", "procedures", "split_fragment_name"]
 
 
 def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
@@ -179,3 +184,22 @@ def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
 
 # procedures() and plain() of one file share one grouping.
 _grouped = PerFile(_group)
+
+
+class SymbolsSource(BaseSource):
+    """Split functions named by the splitters' conventions as a Source, and every function in
+    one piece as arrays (plain); both from the persistent index's `stored` parts when given."""
+
+    name = "symbols"
+
+    def __init__(self, binary: Binary, stored: StoredParts | None = None) -> None:
+        super().__init__(binary)
+        self._stored = stored
+
+    def procedures(self) -> list[Procedure]:
+        if self._stored is not None:
+            return list(self._stored.symbol_procedures)
+        return procedures(self.binary)
+
+    def plain(self) -> PlainFunctions:
+        return plain(self.binary) if self._stored is None else self._stored.plain
