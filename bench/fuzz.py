@@ -146,6 +146,7 @@ class DamagedBinary(Binary):
                               if k in ("path", "_stream", "elf", "identity", "functions",
                                        "_section_index", "_symbol_tables")})
         made._sections = {}
+        made.derived = {}
         made.replaced = replaced
         made.__dict__["dwarf_binary"] = made if base.has_dwarf else None
         if base.has_dwarf:
