@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError
+from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model import HOT, Block, Fragment, LineRow, Location, Procedure
 from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
 from unsplit.index.store import IndexStore, StoredParts
@@ -22,7 +23,7 @@ from unsplit.index.store import IndexStore, StoredParts
 if TYPE_CHECKING:
     from unsplit.index.sources.symbols import PlainFunctions
 
-LineSource = Callable[[int], LineRow | None]
+__all__ = ["IndexCache", "LineSource", "ModuleIndex", "ProcedureTable"]
 
 
 class ModuleIndex:
@@ -55,24 +56,12 @@ class ModuleIndex:
         plain = self.sources.plain() if parts is None else parts.plain
         self.procedures = ProcedureTable(by_name, plain, self.sources.blocks_at, self._bat)
         self.dwarf_lines = DwarfLines(binary, self.warnings)
-        self.line_sources = self._line_sources()
+        self.line_table = LineTable(self.sources, self.dwarf_lines, self.warnings)
+        self.line_sources = self.line_table.sources
 
     @classmethod
     def open(cls, path: str) -> ModuleIndex:
         return cls(Binary(path))
-
-    def _line_sources(self) -> list[LineSource]:
-        """Most precise first: ESL programs, the binary's DWARF, then for BOLTed code the
-        pre-BOLT binary's DWARF through BAT (BOLT drops DWARF unless asked to update it)."""
-        before: list[LineSource] = []
-        after: list[LineSource] = []
-        for source in self.sources.all:
-            try:
-                if source.has_lines():
-                    (before if source.lines_before_dwarf else after).append(source.line_at)
-            except UnsplitError as e:
-                self.warnings.append(str(e))
-        return [*before, self.dwarf_lines.lookup, *after]
 
     def input_binary(self) -> Binary | None:
         """The pre-BOLT input of a BOLTed module (None for any other, or none found)."""
@@ -82,23 +71,6 @@ class ModuleIndex:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
         line table gives ``file_address``; None without BAT, an input binary or a translation."""
         return self.sources.bat.input_address(file_address)
-
-    def esl_statements(self, file: str, line: int) -> list[LineRow]:
-        """ESL rows where file:line begins (the first row of each run of that line)."""
-        out: list[LineRow] = []
-        previous: LineRow | None = None
-        for row in self._esl_rows():
-            if row.line == line and (file in (row.file, row.path)
-                                     or row.file.endswith("/" + file)) and not (
-                    previous is not None and previous.line == line
-                    and previous.file == row.file):
-                out.append(row)
-            previous = row
-        return out
-
-    def _esl_rows(self) -> list[LineRow]:
-        return [row for source in self.sources.all if source.lines_before_dwarf
-                for row in source.lines_in(0, 1 << 64)]
 
     def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
         """(procedure, input offset, input function address) for BOLTed code, else None."""
@@ -239,12 +211,9 @@ class ModuleIndex:
         return proc
 
     def line_at(self, address: int) -> LineRow | None:
-        """The best line row for `address`; line 0 ("no source") lets the next source answer."""
-        for source in self.line_sources:
-            row = source(address)
-            if row is not None and row.line:
-                return row
-        return None
+        """The best line row for `address`; line 0 ("no source") lets the next source answer
+        (the module's LineTable)."""
+        return self.line_table.line_at(address)
 
     def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
                blocks: bool = True) -> Location:

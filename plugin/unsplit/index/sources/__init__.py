@@ -72,6 +72,11 @@ class Source(Protocol):
         """Its line rows at addresses in [start, end), by address."""
         ...
 
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """Where `file`:`line` begins in its lines (`file`: a base name, a path suffix or a
+        full path): what `break FILE:LINE` stops at."""
+        ...
+
     def logical_offset(self, address: int) -> int | None:
         """The exact logical offset of `address` in its procedure, where a fragment's linear
         layout is only an approximation (None: the fragment's own is right)."""
@@ -102,6 +107,9 @@ class BaseSource:
 
     def lines_in(self, start: int, end: int) -> list[LineRow]:
         return []
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        return set()
 
     def logical_offset(self, address: int) -> int | None:
         return None

@@ -14,6 +14,7 @@ the ``offset`` of BOLTed code.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -304,17 +305,87 @@ class BatSource(BaseSource):
     def has_lines(self) -> bool:
         return self.found is not None
 
-    def line_at(self, file_address: int) -> LineRow | None:
+    def _lines(self) -> DwarfLines | None:
+        """The input's DWARF lines (made again when `bb input` named another input)."""
         input_binary = self.input_binary()
-        input_address = self.input_address(file_address)
-        if input_binary is None or input_address is None:
+        if input_binary is None:
             return None
         if self._input_lines is None or self._input_lines.binary is not \
                 (input_binary.dwarf_binary or input_binary):
             self._input_lines = DwarfLines(input_binary, self.warnings,
                                            f"pre-BOLT {input_binary.path}: ")
-        row = self._input_lines.lookup(input_address)
+        return self._input_lines
+
+    def line_at(self, file_address: int) -> LineRow | None:
+        input_address = self.input_address(file_address)
+        lines = None if input_address is None else self._lines()
+        row = None if lines is None or input_address is None else lines.lookup(input_address)
         return None if row is None else replace(row, address=file_address, source="bat")
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        """The pre-BOLT rows of each BAT-described piece of the fragment at `start`, carried
+        to where the piece is now (by address).
+
+        A row at input offset X is carried from the anchor (a block start or a BAT entry)
+        whose run holds it: the anchor's input offset is the greatest entry offset <= X. From
+        any other anchor the offset would be interpolated across code BOLT moved or
+        re-encoded (a branch grown from rel8 to rel32), into the middle of an instruction."""
+        at = None if self.found is None else self.found.at(start)
+        lines = None if at is None else self._lines()
+        if at is None or lines is None:
+            return []
+        proc = at[0]
+        entry_outputs, entry_inputs = self._entries(proc)
+        anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start}
+                         | {a for a in entry_outputs if start <= a < end})
+        out: set[LineRow] = set()
+        for k, anchor in enumerate(anchors):
+            found = self.input_location(anchor)
+            if found is None or found[2] is None:
+                continue
+            offset, function = found[1], found[2]
+            stop = anchors[k + 1] if k + 1 < len(anchors) else end
+            i = bisect_right(entry_inputs, offset)
+            run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
+            size = min(stop - anchor, run_end - offset)
+            for row in lines.rows_in(function + offset, function + offset + size):
+                out.add(replace(row, address=anchor + row.address - function - offset))
+        return sorted(out, key=lambda r: r.address)
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """The pre-BOLT binary's rows where file:line begins, carried to the output through
+        BAT (every place BOLT put that code: it may duplicate it)."""
+        input_binary = self.input_binary()
+        lines = self._lines()
+        if input_binary is None or lines is None:
+            return set()
+        functions = sorted(input_binary.functions, key=lambda f: f.value)
+        starts = [f.value for f in functions]
+        out: set[int] = set()
+        for row in lines.statements(file, line):
+            i = bisect_right(starts, row.address) - 1
+            if i < 0 or row.address >= functions[i].value + functions[i].size:
+                continue
+            f = functions[i]
+            placement = bat_translate.placements(self.binary, f.name, row.address - f.value)
+            if placement is not None:
+                out.update(s.address for s in placement.sites)
+        return out
+
+    def _entries(self, proc: Procedure) -> tuple[set[int], list[int]]:
+        """The BAT entries of `proc`'s fragments: their output addresses, and their input
+        offsets (sorted), where BOLT's mapping from input to output code starts a new run."""
+        assert self.found is not None
+        maps = self.found.index.table.maps
+        outputs: set[int] = set()
+        inputs: set[int] = set()
+        for frag in proc.fragments:
+            m = maps.get(frag.start)
+            if m is None:
+                continue
+            outputs.update(frag.start + int(o) for o in m.output_offsets)
+            inputs.update(int(v) >> 1 for v in m.input_values)
+        return outputs, sorted(inputs)
 
     def input_address(self, file_address: int) -> int | None:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own

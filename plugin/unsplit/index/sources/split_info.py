@@ -262,5 +262,18 @@ class SplitInfoSource(BaseSource):
         hi = bisect.bisect_left(rows, end, key=lambda r: r.address)
         return rows[lo:hi]
 
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """ESL rows where file:line begins (the first row of each run of that line)."""
+        out: set[int] = set()
+        previous: LineRow | None = None
+        for row in self.lines_in(0, 1 << 64):
+            if row.line == line and (file in (row.file, row.path)
+                                     or row.file.endswith("/" + file)) and not (
+                    previous is not None and previous.line == line
+                    and previous.file == row.file):
+                out.add(row.address)
+            previous = row
+        return out
+
     def logical_offset(self, address: int) -> int | None:
         return logical_offset(self.binary, address)
