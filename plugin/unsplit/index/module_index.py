@@ -242,7 +242,7 @@ class ModuleIndex:
         if bolted is not None:  # BOLT: the offset in the input function, as BAT says
             offset = bolted[1]
             input_address = None if bolted[2] is None else bolted[2] + bolted[1]
-            bat_facts = self._bat_facts(file_address)
+            bat_facts = self.sources.bat.facts(file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -262,11 +262,6 @@ class ModuleIndex:
             warnings=tuple(self.warnings),
             **bat_facts,  # type: ignore[arg-type]
         )
-
-    def _bat_facts(self, file_address: int) -> dict[str, object]:
-        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
-        return self.sources.bat.facts(file_address)
-
 
 class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's

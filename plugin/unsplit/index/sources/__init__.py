@@ -13,7 +13,7 @@ blocks at that entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
@@ -126,9 +126,16 @@ class SourceSet:
     all: list[Source]
     symbols: SymbolsSource
     bat: BatSource
+    _by_name: dict[str, Source] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name = {}
+        for source in self.all:
+            self._by_name.setdefault(source.name, source)
 
     def named(self, name: str) -> Source | None:
-        return next((s for s in self.all if s.name == name), None)
+        """The source a Fragment.source names (asked per `where`: a dictionary look-up)."""
+        return self._by_name.get(name)
 
     def blocks_at(self, address: int) -> list[Block] | None:
         """The first source's blocks of a one-piece function starting at `address`."""
