@@ -59,7 +59,8 @@ from unsplit.elf.binary import Binary  # noqa: E402
 from unsplit.errors import UnsplitError  # noqa: E402
 from unsplit.formats import bat, bb_addr_map, esl, mip  # noqa: E402
 from unsplit.formats import split_info as si  # noqa: E402
-from unsplit.tools.symbolize import InlineChains  # noqa: E402
+from unsplit.index.inlines import InlineChains  # noqa: E402
+from unsplit.index.sources.mip import map_procedures  # noqa: E402
 
 ZOO = ROOT / "fixtures" / "build"
 TIMEOUT = 10  # seconds one input may take before it counts as a hang
@@ -145,6 +146,7 @@ class DamagedBinary(Binary):
                               if k in ("path", "_stream", "elf", "identity", "functions",
                                        "_section_index", "_symbol_tables")})
         made._sections = {}
+        made.derived = {}
         made.replaced = replaced
         made.__dict__["dwarf_binary"] = made if base.has_dwarf else None
         if base.has_dwarf:
@@ -273,7 +275,7 @@ def _mip_seed() -> bytes:
 
 def _mip_run(data: bytes) -> object:
     found = mip.decode(data, 0x500000)
-    return mip.procedures(found)
+    return map_procedures(found)
 
 
 class _DwarfTarget:

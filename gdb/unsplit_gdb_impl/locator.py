@@ -11,7 +11,6 @@ wherever GDB has one, as LLDB's does in the LLDB adapter.
 from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.index import prebolt
 from unsplit.index.model import Location
 from unsplit.session import Session
 
@@ -28,7 +27,7 @@ class Locator:
 
     def _sync(self) -> None:
         # Lines change with the module list and with `bb input` (the pre-BOLT binary).
-        generation = (self.host.generation, prebolt.generation())
+        generation = (self.host.generation, self.session.input_generation)
         if generation != self._generation:
             self._cache.clear()
             self._lines.clear()

@@ -18,7 +18,6 @@ import traceback
 from typing import Any
 
 import lldb
-from unsplit.index import prebolt
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 
@@ -112,7 +111,6 @@ def _context(frame: Any) -> _Context:
     return state_mod.for_debugger(target.GetDebugger().GetID()), target, process, thread
 
 
-_input_generation = [-1]
 # id(DebuggerState) -> (process, stop, module count) whose module list was last checked
 _checked: dict[int, tuple[int, int, int]] = {}
 
@@ -130,9 +128,9 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     question in a module with big DWARF, libc's, costs a scan of its CUs).
     """
     st, target, process, thread = context if context is not None else _context(frame)
-    if _input_generation[0] != prebolt.generation():  # `bb input` changed BOLTed lines
+    if st.input_generation != st.session.input_generation:  # `bb input` changed BOLTed lines
         st.locations.clear()
-        _input_generation[0] = prebolt.generation()
+        st.input_generation = st.session.input_generation
     pc = int(frame.GetPC())
     lookup = pc - 1 if _holds_return_address(frame, thread) else pc
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))

@@ -34,6 +34,7 @@ class DebuggerState:
     # (pc looked up, with its line?) -> Location
     locations: dict[tuple[int, bool], Location | None] = field(default_factory=dict)
     modules_key: tuple[Any, ...] = ()
+    input_generation: int = -1  # the session's input_generation `locations` were made with
     modules_cache: list[Any] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
 

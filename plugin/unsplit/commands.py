@@ -381,7 +381,7 @@ def _input(session: Session, host: Host, args: argparse.Namespace) -> str:
     index = session.index(modules[0].path) if modules else None
     if index is None:
         raise UsageError("bb input: no module loaded")
-    found = prebolt.set_input(index.binary, os.path.expanduser(args.path))
+    found = session.set_input(index.binary, os.path.expanduser(args.path))
     return f"{index.binary.path}: pre-BOLT input {found.path if found else args.path}"
 
 

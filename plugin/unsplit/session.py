@@ -16,6 +16,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.core import image_build_id
 from unsplit.errors import BinaryError, UnsplitError
 from unsplit.host import Host, LoadedModule, MachineState
+from unsplit.index import prebolt
 from unsplit.index.demangle import GNU
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
@@ -47,6 +48,15 @@ class Session:
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
         self._shown: set[str] = set()  # warnings an adapter has printed already
+        # Bumped by set_input (`bb input`): lines of BOLTed code change, so the adapters drop
+        # the locations they cached by pc.
+        self.input_generation = 0
+
+    def set_input(self, binary: Binary, path: str | None) -> Binary | None:
+        """`bb input PATH`: the pre-BOLT input of `binary` (one of this session's, so the choice
+        is this session's), verified; None forgets it (search again)."""
+        self.input_generation += 1
+        return prebolt.set_input(binary, path)
 
     def source_lines(self, path: str) -> list[str] | None:
         """A source file's lines (for step reports), read again only when the file changed:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index.module_index import ModuleIndex, bat_translate
+from unsplit.index import bat_translate
+from unsplit.index.module_index import ModuleIndex
 
 from ..conftest import ROOT
 
@@ -44,5 +45,5 @@ def test_inserted_jump_after_a_block_opening_branch(zoo: dict[str, Any],
     monkeypatch.setattr(index.binary, "code_byte", lambda a: code.get(a, 0x90))
     found = index.input_location(anchor.address)
     assert found is not None and found[2] is not None
-    assert index._inserted_jump(jump)
+    assert index.sources.bat._inserted_jump(jump)
     assert index.bat_input_address(jump) == found[2] + found[1]  # the jne's, not past it

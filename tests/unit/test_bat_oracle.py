@@ -32,6 +32,9 @@ pytestmark = pytest.mark.skipif(
     reason="needs clang-22, llvm-bolt-22, perf2bolt-22 and llvm-objdump-22",
 )
 
+# BOLT's fragment symbols as perf2bolt recognizes them (spec §5.2, §6.1): the oracle's own.
+_BOLT_FRAGMENT = re.compile(r"^(?P<base>.*)\.(?P<tag>(?:cold|warm)(?:\.[0-9]+)?)$")
+
 PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +227,7 @@ def test_procedures_cover_fragment_symbols(variant: tuple[str, Path]) -> None:
     seen = 0
     # pyelftools' own symbol reader: independent of Binary.symbol_entries.
     for sym in binary.elf.get_section_by_name(".symtab").iter_symbols():
-        m = bat_translate.FRAGMENT_SUFFIX.match(sym.name)
+        m = _BOLT_FRAGMENT.match(sym.name)
         if sym["st_info"]["type"] != "STT_FUNC" or m is None or m["base"] not in procs:
             continue
         frag = procs[m["base"]].fragment_named(m["tag"])

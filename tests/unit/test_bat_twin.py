@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 from unsplit.elf.binary import Binary
-from unsplit.index.module_index import ModuleIndex, bat_translate
+from unsplit.index import bat_translate
+from unsplit.index.module_index import ModuleIndex
 
 from ..conftest import ROOT
 
@@ -120,7 +121,7 @@ def test_the_exceptions_occur_and_are_answered(zoo: dict[str, Any]) -> None:
     """The zoo exercises both rules above, so the equality test would fail without them."""
     path = ROOT / zoo["bolt-all"]["programs"]["crash"]["binary"]
     index = ModuleIndex(Binary(str(path)))
-    jumps = [a for a, m in instructions(path) if m == "jmp" and index._inserted_jump(a)]
+    jumps = [a for a, m in instructions(path) if m == "jmp" and index.sources.bat._inserted_jump(a)]
     assert jumps
     for a in jumps:
         tr = bat_translate.translate(index.binary, a)
@@ -130,7 +131,7 @@ def test_the_exceptions_occur_and_are_answered(zoo: dict[str, Any]) -> None:
     assert any(rows) and all(r.source == "bat" for r in rows if r is not None)
     # A jump right after a branch BOLT widened (jne rel8 in the input, rel32 here): plain
     # interpolation from the branch would land past the input's branch.
-    assert any(index._branch_right_before(a) is not None for a in jumps)
+    assert any(index.sources.bat._branch_right_before(a) is not None for a in jumps)
 
     lite = ROOT / zoo["bolt-profile2"]["programs"]["crash"]["binary"]
     index = ModuleIndex(Binary(str(lite)))

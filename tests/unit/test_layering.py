@@ -26,14 +26,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 BASE_ALLOWED = {"errors": set(), "host": {"errors"}, "dependencies": set(), "__init__": set()}
 # Known debts, each with the module that owes it: to be paid, never added to.
-DEBTS = {
-    ("formats/mip.py", "index"),  # the MIP decoder builds model procedures itself
-    ("elf/dwarf_lines.py", "index"),  # LineRow lives in the model
-    ("debuginfo/synthesize.py", "tools"),  # inline chains through the symbolizer
-    ("debug/stepping.py", "session"),  # plans read the session's index and settings
-    ("render/stop.py", "session"),
-    ("render/breaks.py", "session"),
-}
+DEBTS: set[tuple[str, str]] = set()
 
 
 def _layer(path: Path) -> str:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from unsplit.errors import DecodeError, UnsupportedVersion
 from unsplit.formats import mip
 from unsplit.formats.mip import MipFunction, MipHeader
+from unsplit.index.sources.mip import map_procedures
 
 RAW = 0x404000  # sh_addr of __llvm_mipraw
 FOO = 0x401130  # _Z3foov
@@ -57,7 +58,7 @@ def test_without_raw_address_addresses_are_relative_to_it() -> None:
 
 
 def test_blocks_and_procedures() -> None:
-    [proc] = mip.procedures(mip.decode(_seed_example(), RAW))
+    [proc] = map_procedures(mip.decode(_seed_example(), RAW))
     assert proc.name == "_Z3foov" and proc.entry == FOO and not proc.is_split
     assert proc.fragments[0].source == "mip"
     assert [(b.id, b.start - FOO, b.end - FOO) for b in proc.blocks] == [
@@ -161,7 +162,7 @@ def test_raw_profile_flags_blocks() -> None:
     m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
     profile = mip.decode_raw(raw, m)
     assert profile.coverage == coverage
-    [foo, bar] = mip.procedures(m, profile)
+    [foo, bar] = map_procedures(m, profile)
     assert [b.flags for b in foo.blocks] == [("covered",), ("not-covered",), ("covered",)]
     assert [b.flags for b in bar.blocks] == [("not-covered",)]
 
@@ -171,7 +172,7 @@ def test_function_coverage_alone_flags_the_entry_block() -> None:
     m = mip.MipMap(MipHeader(8, 2, mip.FUNCTION_COVERAGE, 0xDEADBEEF), tuple(funcs))
     raw = mip.encode_raw(funcs, {24: mip.Coverage(True)}, _raw_header(mip.FUNCTION_COVERAGE))
     assert len(raw) == 25
-    [proc] = mip.procedures(m, mip.decode_raw(raw, m))
+    [proc] = map_procedures(m, mip.decode_raw(raw, m))
     assert [b.flags for b in proc.blocks] == [("covered",), (), ()]
 
 
@@ -180,7 +181,7 @@ def test_the_compilers_image_is_no_profile() -> None:
     funcs = mip.lay_out_raw([FOO_FUNC], PROFILE)
     m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
     raw = mip.encode_raw(funcs, {}, _raw_header())
-    [proc] = mip.procedures(m, mip.decode_raw(raw, m))
+    [proc] = map_procedures(m, mip.decode_raw(raw, m))
     assert all(b.flags == () for b in proc.blocks)
 
 

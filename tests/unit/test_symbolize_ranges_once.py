@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from unsplit.tools import symbolize
+from unsplit.index import inlines
 from unsplit.tools.symbolize import Symbolizer, stream
 
 from ..conftest import ROOT, facts
@@ -21,13 +21,13 @@ def test_each_die_ranges_decoded_once(zoo: dict[str, Any], monkeypatch: pytest.M
     addresses = [a for p in sym.index.procedures.values() for fr in p.fragments
                  for a in range(fr.start, fr.end)]
     calls: Counter[int] = Counter()
-    real = symbolize.die_ranges
+    real = inlines.die_ranges
 
     def counting(dwarfinfo: Any, die: Any, base: int) -> Any:
         calls[die.offset] += 1
         return real(dwarfinfo, die, base)
 
-    monkeypatch.setattr(symbolize, "die_ranges", counting)
+    monkeypatch.setattr(inlines, "die_ranges", counting)
     out = io.StringIO()
     stream(sym, io.StringIO("".join(f"{a:#x}\n" for a in addresses)), out, relative=False,
            inlines=True, as_json=False)

@@ -131,6 +131,8 @@ def _rule(register: int, rule: Rule) -> str | None:
     raise Inexpressible(f"{kind} rule for {dwarf_expr.register_name(register)}")
 
 
+# Pure memos (a rule's text depends on the rule alone, whatever the file or session), shared by
+# the process: the rules of a big binary's CFI are a few hundred distinct values.
 _SAID: dict[tuple[int, Rule, bool], str | None] = {}  # one register's rule, said once
 _CFAS: dict[CfaRule, str] = {}
 
@@ -505,6 +507,7 @@ def generator_line(binary: Binary) -> str:
     return f"{GENERATOR} {fingerprint(binary.path)}"
 
 
+# Pure memo: a file's digest by (real path, size, mtime), which change when its bytes do.
 _FINGERPRINTS: dict[tuple[str, int, int], str] = {}
 
 

@@ -16,14 +16,12 @@ matching in every scope and overload, as GDB's `break` reads it: unsplit.index.n
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import Host, LoadedModule
-from unsplit.index import bat_translate, prebolt
+from unsplit.index import bat_translate
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names import matching
@@ -162,32 +160,9 @@ def _fragment_name(proc: Procedure, address: int) -> str | None:
 
 def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
     where = f"{file}:{line}"
-    rows = index.dwarf_lines.statements(file, line)
-    addresses = {r.address for r in rows if index.line_at(r.address) is not None}
-    addresses |= {r.address for r in index.esl_statements(file, line)}
-    if "bat" in index.sources_used:
-        addresses |= _bolted_line_addresses(index, file, line)
+    addresses = index.line_table.line_starts(file, line)
     out = []
     for a in sorted(addresses):
         frag = index.fragment_at(a)
         out.append(Site(a, frag.procedure if frag else None, frag.name if frag else None, where))
-    return out
-
-
-def _bolted_line_addresses(index: ModuleIndex, file: str, line: int) -> set[int]:
-    """The pre-BOLT binary's rows of file:line, carried to the output through BAT."""
-    input_binary = prebolt.input_for(index.binary)
-    if input_binary is None:
-        return set()
-    functions = sorted(input_binary.functions, key=lambda f: f.value)
-    starts = [f.value for f in functions]
-    out: set[int] = set()
-    for row in DwarfLines(input_binary).statements(file, line):
-        i = bisect_right(starts, row.address) - 1
-        if i < 0 or row.address >= functions[i].value + functions[i].size:
-            continue
-        f = functions[i]
-        placement = bat_translate.placements(index.binary, f.name, row.address - f.value)
-        if placement is not None:
-            out.update(s.address for s in placement.sites)
     return out

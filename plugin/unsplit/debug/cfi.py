@@ -10,12 +10,12 @@ Specifications: the LSB's `.eh_frame_hdr` (LSB Core 5.0, §10.6.2), DWARF 5 §6.
 from __future__ import annotations
 
 import struct
-import weakref
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import (
     RIP,
@@ -204,16 +204,13 @@ class CfiTable:
         return [(s.name, a) for s in self.sections for a in s.starts]
 
 
-_TABLES: weakref.WeakKeyDictionary[Binary, CfiTable] = weakref.WeakKeyDictionary()
+_TABLES = PerFile(CfiTable)
 
 
 def table_for(binary: Binary) -> CfiTable:
     """The CfiTable of `binary`, made once and kept as long as the Binary lives (the index
     cache keeps one Binary per file for the session)."""
-    table = _TABLES.get(binary)
-    if table is None:
-        table = _TABLES[binary] = CfiTable(binary)
-    return table
+    return _TABLES(binary)
 
 
 # -- one step ------------------------------------------------------------------------------------

@@ -28,24 +28,23 @@ information a step goes by basic block (bb map, BAT); with neither, by one instr
 
 from __future__ import annotations
 
-import weakref
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
 
 from unsplit.debug import cfi, unwind
-from unsplit.elf.dwarf_lines import DwarfLines
+from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, SelectedFrame
-from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import demangle
-from unsplit.index.model import LineRow, Location, Procedure
+from unsplit.index.line_table import ProcedureLines, Span
+from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.sources import split_info as split_info_source
+from unsplit.index.session_view import SessionView
 from unsplit.render.stop import verbose_line
-from unsplit.session import Session
 
 LINE_KINDS = ("next", "step", "until")
 KINDS = ("next", "step", "finish", "until", "advance", "stepi")
@@ -55,43 +54,6 @@ _MAX_ADDRESS = (1 << 64) - 1
 # What Host.cannot_run() answers, so both debuggers say the same words.
 CORE_FILE = "cannot step in a core file: there is no live process"
 NOT_RUNNING = "the program is not being run"
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """File addresses [start, end) of one fragment that run under one line (or none)."""
-
-    start: int
-    end: int
-    file: str | None
-    line: int | None
-    starts_line: bool  # a step that reaches `start` from another line stops here
-
-    @property
-    def key(self) -> tuple[str, int] | None:
-        return None if self.file is None or self.line is None else (self.file, self.line)
-
-
-@dataclass(slots=True)
-class ProcedureLines:
-    """A procedure's code cut into line spans, every fragment, in address order."""
-
-    procedure: Procedure
-    spans: list[Span]
-    has_lines: bool
-    _starts: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._starts = [s.start for s in self.spans]
-
-    def span_at(self, address: int) -> Span | None:
-        i = bisect_right(self._starts, address) - 1
-        if i >= 0 and address < self.spans[i].end:
-            return self.spans[i]
-        return None
-
-    def line_starts(self) -> list[Span]:
-        return [s for s in self.spans if s.starts_line]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,146 +152,24 @@ class StepOutcome:
 
 # -- the lines of a procedure ---------------------------------------------------------------
 
-_CACHE: weakref.WeakKeyDictionary[ModuleIndex, dict[tuple[str, int], ProcedureLines]] = \
-    weakref.WeakKeyDictionary()
-_INPUT_LINES: weakref.WeakKeyDictionary[ModuleIndex, DwarfLines | None] = \
-    weakref.WeakKeyDictionary()
-_CFA_RULES: weakref.WeakKeyDictionary[
-    ModuleIndex, dict[tuple[str, int], list[tuple[int, int, str, int]]]] = \
-    weakref.WeakKeyDictionary()
-
-
 def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
-    """The line spans of `proc` in `index` (cached per index, by name and entry: two units'
-    static functions may share a name)."""
-    per_index = _CACHE.setdefault(index, {})
-    key = (proc.name, proc.entry)
-    found = per_index.get(key)
-    if found is None:
-        found = per_index[key] = _build(index, proc)
-    return found
+    """The line spans of `proc` in `index` (the module's LineTable)."""
+    return index.line_table.procedure_lines(proc)
 
 
-def _build(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
-    spans: list[Span] = []
-    has_lines = False
-    for frag in sorted(proc.fragments, key=lambda f: f.start):
-        stmts = _candidates(index, proc, frag.start, frag.end)
-        points = sorted(stmts)
-        previous: tuple[str, int] | None = None
-        for k, point in enumerate(points):
-            end = points[k + 1] if k + 1 < len(points) else frag.end
-            row = index.line_at(point)
-            key = None if row is None else (row.file, row.line)
-            # GCC puts several rows at one address, the last often not a statement: the
-            # address begins a statement if any of its rows says so (GDB's rule too).
-            starts = row is not None and row.address == point and (stmts[point] or row.is_stmt) \
-                and (k == 0 or key != previous)
-            if row is not None:
-                has_lines = True
-            if spans and spans[-1].end == point and spans[-1].key == key and not starts:
-                last = spans[-1]  # one span per run of a line: fewer, larger ranges
-                spans[-1] = Span(last.start, end, last.file, last.line, last.starts_line)
-            else:
-                spans.append(Span(point, end, row.file if row else None,
-                                  row.line if row else None, starts))
-            previous = key
-    # A line none of whose rows is a statement (clang marks code that machine-function
-    # splitting moved so) still begins where a run of its rows begins.
-    stated = {s.key for s in spans if s.starts_line}
-    for i, span in enumerate(spans):
-        if span.key is not None and span.key not in stated and (
-                i == 0 or spans[i - 1].key != span.key or spans[i - 1].end != span.start):
-            spans[i] = Span(span.start, span.end, span.file, span.line, True)
-    return ProcedureLines(proc, spans, has_lines)
+def _no_rules(binary: Binary) -> dict[tuple[str, int], list[tuple[int, int, str, int]]]:
+    return {}
 
 
-def _candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> dict[int, bool]:
-    """Addresses in [start, end) where the line may change -> whether a row there is a
-    statement (a line-table row with is_stmt and a line)."""
-    out: dict[int, bool] = {start: False}
-
-    def add(rows: list[LineRow] | set[LineRow]) -> None:
-        for r in rows:
-            if start <= r.address < end:
-                out[r.address] = out.get(r.address, False) or (r.is_stmt and r.line != 0)
-
-    add(index.dwarf_lines.rows_in(start, end))
-    for b in proc.blocks:
-        if start <= b.start < end:
-            out.setdefault(b.start, False)
-    if ".split_info" in index.binary._section_index:
-        add(_esl_rows(index))
-    if "bat" in index.sources_used:
-        add(_bat_candidates(index, proc, start, end))
-    return out
-
-
-def _esl_rows(index: ModuleIndex) -> list[LineRow]:
-    try:
-        return split_info_source.line_rows(index.binary)
-    except UnsplitError:
-        return []
-
-
-def _input_lines(index: ModuleIndex) -> DwarfLines | None:
-    if index not in _INPUT_LINES:
-        input_binary = prebolt.input_for(index.binary)
-        _INPUT_LINES[index] = None if input_binary is None else DwarfLines(input_binary)
-    return _INPUT_LINES[index]
-
-
-def _bat_entries(index: ModuleIndex, proc: Procedure) -> tuple[set[int], list[int]]:
-    """The BAT entries of `proc`'s fragments: their output addresses, and their input offsets
-    (sorted), where BOLT's mapping from input to output code starts a new run."""
-    try:
-        bat = bat_translate.load(index.binary)
-    except UnsplitError:
-        return set(), []
-    outputs: set[int] = set()
-    inputs: set[int] = set()
-    for frag in proc.fragments:
-        m = None if bat is None else bat.table.maps.get(frag.start)
-        if m is None:
-            continue
-        outputs.update(frag.start + int(o) for o in m.output_offsets)
-        inputs.update(int(v) >> 1 for v in m.input_values)
-    return outputs, sorted(inputs)
-
-
-def _bat_candidates(index: ModuleIndex, proc: Procedure, start: int, end: int) -> set[LineRow]:
-    """The pre-BOLT rows of each BAT-described piece, carried to where the piece is now.
-
-    A row at input offset X is carried from the anchor whose run holds it: the anchor's
-    input offset is the greatest entry offset <= X. From any other anchor the offset would be
-    interpolated across code BOLT moved or re-encoded (a branch grown from rel8 to rel32),
-    into the middle of an instruction."""
-    lines = _input_lines(index)
-    out: set[LineRow] = set()
-    if lines is None:
-        return out
-    entry_outputs, entry_inputs = _bat_entries(index, proc)
-    anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start}
-                     | {a for a in entry_outputs if start <= a < end})
-    for k, anchor in enumerate(anchors):
-        found = index.input_location(anchor)
-        if found is None or found[2] is None:
-            continue
-        offset, function = found[1], found[2]
-        stop = anchors[k + 1] if k + 1 < len(anchors) else end
-        i = bisect_right(entry_inputs, offset)
-        run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
-        size = min(stop - anchor, run_end - offset)
-        for row in lines.rows_in(function + offset, function + offset + size):
-            out.add(replace(row, address=anchor + row.address - function - offset))
-    return out
+# (name, entry) -> CFA rules of a procedure, per file (kept on its Binary)
+_CFA_RULES = PerFile(_no_rules)
 
 
 def cfa_rules(index: ModuleIndex, proc: Procedure) -> list[tuple[int, int, str, int]]:
     """(start, end, register, offset), file addresses: where in `proc`'s fragments the CFI
     gives the CFA as a register plus an offset (cached per index). Code whose CFA is an
     expression, or that no FDE covers, has no rule."""
-    per_index = _CFA_RULES.setdefault(index, {})
+    per_index = _CFA_RULES(index.binary)
     key = (proc.name, proc.entry)
     found = per_index.get(key)
     if found is None:
@@ -364,7 +204,7 @@ def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
 
 # -- plans -----------------------------------------------------------------------------------
 
-def _where(session: Session, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
+def _where(session: SessionView, host: Host, pc: int) -> tuple[LoadedModule, ModuleIndex,
                                                              Procedure] | None:
     found = session.module_of(host, pc)
     if found is None:
@@ -384,7 +224,7 @@ def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int],
     return tuple((bias + lo, bias + hi) for lo, hi in merged)
 
 
-def line_plan(session: Session, host: Host, kind: str, pc: int,
+def line_plan(session: SessionView, host: Host, kind: str, pc: int,
               line: int | None = None) -> StepPlan:
     """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
     found = _where(session, host, pc)
@@ -473,7 +313,7 @@ def _block_plan(kind: str, proc: Procedure, bias: int, file_pc: int,
                     **common)  # type: ignore[arg-type]
 
 
-def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
+def finish_plan(session: SessionView, host: Host, kind: str, pc: int, level: int = 0) -> StepPlan:
     """Run until the frame at `pc` returns: the selected frame, number `level` as the debugger
     counts (0 for a callee stepped into). Where it returns to and its CFA come from the CFI
     when it covers the frame (the debugger's own unwinder may invent a frame in moved code);
@@ -491,7 +331,7 @@ def finish_plan(session: Session, host: Host, kind: str, pc: int, level: int = 0
                     frame_cfa=None if back is None else back[1])
 
 
-def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> StepPlan:
+def up_plan(session: SessionView, host: Host, kind: str, pc: int, level: int) -> StepPlan:
     """Run until the frames below the selected one (`pc`, the debugger's frame `level` > 0)
     have returned: to `pc`, with SP at the CFA of the frame below it."""
     back = return_of(session, host, pc, level, below=True)
@@ -501,7 +341,7 @@ def up_plan(session: Session, host: Host, kind: str, pc: int, level: int) -> Ste
     return StepPlan(kind, "finish", pc, return_address=back[0], frame_cfa=back[1])
 
 
-def return_of(session: Session, host: Host, pc: int, level: int,
+def return_of(session: SessionView, host: Host, pc: int, level: int,
               below: bool = False) -> tuple[int, int] | None:
     """(return address, CFA) of the frame at `pc`, the debugger's frame `level`, unwound from
     frame 0 with the CFI; with `below`, those of the frame it called. None without registers,
@@ -527,14 +367,14 @@ def return_of(session: Session, host: Host, pc: int, level: int,
     return None if cfa is None else (frames[k + 1].pc, cfa)
 
 
-def procedure_has_lines(session: Session, host: Host, pc: int) -> bool:
+def procedure_has_lines(session: SessionView, host: Host, pc: int) -> bool:
     """Whether `pc` is in a procedure with line information (the return address itself may
     be in code of line 0)."""
     found = _where(session, host, pc)
     return found is not None and procedure_lines(found[1], found[2]).has_lines
 
 
-def has_lines(session: Session, host: Host, pc: int) -> bool:
+def has_lines(session: SessionView, host: Host, pc: int) -> bool:
     found = session.module_of(host, pc)
     return found is not None and found[1].line_at(pc - found[0].bias) is not None
 
@@ -580,7 +420,7 @@ class Walk:
     one returned: step from there), "done" (finish and stepi end with their leg).
     """
 
-    def __init__(self, session: Session, host: Host, kind: str, line: int | None = None,
+    def __init__(self, session: SessionView, host: Host, kind: str, line: int | None = None,
                  level: int | None = None) -> None:
         if kind not in KINDS:
             raise UsageError(f"unknown step kind {kind!r}")
@@ -644,7 +484,7 @@ class Walk:
         return plan
 
 
-def run(session: Session, host: Host, kind: str, line: int | None = None) -> str:
+def run(session: SessionView, host: Host, kind: str, line: int | None = None) -> str:
     """Step as `bb KIND` asks; returns what to print (where the program stopped)."""
     if kind not in KINDS:
         raise UsageError(f"unknown step kind {kind!r}")
@@ -661,7 +501,7 @@ def run(session: Session, host: Host, kind: str, line: int | None = None) -> str
     return _report(session, host, kind, step, walk.notes, context)
 
 
-def _report(session: Session, host: Host, kind: str, outcome: StepOutcome,
+def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
             notes: list[str], context: object = None) -> str:
     """What the step prints: the debugger's own report of the stop (Host.stop_report, see
     unsplit.render.stop), after the notes on how the step was made; a stop the step did not

@@ -26,7 +26,8 @@ from unsplit.debuginfo.dwarf.info import InfoWriter
 from unsplit.debuginfo.dwarf.line import LineProgram
 from unsplit.debuginfo.dwarf.rnglists import RangeLists
 from unsplit.debuginfo.dwarf.strings import StringTable
-from unsplit.index.demangle import demangle
+from unsplit.index.demangle import LLVM, demangle
+from unsplit.index.inlines import DwarfFrames
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 
@@ -157,14 +158,12 @@ _Call = tuple[str, str, int, int]  # callee, call file path, call line, call col
 
 class _Walker:
     """Asks the core about every byte of a module's code: its line (ModuleIndex.line_at) and,
-    where DWARF says so, its chain of inlined calls (the Symbolizer's, as
+    where DWARF says so, its chain of inlined calls (unsplit.index.inlines, as
     ``unsplit symbolize --inlines`` prints them)."""
 
     def __init__(self, index: ModuleIndex) -> None:
-        from unsplit.tools.symbolize import Symbolizer
-
         self.index = index
-        self.symbolizer = Symbolizer(index.binary.path, None, index=index)
+        self.frames = DwarfFrames.of(index, LLVM)
         own = index.dwarf_lines.available
         self.has_dwarf = own or "bat" in index.sources_used
         # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
@@ -196,7 +195,7 @@ class _Walker:
                 # An inlined range begins and ends with a line row of its own (the callee's
                 # lines are not the caller's): the chain is asked for only where the row changes.
                 if changed or address == start:
-                    calls = _calls(self.symbolizer.dwarf_frames(address))
+                    calls = _calls(self.frames.frames(address))
                 self._nest(address, calls, open_, roots)
         return rows, roots
 

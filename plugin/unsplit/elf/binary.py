@@ -195,6 +195,8 @@ class Binary:
         self._symbol_tables: dict[str, list[SymbolEntry]] = {}
         self._sections: dict[str, Section | None] = {}
         self._symbol_columns: dict[str, SymbolColumns] = {}
+        # What other layers work out from this file (unsplit.elf.derived.PerFile keys).
+        self.derived: dict[object, object] = {}
         st = os.fstat(self._stream.fileno())
         self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 

@@ -24,9 +24,9 @@ from typing import Any, Literal
 from elftools.common.exceptions import DWARFError, ELFError
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.line_row import LineRow
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import leb128
-from unsplit.index.model import LineRow
 
 # What pyelftools raises on damaged DWARF, besides its own errors: it reads fields with construct
 # and struct, seeks to offsets taken from the data, and leaves None where a form was not decoded.

@@ -44,12 +44,11 @@ Call counts and timestamps (bits 2, 3) change that layout and are not read here.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import partial
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError, UnsupportedVersion
-from unsplit.index.model import HOT, Block, Fragment, Procedure
 
 SECTION = "__llvm_mipmap"
 RAW_SECTION = "__llvm_mipraw"
@@ -77,6 +76,15 @@ class MipHeader:
     module_hash: int = 0
 
 
+class MipBlock(NamedTuple):
+    """One basic block of a map function (file addresses), flagged by its coverage."""
+
+    id: int  # 0: the entry block; i: the i-th non-entry block of the map
+    start: int
+    end: int
+    flags: tuple[str, ...] = ()  # ("covered",) or ("not-covered",) when a profile says
+
+
 @dataclass(frozen=True, slots=True)
 class MipFunction:
     """One function of the map, its PC-relative fields resolved."""
@@ -91,8 +99,8 @@ class MipFunction:
     raw_offset: int  # of its profile data within __llvm_mipraw
     offset: int = field(default=0, compare=False)  # of the record in the section
 
-    def blocks(self, coverage: Coverage | None = None) -> list[Block]:
-        """Blocks as model Blocks, by address: the entry block is %0 and the non-entry ones
+    def blocks(self, coverage: Coverage | None = None) -> list[MipBlock]:
+        """Its blocks, by address: the entry block is %0 and the non-entry ones
         %1..%n in map order (the order of their coverage bytes). Each runs to the next start;
         an offset outside the function (or a second block at one start) gives no block.
 
@@ -110,7 +118,7 @@ class MipFunction:
         for s, e in zip(starts, ends, strict=True):
             if e > s:
                 flags = () if coverage is None else coverage.flags(ids[s])
-                out.append(Block(ids[s], self.address + s, self.address + e, flags))
+                out.append(MipBlock(ids[s], self.address + s, self.address + e, flags))
         return out
 
 
@@ -345,23 +353,3 @@ def lay_out_raw(functions: Iterable[MipFunction], profile_type: int) -> list[Mip
         at += raw_size(f, profile_type)
     return out
 
-
-def procedures(
-    mip: MipMap,
-    raw: RawProfile | None = None,
-    symbol: Callable[[MipFunction], str | None] | None = None,
-) -> list[Procedure]:
-    """Model procedures: MIP knows one fragment per function (the part that holds its entry),
-    with its blocks, flagged by the raw profile's coverage when it has run. `symbol` says
-    which ELF symbol names a function's fragment (default: its map name)."""
-    coverage = raw.coverage if raw is not None and raw.ran_at_all else {}
-    # Blocks are made on first use: a big map holds millions, and most are never asked for.
-    return [
-        Procedure(
-            f.name,
-            [Fragment(f.name, HOT, f.address, f.address + f.size,
-                      f.name if symbol is None else symbol(f), 0, "mip")],
-            load_blocks=partial(f.blocks, coverage.get(f.raw_offset)),
-        )
-        for f in mip.functions
-    ]

@@ -10,21 +10,16 @@ Decoding is done once per :class:`~unsplit.elf.binary.Binary` and cached.
 
 from __future__ import annotations
 
-import re
 import struct
-import weakref
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.formats import bat, bat_scan
-from unsplit.index.model import HOT
-
-# BOLT names split fragments <name>.cold.<k>, <name>.warm, <name>.cold (spec §6.1); perf2bolt
-# recognizes them with this very pattern (spec §5.2).
-FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.*)\.(?P<tag>(?:cold|warm)(?:\.[0-9]+)?)$")
+from unsplit.index.model import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
@@ -263,7 +258,12 @@ class BatIndex:
 # Loading and caching
 
 
-_CACHE: weakref.WeakKeyDictionary[Binary, BatIndex | None] = weakref.WeakKeyDictionary()
+def _load(binary: Binary) -> BatIndex | None:
+    table = bat_table(binary)
+    return None if table is None else BatIndex(binary, table)
+
+
+_INDEXES = PerFile(_load)
 
 
 def has_bat(binary: Binary) -> bool:
@@ -272,13 +272,8 @@ def has_bat(binary: Binary) -> bool:
 
 def load(binary: Binary) -> BatIndex | None:
     """The BAT index of ``binary`` (None without ``.note.bolt_bat``); raises DecodeError once
-    per call on a malformed note, and caches the good ones."""
-    if binary in _CACHE:
-        return _CACHE[binary]
-    table = bat_table(binary)
-    index = None if table is None else BatIndex(binary, table)
-    _CACHE[binary] = index
-    return index
+    per call on a malformed note, and keeps the good ones (on the Binary)."""
+    return _INDEXES(binary)
 
 
 def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTable | None:
@@ -333,10 +328,10 @@ def load_from_scan(binary: Binary, scan: bat_scan.BatScan,
                    symbol_order: array[int] | None = None) -> BatIndex | None:
     """:func:`load` from a scan the persistent index kept: the note is not read whole
     (``symbol_order``: the function symbols by address, as :meth:`BatIndex.symbol_order`)."""
-    if binary not in _CACHE:
+    if not _INDEXES.known(binary):
         table = bat_table(binary, scan)
-        _CACHE[binary] = None if table is None else BatIndex(binary, table, symbol_order)
-    return _CACHE[binary]
+        _INDEXES.set(binary, None if table is None else BatIndex(binary, table, symbol_order))
+    return _INDEXES(binary)
 
 
 def translate(binary: Binary, address: int) -> Translation | None:
@@ -420,7 +415,7 @@ def _procedure_name(syms: list[_Sym], address: int) -> str:
     def rank(s: _Sym) -> tuple[int, int, int, int, str]:
         return (
             ".icf." in s.name,
-            FRAGMENT_SUFFIX.match(s.name) is not None,
+            _bolt_fragment(s.name) is not None,
             s.size == 0,
             _BINDING_RANK.get(s.binding, 3),
             s.name,
@@ -429,13 +424,20 @@ def _procedure_name(syms: list[_Sym], address: int) -> str:
     return min(syms, key=rank).name
 
 
+def _bolt_fragment(symbol: str) -> FragmentName | None:
+    """A fragment name BOLT gives (<name>.cold.<k>, <name>.warm, <name>.cold: spec §6.1, the
+    names perf2bolt recognizes, §5.2); clang's ``.__part.N`` is an input function's name."""
+    m = parse_fragment_name(symbol)
+    return m if m is not None and m.kind != "part" else None
+
+
 def _fragment_name(
     syms: list[_Sym], procedure: str, address: int, table: bat.BatTable
 ) -> tuple[str, _Sym | None]:
     for s in syms:
-        m = FRAGMENT_SUFFIX.match(s.name)
-        if m and m.group("base") == procedure:
-            return m.group("tag"), s
+        m = _bolt_fragment(s.name)
+        if m is not None and m.base == procedure:
+            return m.tag, s
     # No symbol (stripped symtab): number the split fragments in address order.
     parent = table.parent_of(address)
     siblings = table.split_fragments(parent if parent is not None else address)

@@ -66,6 +66,7 @@ class _Cxa:
 
 @lru_cache(maxsize=1)
 def _cxa() -> _Cxa:
+    """libstdc++'s demangler, loaded once per process (the library is the process's)."""
     return _Cxa()
 
 
@@ -81,7 +82,8 @@ _CLONES = re.compile(r"(?: \[clone \.[^\]]+\])+")
 @lru_cache(maxsize=1 << 16)
 def demangle(name: str, style: str = GNU) -> str:
     """`name` as the debugger of `style` shows it; a name that is not mangled (C, a v0 Rust
-    name, garbage) comes back unchanged."""
+    name, garbage) comes back unchanged. Pure (the same name and style give the same text,
+    whatever the session), so one bounded cache serves the whole process."""
     if not name.startswith("_Z"):
         return name
     rust = _rust_legacy(name)

@@ -12,15 +12,78 @@ load bias of the module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
 from unsplit.index.demangle import GNU, shown
 from unsplit.index.names import split
 
 HOT = "hot"
 """Name of the fragment that holds the procedure's entry."""
+
+
+# -- fragment names ------------------------------------------------------------------------
+# The one grammar of the symbols splitters give the pieces they move (every source reads it):
+#   <base>.cold, <base>.cold.N   GCC, clang (machine function splitter), BOLT (spec §6.1)
+#   <base>.warm                  BOLT --split-strategy=cdsplit
+#   <base>.__part.N              clang basic-block sections (fragment tag "part.N")
+# Anything else ends the base name: GCC's IPA clones (``foo.part.0``, ``foo.isra.0``,
+# ``foo.constprop.1``) and ThinLTO's promoted locals (``foo.llvm.123``) are functions of their
+# own, and their pieces are ``foo.part.0.cold``, ``foo.llvm.123.cold``.
+
+_FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.+?)\.(?P<kind>cold|warm|__part)(?:\.(?P<n>\d+))?$")
+_TAG = re.compile(r"^(?P<kind>cold|warm|part)(?:\.(?P<n>\d+))?$")
+FRAGMENT_NAME_IN_STRTAB = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
+"""A fragment name's end in an ELF string table: one pass tells a table without any."""
+
+# Original order of the pieces after the entry: warm code sat before cold code (BOLT's
+# FragmentNum order: main, warm, cold, then cold.0, cold.1, ...).
+_KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentName:
+    """A fragment symbol read by the grammar: ``foo.cold.3`` is base ``foo``, kind ``cold``,
+    number 3, tag ``cold.3`` (the Fragment.name the model gives it)."""
+
+    base: str
+    kind: str  # "cold", "warm" or "part"
+    number: int | None
+
+    @property
+    def tag(self) -> str:
+        return self.kind if self.number is None else f"{self.kind}.{self.number}"
+
+
+def parse_fragment_name(symbol: str) -> FragmentName | None:
+    """``foo.cold.3`` -> FragmentName("foo", "cold", 3); None for a name no splitter makes."""
+    if ".cold" not in symbol and ".warm" not in symbol and ".__part" not in symbol:
+        return None  # the common case, without the regex's walk over a long mangled name
+    m = _FRAGMENT_SUFFIX.match(symbol)
+    if m is None:
+        return None
+    kind = "part" if m["kind"] == "__part" else m["kind"]
+    return FragmentName(m["base"], kind, None if m["n"] is None else int(m["n"]))
+
+
+def split_fragment_name(symbol: str) -> tuple[str, str] | None:
+    """`foo.cold.3` -> ("foo", "cold.3"); `foo.__part.1` -> ("foo", "part.1"); else None."""
+    found = parse_fragment_name(symbol)
+    return None if found is None else (found.base, found.tag)
+
+
+def fragment_order(tag: str) -> tuple[int, int]:
+    """Sort key of a fragment tag in its procedure's original order: ``hot`` first, then
+    ``warm``, ``part.N``, ``cold``, ``cold.0``, ``cold.1``..., then any other tag."""
+    if tag == HOT:
+        return (-1, -1)
+    m = _TAG.match(tag)
+    if m is None:
+        return (len(_KIND_RANK), -1)
+    return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,19 +116,6 @@ class Block:
     flags: tuple[str, ...] = ()  # e.g. ("return", "can_fall_through")
     frequency: float | None = None  # relative to the entry block, from the PGO map
     successors: tuple[tuple[int, float], ...] = ()  # (block id, probability)
-
-
-@dataclass(frozen=True, slots=True)
-class LineRow:
-    """One row of a line table: code from `address` on comes from file:line."""
-
-    address: int
-    file: str
-    line: int
-    column: int = 0
-    source: str = "dwarf"  # dwarf, esl or bat
-    is_stmt: bool = True
-    path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
 
 
 class Procedure:

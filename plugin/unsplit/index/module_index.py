@@ -9,27 +9,21 @@ import os
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
 from itertools import chain
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
-from unsplit.errors import AddressLookupError, DecodeError, UnsplitError
-from unsplit.formats import bat_scan
-from unsplit.index import bat_translate, prebolt
+from unsplit.errors import AddressLookupError, UnsplitError
+from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model import HOT, Block, Fragment, LineRow, Location, Procedure
-from unsplit.index.sources import SourceFn, registered
-from unsplit.index.sources import bat as bat_source
-from unsplit.index.sources import bb_addr_map as bb_addr_map_source
-from unsplit.index.sources import split_info as split_info_source
-from unsplit.index.sources import symbols as symbols_source
-from unsplit.index.sources.bat import BatProcedures
-from unsplit.index.sources.split_info import EslLines
-from unsplit.index.sources.symbols import PlainFunctions
+from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
 from unsplit.index.store import IndexStore, StoredParts
 
-LineSource = Callable[[int], LineRow | None]
-_EM_X86_64 = 62
+if TYPE_CHECKING:
+    from unsplit.index.sources.symbols import PlainFunctions
+
+__all__ = ["IndexCache", "LineSource", "ModuleIndex", "ProcedureTable"]
 
 
 class ModuleIndex:
@@ -40,16 +34,15 @@ class ModuleIndex:
         self.binary = binary
         self.sources_used: list[str] = []
         self.warnings: list[str] = []
-        self._input_lines: DwarfLines | None = None
         stored = None if store is None else store.load(binary)
         if stored is None and progress is not None:
             _announce(binary, progress)
+        self.sources: SourceSet = open_sources(binary, stored, self.fragment_at, self.warnings)
         merged, self._bat, parts = self._merge_sources(stored)
         if store is not None and stored is None and parts is not None:
             store.save(binary, parts)
-        bad_bat = bat_source.problem(binary)
-        if bad_bat is not None:  # the note is ignored; symbols alone still name fragments
-            self.warnings.append(f"BOLT address translation ignored: {bad_bat}")
+        for source in self.sources.all:  # a section ignored (the others still name fragments)
+            self.warnings.extend(source.problems())
         owned = sorted(
             ((f, p) for p in merged.values() for f in p.fragments),
             key=lambda fp: (fp[0].start, -fp[0].end),
@@ -60,132 +53,31 @@ class ModuleIndex:
         by_name: dict[str, Procedure] = {}
         for proc in merged.values():
             by_name.setdefault(proc.name, proc)
-        plain = symbols_source.plain(binary) if parts is None else parts.plain
-        self.procedures = ProcedureTable(
-            by_name, plain, lambda address: bb_addr_map_source.blocks_at(binary, address),
-            self._bat)
+        plain = self.sources.plain() if parts is None else parts.plain
+        self.procedures = ProcedureTable(by_name, plain, self.sources.blocks_at, self._bat)
         self.dwarf_lines = DwarfLines(binary, self.warnings)
-        self.line_sources = self._line_sources()
+        self.line_table = LineTable(self.sources, self.dwarf_lines, self.warnings)
+        self.line_sources = self.line_table.sources
 
     @classmethod
     def open(cls, path: str) -> ModuleIndex:
         return cls(Binary(path))
 
-    def _line_sources(self) -> list[LineSource]:
-        """Most precise first: ESL programs, the binary's DWARF, then for BOLTed code the
-        pre-BOLT binary's DWARF through BAT (BOLT drops DWARF unless asked to update it)."""
-        out: list[LineSource] = []
-        try:
-            esl = EslLines(self.binary)
-            if esl.available:
-                out.append(esl.lookup)
-        except UnsplitError as e:
-            self.warnings.append(str(e))
-        out.append(self.dwarf_lines.lookup)
-        if "bat" in self.sources_used:
-            out.append(self._bat_line)
-        return out
-
-    def _bat_line(self, file_address: int) -> LineRow | None:
-        input_binary = prebolt.input_for(self.binary)
-        input_address = self.bat_input_address(file_address)
-        if input_binary is None or input_address is None:
-            return None
-        if self._input_lines is None or self._input_lines.binary is not \
-                (input_binary.dwarf_binary or input_binary):
-            self._input_lines = DwarfLines(input_binary, self.warnings,
-                                           f"pre-BOLT {input_binary.path}: ")
-        row = self._input_lines.lookup(input_address)
-        return None if row is None else replace(row, address=file_address, source="bat")
+    def input_binary(self) -> Binary | None:
+        """The pre-BOLT input of a BOLTed module (None for any other, or none found)."""
+        return self.sources.bat.input_binary()
 
     def bat_input_address(self, file_address: int) -> int | None:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
         line table gives ``file_address``; None without BAT, an input binary or a translation."""
-        input_binary = None if "bat" not in self.sources_used else prebolt.input_for(self.binary)
-        if input_binary is None:
-            return None
-        found = self.input_location(file_address)
-        if found is None:
-            input_address = self._unmoved(file_address, input_binary)
-        elif found[2] is None:
-            return None
-        elif self._inserted_jump(file_address):
-            # BOLT rebuilds unconditional jumps when it lays blocks out: they come from no input
-            # instruction (BAT has no entry for them, spec §2.3) and BOLT's own line table
-            # continues the row of the code before them. So do we: that code is the branch BAT
-            # anchors (whose size BOLT may have changed: jne rel8 -> rel32), or else the byte
-            # before is the last byte of an input instruction translated from the same anchor.
-            anchor = self._branch_right_before(file_address)
-            before = self.input_location(file_address - 1 if anchor is None else anchor)
-            input_address = None if before is None or before[2] is None \
-                else before[2] + before[1]
-        else:
-            input_address = found[2] + found[1]
-        return input_address
-
-    def _inserted_jump(self, file_address: int) -> bool:
-        """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every
-        control-flow instruction BOLT kept from the input has a branch entry)."""
-        tr = bat_translate.translate(self.binary, file_address)
-        if tr is None or tr.exact or self.binary.machine != _EM_X86_64:
-            return False
-        return self.binary.code_byte(file_address) in (0xE9, 0xEB)
-
-    def _branch_right_before(self, file_address: int) -> int | None:
-        """The anchor of ``file_address`` if it is a conditional jump ending right there: a
-        branch entry, or a block entry when the jump is its block's first instruction (BAT then
-        keeps the block entry alone, spec §2.3)."""
-        tr = bat_translate.translate(self.binary, file_address)
-        if tr is None:
-            return None
-        first = self.binary.code_byte(tr.anchor_output)
-        size = 2 if first is not None and 0x70 <= first <= 0x7F else None
-        if first == 0x0F:
-            second = self.binary.code_byte(tr.anchor_output + 1)
-            size = 6 if second is not None and 0x80 <= second <= 0x8F else None
-        return tr.anchor_output if size == file_address - tr.anchor_output else None
-
-    def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
-        """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
-        function symbol around it has the same name, address and size in the input (lite mode
-        leaves unprofiled functions in place, spec §2.3, §3.5)."""
-        frag = self.fragment_at(file_address)
-        if frag is None or frag.symbol is None:
-            return None
-        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
-        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
-        ours = self.binary.function_at(frag.symbol, frag.start)
-        mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
-        if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
-            return None
-        return file_address
-
-    def esl_statements(self, file: str, line: int) -> list[LineRow]:
-        """ESL rows where file:line begins (the first row of each run of that line)."""
-        out: list[LineRow] = []
-        previous: LineRow | None = None
-        for row in self._esl_rows():
-            if row.line == line and (file in (row.file, row.path)
-                                     or row.file.endswith("/" + file)) and not (
-                    previous is not None and previous.line == line
-                    and previous.file == row.file):
-                out.append(row)
-            previous = row
-        return out
-
-    def _esl_rows(self) -> list[LineRow]:
-        if ".split_info" not in self.binary._section_index:
-            return []
-        return split_info_source.line_rows(self.binary)
+        return self.sources.bat.input_address(file_address)
 
     def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
         """(procedure, input offset, input function address) for BOLTed code, else None."""
-        if "bat" not in self.sources_used:
-            return None
-        return bat_source.input_offset(self.binary, file_address)
+        return self.sources.bat.input_location(file_address)
 
     def _merge_sources(self, stored: StoredParts | None) -> tuple[
-            dict[tuple[str, int], Procedure], BatProcedures | None, StoredParts | None]:
+            dict[tuple[str, int], Procedure], LazyProcedures | None, StoredParts | None]:
         """Procedures by (name, entry) from every source (two units' static functions may
         share a name), BAT's kept apart as a lazy set, and the parts a persistent index keeps
         (None when a source failed: a file with a bad section is not cached).
@@ -193,30 +85,28 @@ class ModuleIndex:
         A later source's procedure keeps only the fragments no earlier source placed, and is
         left out when its entry was placed (BAT pairs a fragment with its input function; a
         name-based source might pair it with another). BAT's fragments count as placed by
-        address (BatProcedures.places), without making its procedures."""
+        address (LazyProcedures.places), without making its procedures."""
         merged: dict[tuple[str, int], Procedure] = {}
         placed: set[int] = set()
-        lazy: BatProcedures | None = None
+        lazy: LazyProcedures | None = None
         failed = False
-        scan = None
 
         def taken(start: int) -> bool:
             return start in placed or (lazy is not None and lazy.places(start))
 
-        for name, fn in registered():
+        for source in self.sources.all:
             try:
-                found = self._from_source(name, fn, stored)
+                found = source.procedures()
             except UnsplitError as e:  # one bad section must not hide what the others know
-                self.warnings.append(f"{name}: {e}")
+                self.warnings.append(f"{source.name}: {e}")
                 failed = True
                 continue
+            failed = failed or bool(source.problems())
             if found:
-                self.sources_used.append(name)
-            if isinstance(found, BatProcedures):
+                self.sources_used.append(source.name)
+            if not isinstance(found, list):
                 lazy = found
                 lazy.placed = set(placed)  # what split_info placed stays split_info's
-                maps = found.index.table.maps
-                scan = maps.scan if isinstance(maps, bat_scan.LazyMaps) else None
                 continue
             mine: set[int] = set()
             for proc in found:
@@ -240,28 +130,9 @@ class ModuleIndex:
             placed |= mine
         if stored is not None:
             return merged, lazy, stored
-        if failed or bat_source.problem(self.binary) is not None:
+        if failed:
             return merged, lazy, None
-        symbol_procs = symbols_source.procedures(self.binary)
-        order = None if lazy is None or scan is None else lazy.index.symbol_order()
-        return merged, lazy, StoredParts(scan, symbols_source.plain(self.binary), symbol_procs,
-                                         order)
-
-    def _from_source(self, name: str, fn: SourceFn, stored: StoredParts | None
-                     ) -> list[Procedure] | BatProcedures:
-        """One source's procedures; from the persistent index for those it keeps."""
-        if stored is None:
-            return fn(self.binary)
-        if name == "symbols":
-            return list(stored.symbol_procedures)
-        if name == "bat" and stored.bat_scan is not None:
-            try:
-                index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
-                                                     stored.bat_symbol_order)
-            except DecodeError:
-                return fn(self.binary)
-            return [] if index is None or not index.table.hot else BatProcedures(index)
-        return fn(self.binary)
+        return merged, lazy, self.sources.parts_to_store()
 
     # -- questions ----------------------------------------------------------------------
 
@@ -340,12 +211,9 @@ class ModuleIndex:
         return proc
 
     def line_at(self, address: int) -> LineRow | None:
-        """The best line row for `address`; line 0 ("no source") lets the next source answer."""
-        for source in self.line_sources:
-            row = source(address)
-            if row is not None and row.line:
-                return row
-        return None
+        """The best line row for `address`; line 0 ("no source") lets the next source answer
+        (the module's LineTable)."""
+        return self.line_table.line_at(address)
 
     def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
                blocks: bool = True) -> Location:
@@ -364,16 +232,17 @@ class ModuleIndex:
                             warnings=tuple(self.warnings))
         proc, frag = found
         offset = frag.logical_start + file_address - frag.start
-        if frag.source == "split_info":  # a piece may hold branches: §1's exact mapping
-            exact = split_info_source.logical_offset(self.binary, file_address)
-            offset = offset if exact is None else exact
+        source = self.sources.named(frag.source)
+        exact = None if source is None else source.logical_offset(file_address)
+        if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
+            offset = exact
         input_address = None
         bat_facts: dict[str, object] = {}
         bolted = self.input_location(file_address)
         if bolted is not None:  # BOLT: the offset in the input function, as BAT says
             offset = bolted[1]
             input_address = None if bolted[2] is None else bolted[2] + bolted[1]
-            bat_facts = self._bat_facts(file_address)
+            bat_facts = self.sources.bat.facts(file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -394,20 +263,6 @@ class ModuleIndex:
             **bat_facts,  # type: ignore[arg-type]
         )
 
-    def _bat_facts(self, file_address: int) -> dict[str, object]:
-        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
-        tr = bat_translate.translate(self.binary, file_address)
-        if tr is None:
-            return {}
-        return {
-            "input_offset": tr.input_offset,
-            "bat_entry": "branch" if tr.is_branch else "block",
-            "bat_entry_distance": file_address - tr.anchor_output,
-            "bat_block": tr.bb_index,
-            "fragment_kind": tr.fragment.split(".")[0],
-        }
-
-
 class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
     made when asked for, functions in one piece as sorted arrays, made into a Procedure only
@@ -415,7 +270,7 @@ class ProcedureTable(Mapping[str, Procedure]):
 
     def __init__(self, known: dict[str, Procedure], plain: PlainFunctions,
                  blocks_at: Callable[[int], list[Block] | None] | None = None,
-                 bat: BatProcedures | None = None) -> None:
+                 bat: LazyProcedures | None = None) -> None:
         self._known = known
         self._bat = bat
         self._blocks_at = blocks_at  # a one-piece function's blocks, by its start

@@ -21,11 +21,11 @@ BAT input offset lies past that symbol's size; otherwise it is refused with one 
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Iterator
 
 from unsplit.elf import debuginfod
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import BinaryError, DecodeError
 from unsplit.index import bat_translate
 
@@ -34,36 +34,29 @@ DEBUG_ROOTS = ("/usr/lib/debug",)
 _ELF_MAGIC = b"\x7fELF"
 _MAX_DIR_FILES = 2000  # a directory scan reads headers only, but never without bound
 
-_FUNCS: weakref.WeakKeyDictionary[Binary, dict[str, tuple[int, int]]] = weakref.WeakKeyDictionary()
-_LOCALS: weakref.WeakKeyDictionary[Binary, dict[tuple[str, str], tuple[int, int]]] = \
-    weakref.WeakKeyDictionary()
+def _search(binary: Binary) -> Binary | None:
+    return find_input(binary)
 
 
-_INPUTS: weakref.WeakKeyDictionary[Binary, Binary | None] = weakref.WeakKeyDictionary()
-_GENERATION = [0]  # bumped by set_input: adapters drop the locations they cached by pc
-
-
-def generation() -> int:
-    """Changes whenever :func:`set_input` changes which input a binary has."""
-    return _GENERATION[0]
+# The input of each Binary, kept on it: a session's index cache owns its Binary objects, so
+# `bb input` in one session (set_input) is not another's. The session counts the changes
+# (Session.input_generation) for the adapters' caches of locations by pc.
+_INPUTS = PerFile(_search)
 
 
 def input_for(binary: Binary) -> Binary | None:
     """The input of ``binary``: the one :func:`set_input` named, else :func:`find_input`'s
-    answer, searched once per Binary and cached."""
-    if binary not in _INPUTS:
-        _INPUTS[binary] = find_input(binary)
-    return _INPUTS[binary]
+    answer, searched once per Binary and kept."""
+    return _INPUTS(binary)
 
 
 def set_input(binary: Binary, path: str | None) -> Binary | None:
     """``bb input PATH`` / ``--input PATH``: verify and remember; None forgets (search again)."""
-    _GENERATION[0] += 1
     if path is None:
-        _INPUTS.pop(binary, None)
+        _INPUTS.forget(binary)
         return None
     found = find_input(binary, path)
-    _INPUTS[binary] = found
+    _INPUTS.set(binary, found)
     return found
 
 
@@ -163,16 +156,22 @@ def output_unit(binary: Binary, name: str, address: int) -> str | None:
 
 def _function(binary: Binary, name: str, unit: str | None) -> tuple[int, int] | None:
     if unit is not None:
-        locals_ = _LOCALS.get(binary)
-        if locals_ is None:
-            locals_ = _LOCALS[binary] = {}
-            for f in binary.functions:
-                if f.local and f.file is not None:
-                    locals_.setdefault((f.file, f.name), (f.value, f.size))
-        found = locals_.get((unit, name))
+        found = _locals(binary).get((unit, name))
         if found is not None:
             return found
     return _functions(binary).get(name)
+
+
+def _local_functions(binary: Binary) -> dict[tuple[str, str], tuple[int, int]]:
+    """(STT_FILE, name) -> (address, size) of the local functions."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for f in binary.functions:
+        if f.local and f.file is not None:
+            out.setdefault((f.file, f.name), (f.value, f.size))
+    return out
+
+
+_locals = PerFile(_local_functions)
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,16 +221,17 @@ def _build_id_matches(binary: Binary, candidate: Binary) -> bool:
 _STT_FUNC = 2
 
 
-def _functions(binary: Binary) -> dict[str, tuple[int, int]]:
-    cached = _FUNCS.get(binary)
-    if cached is None:
-        cached = {}
-        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
-        for sym in binary.symbol_entries(table):
-            if sym.type == _STT_FUNC and sym.defined:
-                cached.setdefault(sym.name, (sym.value, sym.size))
-        _FUNCS[binary] = cached
-    return cached
+def _function_table(binary: Binary) -> dict[str, tuple[int, int]]:
+    """name -> (address, size) of the first defined STT_FUNC of each name."""
+    out: dict[str, tuple[int, int]] = {}
+    table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+    for sym in binary.symbol_entries(table):
+        if sym.type == _STT_FUNC and sym.defined:
+            out.setdefault(sym.name, (sym.value, sym.size))
+    return out
+
+
+_functions = PerFile(_function_table)
 
 
 def _list_dir(directory: str) -> Iterator[str]:

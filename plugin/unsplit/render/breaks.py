@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from unsplit.index.demangle import LLVM
 from unsplit.index.model import Location
-from unsplit.session import Session
+from unsplit.index.session_view import SessionView
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ class BreakGroup:
     locations: tuple[Placed, ...]
 
 
-def locate(session: Session, module: str, file_address: int, bias: int) -> Location | None:
+def locate(session: SessionView, module: str, file_address: int, bias: int) -> Location | None:
     try:
         return session.index(module).locate(file_address, bias)
     except Exception:  # an unreadable module: the message goes on without a line
@@ -86,7 +86,7 @@ def lldb_created(number: int, count: int, address: int, loc: Location | None,
     return f"Breakpoint {number}: where = {where}, address = {address:#018x}"
 
 
-def list_text(session: Session, groups: list[BreakGroup]) -> str:
+def list_text(session: SessionView, groups: list[BreakGroup]) -> str:
     """`bb break --list`: every `bb break` and, for each location, the debugger's name for it,
     the address, the procedure as written (the session's demangling) with fragment and
     original offset, block and line. In GDB a location's name is its native breakpoint's
@@ -104,7 +104,7 @@ def list_text(session: Session, groups: list[BreakGroup]) -> str:
     return "\n".join(out)
 
 
-def _location_line(session: Session, p: Placed, style: str | None) -> str:
+def _location_line(session: SessionView, p: Placed, style: str | None) -> str:
     address = p.bias + p.file_address
     loc = locate(session, p.module, p.file_address, p.bias)
     text = f"{p.label:<6} {'y' if p.enabled else 'n'}  {address:#018x} in "

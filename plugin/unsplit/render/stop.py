@@ -25,8 +25,8 @@ from collections.abc import Callable
 from unsplit.host import Host
 from unsplit.index.demangle import GNU
 from unsplit.index.model import Location
+from unsplit.index.session_view import SessionView
 from unsplit.render.frames import frame_text
-from unsplit.session import Session
 
 # GDB's `print frame-info` values (gdb/stack.c print_frame_info_choices).
 SRC_LINE, LOCATION, SRC_AND_LOC = "source-line", "location", "source-and-location"
@@ -46,7 +46,7 @@ def source_lines(path: str) -> list[str] | None:
         return None
 
 
-def at_line_start(session: Session, host: Host, pc: int) -> bool:
+def at_line_start(session: SessionView, host: Host, pc: int) -> bool:
     """Whether `pc` begins a row of the best line table of its module: where GDB prints a
     stop without its address (frame_show_address)."""
     found = session.module_of(host, pc)

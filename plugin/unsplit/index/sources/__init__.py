@@ -1,40 +1,179 @@
-"""Fragment sources: each turns one on-disk format of a Binary into model Procedures.
+"""Fragment sources: each turns one on-disk format of a Binary into model procedures (and, for
+some, blocks and lines) behind one protocol, :class:`Source`, which is all the index talks to.
 
-A source module exposes ``procedures(binary) -> list[Procedure]``; it returns [] when the binary
-lacks its format. BAT's source returns a BatProcedures instead, which makes its procedures one
-at a time when asked for (a BOLTed libLLVM has 129k). The index asks every source in PRIORITY
-order and, per procedure (name and entry: static functions of several units share names),
-keeps the fragments no earlier (more precise) source placed and the blocks of the first
-source that has blocks at that entry.
+A source is an object per Binary that keeps what it decoded (no module-level cache). Its
+``procedures()`` is [] when the binary lacks its format; BAT's is a lazy set instead
+(:class:`LazyProcedures`), which makes its procedures one at a time when asked for (a BOLTed
+libLLVM has 129k). The index asks every source in priority order (:func:`open_sources`) and,
+per procedure (name and entry: static functions of several units share names), keeps the
+fragments no earlier (more precise) source placed and the blocks of the first source that has
+blocks at that entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
-from unsplit.index.model import Procedure
+from unsplit.index.model import Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
-    from unsplit.index.sources.bat import BatProcedures
+    from unsplit.index.sources.bat import BatSource
+    from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
+    from unsplit.index.store import StoredParts
 
-SourceFn = Callable[[Binary], "list[Procedure] | BatProcedures"]
+
+class LazyProcedures(Protocol):
+    """Procedures made when asked for, by address or name (BAT's: sources.bat.BatProcedures).
+    ``placed``: fragment starts an earlier source placed, which this set leaves out."""
+
+    placed: set[int]
+
+    def __iter__(self) -> Iterator[Procedure]: ...
+    def __len__(self) -> int: ...
+    def places(self, start: int) -> bool: ...
+    def at(self, address: int) -> tuple[Procedure, Fragment] | None: ...
+    def at_entry(self, entry: int) -> Procedure | None: ...
+    def get(self, name: str) -> Procedure | None: ...
+    def names(self) -> list[str]: ...
+    def moved_fragments(self) -> list[Fragment]: ...
+    def moved_starts(self) -> list[int]: ...
 
 
-def registered() -> list[tuple[str, SourceFn]]:
-    """(name, function) of every source, most precise first.
+Procedures = list[Procedure] | LazyProcedures
 
-    Formats that record the original layout exactly come before naming conventions. MIP's
-    map comes last: it knows only the part of a function that holds its entry, so the
-    fragments of a split function are the symbols', and MIP gives their blocks.
-    """
-    from unsplit.index.sources import bat, bb_addr_map, mip, split_info, symbols
 
-    return [
-        ("split_info", split_info.procedures),
-        ("bat", bat.procedures),
-        ("bb_addr_map", bb_addr_map.procedures),
-        ("symbols", symbols.procedures),
-        ("mip", mip.procedures),
-    ]
+class Source(Protocol):
+    """What the index asks of one fragment source of one binary (file addresses throughout)."""
+
+    name: str  # what Fragment.source and ModuleIndex.sources_used call it
+    lines_before_dwarf: bool  # its lines are more precise than the module's DWARF (ESL)
+
+    def procedures(self) -> Procedures:
+        """Its procedures ([] without its format); raises UnsplitError on a bad section."""
+        ...
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        """The blocks of the one-piece function starting at `address` that procedures()
+        left out (None: not one of those)."""
+        ...
+
+    def has_lines(self) -> bool:
+        """Whether it gives lines; raises UnsplitError when its line section is damaged."""
+        ...
+
+    def line_at(self, address: int) -> LineRow | None:
+        """The line row that covers `address`, if it says."""
+        ...
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        """Its line rows at addresses in [start, end), by address."""
+        ...
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """Where `file`:`line` begins in its lines (`file`: a base name, a path suffix or a
+        full path): what `break FILE:LINE` stops at."""
+        ...
+
+    def logical_offset(self, address: int) -> int | None:
+        """The exact logical offset of `address` in its procedure, where a fragment's linear
+        layout is only an approximation (None: the fragment's own is right)."""
+        ...
+
+    def problems(self) -> list[str]:
+        """What it could not read, one line each (a section it ignored)."""
+        ...
+
+
+class BaseSource:
+    """The answers of a source that knows only procedures: the defaults of :class:`Source`."""
+
+    name = ""
+    lines_before_dwarf = False
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        return None
+
+    def has_lines(self) -> bool:
+        return False
+
+    def line_at(self, address: int) -> LineRow | None:
+        return None
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        return []
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        return set()
+
+    def logical_offset(self, address: int) -> int | None:
+        return None
+
+    def problems(self) -> list[str]:
+        return []
+
+
+@dataclass(slots=True)
+class SourceSet:
+    """Every source of one binary, most precise first, and the two the persistent index and
+    BOLT's address translation need by role."""
+
+    all: list[Source]
+    symbols: SymbolsSource
+    bat: BatSource
+    _by_name: dict[str, Source] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name = {}
+        for source in self.all:
+            self._by_name.setdefault(source.name, source)
+
+    def named(self, name: str) -> Source | None:
+        """The source a Fragment.source names (asked per `where`: a dictionary look-up)."""
+        return self._by_name.get(name)
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        """The first source's blocks of a one-piece function starting at `address`."""
+        for source in self.all:
+            found = source.blocks_at(address)
+            if found is not None:
+                return found
+        return None
+
+    def plain(self) -> PlainFunctions:
+        """Functions in one piece (symbols), as arrays."""
+        return self.symbols.plain()
+
+    def parts_to_store(self) -> StoredParts:
+        """What the persistent index keeps of these sources (unsplit.index.store)."""
+        from unsplit.index.store import StoredParts
+
+        scan, order = self.bat.stored_scan()
+        return StoredParts(scan, self.symbols.plain(), self.symbols.procedures(), order)
+
+
+def open_sources(binary: Binary, stored: StoredParts | None = None,
+                 fragment_at: Callable[[int], Fragment | None] | None = None,
+                 warnings: list[str] | None = None) -> SourceSet:
+    """Every source of `binary`, most precise first: formats that record the original layout
+    exactly come before naming conventions. MIP's map comes last: it knows only the part of a
+    function that holds its entry, so the fragments of a split function are the symbols', and
+    MIP gives their blocks. `stored`: the persistent index's parts (symbols and the BAT scan
+    come from it); `fragment_at`: the index's fragment look-up (BAT's lines need it);
+    `warnings`: where lines found damaged later are reported (the index's warnings)."""
+    from unsplit.index.sources.bat import BatSource
+    from unsplit.index.sources.bb_addr_map import BbAddrMapSource
+    from unsplit.index.sources.mip import MipSource
+    from unsplit.index.sources.split_info import SplitInfoSource
+    from unsplit.index.sources.symbols import SymbolsSource
+
+    symbols = SymbolsSource(binary, stored)
+    bat = BatSource(binary, stored, fragment_at, warnings)
+    return SourceSet([SplitInfoSource(binary), bat, BbAddrMapSource(binary), symbols,
+                      MipSource(binary)], symbols, bat)
+

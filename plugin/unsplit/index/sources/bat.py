@@ -13,15 +13,30 @@ the ``offset`` of BOLTed code.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
+from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import DecodeError
-from unsplit.index import bat_translate
-from unsplit.index.model import Block, Fragment, Procedure
+from unsplit.formats import bat_scan
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.model import Block, Fragment, LineRow, Procedure, fragment_order
+from unsplit.index.sources import BaseSource
 
-_PROBLEMS: dict[tuple[str, int, int], DecodeError] = {}
+if TYPE_CHECKING:
+    from unsplit.index.store import StoredParts
+
+
+def _no_problem(binary: Binary) -> DecodeError | None:
+    return None
+
+
+_PROBLEMS = PerFile(_no_problem)  # what procedures() met, for problem()
 
 
 def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
@@ -34,7 +49,7 @@ def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
     try:
         index = bat_translate.load(binary)
     except DecodeError as e:
-        _PROBLEMS[binary.identity] = e
+        _PROBLEMS.set(binary, e)
         return []
     if index is None or not index.table.hot:
         return []
@@ -139,7 +154,7 @@ class BatProcedures:
 
 def problem(binary: Binary) -> DecodeError | None:
     """The DecodeError that made :func:`procedures` return [] for ``binary``, if any."""
-    return _PROBLEMS.get(binary.identity)
+    return _PROBLEMS.get(binary)
 
 
 def input_offset(
@@ -160,8 +175,6 @@ def input_offset(
     tr = None if index is None else index.translate(file_address)
     if tr is None:
         return None
-    from unsplit.index import prebolt
-
     if input_binary is None:
         input_binary = prebolt.input_for(binary)
     address = None if input_binary is None else prebolt.function_address(
@@ -169,19 +182,9 @@ def input_offset(
     return tr.procedure, tr.input_offset, address
 
 
-_ORDER = re.compile(r"^(warm|cold)(?:\.([0-9]+))?$")
-
-
 def _order(name: str, start: int) -> tuple[int, int, int]:
     """hot, then warm, then cold, then cold.0, cold.1, ... (BOLT's FragmentNum order)."""
-    if name == "hot":
-        return (0, 0, start)
-    m = _ORDER.match(name)
-    if m is None:
-        return (4, 0, start)
-    if m.group(1) == "warm":
-        return (1, 0, start)
-    return (2, 0, start) if m.group(2) is None else (3, int(m.group(2)), start)
+    return (*fragment_order(name), start)
 
 
 def _procedure(index: bat_translate.BatIndex, hot: int) -> Procedure:
@@ -232,3 +235,226 @@ def _blocks(index: bat_translate.BatIndex, info: bat_translate.FragmentInfo) -> 
         if off < min(nxt, size):
             out.append(Block(ident, info.start + off, info.start + min(nxt, size)))
     return out
+
+
+_EM_X86_64 = 62
+
+
+class BatSource(BaseSource):
+    """BOLT address translation as a Source: BAT's procedures (a lazy set), and, for the code
+    it describes, the pre-BOLT input's lines at the input address BAT gives (BOLT drops DWARF
+    unless asked to update it), with the facts `bb where` shows (spec §3.1, §3.2).
+
+    ``stored``: the persistent index's parts (the note's scan, read again a record at a time);
+    ``fragment_at``: the index's fragment look-up (lite mode's unmoved functions, §3.5);
+    ``warnings``: where the input's DWARF reports what it cannot read."""
+
+    name = "bat"
+
+    def __init__(self, binary: Binary, stored: StoredParts | None = None,
+                 fragment_at: Callable[[int], Fragment | None] | None = None,
+                 warnings: list[str] | None = None) -> None:
+        super().__init__(binary)
+        self._stored = stored
+        self.fragment_at = fragment_at
+        self.warnings = [] if warnings is None else warnings
+        self.found: BatProcedures | None = None  # what procedures() gave, when it gave any
+        self._input_lines: DwarfLines | None = None
+
+    def procedures(self) -> BatProcedures | list[Procedure]:
+        stored = self._stored
+        found: BatProcedures | list[Procedure]
+        if stored is not None and stored.bat_scan is not None:
+            try:
+                index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
+                                                     stored.bat_symbol_order)
+            except DecodeError:
+                found = procedures(self.binary)
+            else:
+                found = [] if index is None or not index.table.hot else BatProcedures(index)
+        else:
+            found = procedures(self.binary)
+        self.found = found if isinstance(found, BatProcedures) else None
+        return found
+
+    def problems(self) -> list[str]:
+        bad = problem(self.binary)  # the note is ignored; symbols alone still name fragments
+        return [] if bad is None else [f"BOLT address translation ignored: {bad}"]
+
+    def stored_scan(self) -> tuple[bat_scan.BatScan | None, array[int] | None]:
+        """The note's scan and the symbol order the persistent index keeps (None, None when
+        BAT gave no procedures or was decoded whole)."""
+        if self.found is None:
+            return None, None
+        maps = self.found.index.table.maps
+        if not isinstance(maps, bat_scan.LazyMaps):
+            return None, None
+        return maps.scan, self.found.index.symbol_order()
+
+    # -- BOLTed code: input addresses and lines ----------------------------------------------
+
+    def input_binary(self) -> Binary | None:
+        return None if self.found is None else prebolt.input_for(self.binary)
+
+    def input_location(self, file_address: int) -> tuple[str, int, int | None] | None:
+        """(procedure, input offset, input function address) for BOLTed code, else None."""
+        if self.found is None:
+            return None
+        return input_offset(self.binary, file_address)
+
+    def has_lines(self) -> bool:
+        return self.found is not None
+
+    def _lines(self) -> DwarfLines | None:
+        """The input's DWARF lines (made again when `bb input` named another input)."""
+        input_binary = self.input_binary()
+        if input_binary is None:
+            return None
+        if self._input_lines is None or self._input_lines.binary is not \
+                (input_binary.dwarf_binary or input_binary):
+            self._input_lines = DwarfLines(input_binary, self.warnings,
+                                           f"pre-BOLT {input_binary.path}: ")
+        return self._input_lines
+
+    def line_at(self, file_address: int) -> LineRow | None:
+        input_address = self.input_address(file_address)
+        lines = None if input_address is None else self._lines()
+        row = None if lines is None or input_address is None else lines.lookup(input_address)
+        return None if row is None else replace(row, address=file_address, source="bat")
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        """The pre-BOLT rows of each BAT-described piece of the fragment at `start`, carried
+        to where the piece is now (by address).
+
+        A row at input offset X is carried from the anchor (a block start or a BAT entry)
+        whose run holds it: the anchor's input offset is the greatest entry offset <= X. From
+        any other anchor the offset would be interpolated across code BOLT moved or
+        re-encoded (a branch grown from rel8 to rel32), into the middle of an instruction."""
+        at = None if self.found is None else self.found.at(start)
+        lines = None if at is None else self._lines()
+        if at is None or lines is None:
+            return []
+        proc = at[0]
+        entry_outputs, entry_inputs = self._entries(proc)
+        anchors = sorted({b.start for b in proc.blocks if start <= b.start < end} | {start}
+                         | {a for a in entry_outputs if start <= a < end})
+        out: set[LineRow] = set()
+        for k, anchor in enumerate(anchors):
+            found = self.input_location(anchor)
+            if found is None or found[2] is None:
+                continue
+            offset, function = found[1], found[2]
+            stop = anchors[k + 1] if k + 1 < len(anchors) else end
+            i = bisect_right(entry_inputs, offset)
+            run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
+            size = min(stop - anchor, run_end - offset)
+            for row in lines.rows_in(function + offset, function + offset + size):
+                out.add(replace(row, address=anchor + row.address - function - offset))
+        return sorted(out, key=lambda r: r.address)
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """The pre-BOLT binary's rows where file:line begins, carried to the output through
+        BAT (every place BOLT put that code: it may duplicate it)."""
+        input_binary = self.input_binary()
+        lines = self._lines()
+        if input_binary is None or lines is None:
+            return set()
+        functions = sorted(input_binary.functions, key=lambda f: f.value)
+        starts = [f.value for f in functions]
+        out: set[int] = set()
+        for row in lines.statements(file, line):
+            i = bisect_right(starts, row.address) - 1
+            if i < 0 or row.address >= functions[i].value + functions[i].size:
+                continue
+            f = functions[i]
+            placement = bat_translate.placements(self.binary, f.name, row.address - f.value)
+            if placement is not None:
+                out.update(s.address for s in placement.sites)
+        return out
+
+    def _entries(self, proc: Procedure) -> tuple[set[int], list[int]]:
+        """The BAT entries of `proc`'s fragments: their output addresses, and their input
+        offsets (sorted), where BOLT's mapping from input to output code starts a new run."""
+        assert self.found is not None
+        maps = self.found.index.table.maps
+        outputs: set[int] = set()
+        inputs: set[int] = set()
+        for frag in proc.fragments:
+            m = maps.get(frag.start)
+            if m is None:
+                continue
+            outputs.update(frag.start + int(o) for o in m.output_offsets)
+            inputs.update(int(v) >> 1 for v in m.input_values)
+        return outputs, sorted(inputs)
+
+    def input_address(self, file_address: int) -> int | None:
+        """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
+        line table gives ``file_address``; None without BAT, an input binary or a translation."""
+        input_binary = self.input_binary()
+        if input_binary is None:
+            return None
+        found = self.input_location(file_address)
+        if found is None:
+            return self._unmoved(file_address, input_binary)
+        if found[2] is None:
+            return None
+        if self._inserted_jump(file_address):
+            # BOLT rebuilds unconditional jumps when it lays blocks out: they come from no input
+            # instruction (BAT has no entry for them, spec §2.3) and BOLT's own line table
+            # continues the row of the code before them. So do we: that code is the branch BAT
+            # anchors (whose size BOLT may have changed: jne rel8 -> rel32), or else the byte
+            # before is the last byte of an input instruction translated from the same anchor.
+            anchor = self._branch_right_before(file_address)
+            before = self.input_location(file_address - 1 if anchor is None else anchor)
+            return None if before is None or before[2] is None else before[2] + before[1]
+        return found[2] + found[1]
+
+    def _inserted_jump(self, file_address: int) -> bool:
+        """An x86-64 ``jmp rel32``/``jmp rel8`` with no BAT entry of its own (spec §2.3: every
+        control-flow instruction BOLT kept from the input has a branch entry)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None or tr.exact or self.binary.machine != _EM_X86_64:
+            return False
+        return self.binary.code_byte(file_address) in (0xE9, 0xEB)
+
+    def _branch_right_before(self, file_address: int) -> int | None:
+        """The anchor of ``file_address`` if it is a conditional jump ending right there: a
+        branch entry, or a block entry when the jump is its block's first instruction (BAT then
+        keeps the block entry alone, spec §2.3)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None:
+            return None
+        first = self.binary.code_byte(tr.anchor_output)
+        size = 2 if first is not None and 0x70 <= first <= 0x7F else None
+        if first == 0x0F:
+            second = self.binary.code_byte(tr.anchor_output + 1)
+            size = 6 if second is not None and 0x80 <= second <= 0x8F else None
+        return tr.anchor_output if size == file_address - tr.anchor_output else None
+
+    def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
+        """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
+        function symbol around it has the same name, address and size in the input (lite mode
+        leaves unprofiled functions in place, spec §2.3, §3.5)."""
+        frag = None if self.fragment_at is None else self.fragment_at(file_address)
+        if frag is None or frag.symbol is None:
+            return None
+        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
+        ours = self.binary.function_at(frag.symbol, frag.start)
+        mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
+        if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
+            return None
+        return file_address
+
+    def facts(self, file_address: int) -> dict[str, object]:
+        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
+        tr = bat_translate.translate(self.binary, file_address)
+        if tr is None:
+            return {}
+        return {
+            "input_offset": tr.input_offset,
+            "bat_entry": "branch" if tr.is_branch else "block",
+            "bat_entry_distance": file_address - tr.anchor_output,
+            "bat_block": tr.bb_index,
+            "fragment_kind": tr.fragment.split(".")[0],
+        }

@@ -13,7 +13,6 @@ map describes code that no longer runs, so it is skipped.
 from __future__ import annotations
 
 import struct
-import weakref
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
@@ -21,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.index.model import HOT, Block, Fragment, Procedure
-from unsplit.index.sources.symbols import split_fragment_name
+from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
+from unsplit.index.sources import BaseSource
 
 SOURCE = "bb_addr_map"
 _STT_NOTYPE, _STT_FUNC = 0, 2
@@ -215,7 +215,11 @@ class _Singles:
     maps: list[tuple[MapSection, dict[str, Any]]]  # (section, decoding args), per section
 
 
-_SINGLES: weakref.WeakKeyDictionary[Binary, _Singles] = weakref.WeakKeyDictionary()
+def _no_singles(binary: Binary) -> _Singles | None:
+    return None
+
+
+_SINGLES = PerFile(_no_singles)  # set by procedures()
 
 
 def procedures(binary: Binary) -> list[Procedure]:
@@ -251,9 +255,9 @@ def procedures(binary: Binary) -> list[Procedure]:
                 symbols = function_symbols(binary)
             out.append(_procedure(fe, ms, symbols, is_rel, args))
     order = sorted(range(len(starts)), key=starts.__getitem__)
-    _SINGLES[binary] = _Singles(array("Q", (starts[k] for k in order)),
+    _SINGLES.set(binary, _Singles(array("Q", (starts[k] for k in order)),
                                 array("L", (section_of[k] for k in order)),
-                                array("Q", (offsets[k] for k in order)), maps)
+                                array("Q", (offsets[k] for k in order)), maps))
     return out
 
 
@@ -325,3 +329,16 @@ def _blocks(fm: fmt.FunctionMap) -> list[Block]:
         start = rng.base_address + e.offset
         blocks.append(Block(e.id, start, start + e.size, e.flags, frequency, successors))
     return blocks
+
+
+class BbAddrMapSource(BaseSource):
+    """The bb address maps' procedures as a Source; the blocks of the one-range functions
+    they leave to the symbols' arrays come from blocks_at."""
+
+    name = "bb_addr_map"
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        return blocks_at(self.binary, address)

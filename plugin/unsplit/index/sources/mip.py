@@ -20,16 +20,22 @@ the address of the raw section"), so a map without its ``__llvm_mipraw`` cannot 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import mip as fmt
-from unsplit.index.model import Fragment, Procedure
-from unsplit.index.sources.symbols import split_fragment_name
+from unsplit.index.model import (
+    HOT,
+    Block,
+    Fragment,
+    Procedure,
+    fragment_order,
+    split_fragment_name,
+)
+from unsplit.index.sources import BaseSource
 
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
-# Original order of the pieces after the entry part (as the symbols source has it).
-_KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
 
 
 def procedures(binary: Binary) -> list[Procedure]:
@@ -53,12 +59,38 @@ def procedures(binary: Binary) -> list[Procedure]:
     def symbol(f: fmt.MipFunction) -> str | None:
         return f.name if binary.function_at(f.name, f.address) is not None else None
 
-    procs = fmt.procedures(mip, raw, symbol)
+    procs = map_procedures(mip, raw, symbol)
     pieces = _split_pieces(binary)
     for proc in procs:
         if proc.name in pieces:
             proc.fragments += _moved(proc.fragments[0], pieces[proc.name])
     return procs
+
+
+def map_procedures(
+    mip: fmt.MipMap,
+    raw: fmt.RawProfile | None = None,
+    symbol: Callable[[fmt.MipFunction], str | None] | None = None,
+) -> list[Procedure]:
+    """Model procedures of a decoded map: MIP knows one fragment per function (the part that
+    holds its entry), with its blocks, flagged by the raw profile's coverage when it has run.
+    `symbol` says which ELF symbol names a function's fragment (default: its map name)."""
+    coverage = raw.coverage if raw is not None and raw.ran_at_all else {}
+    # Blocks are made on first use: a big map holds millions, and most are never asked for.
+    return [
+        Procedure(
+            f.name,
+            [Fragment(f.name, HOT, f.address, f.address + f.size,
+                      f.name if symbol is None else symbol(f), 0, "mip")],
+            load_blocks=_block_loader(f, coverage.get(f.raw_offset)),
+        )
+        for f in mip.functions
+    ]
+
+
+def _block_loader(f: fmt.MipFunction, coverage: fmt.Coverage | None
+                  ) -> Callable[[], list[Block]]:
+    return lambda: [Block(b.id, b.start, b.end, b.flags) for b in f.blocks(coverage)]
 
 
 Piece = tuple[str, str, int, int]  # (symbol, fragment name, start, size)
@@ -100,5 +132,14 @@ def _moved(hot: Fragment, by_file: dict[str | None, list[Piece]]) -> list[Fragme
 
 
 def _order(piece: Piece) -> tuple[int, int, int]:
-    kind, _, n = piece[1].partition(".")
-    return _KIND_RANK.get(kind, 3), int(n) if n.isdigit() else -1, piece[2]
+    """The pieces' original order (as the symbols source has it)."""
+    return (*fragment_order(piece[1]), piece[2])
+
+
+class MipSource(BaseSource):
+    """The MIP map's procedures (entry parts and their blocks) as a Source."""
+
+    name = "mip"
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)

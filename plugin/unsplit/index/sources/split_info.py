@@ -21,15 +21,12 @@ import os
 from dataclasses import dataclass, field
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
-
-# Decoding is per file; the cache holds the last few so that procedures() and line_rows() on
-# the same Binary (and the index, then a command) share one decode.
-_CACHE: dict[tuple[str, int, int], _Decoded] = {}
-_CACHE_SIZE = 8
+from unsplit.index.sources import BaseSource
 
 
 @dataclass(slots=True)
@@ -50,21 +47,18 @@ class LineInfo:
     rows_by_procedure: dict[int, list[LineRow]] = field(default_factory=dict)
 
 
-def _decoded(binary: Binary) -> _Decoded:
-    key = binary.identity
-    have = _CACHE.get(key)
-    if have is None:
-        data = binary.section_data(si.SECTION)
-        split: list[si.SplitProcedure] = []
-        if data is not None:
-            records = si.decode(data)
-            funcs = [(f.name, f.value, f.size) for f in binary.functions]
-            split = si.sp_init(records, funcs)
-        have = _Decoded(split)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = have
-    return have
+def _decode(binary: Binary) -> _Decoded:
+    data = binary.section_data(si.SECTION)
+    split: list[si.SplitProcedure] = []
+    if data is not None:
+        records = si.decode(data)
+        funcs = [(f.name, f.value, f.size) for f in binary.functions]
+        split = si.sp_init(records, funcs)
+    return _Decoded(split)
+
+
+# Decoded once per file: procedures() and line_rows() (the index, then a command) share it.
+_decoded = PerFile(_decode)
 
 
 def split_procedures(binary: Binary) -> list[si.SplitProcedure]:
@@ -231,3 +225,55 @@ class EslLines:
         if i < 0 or self._rows[i].address < self._spans[j][0]:
             return None
         return self._rows[i]
+
+
+class SplitInfoSource(BaseSource):
+    """`.split_info`'s procedures (§1's exact logical offsets) and ESL's lines, which are more
+    precise than the module's DWARF (§2-§3), as a Source."""
+
+    name = "split_info"
+    lines_before_dwarf = True
+
+    def __init__(self, binary: Binary) -> None:
+        super().__init__(binary)
+        self._esl: EslLines | None = None
+
+    def procedures(self) -> list[Procedure]:
+        return procedures(self.binary)
+
+    def _lines(self) -> EslLines:
+        if self._esl is None:
+            self._esl = EslLines(self.binary)
+        return self._esl
+
+    def has_lines(self) -> bool:
+        return self._lines().available
+
+    def line_at(self, address: int) -> LineRow | None:
+        return self._lines().lookup(address)
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        """ESL rows of split procedures (none without `.split_info`); raises UnsplitError on
+        a damaged line section."""
+        if not self.binary.has_section(si.SECTION):
+            return []
+        rows = line_rows(self.binary)
+        lo = bisect.bisect_left(rows, start, key=lambda r: r.address)
+        hi = bisect.bisect_left(rows, end, key=lambda r: r.address)
+        return rows[lo:hi]
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        """ESL rows where file:line begins (the first row of each run of that line)."""
+        out: set[int] = set()
+        previous: LineRow | None = None
+        for row in self.lines_in(0, 1 << 64):
+            if row.line == line and (file in (row.file, row.path)
+                                     or row.file.endswith("/" + file)) and not (
+                    previous is not None and previous.line == line
+                    and previous.file == row.file):
+                out.add(row.address)
+            previous = row
+        return out
+
+    def logical_offset(self, address: int) -> int | None:
+        return logical_offset(self.binary, address)

@@ -14,36 +14,33 @@ A local fragment belongs to the function of the same base name in the same STT_F
 
 from __future__ import annotations
 
-import re
-import weakref
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
-from unsplit.index.model import HOT, Fragment, Procedure
+from unsplit.elf.derived import PerFile
+from unsplit.index.model import (
+    FRAGMENT_NAME_IN_STRTAB,
+    HOT,
+    Fragment,
+    Procedure,
+    fragment_order,
+    split_fragment_name,
+)
+from unsplit.index.sources import BaseSource
 
-_FRAGMENT_SUFFIX = re.compile(r"^(?P<base>.+?)\.(?P<kind>cold|warm|__part)(?:\.(?P<n>\d+))?$")
+if TYPE_CHECKING:
+    from unsplit.index.store import StoredParts
 
-# Original order of fragments after the entry part: warm code sat before cold code.
-_KIND_RANK = {"warm": 0, "__part": 1, "cold": 2}
-
-
-def split_fragment_name(symbol: str) -> tuple[str, str] | None:
-    """`foo.cold.3` -> ("foo", "cold.3"); `foo.__part.1` -> ("foo", "part.1"); else None."""
-    if ".cold" not in symbol and ".warm" not in symbol and ".__part" not in symbol:
-        return None  # the common case, without the regex's walk over a long mangled name
-    m = _FRAGMENT_SUFFIX.match(symbol)
-    if m is None:
-        return None
-    kind = "part" if m["kind"] == "__part" else m["kind"]
-    return m["base"], kind if m["n"] is None else f"{kind}.{m['n']}"
+__all__ = ["PlainFunctions", "SymbolsSource", "plain", "procedures", "split_fragment_name"]
 
 
 def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
-    m = _FRAGMENT_SUFFIX.match(sym.name)
-    assert m is not None
-    return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"]), sym.value
+    split = split_fragment_name(sym.name)
+    assert split is not None
+    return (*fragment_order(split[1]), sym.value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -96,13 +93,10 @@ def plain(binary: Binary) -> PlainFunctions:
     return PlainFunctions.of(_grouped(binary)[1])
 
 
-_FRAGMENT_NAME_END = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
-
-
 def _has_fragment_names(binary: Binary) -> bool:
     """Whether any symbol name may be a fragment's (one regex pass over the string table):
     without any, the symbols are taken as arrays and no Python object is made per symbol."""
-    return _FRAGMENT_NAME_END.search(binary.function_columns.strtab + b"\0") is not None
+    return FRAGMENT_NAME_IN_STRTAB.search(binary.function_columns.strtab + b"\0") is not None
 
 
 def _plain_columns(binary: Binary) -> PlainFunctions:
@@ -131,17 +125,6 @@ def _plain_columns(binary: Binary) -> PlainFunctions:
     return PlainFunctions(array("Q", (values[i] for i in keep)),
                           array("Q", (values[i] + cols.sizes[i] for i in keep)),
                           array("L", (cols.name_offsets[i] for i in keep)), strtab)
-
-
-_GROUPED: weakref.WeakKeyDictionary[Binary, tuple[list[Procedure], list[FunctionSymbol]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _grouped(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
-    hit = _GROUPED.get(binary)
-    if hit is None:
-        hit = _GROUPED[binary] = _group(binary)
-    return hit
 
 
 def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
@@ -197,3 +180,26 @@ def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
         out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
                                              sym.name, 0, "symbols")]))
     return out, alone
+
+
+# procedures() and plain() of one file share one grouping.
+_grouped = PerFile(_group)
+
+
+class SymbolsSource(BaseSource):
+    """Split functions named by the splitters' conventions as a Source, and every function in
+    one piece as arrays (plain); both from the persistent index's `stored` parts when given."""
+
+    name = "symbols"
+
+    def __init__(self, binary: Binary, stored: StoredParts | None = None) -> None:
+        super().__init__(binary)
+        self._stored = stored
+
+    def procedures(self) -> list[Procedure]:
+        if self._stored is not None:
+            return list(self._stored.symbol_procedures)
+        return procedures(self.binary)
+
+    def plain(self) -> PlainFunctions:
+        return plain(self.binary) if self._stored is None else self._stored.plain

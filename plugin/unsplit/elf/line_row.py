@@ -1,0 +1,19 @@
+"""One row of a line table, the record every line source gives (DWARF's, ESL's, BAT's through
+the pre-BOLT input): plain data, below the model that re-exports it (unsplit.index.model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LineRow:
+    """One row of a line table: code from `address` on comes from file:line."""
+
+    address: int
+    file: str
+    line: int
+    column: int = 0
+    source: str = "dwarf"  # dwarf, esl or bat
+    is_stmt: bool = True
+    path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)

@@ -1,0 +1,232 @@
+"""What DWARF says of an address: its line and the chain of inlined calls around it
+(``DW_TAG_inlined_subroutine``, innermost first, each outer frame at its ``DW_AT_call_*``
+place), from the module's DWARF or, for BOLTed code, the pre-BOLT input's at BAT's input
+address. ``unsplit symbolize --inlines`` prints it; synthesized debug files (debuginfo/) copy it.
+Only the compile unit covering an address is read, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from unsplit.elf.binary import Binary
+from unsplit.elf.dwarf_lines import DWARF_ERRORS, DwarfLines, die_ranges
+from unsplit.errors import DecodeError
+from unsplit.index.demangle import shown
+
+if TYPE_CHECKING:
+    from unsplit.index.module_index import ModuleIndex
+
+UNKNOWN = "??"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One line of llvm-symbolizer's answer: a function and where in it."""
+
+    function: str
+    path: str | None  # None: llvm-symbolizer's "??"
+    line: int
+    column: int
+    start_line: int = 0
+    start_address: int | None = None
+
+
+_SUBROUTINES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
+
+
+class InlineChains:
+    """DW_TAG_subprogram / DW_TAG_inlined_subroutine chains of one binary, per CU, lazily."""
+
+    def __init__(self, lines: DwarfLines) -> None:
+        self.lines = lines
+        self._subprograms: dict[int, list[tuple[int, int, Any]]] = {}
+        self._files: dict[int, list[str]] = {}
+        # DIE offset -> its ranges: an address's chain walks the same DIEs as its neighbours'
+        # (decoding range lists was 95% of symbolizing Lua's luaV_execute.cold, bench/realworld)
+        self._range_cache: dict[int, list[tuple[int, int]]] = {}
+        # DIE offset -> the children an inline chain can go through (pyelftools walks a DIE's
+        # children anew each time, and every address of a function walks the same ones)
+        self._kids: dict[int, list[tuple[Any, bool, list[tuple[int, int]]]]] = {}
+
+    def _ranges(self, die: Any, base: int) -> list[tuple[int, int]]:
+        found = self._range_cache.get(die.offset)
+        if found is None:
+            found = self._range_cache[die.offset] = list(die_ranges(die.dwarfinfo, die, base))
+        return found
+
+    def chain(self, address: int) -> tuple[list[Any], list[str]]:
+        """(DIEs innermost first, ending with the subprogram; the CU's file paths) or ([], [])."""
+        cu_offset = self.lines.cu_offset_at(address)
+        if cu_offset is None:
+            return [], []
+        try:
+            subs = self._subprograms_of(cu_offset)
+            found = [die for lo, hi, die in subs if lo <= address < hi]
+            if not found:
+                return [], []
+            outer = [found[-1]]  # nested subprograms (rare) come after their parent
+            while True:
+                inner = _inlined_child(outer[-1], address, self._base(cu_offset), self._children)
+                if inner is None:
+                    break
+                outer.append(inner)
+            if cu_offset not in self._files:
+                self._files[cu_offset] = self.lines.file_paths(cu_offset)
+        except DWARF_ERRORS as e:
+            self.damaged(cu_offset, e)
+            return [], []
+        return outer[::-1], self._files[cu_offset]
+
+    def damaged(self, cu_offset: int, e: BaseException) -> None:
+        """A CU's DIEs that cannot be read: no inlined frames there, and one warning."""
+        text = str(e).strip().splitlines()
+        self.lines.warn(DecodeError(".debug_info", cu_offset, f"DIEs of the CU at "
+                                    f"{cu_offset:#x}: {type(e).__name__}"
+                                    + (f": {text[0]}" if text else "")))
+
+    def _children(self, die: Any, base: int) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
+        """(child, is it an inlined call, its ranges) of the children of `die` an inline chain
+        can go through: inlined subroutines, and what holds children but a subprogram."""
+        kids = self._kids.get(die.offset)
+        if kids is None:
+            kids = self._kids[die.offset] = [
+                (child, child.tag == "DW_TAG_inlined_subroutine", self._ranges(child, base))
+                for child in die.iter_children()
+                if child.tag == "DW_TAG_inlined_subroutine"
+                or (child.tag != "DW_TAG_subprogram" and child.has_children)]
+        return kids
+
+    def _base(self, cu_offset: int) -> int:
+        top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+        return int(top["DW_AT_low_pc"].value) if "DW_AT_low_pc" in top else 0
+
+    def _subprograms_of(self, cu_offset: int) -> list[tuple[int, int, Any]]:
+        subs = self._subprograms.get(cu_offset)
+        if subs is None:
+            base = self._base(cu_offset)
+            cu = self.lines.binary.dwarf.get_CU_at(cu_offset)
+            subs = [(lo, hi, die) for die in cu.iter_DIEs() if die.tag == "DW_TAG_subprogram"
+                    for lo, hi in die_ranges(cu.dwarfinfo, die, base)]
+            self._subprograms[cu_offset] = subs
+        return subs
+
+
+def _inlined_child(die: Any, address: int, base: int,
+                   children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
+                   ) -> Any:
+    """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`."""
+    for child, inlined, spans in children(die, base):
+        if inlined:
+            if any(lo <= address < hi for lo, hi in spans):
+                return child
+        elif not spans or any(lo <= address < hi for lo, hi in spans):
+            found = _inlined_child(child, address, base, children)
+            if found is not None:
+                return found
+    return None
+
+
+def _find(die: Any, names: tuple[str, ...]) -> Any:
+    """An attribute of `die` or of what it refers to (abstract origin, specification)."""
+    seen = 0
+    while die is not None and seen < 8:
+        for name in names:
+            if name in die.attributes:
+                return die.attributes[name]
+        ref = next((r for r in ("DW_AT_abstract_origin", "DW_AT_specification")
+                    if r in die.attributes), None)
+        die = die.get_DIE_from_attribute(ref) if ref else None
+        seen += 1
+    return None
+
+
+def _die_name(die: Any, style: str | None) -> str:
+    attr = _find(die, ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"))
+    if attr is None:
+        attr = _find(die, ("DW_AT_name",))
+    if attr is None:
+        return UNKNOWN
+    value = attr.value
+    return shown(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value),
+                 style)
+
+
+def _int_attr(die: Any, name: str) -> int:
+    attr = _find(die, (name,)) if name == "DW_AT_decl_line" else die.attributes.get(name)
+    return int(attr.value) if attr is not None else 0
+
+
+class DwarfFrames:
+    """The DWARF frames of one module's addresses: its own DWARF, then (BOLTed code) the
+    pre-BOLT ``input_binary``'s at BAT's input address; names shown in ``style``."""
+
+    def __init__(self, index: ModuleIndex, input_binary: Binary | None,
+                 style: str | None) -> None:
+        self.index = index
+        self.style = style
+        self._own = InlineChains(index.dwarf_lines)
+        self._input: InlineChains | None = None
+        if input_binary is not None:
+            self._input = InlineChains(DwarfLines(input_binary, index.warnings,
+                                                  f"pre-BOLT {input_binary.path}: "))
+
+    @classmethod
+    def of(cls, index: ModuleIndex, style: str | None) -> DwarfFrames:
+        """A module's, with the pre-BOLT input the index uses for a BOLTed module."""
+        return cls(index, index.input_binary(), style)
+
+    def frames(self, address: int, inlines: bool = True) -> list[Frame]:
+        """What DWARF says of `address`, innermost frame first, the last one the function's
+        own (not yet named by procedure); [] when no DWARF covers it."""
+        frames: list[Frame] = []
+        for source, at in self._dwarf_sources(address):
+            found = self._dwarf_frames(source, at, inlines)
+            if found and (not frames or found[0].line):
+                frames = found
+            if frames and frames[0].line:
+                break
+        return frames
+
+    def _dwarf_sources(self, address: int) -> list[tuple[InlineChains, int]]:
+        out = [(self._own, address)] if self._own.lines.available else []
+        if self._input is not None:
+            # The index's rule, as `where` gives it: BAT's translation, except for the jumps
+            # BOLT inserted and the functions lite mode left alone.
+            input_address = self.index.bat_input_address(address)
+            if input_address is not None:
+                out.append((self._input, input_address))
+        return out
+
+    def _dwarf_frames(self, chains: InlineChains, address: int, inlines: bool) -> list[Frame]:
+        row = chains.lines.lookup(address)
+        path = None if row is None else row.path
+        line, column = (0, 0) if row is None else (row.line, row.column)
+        dies, files = chains.chain(address)
+        if dies:
+            try:
+                return self._inlined_frames(dies, files, path, line, column, inlines)
+            except DWARF_ERRORS as e:  # a damaged DIE on the chain: the line alone
+                cu = chains.lines.cu_offset_at(address)
+                chains.damaged(0 if cu is None else cu, e)
+        return [Frame(UNKNOWN, path, line, column)] if row is not None else []
+
+    def _inlined_frames(self, dies: list[Any], files: list[str], path: str | None, line: int,
+                        column: int, inlines: bool) -> list[Frame]:
+        if not inlines:
+            return [Frame(_die_name(dies[0], self.style), path, line, column,
+                          _int_attr(dies[-1], "DW_AT_decl_line"))]
+        frames = []
+        for k, die in enumerate(dies):
+            frames.append(Frame(_die_name(die, self.style), path, line, column,
+                                _int_attr(die, "DW_AT_decl_line")))
+            # The next frame out is at this one's call site.
+            call_file = _int_attr(die, "DW_AT_call_file")
+            if k + 1 < len(dies):
+                path = files[call_file] if 0 <= call_file < len(files) and files[call_file] \
+                    else None
+                line = _int_attr(die, "DW_AT_call_line")
+                column = _int_attr(die, "DW_AT_call_column")
+        return frames
