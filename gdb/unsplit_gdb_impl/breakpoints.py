@@ -108,7 +108,8 @@ def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[s
 
 
 def _is_executable(module: LoadedModule) -> bool:
-    exe = gdb.current_progspace().filename
+    space = gdb.current_progspace()
+    exe = None if space is None else space.filename
     return exe is not None and os.path.realpath(exe) == os.path.realpath(module.path)
 
 
@@ -353,7 +354,7 @@ class Breakpoints:
         except Exception as e:
             report_internal(e, once=True)
 
-    def flush(self) -> None:
+    def flush(self, _: object = None) -> None:
         """Delete what a deleted head left behind (gdb.events.before_prompt)."""
         doomed, self._doomed = self._doomed, []
         for b in doomed:

@@ -45,7 +45,7 @@ def run_guarded(session: Session, host: GdbHost, name: str, argument: str) -> No
         gdb.write(text if text.endswith("\n") else text + "\n")
 
 
-class BbPrefix(gdb.Command):  # type: ignore[misc]
+class BbPrefix(gdb.Command):
     __doc__ = _prefix_doc()
 
     def __init__(self) -> None:

@@ -43,7 +43,7 @@ NAME = "unsplit"
 STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
 
 
-class LineDecorator(FrameDecorator):  # type: ignore[misc]
+class LineDecorator(FrameDecorator):
     """A frame named as GDB's own `bt` names it, with the core's line where GDB has none.
 
     GDB's name: the minimal symbol at pc - 1 in a caller for a frame without debug
@@ -123,6 +123,7 @@ class UnsplitFrameFilter:
         self.chosen = bool(flag)
 
     def _stack_has_shown_frame(self) -> bool:
+        frame: gdb.Frame | None
         try:
             frame = gdb.newest_frame()
         except gdb.error:

@@ -113,12 +113,31 @@ def _bias(mod: MappedModule) -> int | None:
     return None
 
 
+def address_in_block(frame: gdb.Frame) -> int:
+    """The PC to look a frame up by: a caller's PC minus one, as GDB does, since a call that
+    ends a fragment returns to the first byte after it (possibly another fragment)."""
+    pc = int(frame.pc())
+    newer = frame.newer()
+    while newer is not None and newer.type() == gdb.INLINE_FRAME:
+        newer = newer.newer()
+    if newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
+        gdb.NORMAL_FRAME, gdb.INLINE_FRAME
+    ):
+        return pc - 1
+    return pc
+
+
+def progspace_file() -> str | None:
+    """The current program space's file (None: no program, or no program space)."""
+    space = gdb.current_progspace()
+    return None if space is None else space.filename
+
 _SYMBOL_LIKE = re.compile(r"^[A-Za-z_.$][\w.$@]*$")
 
 
 def _address_value(expression: str) -> int:
     value = gdb.parse_and_eval(expression)
-    if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC:
+    if value.type.strip_typedefs().code == gdb.TYPE_CODE_FUNC and value.address is not None:
         value = value.address
     return int(value) & ((1 << 64) - 1)
 
@@ -145,7 +164,7 @@ class GdbHost:
 
     def _fingerprint(self) -> tuple[object, ...]:
         inferior = gdb.selected_inferior()
-        return (inferior.num, inferior.pid, gdb.current_progspace().filename,
+        return (inferior.num, inferior.pid, progspace_file(),
                 len(gdb.objfiles()))
 
     def mapped(self) -> list[MappedModule]:
@@ -179,8 +198,6 @@ class GdbHost:
             raise UsageError("no process or core file: give an address") from None
 
     def selected_frame_is_caller(self) -> bool:
-        from .locator import address_in_block
-
         try:
             frame = gdb.selected_frame()
         except gdb.error:
@@ -277,7 +294,7 @@ class GdbHost:
     def native_frame_pcs(self, thread: int | None = None) -> list[int]:
         def read() -> list[int]:
             pcs: list[int] = []
-            frame = gdb.newest_frame()
+            frame: gdb.Frame | None = gdb.newest_frame()
             while frame is not None and len(pcs) < 512:
                 # An inline frame shares its caller's registers: not a frame an unwinder makes.
                 if frame.type() != gdb.INLINE_FRAME:
@@ -293,7 +310,8 @@ class GdbHost:
     def native_frame_numbers(self, thread: int | None = None) -> list[int]:
         def read() -> list[int]:
             numbers: list[int] = []
-            frame, first = gdb.newest_frame(), None
+            frame: gdb.Frame | None = gdb.newest_frame()
+            first: int | None = None
             while frame is not None and len(numbers) < 512:
                 first = frame.level() if first is None else first
                 if frame.type() != gdb.INLINE_FRAME:  # as native_frame_pcs counts them

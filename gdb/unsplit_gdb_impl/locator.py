@@ -14,7 +14,7 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.index.model import Location
 from unsplit.session import Session
 
-from .host import GdbHost, OneModuleHost
+from .host import GdbHost, OneModuleHost, address_in_block
 
 
 class Locator:
@@ -91,17 +91,3 @@ def gdb_has_line(frame: gdb.Frame) -> bool:
     --update-debug-sections writes for much of its cold code)?"""
     sal = frame.find_sal()
     return bool(sal.symtab and sal.symtab.filename and sal.line)
-
-
-def address_in_block(frame: gdb.Frame) -> int:
-    """The PC to look a frame up by: a caller's PC minus one, as GDB does, since a call that
-    ends a fragment returns to the first byte after it (possibly another fragment)."""
-    pc = int(frame.pc())
-    newer = frame.newer()
-    while newer is not None and newer.type() == gdb.INLINE_FRAME:
-        newer = newer.newer()
-    if newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
-        gdb.NORMAL_FRAME, gdb.INLINE_FRAME
-    ):
-        return pc - 1
-    return pc

@@ -22,7 +22,8 @@ from unsplit.index.names import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.session import Session
 
-from .locator import Locator, address_in_block
+from .host import address_in_block
+from .locator import Locator
 
 # Return types whose value GDB's `finish` reads from $rax (x86-64 SysV).
 _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TYPE_CODE_ENUM",

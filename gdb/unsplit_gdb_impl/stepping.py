@@ -35,7 +35,7 @@ def _cfa(frame: Any) -> int | None:
     return None if older is None else _sp(older)
 
 
-class _Site(gdb.Breakpoint):  # type: ignore[misc]
+class _Site(gdb.Breakpoint):
     """One internal breakpoint of a plan; `stop` decides with the frame, records a hit."""
 
     def __init__(self, stepper: Stepper, address: int, role: str) -> None:

@@ -26,6 +26,7 @@ from unsplit.index.names import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.render.frames import frame_text
 
+from .host import progspace_file
 from .locator import Locator
 from .report import report_internal
 from .step_report import frame_output, parameter
@@ -142,7 +143,7 @@ class StopPrinter:
         except Exception as e:
             report_internal(e, once=True)
 
-    def on_prompt(self) -> None:
+    def on_prompt(self, _: object = None) -> None:
         """After a core file is loaded, say where its frame 0 is, once per core."""
         try:
             inferior = gdb.selected_inferior()
@@ -150,7 +151,7 @@ class StopPrinter:
             if connection is None or getattr(connection, "type", None) != "core":
                 self._core_seen = None
                 return
-            key = (inferior.num, inferior.pid, gdb.current_progspace().filename)
+            key = (inferior.num, inferior.pid, progspace_file())
             if key == self._core_seen:
                 return
             self._core_seen = key

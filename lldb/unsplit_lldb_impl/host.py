@@ -197,7 +197,8 @@ class LldbHost:
         """What LLDB prints for its own step to `pc` (see step_report.py)."""
         from . import step_report
 
-        return step_report.report(self.debugger, self._thread(), kind, loc, context)
+        known = context if isinstance(context, step_report.StepContext) else None
+        return step_report.report(self.debugger, self._thread(), kind, loc, known)
 
     # -- bb bt (unsplit.debug.unwind compares LLDB's frames with the CFI's, see .unwinding) -------
 
@@ -250,6 +251,7 @@ class LldbHost:
 # What LldbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
 # debug.stepping), checked as the adapter loads: a missing or renamed method fails every
 # session at once, not the one command that needs it.
+state_mod.register_host(LldbHost)
 PROVIDES = (SteppingHost, BreakpointHost, FrameNaming, ExactFrames, DebugInfo)
 _missing = [p.__name__ for p in PROVIDES if not issubclass(LldbHost, p)]
 if _missing:

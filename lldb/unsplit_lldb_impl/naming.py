@@ -23,7 +23,6 @@ from unsplit.index.names import names_procedure
 
 from . import state as state_mod
 from .formats import rewrite
-from .host import LldbHost
 
 # setting -> the callback (in module unsplit_lldb) that replaces its function part
 CALLBACKS = {
@@ -137,7 +136,7 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     key = (lookup, lines)
     if _checked.get(id(st)) == epoch and key in st.locations:
         return st.locations[key], pc - lookup
-    host = LldbHost(target.GetDebugger(), target, frame)
+    host = state_mod.make_host(target.GetDebugger(), target, frame)
     host.modules()  # refreshes the module list and drops stale locations
     _checked[id(st)] = epoch
     if key not in st.locations:

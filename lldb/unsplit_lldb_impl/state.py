@@ -47,3 +47,17 @@ def for_debugger(debugger_id: int) -> DebuggerState:
     if state is None:
         state = _STATES[debugger_id] = DebuggerState()
     return state
+
+
+# The adapter's Host class, registered by host.py as it loads: naming and stepping make hosts
+# through `make_host` and so never import host.py, which imports them (no import circle).
+_HOST_CLASS: list[Any] = []
+
+
+def register_host(cls: Any) -> None:
+    _HOST_CLASS[:] = [cls]
+
+
+def make_host(debugger: Any, target: Any, frame: Any | None = None) -> Any:
+    """An LldbHost on `target` (and `frame`)."""
+    return _HOST_CLASS[0](debugger, target, frame)

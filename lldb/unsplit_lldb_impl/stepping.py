@@ -154,12 +154,11 @@ class LogicalStep:
     def _context(self, selected: bool = False) -> tuple[Any, Any]:
         """An LldbHost on frame 0 (or the selected frame) of this thread, and the session."""
         from . import state
-        from .host import LldbHost
 
         thread = self.thread_plan.GetThread()
         target = thread.GetProcess().GetTarget()
         frame = thread.GetSelectedFrame() if selected else thread.GetFrameAtIndex(0)
-        return LldbHost(target.GetDebugger(), target, frame), \
+        return state.make_host(target.GetDebugger(), target, frame), \
             state.for_debugger(target.GetDebugger().GetID()).session
 
     def _begin_walk(self, args: dict[str, Any]) -> None:

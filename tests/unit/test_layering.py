@@ -98,3 +98,31 @@ def test_adapter_folders_are_not_packages() -> None:
         init = root / folder / "__init__.py"
         assert not init.exists(), f"{init} would shadow the real {folder} module"
         assert not (root / folder / "unsplit.py").exists()
+
+
+def _adapter_edges(folder: Path) -> dict[str, set[str]]:
+    """Each adapter module's relative imports, at any depth (a lazy import is still an edge)."""
+    edges: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                found.update([node.module] if node.module else [a.name for a in node.names])
+        edges[path.stem] = found - {path.stem}
+    return edges
+
+
+def _reaches(edges: dict[str, set[str]], start: str, goal: str, seen: set[str]) -> bool:
+    for nxt in edges.get(start, ()):
+        if nxt == goal or (nxt not in seen and _reaches(edges, nxt, goal, seen | {nxt})):
+            return True
+    return False
+
+
+def test_adapters_have_no_import_circle() -> None:
+    root = CORE.parents[1]
+    for folder in (root / "gdb" / "unsplit_gdb_impl", root / "lldb" / "unsplit_lldb_impl"):
+        edges = _adapter_edges(folder)
+        assert edges, folder
+        circles = sorted(m for m in edges if _reaches(edges, m, m, {m}))
+        assert circles == [], f"{folder.name}: modules on an import circle: {circles}"
