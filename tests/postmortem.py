@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fixtures.toolbox import markers
+
 from .builders import BuildFailed, gcc_pgo_build, run
 
 MT_SOURCE = r"""/* mt.c - three threads; with "crash", one dies in a cold fragment while the others
@@ -214,13 +216,7 @@ for line in gdb.execute("info proc mappings", to_string=True).splitlines():
 print("POSTMORTEM-PROBE " + json.dumps(out))
 """
 
-_MARKER = re.compile(r"/\*\s*BB:\s*(.*?)\s*\*/")
 _FRAGMENT = re.compile(r"^(?P<proc>.+?)\.(?P<frag>cold(?:\.\d+)?|warm|__part\.\d+)$")
-
-
-def markers(source: Path) -> dict[str, int]:
-    return {m.group(1): n for n, text in enumerate(source.read_text().splitlines(), 1)
-            for m in _MARKER.finditer(text)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.toolbox import markers as source_markers
+
 from .. import builders
 from ..conftest import facts
 from .conftest import resume
@@ -215,8 +217,7 @@ def dlopen_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _markers(path: Path) -> dict[str, int]:
-    return {m[1]: n for n, line in enumerate(path.read_text().splitlines(), 1)
-            if (m := re.search(r"/\* BB: (.+?) \*/", line))}
+    return source_markers(path)
 
 
 def _nm(path: Path) -> dict[str, int]:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.toolbox import markers_in
+
 from .. import builders
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +77,7 @@ def inlined(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _marker(name: str) -> int:
-    return next(n for n, line in enumerate(SOURCE.splitlines(), 1) if f"BB: {name} " in line)
+    return markers_in(SOURCE)[name]
 
 
 def _symbol_range(binary: Path, name: str) -> tuple[int, int]:

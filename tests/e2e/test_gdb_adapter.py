@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.toolbox import markers
+
 from .. import builders
 from .conftest import stop_names
 from .driver_gdb import PLUGIN, REPO, GdbDriver
@@ -35,16 +37,6 @@ ZOO_INDEX = Path(REPO) / "fixtures" / "build" / "index.json"
 CORE_VARIANTS = ("gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-bbsections", "bolt-all",
                  "bolt-all-dbg", "bolt-cdsplit")
 UNIT_BT_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.+?) \(", re.M)
-
-
-def markers(source: Path) -> dict[str, int]:
-    """marker text -> line number, from `/* BB: text */` comments."""
-    found = {}
-    for number, line in enumerate(source.read_text().splitlines(), 1):
-        m = re.search(r"/\* BB: (.+?) \*/", line)
-        if m:
-            found[m.group(1)] = number
-    return found
 
 
 CRASH_MARKERS = markers(SRC / "crash.c")

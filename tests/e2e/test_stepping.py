@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.toolbox import markers as source_markers
+
 from ..conftest import ROOT, facts
 from .conftest import resume
 
@@ -103,9 +105,7 @@ def _markers(f: dict[str, Any], source: str) -> dict[int, str]:
     without DWARF, whose lines unsplit takes from the pre-BOLT binary)."""
     markers = f.get("markers", {}).get(source)
     if markers is None:
-        text = (ROOT / "fixtures" / "src" / source).read_text()
-        return {n: m.group(1).strip() for n, line in enumerate(text.splitlines(), 1)
-                if (m := re.search(r"/\* BB: (.*?) \*/", line))}
+        markers = source_markers(ROOT / "fixtures" / "src" / source)
     return {line: marker for marker, line in markers.items()}
 
 

@@ -6,7 +6,7 @@ columns of plain ints (:class:`FlatFunction`), not one object per block and PGO 
 loops read the usual case (one-byte numbers, known bits) inline. Whatever the fast path does not
 take for certain (a number that may be out of range, unknown bits, a truncated record, a missing
 relocation) is handed to the strict reader from the record's start, so errors, their offsets and
-their wording are that reader's own (``DecodeError``). tests/unit/test_bb_addr_map_flat.py
+their wording are that reader's own (``DecodeError``). tests/unit/formats/test_bb_addr_map_flat.py
 holds the two readers equal; bench/bbmap.py measures the gain.
 """
 

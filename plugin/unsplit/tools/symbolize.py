@@ -7,7 +7,7 @@ as a co-process in a crash pipeline exactly as ``llvm-symbolizer-22 --obj=BINARY
     PATH:LINE:COLUMN
     <blank line>
 
-Compatibility decisions (tests/unit/test_symbolize.py holds them against llvm-symbolizer-22):
+Compatibility decisions (tests/unit/tools/test_symbolize.py holds them against llvm-symbolizer-22):
 
 - Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled by
   unsplit.index.demangle in LLVM's wording, ``f(int) (.cold)``; ``--no-demangle`` as its own): the

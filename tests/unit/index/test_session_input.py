@@ -1,0 +1,51 @@
+"""`bb input` is the session's (issue 14): the pre-BOLT input one session was given is not
+another's, and each change bumps that session's input_generation, which the adapters' caches of
+locations by pc follow. A BOLTed binary alone in a directory has no input of its own."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from unsplit.errors import BinaryError
+from unsplit.index import prebolt
+from unsplit.session import Session
+
+from ...conftest import ROOT, facts
+
+
+def test_bb_input_is_one_sessions(zoo: dict[str, Any], tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(prebolt.ENV_PATH, raising=False)
+    monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "no-debuginfod"))
+    f = facts(zoo, "bolt-random2", "crash")
+    binary = tmp_path / "crash"
+    shutil.copy2(ROOT / f["binary"], binary)
+    site = f["markers"]["crash.c"]["crash site"]
+
+    given, other = Session(persistent=False), Session(persistent=False)
+    index = given.index(str(binary))
+    assert index.input_binary() is None  # alone: nothing found
+    transfer = index.procedures["transfer"]
+    moved = [fr for fr in transfer.fragments if fr.name != "hot"]
+    assert moved, "bolt-random2 splits transfer"
+
+    before = given.input_generation
+    with pytest.raises(BinaryError, match="not the input of"):
+        given.set_input(index.binary, str(ROOT / f["binary"]))  # itself: not its input
+    assert given.input_generation > before
+
+    before = given.input_generation
+    found = given.set_input(index.binary, str(ROOT / f["input"]))
+    assert found is not None and given.input_generation > before
+    assert index.input_binary() is found
+    rows = [index.line_at(a) for fr in transfer.fragments for a in range(fr.start, fr.end)]
+    lines = {row.line for row in rows if row is not None}
+    assert site in lines, (site, sorted(lines))
+
+    theirs = other.index(str(binary))
+    assert theirs.binary is not index.binary and theirs.input_binary() is None
+    assert other.input_generation == 0
+    assert all(theirs.line_at(a) is None for fr in moved for a in range(fr.start, fr.end))

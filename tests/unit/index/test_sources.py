@@ -1,0 +1,135 @@
+"""The Source protocol (unsplit.index.sources) is all the module index talks to: a fake source,
+put first among a real binary's sources, is asked for procedures, blocks, lines, line starts,
+logical offsets and problems, and its answers are the index's, ahead of the real sources'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from unsplit.elf.binary import Binary
+from unsplit.errors import DecodeError
+from unsplit.index import module_index
+from unsplit.index.model import HOT, Block, Fragment, LineRow, Procedure
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import Source, SourceSet, open_sources
+from unsplit.index.store import StoredParts
+
+from ...conftest import ROOT, facts
+
+FAKE_FILE = "fake.src"
+
+
+class FakeSource:
+    """A format of its own, for one function of a real binary: split in two at `mid`, the
+    second piece laid first (logically), its blocks, one line per piece, one problem."""
+
+    name = "fake"
+    lines_before_dwarf = True
+
+    def __init__(self, name: str, start: int, end: int, *, broken: bool = False) -> None:
+        self.proc_name, self.start, self.end = name, start, end
+        self.mid = start + (end - start) // 2
+        self.broken = broken
+        self.asked: list[str] = []
+
+    def procedures(self) -> list[Procedure]:
+        self.asked.append("procedures")
+        if self.broken:
+            raise DecodeError(".fake", 4, "expected a fake record")
+        return [Procedure(self.proc_name, [
+            Fragment(self.proc_name, HOT, self.start, self.mid, self.proc_name, 0, "fake"),
+            Fragment(self.proc_name, "part.1", self.mid, self.end, None,
+                     self.mid - self.start, "fake")])]
+
+    def blocks_at(self, address: int) -> list[Block] | None:
+        return None
+
+    def has_lines(self) -> bool:
+        return not self.broken
+
+    def line_at(self, address: int) -> LineRow | None:
+        if not self.start <= address < self.end:
+            return None
+        line = 1 if address < self.mid else 2
+        return LineRow(self.start if line == 1 else self.mid, FAKE_FILE, line, 0, "fake")
+
+    def lines_in(self, start: int, end: int) -> list[LineRow]:
+        rows = [LineRow(self.start, FAKE_FILE, 1, 0, "fake"),
+                LineRow(self.mid, FAKE_FILE, 2, 0, "fake")]
+        return [r for r in rows if start <= r.address < end]
+
+    def line_starts(self, file: str, line: int) -> set[int]:
+        return {r.address for r in self.lines_in(self.start, self.end)
+                if file == FAKE_FILE and r.line == line}
+
+    def logical_offset(self, address: int) -> int | None:
+        # as if the format knew better than the linear layout: the second piece came first
+        if self.mid <= address < self.end:
+            return address - self.mid
+        return None
+
+    def problems(self) -> list[str]:
+        return ["fake: one record skipped"]
+
+
+def _binary(zoo: dict[str, Any]) -> tuple[Path, str, int, int]:
+    f = facts(zoo, "gcc-pgo", "crash")
+    path = ROOT / f["binary"]
+    main = next(f for f in Binary(str(path)).functions if f.name == "main")
+    assert main.size > 8
+    return path, "main", main.value, main.value + main.size
+
+
+def _index_with(fake: Source, path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleIndex:
+    def with_fake(binary: Binary, stored: StoredParts | None = None, fragment_at: Any = None,
+                  warnings: list[str] | None = None) -> SourceSet:
+        real = open_sources(binary, stored, fragment_at, warnings)
+        return SourceSet([fake, *real.all], real.symbols, real.bat)
+
+    monkeypatch.setattr(module_index, "open_sources", with_fake)
+    return ModuleIndex(Binary(str(path)))
+
+
+def test_the_index_answers_with_a_sources_answers(zoo: dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path, name, start, end = _binary(zoo)
+    fake = FakeSource(name, start, end)
+    index = _index_with(fake, path, monkeypatch)
+    mid = fake.mid
+
+    assert index.sources_used[0] == "fake" and fake.asked == ["procedures"]
+    proc = index.procedure_at(mid + 1)
+    assert proc is not None and proc.name == name and [f.name for f in proc.fragments] == [
+        HOT, "part.1"]
+    assert index.procedures[name] is proc  # the precise source's procedure, not a symbol's
+    loc = index.locate(mid + 1)
+    assert (loc.procedure, loc.fragment, loc.offset) == (name, "part.1", 1)  # logical_offset
+    assert (loc.file, loc.line) == (FAKE_FILE, 2)  # its lines come before the DWARF
+    assert loc.sources == ("fake", "fake")
+    assert "fake: one record skipped" in loc.warnings
+    assert index.line_table.line_starts(FAKE_FILE, 2) == {mid}
+    spans = index.line_table.procedure_lines(proc).spans
+    assert {(s.line, s.starts_line) for s in spans if s.file == FAKE_FILE} == {
+        (1, True), (2, True)}
+
+
+def test_a_broken_source_costs_only_its_own_answers(zoo: dict[str, Any],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    path, name, start, end = _binary(zoo)
+    index = _index_with(FakeSource(name, start, end, broken=True), path, monkeypatch)
+    assert "fake" not in index.sources_used
+    assert any(w.startswith("fake: ") and "expected a fake record" in w for w in index.warnings)
+    loc = index.locate(start)
+    assert loc.procedure == name and loc.sources[0] == "symbols"  # the symbols still name it
+    assert loc.file != FAKE_FILE
+
+
+def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) -> None:
+    for variant in ("gcc-pgo", "bolt-random2", "clang-mip"):
+        program = next(iter(zoo[variant]["programs"]))
+        sources = open_sources(Binary(str(ROOT / facts(zoo, variant, program)["binary"])))
+        assert [s.name for s in sources.all] == [
+            "split_info", "bat", "bb_addr_map", "symbols", "mip"]
+        assert sources.named("bat") is sources.bat and sources.named("nope") is None

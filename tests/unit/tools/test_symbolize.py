@@ -1,0 +1,236 @@
+"""`unsplit symbolize` against llvm-symbolizer-22 (the oracle) and the zoo's facts.
+
+Mode compared: llvm-symbolizer's default function names (``--functions=linkage``, demangled),
+whose names in unsplit code are the ELF symbols, as ours are. Our default output is compared
+with ``--no-inlines``, our ``--inlines`` with llvm-symbolizer's default (inlined frames).
+In moved code the function line differs by design (``transfer`` where llvm says
+``transfer.cold``): there the answer is checked against the facts instead.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from unsplit.tools.symbolize import Symbolizer, stream
+
+from ...conftest import ROOT, facts
+
+LLVM = "llvm-symbolizer-22"
+PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
+ORACLE_VARIANTS = ["gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-bbsections",
+                   "bolt-all-dbg", "bolt-cdsplit-dbg"]
+TRUTH_VARIANTS = ["gcc-pgo", "clang-mfs", "clang-bbsections", "bolt-all-dbg",
+                  "bolt-random2-dbg", "bolt-profile2-dbg", "bolt-cdsplit-dbg"]
+
+pytestmark = pytest.mark.skipif(shutil.which(LLVM) is None, reason=f"{LLVM} not installed")
+
+
+def _ours(exe: str, lines: list[str], **opts: Any) -> str:
+    out = io.StringIO()
+    sym = Symbolizer(exe, opts.pop("input_path", None), opts.pop("fragments", False),
+                     opts.pop("demangle", True))
+    stream(sym, io.StringIO("".join(x + "\n" for x in lines)), out,
+           relative=opts.get("relative", False), inlines=opts.get("inlines", False),
+           as_json=opts.get("as_json", False))
+    return out.getvalue()
+
+
+def _llvm(exe: str, lines: list[str], *flags: str) -> str:
+    return subprocess.run([LLVM, f"--obj={exe}", *flags], input="".join(x + "\n" for x in lines),
+                          capture_output=True, text=True, check=True).stdout
+
+
+def _split(text: str) -> list[str]:
+    return text.split("\n\n")[:-1]
+
+
+@pytest.mark.parametrize("variant", ORACLE_VARIANTS)
+def test_unsplit_code_is_byte_identical_to_llvm_symbolizer(
+        zoo: dict[str, Any], variant: str) -> None:
+    compared = 0
+    for program in PROGRAMS:
+        f = facts(zoo, variant, program)
+        exe = str(ROOT / f["binary"])
+        index = Symbolizer(exe).index
+        addresses = [a for p in index.procedures.values() for fr in p.fragments
+                     if fr.name == "hot" for a in range(fr.start, fr.end)]
+        lines = [hex(a) for a in addresses]
+        for ours, theirs in ((_ours(exe, lines), _llvm(exe, lines, "--no-inlines")),
+                             (_ours(exe, lines, inlines=True), _llvm(exe, lines, "--inlines"))):
+            mine, oracle = _split(ours), _split(theirs)
+            assert len(mine) == len(oracle) == len(lines)
+            diffs = [(lines[i], oracle[i], mine[i]) for i in range(len(lines))
+                     if mine[i] != oracle[i]]
+            assert diffs == [], f"{variant}/{program}: {len(diffs)} differ, first {diffs[:3]}"
+            compared += len(lines)
+    assert compared > 1000
+
+
+def test_a_sequence_starting_where_another_ends(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "gcc-pgo", "loop")
+    exe = str(ROOT / f["binary"])
+    entry = f["split_functions"]["main"]["fragments"][0]["start"]
+    assert _ours(exe, [entry]) == _llvm(exe, [entry], "--no-inlines")
+
+
+@pytest.mark.parametrize("variant", TRUTH_VARIANTS)
+def test_moved_code_names_the_procedure_and_its_true_line(
+        zoo: dict[str, Any], variant: str) -> None:
+    checked = 0
+    for program in PROGRAMS:
+        f = facts(zoo, variant, program)
+        exe = str(ROOT / f["binary"])
+        samples = [(proc, info["demangled"], frag) for proc, info in f["split_functions"].items()
+                   for frag in info["fragments"] if frag.get("sample", {}).get("line")]
+        if not samples:
+            continue
+        lines = [frag["sample"]["address"] for _, _, frag in samples]
+        text = _split(_ours(exe, lines))
+        records = [json.loads(x) for x in _ours(exe, lines, as_json=True).splitlines()]
+        for (proc, demangled, frag), block, rec in zip(samples, text, records, strict=True):
+            name, where = block.split("\n")
+            assert name == demangled
+            file, line, _ = where.rsplit(":", 2)
+            assert (file.rsplit("/", 1)[-1], int(line)) == \
+                (frag["sample"]["file"], frag["sample"]["line"]), (program, frag)
+            assert (rec["procedure"], rec["linkage_name"], rec["fragment"],
+                    rec["fragment_symbol"]) == (demangled, proc, frag["fragment"], frag["symbol"])
+            checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+def test_no_demangle_is_byte_identical_to_llvm_symbolizer(
+        zoo: dict[str, Any], variant: str) -> None:
+    """`--no-demangle` prints linkage names as llvm-symbolizer's own option does, for DWARF
+    names (DW_AT_linkage_name) and symbol names alike, inlined frames included."""
+    f = facts(zoo, variant, "except")
+    exe = str(ROOT / f["binary"])
+    index = Symbolizer(exe).index
+    lines = [hex(a) for p in index.procedures.values() for fr in p.fragments
+             if fr.name == "hot" for a in range(fr.start, fr.end)]
+    ours = _split(_ours(exe, lines, inlines=True, demangle=False))
+    oracle = _split(_llvm(exe, lines, "--inlines", "--no-demangle"))
+    assert any("_Z7processPKii" in o for o in oracle)
+    assert ours == oracle
+
+
+def test_moved_cpp_code_reads_demangled_in_both_wordings(zoo: dict[str, Any]) -> None:
+    """`_Z7processPKii [cold.2]` (bolt-all except) reads `process(int const*, int) [cold.2]`
+    as llvm-cxxfilt-22 demangles it; `--no-demangle` keeps the linkage name."""
+    f = facts(zoo, "bolt-all", "except")
+    exe = str(ROOT / f["binary"])
+    frag = next(fr for fr in f["split_functions"]["_Z7processPKii"]["fragments"]
+                if fr["fragment"] == "cold.2")
+    oracle = subprocess.run(["llvm-cxxfilt-22", "_Z7processPKii"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    shown = _ours(exe, [frag["start"]], fragments=True).splitlines()[0]
+    assert shown == f"{oracle} [cold.2]"
+    mangled = _ours(exe, [frag["start"]], fragments=True, demangle=False).splitlines()[0]
+    assert mangled == "_Z7processPKii [cold.2]"
+
+
+def test_bolt_without_dwarf_takes_lines_from_the_prebolt_input(zoo: dict[str, Any]) -> None:
+    """bolt-all has no DWARF: its crash site gets the line of the input binary (found in
+    input/ by build-id, or named with --input), as its -dbg twin's facts say."""
+    f = facts(zoo, "bolt-all", "crash")
+    exe = str(ROOT / f["binary"])
+    pc = f["crash"]["link_pc"]
+    site = f["markers"]["crash.c"]["crash site"]
+    for out in (_ours(exe, [pc]), _ours(exe, [pc], input_path=str(ROOT / f["input"]))):
+        assert out.splitlines()[:2] == ["transfer", f"{ROOT}/fixtures/src/crash.c:{site}:10"]
+    name, where = _llvm(exe, [pc], "--no-inlines").splitlines()[:2]
+    assert name == "transfer.cold.1" and where.endswith(":0:0")  # no line without the input
+
+
+def test_fragments_option_and_json_keys(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "gcc-pgo", "crash")
+    exe = str(ROOT / f["binary"])
+    pc = f["crash"]["link_pc"]
+    assert _ours(exe, [pc], fragments=True).splitlines()[0] == "transfer [cold]"
+    rec = json.loads(_ours(exe, [pc], as_json=True))
+    oracle = json.loads(_llvm(exe, [pc], "--no-inlines", "--output-style=JSON"))
+    assert list(rec)[:3] == list(oracle) == ["Address", "ModuleName", "Symbol"]
+    assert set(rec["Symbol"][0]) == set(oracle["Symbol"][0])
+    for key in ("Column", "FileName", "Line"):
+        assert rec["Symbol"][0][key] == oracle["Symbol"][0][key]
+    assert oracle["Symbol"][0]["FunctionName"] == "transfer.cold"
+    assert rec["Symbol"][0]["FunctionName"] == "transfer"
+    cold = f["split_functions"]["transfer"]["fragments"][1]
+    assert rec["procedure"] == "transfer" and rec["fragment"] == "cold"
+    assert rec["fragment_symbol"] == "transfer.cold"
+    assert rec["offset"] == (int(f["split_functions"]["transfer"]["fragments"][0]["end"], 16)
+                             - int(f["split_functions"]["transfer"]["fragments"][0]["start"], 16)
+                             + int(pc, 16) - int(cold["start"], 16))
+
+
+def test_tokens_in_log_lines(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "gcc-pgo", "crash")
+    exe = str(ROOT / f["binary"])
+    frames = f["crash"]["frames"]
+    pc0, pc1 = int(frames[0]["link_pc"], 16), int(frames[1]["link_pc"], 16) - 1
+    cold = int(f["split_functions"]["transfer"]["fragments"][1]["start"], 16)
+    log = [
+        f"./crash(+{pc0:#x}) [0x7f0000001119]",                       # glibc backtrace_symbols
+        f"    #1 0x55555555{pc1:04x} in run ({exe}+{pc1:#x})",          # sanitizer
+        f"  #0  {pc0:#018x} in transfer.cold ()",                       # gdb, file address
+        f"crash: transfer.cold+{pc0 - cold:#x}",                         # symbol + offset
+        f"CODE {pc0:#x}",
+        "nothing to see here",
+    ]
+    wanted = [hex(pc0), hex(pc1), hex(pc0), hex(pc0), hex(pc0)]
+    got = _split(_ours(exe, log))
+    assert got[:5] == _split(_ours(exe, wanted))
+    assert got[5] == "??\n??:0:0"
+    assert got[0].startswith("transfer\n") and got[1].startswith("run\n")
+
+
+def test_relative_addresses(zoo: dict[str, Any]) -> None:
+    pie = facts(zoo, "gcc-pgo", "crash")
+    exe = str(ROOT / pie["binary"])
+    pcs = [fr["link_pc"] for fr in pie["crash"]["frames"]] + ["0x1150"]
+    ours = _ours(exe, pcs, relative=True)
+    assert ours == _ours(exe, pcs)
+    assert _split(ours)[-1] == _split(_llvm(exe, pcs, "--no-inlines", "--relative-address"))[-1]
+    # A non-PIE counts from its lowest PT_LOAD page (0x400000), as `+0x` trace offsets do.
+    bolt = facts(zoo, "bolt-all-dbg", "crash")
+    exe = str(ROOT / bolt["binary"])
+    pc = int(bolt["crash"]["link_pc"], 16)
+    assert _ours(exe, [hex(pc - 0x400000)], relative=True) == _ours(exe, [hex(pc)])
+    rec = json.loads(_ours(exe, [hex(pc - 0x400000)], relative=True, as_json=True))
+    assert rec["Address"] == hex(pc - 0x400000) and rec["procedure"] == "transfer"
+
+
+def test_streams_one_answer_per_line_as_a_coprocess(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "gcc-pgo", "crash")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "unsplit", "symbolize", "--exe", str(ROOT / f["binary"])],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+        env={"PYTHONPATH": str(ROOT / "plugin")})
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for fr in f["crash"]["frames"][:2]:
+            proc.stdin.write(fr["link_pc"] + "\n")
+            proc.stdin.flush()  # stdin stays open: the answer must come anyway
+            answer = [proc.stdout.readline() for _ in range(3)]
+            assert answer[0] == fr["procedure"] + "\n" and answer[2] == "\n"
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0
+
+
+def test_wrong_input_binary_is_one_line(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "bolt-all", "crash")
+    other = facts(zoo, "bolt-all", "loop")
+    r = subprocess.run([sys.executable, "-m", "unsplit", "symbolize", "--exe",
+                        str(ROOT / f["binary"]), "--input", str(ROOT / other["input"])],
+                       input="0x800227\n", capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT / "plugin")})
+    assert r.returncode == 1 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "not the input of" in r.stderr
