@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
+from unsplit.debug.frame import lookup_pc
 from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UsageError
@@ -120,11 +121,9 @@ def address_in_block(frame: gdb.Frame) -> int:
     newer = frame.newer()
     while newer is not None and newer.type() == gdb.INLINE_FRAME:
         newer = newer.newer()
-    if newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
-        gdb.NORMAL_FRAME, gdb.INLINE_FRAME
-    ):
-        return pc - 1
-    return pc
+    caller = newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
+        gdb.NORMAL_FRAME, gdb.INLINE_FRAME)
+    return lookup_pc(pc, caller)
 
 
 def progspace_file() -> str | None:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
+from unsplit.debug.frame import is_signal_trampoline
 from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.errors import UsageError
 from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
@@ -106,7 +107,7 @@ class LldbHost:
             return False
         below = thread.GetFrameAtIndex(frame.GetFrameID() - 1)
         name = (below.GetFunctionName() or "") if below.IsValid() else ""
-        return "sigtramp" not in name and "__restore_rt" not in name
+        return not is_signal_trampoline(name)
 
     def evaluate_address(self, expression: str) -> int:
         text = expression.strip()

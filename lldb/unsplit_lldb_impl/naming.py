@@ -18,6 +18,7 @@ import traceback
 from typing import Any
 
 import lldb
+from unsplit.debug.frame import lookup_pc
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 
@@ -131,7 +132,7 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
         st.locations.clear()
         st.input_generation = st.session.input_generation
     pc = int(frame.GetPC())
-    lookup = pc - 1 if _holds_return_address(frame, thread) else pc
+    lookup = lookup_pc(pc, _holds_return_address(frame, thread))
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
     key = (lookup, lines)
     if _checked.get(id(st)) == epoch and key in st.locations:

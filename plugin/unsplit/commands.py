@@ -12,11 +12,12 @@ import json
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NoReturn
 
 from unsplit.debug import breakpoints, cfi, unwind
 from unsplit.debug.breakpoints import BreakpointHost
+from unsplit.debug.frame import at_return_address, lookup_pc
 from unsplit.debug.stepping import SteppingHost
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
@@ -103,13 +104,8 @@ def _selected(session: Session, host: Host) -> tuple[int, Location | None]:
 
 
 def _locate_frame(session: Session, host: Host, pc: int, caller: bool) -> Location | None:
-    if not caller:
-        return session.locate(host, pc)
-    loc = session.locate(host, pc - 1)
-    if loc is not None:
-        loc = replace(loc, address=pc, file_address=loc.file_address + 1,
-                      offset=None if loc.offset is None else loc.offset + 1)
-    return loc
+    loc = session.locate(host, lookup_pc(pc, caller))
+    return at_return_address(loc, pc) if loc is not None and caller else loc
 
 
 def _where(session: Session, host: Host, args: argparse.Namespace) -> str:
@@ -301,7 +297,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
     if numbers is None or len(numbers) != len(pcs):
         numbers = list(range(len(pcs)))
     for number, pc in zip(numbers, pcs, strict=True):
-        found = session.module_of(host, pc - 1 if caller else pc)
+        found = session.module_of(host, lookup_pc(pc, caller))
         if found is not None and found[0].path not in mismatch:
             mismatch[found[0].path] = session.image_mismatch(host, found[0])
         loc = None if found is None or mismatch[found[0].path] else \

@@ -14,6 +14,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from unsplit.debug.frame import lookup_pc
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
@@ -234,7 +235,7 @@ def step(binary: Binary, pc_file_address: int, bias: int, regs: dict[int, int],
     the end of its fragment (a call to a noreturn function last), so it is looked up at pc-1.
     Raises ExpressionError / MemoryReadError / DecodeError (one line each).
     """
-    lookup = pc_file_address if is_innermost else pc_file_address - 1
+    lookup = lookup_pc(pc_file_address, holds_return_address=not is_innermost)
     fde = table_for(binary).fde_at(lookup)
     if fde is None:
         return None

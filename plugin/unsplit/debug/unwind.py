@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from unsplit.debug import cfi
+from unsplit.debug.frame import at_return_address, lookup_pc
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import dwarf_expr
@@ -134,13 +135,8 @@ class _Modules:
         if index is None:
             return None
         file_pc = pc - mod.bias
-        if innermost:
-            return index.locate(file_pc, mod.bias)
-        # A return address names the call: the fragment and line of pc-1 (GDB does the same);
-        # the offset stays that of the pc.
-        loc = index.locate(file_pc - 1, mod.bias)
-        return replace(loc, address=pc, file_address=file_pc,
-                       offset=None if loc.offset is None else loc.offset + 1)
+        loc = index.locate(lookup_pc(file_pc, not innermost), mod.bias)
+        return loc if innermost else at_return_address(loc, pc)
 
 
 def backtrace(modules: list[LoadedModule], regs: dict[int, int],

@@ -43,6 +43,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from unsplit.debug import cfi
+from unsplit.debug.frame import lookup_pc
 from unsplit.debug.unwind import Frame as CfiFrame
 from unsplit.debug.unwind import backtrace
 from unsplit.elf.binary import Binary
@@ -428,7 +429,7 @@ def name_threads(unwound: Unwound, namer: Namer) -> list[dict[str, Any]]:
         frames = []
         previous_sigtramp = True  # frame 0's PC is where it stopped, not a return address
         for i, (pc, sigtramp, *walked) in enumerate(t["frames"]):
-            lookup = pc if previous_sigtramp else pc - 1
+            lookup = lookup_pc(pc, holds_return_address=not previous_sigtramp)
             named = namer.name(i, pc, lookup)
             frames.append(replace(named, cfi=walked[0]) if walked else named)
             previous_sigtramp = bool(sigtramp)
