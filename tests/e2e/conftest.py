@@ -7,8 +7,10 @@ logs to a file that is printed when a test fails.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,21 @@ from ..conftest import ROOT
 def json_lines(text: str, starts: tuple[str, ...] = ("{",)) -> list[Any]:
     """The JSON documents in a command's output: its lines that start with one of ``starts``."""
     return [json.loads(line) for line in text.splitlines() if line.startswith(starts)]
+
+
+def gdb_at_least(major: int) -> str:
+    """The GDB under test (UNSPLIT_GDB, else gdb) when it is that new, else the GDB 18.1 that
+    `make debuggers` puts in .debuggers/ (`make test` makes it before the suite runs)."""
+    for candidate in (os.environ.get("UNSPLIT_GDB", "gdb"),
+                      str(ROOT / ".debuggers" / "bin" / "gdb-18")):
+        if shutil.which(candidate) is None:
+            continue
+        out = subprocess.run([candidate, "-nx", "-batch", "-ex", "show version"],
+                             capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"GNU gdb .*?(\d+)\.\d+", out)
+        if m and int(m[1]) >= major:
+            return candidate
+    pytest.fail(f"no GDB >= {major}: run `make debuggers` (GDB 18.1 into .debuggers/)")
 
 
 def stop_names(stop: str, procedure: str, fragment: str, line: int | None = None) -> bool:

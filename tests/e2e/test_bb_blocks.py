@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ..conftest import facts
-from ..unit.test_bb_addr_map_zoo import expected_blocks, expected_where, got_blocks, got_where
+from ..unit.index.test_bb_addr_map_zoo import expected_blocks, expected_where, got_blocks, got_where
 from .conftest import json_lines, start_crash
 
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..unit.test_damaged_dwarf import Damaged, _no_file_names
+from ..unit.elf.test_damaged_dwarf import Damaged, _no_file_names
 from .conftest import json_lines
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import gdb_at_least
 from .driver_gdb import GdbDriver
 
 pytestmark = [
@@ -74,21 +75,6 @@ def test_gdb_leaves_a_module_with_dwarf_alone(gdb: Callable[..., GdbDriver],
     assert "debuginfo off" in off
 
 
-def _gdb_at_least(major: int) -> str:
-    """The GDB under test when it is that new, else the GDB 18.1 that `make debuggers` puts in
-    .debuggers/ (`make test` makes it before the suite runs)."""
-    for candidate in (os.environ.get("UNSPLIT_GDB", "gdb"),
-                      str(ROOT / ".debuggers" / "bin" / "gdb-18")):
-        if shutil.which(candidate) is None:
-            continue
-        out = subprocess.run([candidate, "-nx", "-batch", "-ex", "show version"],
-                             capture_output=True, text=True, timeout=60).stdout
-        m = re.search(r"GNU gdb .*?(\d+)\.\d+", out)
-        if m and int(m[1]) >= major:
-            return candidate
-    pytest.fail(f"no GDB >= {major}: run `make debuggers` (GDB 18.1 into .debuggers/)")
-
-
 def test_gdb_missing_debug_handler_gives_the_file(zoo: dict[str, Any], tmp_path: Path) -> None:
     """GDB >= 15 asks its missing-debug handlers for a file without debug info: the plugin's
     answers with unsplit's file, `info missing-debug-handler` lists it, and GDB's own stop line
@@ -96,7 +82,7 @@ def test_gdb_missing_debug_handler_gives_the_file(zoo: dict[str, Any], tmp_path:
     f = facts(zoo, "bolt-all", "crash")
     site = f["markers"]["crash.c"]["crash site"]
     out = subprocess.run(
-        [_gdb_at_least(15), "-nx", "-batch", "-iex", "set debuginfod enabled off",
+        [gdb_at_least(15), "-nx", "-batch", "-iex", "set debuginfod enabled off",
          "-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}",
          "-ex", "info missing-debug-handler", "-ex", "run", "-ex", "bb debuginfo status",
          "--args", str(ROOT / f["binary"]), "crash"],

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import gdb_at_least
 from .driver_dap import DapSession
-from .driver_gdb import GDB
 from .driver_gdb import PLUGIN as GDB_PLUGIN
 from .driver_lldb import PLUGIN as LLDB_PLUGIN
 
@@ -29,20 +28,6 @@ pytestmark = pytest.mark.e2e
 
 LLDB_DAP = os.environ.get("UNSPLIT_LLDB_DAP", "lldb-dap-22")
 CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
-
-
-def _gdb_with_dap() -> str:
-    """The GDB under test when it has a DAP interpreter (GDB >= 14), else the GDB 18.1 that
-    `make debuggers` puts in .debuggers/ (`make test` makes it before the suite runs)."""
-    for gdb in (GDB, str(ROOT / ".debuggers" / "bin" / "gdb-18")):
-        if shutil.which(gdb) is None:
-            continue
-        out = subprocess.run([gdb, "-nx", "-batch", "-ex", "show version"],
-                             capture_output=True, text=True, timeout=60).stdout
-        m = re.search(r"GNU gdb .*?(\d+)\.\d+", out)
-        if m and int(m[1]) >= 14:
-            return gdb
-    pytest.fail("no GDB >= 14 for `gdb -i dap`: run `make debuggers` (GDB 18.1 into .debuggers/)")
 
 
 @pytest.fixture
@@ -117,7 +102,7 @@ def test_lldb_dap_core_of_crash_in_moved_code(dap: Any, zoo: dict[str, Any]) -> 
 @pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
 def test_gdb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
     f = facts(zoo, variant, "crash")
-    session = dap([_gdb_with_dap(), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
+    session = dap([gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
                    "-iex", f"source {GDB_PLUGIN}"])
     frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
                              args=f["crash"]["argv"][1:])
