@@ -131,17 +131,5 @@ def gdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[...
 
 
 def resume(session: Any, timeout: float = 60) -> str:
-    """Continue to the next stop; the output up to it. LLDB reports the stop asynchronously,
-    after its prompt: wait for the report, then for the prompt (as LldbDriver.run does)."""
-    if session.name == "gdb":
-        return str(session.command("continue", timeout))
-    from .driver_lldb import _STOPPED, DebuggerTimeout, _clean
-
-    session._log.write("\n>>> process continue\n")
-    session.child.sendline("process continue")
-    try:
-        session.child.expect(_STOPPED, timeout=timeout)
-    except Exception:
-        raise DebuggerTimeout(f"lldb: no stop after continue\n{session.transcript}") from None
-    head = _clean((session.child.before or "") + (session.child.after or ""))
-    return head + "\n" + str(session._expect_prompt(timeout, "process continue"))
+    """Continue to the next stop; the output up to it (each driver's `cont`)."""
+    return str(session.cont(timeout))

@@ -82,6 +82,24 @@ class Driver:
     def backtrace(self) -> str:
         return self.command("bt")
 
+    # -- verbs each debugger spells its own way ------------------------------------------------
+
+    def cont(self, timeout: float = 60) -> str:
+        """Continue to the next stop; the output up to it."""
+        return self.until_stop("continue", timeout)
+
+    def until_stop(self, text: str, timeout: float = 60) -> str:
+        """Run `text`, a command that resumes the program; the output up to its next stop."""
+        return self.command(text, timeout)
+
+    def break_function(self, name: str) -> str:
+        """The debugger's own breakpoint on a function by name."""
+        raise NotImplementedError
+
+    def select_frame(self, number: int) -> str:
+        """Select frame `number` of the current thread; what the debugger prints."""
+        raise NotImplementedError
+
     def close(self) -> None:
         if not self.child.isalive():
             return

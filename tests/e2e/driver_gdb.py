@@ -59,3 +59,9 @@ class GdbDriver(Driver):
     def run(self, timeout: float = 60) -> str:
         """Start the program with the driver's args; output up to the next stop."""
         return self.command(" ".join(["run", *map(shlex.quote, self.args)]), timeout)
+
+    def break_function(self, name: str) -> str:
+        return self.command(f"break {name}")
+
+    def select_frame(self, number: int) -> str:
+        return self.command(f"frame {number}")

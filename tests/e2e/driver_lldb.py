@@ -106,7 +106,21 @@ class LldbDriver(Driver):
 
     def run(self, timeout: float = 60) -> str:
         """Launch the program with the driver's args; output up to the next stop."""
-        text = " ".join(["process launch --", *map(_lldb_quote, self.args)]).strip()
+        return self.until_stop(" ".join(["process launch --", *map(_lldb_quote, self.args)])
+                               .strip(), timeout)
+
+    def cont(self, timeout: float = 60) -> str:
+        return self.until_stop("process continue", timeout)
+
+    def break_function(self, name: str) -> str:
+        return self.command(f"breakpoint set -n {name}")
+
+    def select_frame(self, number: int) -> str:
+        return self.command(f"frame select {number}")
+
+    def until_stop(self, text: str, timeout: float = 60) -> str:
+        """LLDB reports the stop asynchronously, after its prompt: wait for the report, then
+        for the prompt after it."""
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
         # The stop is reported asynchronously: wait for it, then for the prompt after it.

@@ -98,7 +98,7 @@ def _check_frame_commands(session: Any, want: list[tuple[str, int]],
         procedure, line = want[number]
         assert re.search(rf"#{number}\b.*\b{procedure}\b.*\bcrash\.c:{line}\b", out), \
             (command, procedure, line, out)
-    session.command("frame 0" if session.name == "gdb" else "frame select 0")
+    session.select_frame(0)
 
 
 def _has_line(session: Any, stop: str, line: int) -> None:

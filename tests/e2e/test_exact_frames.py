@@ -101,7 +101,7 @@ def test_bb_bt_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dic
                                           variant: str) -> None:
     f = facts(zoo, variant, "switch")
     s = debugger(ROOT / f["binary"], args=["rare"])
-    s.command("break step" if s.name == "gdb" else "breakpoint set -n step")
+    s.break_function("step")
     s.run()
     at_entry = _bt(s)
     assert at_entry["frames"][0]["procedure"] == "step"
@@ -180,12 +180,7 @@ def _native(s: Any) -> tuple[list[int], int]:
 
 def _step_out(s: Any) -> str:
     """LLDB's own `thread step-out` (`finish`), to its asynchronous stop report."""
-    from .driver_lldb import _STOPPED, _clean
-
-    s.child.sendline("thread step-out")
-    s.child.expect(_STOPPED, timeout=SESSION_TIMEOUT)
-    head = _clean((s.child.before or "") + (s.child.after or ""))
-    return head + "\n" + str(s._expect_prompt(SESSION_TIMEOUT, "thread step-out"))
+    return str(s.until_stop("thread step-out", SESSION_TIMEOUT))
 
 
 @pytest.mark.parametrize("variant", SWITCH_VARIANTS)

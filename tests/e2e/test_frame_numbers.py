@@ -64,7 +64,7 @@ def _pc(session: Any, number: int) -> int:
 def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[..., Any],
                                                           inlined: Path) -> None:
     s = debugger(inlined, args=["7"])
-    s.command("break leaf" if s.name == "gdb" else "breakpoint set -n leaf")
+    s.break_function("leaf")
     s.run()
     rows = json.loads(next(line for line in s.command("bb frames --json").splitlines()
                            if line.startswith("[")))

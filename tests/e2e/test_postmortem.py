@@ -36,7 +36,7 @@ def _select_thread(session: Any, number: int) -> None:
 
 
 def _select_frame(session: Any, number: int) -> None:
-    session.command(f"frame {number}" if session.name == "gdb" else f"frame select {number}")
+    session.select_frame(number)
 
 
 def _where(session: Any) -> dict[str, Any]:

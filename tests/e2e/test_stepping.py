@@ -58,7 +58,7 @@ class _Patient:
         return self.command("bt")
 
     def alive(self) -> bool:
-        return self.command(self._session._alive).strip() == "alive"
+        return bool(self._session.alive())
 
 
 def _session(debugger: Callable[..., Any], binary: Any, **kwargs: Any) -> Any:
@@ -303,7 +303,7 @@ def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: di
     f = facts(zoo, variant, "switch")
     session = _session(debugger, ROOT / f["binary"], args=["rare"])
     # By name, as a user would (GDB resolves `*'step'` before a PIE is relocated).
-    session.command("break step" if session.name == "gdb" else "breakpoint set -n step")
+    session.break_function("step")
     session.run()
     pcs, cfas, entry = _cfi_frames(session)
     assert [x["procedure"] for x in entry["frames"][:2]] == ["step", "main"]
@@ -362,18 +362,8 @@ def test_next_and_finish_act_on_the_selected_frame(debugger: Callable[..., Any],
 def _scripted(session: Any, *pairs: str) -> str:
     """`thread step-scripted` with the class by its name, typed as a user (or lldb-dap's
     console) would; waits for the stop LLDB reports asynchronously, then the prompt."""
-    from .driver_lldb import _STOPPED, DebuggerTimeout
-
     args = " ".join(f"-k {k} -v {v}" for k, v in zip(pairs[::2], pairs[1::2], strict=True))
-    text = f"thread step-scripted -C unsplit_lldb.LogicalStep {args}"
-    session._log.write(f"\n>>> {text}\n")
-    session.child.sendline(text)
-    try:
-        session.child.expect(_STOPPED, timeout=SLOW)
-    except Exception:
-        raise DebuggerTimeout(f"lldb: no stop after {text!r}\n{session.transcript}") from None
-    head = (session.child.before or "") + (session.child.after or "")
-    return head + "\n" + str(session._expect_prompt(SLOW, text))
+    return str(session.until_stop(f"thread step-scripted -C unsplit_lldb.LogicalStep {args}", SLOW))
 
 
 @pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
