@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
-from unsplit.debug.frame import lookup_pc
 from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UsageError
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
 from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
+from unsplit.index.frame import lookup_pc
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 

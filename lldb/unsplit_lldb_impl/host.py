@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
-from unsplit.debug.frame import is_signal_trampoline
 from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.errors import UsageError
 from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
+from unsplit.index.frame import is_signal_trampoline
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 

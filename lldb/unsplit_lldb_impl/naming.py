@@ -18,7 +18,7 @@ import traceback
 from typing import Any
 
 import lldb
-from unsplit.debug.frame import lookup_pc
+from unsplit.index.frame import lookup_pc
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 

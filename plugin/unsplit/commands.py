@@ -17,9 +17,8 @@ from typing import NoReturn
 
 from unsplit.debug import breakpoints, cfi, unwind
 from unsplit.debug.breakpoints import BreakpointHost
-from unsplit.debug.frame import at_return_address, lookup_pc
 from unsplit.debug.stepping import SteppingHost
-from unsplit.errors import AddressLookupError, UnsplitError, UsageError
+from unsplit.errors import AddressLookupError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
 from unsplit.host import (
     DebugInfo,
@@ -32,9 +31,18 @@ from unsplit.host import (
 )
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import shown
+from unsplit.index.frame import Frame, at_return_address, lookup_pc
 from unsplit.index.model import Location
 from unsplit.render import breaks as break_text
-from unsplit.render.frames import blocks_text, frame_text, frames_text, where_text
+from unsplit.render.frames import (
+    blocks_text,
+    bt_json,
+    bt_report,
+    frame_row,
+    frame_text,
+    frames_text,
+    where_text,
+)
 from unsplit.session import Session
 
 
@@ -249,13 +257,11 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
         native: list[int] | None = host.native_frame_pcs(thread)
         diff = [] if native is None else unwind.compare(native, frames, style)
         if args.json:
-            objects.append({"thread": thread, "frames": [f.to_json(style) for f in frames],
+            objects.append({"thread": thread, "frames": [bt_json(f, style) for f in frames],
                             "native_pcs": None if native is None else [hex(p) for p in native],
                             "differences": diff})
             continue
-        text = unwind.report(frames, native, style)
-        if native is not None and not diff:
-            text += "\n(the debugger's own frames agree)"
+        text = bt_report(frames, None if native is None else diff, style)
         texts.append(text if thread is None else f"thread {thread}:\n{text}")
     if args.json:
         return json.dumps(objects if args.all_threads else objects[0])
@@ -303,22 +309,9 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
         loc = None if found is None or mismatch[found[0].path] else \
             _locate_frame(session, host, pc, caller)
         caller = not _signal_frame(session, host, pc)
-        block = loc.block.id if loc is not None and loc.block is not None else \
-            (loc.bat_block if loc is not None else None)
-        path = None if loc is None else (loc.path or loc.file)
-        rows.append({
-            "frame": number, "pc": f"{pc:#018x}",
-            "module": None if found is None else found[0].path,
-            "procedure": None if loc is None else loc.name(style),
-            "linkage_name": None if loc is None else loc.procedure,
-            "fragment": None if loc is None else loc.fragment,
-            "fragment_symbol": None if loc is None else loc.fragment_symbol,
-            "block": block, "offset": None if loc is None else loc.offset,
-            "file": None if loc is None else loc.file, "path": path,
-            "line": None if loc is None else loc.line,
-            "column": None if loc is None else loc.column,
-            "source": _source_line(sources, path, None if loc is None else loc.line),
-        })
+        frame = Frame(number, pc, None if found is None else found[0].path,
+                      0 if found is None else found[0].bias, loc)
+        rows.append(frame_row(frame, style, sources))
     return rows
 
 
@@ -329,26 +322,7 @@ def _signal_frame(session: Session, host: Host, pc: int) -> bool:
     if found is None:
         return False
     mod, index = found
-    try:
-        fde = cfi.table_for(index.binary).fde_at(pc - mod.bias)
-    except UnsplitError:
-        return False
-    return fde is not None and fde.signal_frame
-
-
-def _source_line(cache: dict[str, list[str] | None], path: str | None,
-                 line: int | None) -> str | None:
-    """The text of `line` in `path`, or None when the file cannot be read (said nowhere)."""
-    if path is None or not line:
-        return None
-    if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                cache[path] = f.read().splitlines()
-        except OSError:
-            cache[path] = None
-    lines = cache[path]
-    return lines[line - 1] if lines is not None and line <= len(lines) else None
+    return cfi.is_signal_frame(index.binary, pc - mod.bias)
 
 
 # -- bb input -------------------------------------------------------------------------------

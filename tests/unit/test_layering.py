@@ -15,7 +15,7 @@ ALLOWED: dict[str, set[str]] = {
     "elf": {"formats"},
     "index": {"formats", "elf"},
     "debuginfo": {"formats", "elf", "index"},
-    "render": {"index"},
+    "render": {"formats", "index"},
     "debug": {"formats", "elf", "index", "render"},
     "session": {"elf", "index", "debug", "render"},
     "commands": {"formats", "elf", "index", "debug", "render", "session"},

@@ -14,10 +14,9 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from unsplit.debug.frame import lookup_pc
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats.dwarf_expr import (
     RIP,
     RSP,
@@ -35,6 +34,7 @@ from unsplit.formats.eh_frame import (
     decode_rows,
     one_line,
 )
+from unsplit.index.frame import lookup_pc
 
 _MASK = (1 << 64) - 1
 CALLEE_SAVED = (3, 6, 12, 13, 14, 15)  # rbx, rbp, r12-r15: kept when the CFI says nothing
@@ -212,6 +212,17 @@ def table_for(binary: Binary) -> CfiTable:
     """The CfiTable of `binary`, made once and kept as long as the Binary lives (the index
     cache keeps one Binary per file for the session)."""
     return _TABLES(binary)
+
+
+def is_signal_frame(binary: Binary, file_address: int) -> bool:
+    """Whether the FDE covering `file_address` is a signal trampoline's ("S" augmentation):
+    the frame above it was interrupted at its pc rather than calling. False where no CFI
+    covers it or the CFI cannot be read."""
+    try:
+        fde = table_for(binary).fde_at(file_address)
+    except UnsplitError:
+        return False
+    return fde is not None and fde.signal_frame
 
 
 # -- one step ------------------------------------------------------------------------------------

@@ -3,83 +3,25 @@
 Walks frames with the CFI (debug.cfi) of whichever loaded module holds each pc, and names each
 frame through the module's index, so a pc in a cold fragment is unwound by that fragment's own
 FDE: no prologue analysis, no guess at a function start (what makes LLDB's assembly profiler
-invent frames, shared/NOTES.md). :func:`compare` says where a debugger's own unwinding differs.
+invent frames, shared/NOTES.md). :func:`compare` says where a debugger's own unwinding differs;
+unsplit.render.frames prints both.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 from unsplit.debug import cfi
-from unsplit.debug.frame import at_return_address, lookup_pc
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
 from unsplit.index.demangle import GNU
+from unsplit.index.frame import Frame, at_return_address, lookup_pc
 from unsplit.index.model import Location
 from unsplit.index.module_index import ModuleIndex
-from unsplit.render.frames import source_position
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One frame: its pc (runtime), CFA, registers as the CFI recovers them, and its name.
-
-    `registers` holds what is known in this frame (DWARF numbers: rsp 7, rip 16, callee-saved
-    ones); `cfa` is None when the frame could not be unwound (the last one, then).
-    """
-
-    number: int
-    pc: int
-    cfa: int | None
-    registers: dict[int, int] = field(hash=False)
-    module: str | None = None
-    bias: int = 0
-    location: Location | None = None
-    stop_reason: str | None = None  # on the last frame: why the walk ended there
-
-    @property
-    def file_address(self) -> int:
-        return self.pc - self.bias
-
-    def label(self, style: str | None = GNU) -> str:
-        return self.location.label(style) if self.location is not None else "??"
-
-    def text(self, style: str | None = GNU) -> str:
-        """`#1  0x000055555555526d in run [cold]+0x4d at crash.c:43  cfa 0x7ffc…`"""
-        loc = self.location
-        name = "??"
-        if loc is not None and loc.procedure is not None:
-            name = f"{loc.label(style)}+{loc.offset or 0:#x}"
-        pos = source_position(loc) if loc is not None else None
-        where = f" at {pos}" if pos else (f" from {os.path.basename(self.module)}"
-                                          if self.module else "")
-        cfa = f"  cfa {self.cfa:#x}" if self.cfa is not None else ""
-        return f"#{self.number:<2} {self.pc:#018x} in {name}{where}{cfa}"
-
-    def to_json(self, style: str | None = GNU) -> dict[str, Any]:
-        loc = self.location
-        return {
-            "frame": self.number,
-            "pc": hex(self.pc),
-            "cfa": None if self.cfa is None else hex(self.cfa),
-            "module": self.module,
-            "file_address": hex(self.file_address) if self.module else None,
-            "procedure": loc.name(style) if loc else None,
-            "linkage_name": loc.procedure if loc else None,
-            "fragment": loc.fragment if loc else None,
-            "fragment_symbol": loc.fragment_symbol if loc else None,
-            "offset": loc.offset if loc else None,
-            "file": loc.file if loc else None,
-            "line": loc.line if loc else None,
-            "registers": {dwarf_expr.register_name(r).lower(): hex(v)
-                          for r, v in sorted(self.registers.items())},
-            "stop_reason": self.stop_reason,
-        }
 
 
 class _Modules:
@@ -160,8 +102,8 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
         mod = mods.holding(pc)
         number = len(frames)
         loc = None if mod is None else mods.locate(mod, pc, innermost)
-        frame = Frame(number, pc, None, dict(current), None if mod is None else mod.path,
-                      0 if mod is None else mod.bias, loc)
+        frame = Frame(number, pc, None if mod is None else mod.path,
+                      0 if mod is None else mod.bias, loc, registers=dict(current))
         if mod is None:
             frames.append(replace(frame, stop_reason=f"no loaded module has code at {pc:#x}"))
             break
@@ -255,23 +197,3 @@ def _ends_early(frame: Frame) -> bool:
     loc = frame.location
     return (loc is not None and loc.in_moved_code and loc.procedure is not None
             and loc.procedure != "main")
-
-
-def backtrace_text(frames: list[Frame], style: str | None = GNU) -> str:
-    """What `bb bt` and `unsplit bt` print: one line per frame, then why the walk ended."""
-    lines = [f.text(style) for f in frames]
-    if frames and frames[-1].stop_reason:
-        lines.append(f"   ({frames[-1].stop_reason})")
-    return "\n".join(lines)
-
-
-def report(frames: list[Frame], native_pcs: list[int] | None = None,
-           style: str | None = GNU) -> str:
-    """`bb bt`'s text: the CFI's frames, then where the debugger's own list differs, if given."""
-    text = backtrace_text(frames, style)
-    if native_pcs is None:
-        return text
-    diff = compare(native_pcs, frames, style)
-    if not diff:
-        return text
-    return text + "\nthe debugger's own backtrace differs:\n" + "\n".join(f"  {d}" for d in diff)

@@ -61,10 +61,17 @@ class _Segment:
 
 
 class Core:
-    """One core file, read on demand with one open file."""
+    """One core file, read on demand with one open file.
 
-    def __init__(self, path: str) -> None:
+    `threads_required` (the default): a core whose notes are cut off or that has no thread
+    registers raises, since nothing can be unwound; False reads what is there, for a debugger
+    that unwinds it. `problems` says, one line each, what is damaged but not fatal (segments
+    cut off by a truncated file)."""
+
+    def __init__(self, path: str, threads_required: bool = True) -> None:
         self.path = path
+        self.threads_required = threads_required
+        self.problems: list[str] = []
         try:
             with open(path, "rb") as f:
                 self._data = f.read()
@@ -99,15 +106,20 @@ class Core:
         for i in range(phnum):
             p_type, _, p_offset, p_vaddr, _, p_filesz, p_memsz, _ = \
                 struct.unpack_from("<IIQQQQQQ", d, phoff + 56 * i)
+            if p_offset + p_filesz > len(d) and not self.problems:
+                self.problems.append(f"{self.path}: truncated core: {len(d)} bytes, its "
+                                     f"segments reach {p_offset + p_filesz}")
             if p_type == PT_LOAD:
                 self._segments.append(_Segment(p_vaddr, p_memsz, p_offset, p_filesz))
             elif p_type == PT_NOTE:
                 if p_offset + p_filesz > len(d):
+                    if not self.threads_required:
+                        continue
                     raise self._error(p_offset, "the notes run past the end of the file: "
                                       "truncated core")
                 self._read_notes(p_offset, p_filesz)
         self._segments.sort(key=lambda s: s.vaddr)
-        if not any(t == NT_PRSTATUS for t, _, _ in self._notes):
+        if self.threads_required and not any(t == NT_PRSTATUS for t, _, _ in self._notes):
             raise self._error(0, "no NT_PRSTATUS note: no thread registers in this core")
 
     def _read_notes(self, start: int, size: int) -> None:
@@ -172,7 +184,22 @@ class Core:
                             os.fsdecode(names[k])) for k in range(count)]
         return []
 
+    @property
+    def entry(self) -> int | None:
+        """The program's entry point (AT_ENTRY): what places the executable."""
+        return self.auxv.get(AT_ENTRY)
+
     # -- memory --------------------------------------------------------------------------------
+
+    def dumped(self, address: int, size: int) -> bytes | None:
+        """`size` bytes at `address` as the core itself holds them (never from a mapped file:
+        what a file is compared against), or None."""
+        for s in self._segments:
+            if s.vaddr <= address and address + size <= s.vaddr + s.filesz:
+                at = s.offset + address - s.vaddr
+                chunk = self._data[at:at + size]
+                return chunk if len(chunk) == size else None
+        return None
 
     def read_memory(self, address: int, size: int) -> bytes:
         """Up to `size` bytes at `address`: from the core, else from the mapped file; shorter
@@ -280,7 +307,7 @@ class Core:
         except BinaryError:
             return
         try:
-            if _code(other) != _code(binary):
+            if code_segments(other) != code_segments(binary):
                 raise BinaryError(f"{self.path} is not a core of {binary.path}: it ran {ran}, "
                                   "whose code differs")
         finally:
@@ -355,7 +382,7 @@ def note_build_id(notes: bytes) -> bytes | None:
     return None
 
 
-def _code(binary: Binary) -> list[tuple[int, bytes]]:
+def code_segments(binary: Binary) -> list[tuple[int, bytes]]:
     """(vaddr, bytes) of every executable PT_LOAD segment."""
     return [(seg["p_vaddr"], seg.data()) for seg in binary.elf.iter_segments()
             if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]

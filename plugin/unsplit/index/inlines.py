@@ -23,8 +23,8 @@ UNKNOWN = "??"
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
-    """One line of llvm-symbolizer's answer: a function and where in it."""
+class LineInfo:
+    """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
 
     function: str
     path: str | None  # None: llvm-symbolizer's "??"
@@ -178,10 +178,10 @@ class DwarfFrames:
         """A module's, with the pre-BOLT input the index uses for a BOLTed module."""
         return cls(index, index.input_binary(), style)
 
-    def frames(self, address: int, inlines: bool = True) -> list[Frame]:
+    def frames(self, address: int, inlines: bool = True) -> list[LineInfo]:
         """What DWARF says of `address`, innermost frame first, the last one the function's
         own (not yet named by procedure); [] when no DWARF covers it."""
-        frames: list[Frame] = []
+        frames: list[LineInfo] = []
         for source, at in self._dwarf_sources(address):
             found = self._dwarf_frames(source, at, inlines)
             if found and (not frames or found[0].line):
@@ -200,7 +200,7 @@ class DwarfFrames:
                 out.append((self._input, input_address))
         return out
 
-    def _dwarf_frames(self, chains: InlineChains, address: int, inlines: bool) -> list[Frame]:
+    def _dwarf_frames(self, chains: InlineChains, address: int, inlines: bool) -> list[LineInfo]:
         row = chains.lines.lookup(address)
         path = None if row is None else row.path
         line, column = (0, 0) if row is None else (row.line, row.column)
@@ -211,16 +211,16 @@ class DwarfFrames:
             except DWARF_ERRORS as e:  # a damaged DIE on the chain: the line alone
                 cu = chains.lines.cu_offset_at(address)
                 chains.damaged(0 if cu is None else cu, e)
-        return [Frame(UNKNOWN, path, line, column)] if row is not None else []
+        return [LineInfo(UNKNOWN, path, line, column)] if row is not None else []
 
     def _inlined_frames(self, dies: list[Any], files: list[str], path: str | None, line: int,
-                        column: int, inlines: bool) -> list[Frame]:
+                        column: int, inlines: bool) -> list[LineInfo]:
         if not inlines:
-            return [Frame(_die_name(dies[0], self.style), path, line, column,
+            return [LineInfo(_die_name(dies[0], self.style), path, line, column,
                           _int_attr(dies[-1], "DW_AT_decl_line"))]
         frames = []
         for k, die in enumerate(dies):
-            frames.append(Frame(_die_name(die, self.style), path, line, column,
+            frames.append(LineInfo(_die_name(die, self.style), path, line, column,
                                 _int_attr(die, "DW_AT_decl_line")))
             # The next frame out is at this one's call site.
             call_file = _int_attr(die, "DW_AT_call_file")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
-from unsplit.index.demangle import GNU
+from unsplit.formats.dwarf_expr import register_name
+from unsplit.index.demangle import GNU, LLVM
+from unsplit.index.frame import Frame
 from unsplit.index.model import Location
 
 
@@ -110,3 +113,157 @@ def frames_text(rows: list[dict[str, Any]], thread: int | None = None) -> str:
         if r["source"] is not None:
             lines.append(f"{'':{widths[0] + 2}}{r['line']:>5}  {r['source'].strip()}")
     return "\n".join(lines)
+
+
+def source_line(cache: dict[str, list[str] | None], path: str | None,
+                line: int | None) -> str | None:
+    """The text of `line` in `path`, or None when the file cannot be read (said nowhere);
+    `cache` keeps each file's lines for one command."""
+    if path is None or not line:
+        return None
+    if path not in cache:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                cache[path] = f.read().splitlines()
+        except OSError:
+            cache[path] = None
+    lines = cache[path]
+    return lines[line - 1] if lines is not None and line <= len(lines) else None
+
+
+# -- one frame, as JSON ------------------------------------------------------------------------
+# Every command's frame objects share these keys; each command adds its own few (below).
+
+def frame_fields(frame: Frame, style: str | None) -> dict[str, Any]:
+    """The keys every frame object has: module, procedure (in `style`), linkage_name,
+    fragment, fragment_symbol, original offset (of the pc), file and line."""
+    loc = frame.location
+    return {
+        "module": frame.module,
+        "procedure": None if loc is None else loc.name(style),
+        "linkage_name": None if loc is None else loc.procedure,
+        "fragment": None if loc is None else loc.fragment,
+        "fragment_symbol": None if loc is None else loc.fragment_symbol,
+        "offset": None if loc is None else loc.offset,
+        "file": None if loc is None else loc.file,
+        "line": None if loc is None else loc.line,
+    }
+
+
+def _registers(frame: Frame) -> dict[str, str] | None:
+    if frame.registers is None:
+        return None
+    return {register_name(r).lower(): hex(v) for r, v in sorted(frame.registers.items())}
+
+
+def _cfa(frame: Frame) -> str | None:
+    return None if frame.cfa is None else hex(frame.cfa)
+
+
+# -- bb bt, unsplit bt: the CFI's frames ---------------------------------------------------------
+
+def bt_json(frame: Frame, style: str | None = GNU) -> dict[str, Any]:
+    """One frame of `bb bt --json`: the shared keys, pc, cfa, file address, registers and,
+    on the last frame, why the walk ended."""
+    return {"frame": frame.number, "pc": hex(frame.pc), "cfa": _cfa(frame),
+            **frame_fields(frame, style),
+            "file_address": hex(frame.file_address) if frame.module else None,
+            "registers": _registers(frame), "stop_reason": frame.stop_reason}
+
+
+def bt_line(frame: Frame, style: str | None = GNU) -> str:
+    """`#1  0x000055555555526d in run [cold]+0x4d at crash.c:43  cfa 0x7ffc…`"""
+    loc = frame.location
+    name = "??"
+    if loc is not None and loc.procedure is not None:
+        name = f"{loc.label(style)}+{loc.offset or 0:#x}"
+    pos = source_position(loc) if loc is not None else None
+    where = f" at {pos}" if pos else (f" from {os.path.basename(frame.module)}"
+                                      if frame.module else "")
+    cfa = f"  cfa {frame.cfa:#x}" if frame.cfa is not None else ""
+    return f"#{frame.number:<2} {frame.pc:#018x} in {name}{where}{cfa}"
+
+
+def backtrace_text(frames: list[Frame], style: str | None = GNU) -> str:
+    """What `bb bt` prints: one line per frame, then why the walk ended."""
+    lines = [bt_line(f, style) for f in frames]
+    if frames and frames[-1].stop_reason:
+        lines.append(f"   ({frames[-1].stop_reason})")
+    return "\n".join(lines)
+
+
+def bt_report(frames: list[Frame], differences: list[str] | None,
+              style: str | None = GNU) -> str:
+    """`bb bt`'s text: the CFI's frames, then where the debugger's own list differs
+    (unsplit.debug.unwind.compare; None: the debugger's list was not asked for)."""
+    text = backtrace_text(frames, style)
+    if differences is None:
+        return text
+    if not differences:
+        return text + "\n(the debugger's own frames agree)"
+    return (text + "\nthe debugger's own backtrace differs:\n"
+            + "\n".join(f"  {d}" for d in differences))
+
+
+# -- bb frames: the debugger's own frames ---------------------------------------------------------
+
+def frame_row(frame: Frame, style: str | None, source: dict[str, list[str] | None]) -> \
+        dict[str, Any]:
+    """One row of `bb frames --json` (what :func:`frames_text` prints): the shared keys, the
+    block, the file's full path, column and the line's source text."""
+    loc = frame.location
+    path = None if loc is None else (loc.path or loc.file)
+    return {"frame": frame.number, "pc": f"{frame.pc:#018x}", **frame_fields(frame, style),
+            "block": frame.block, "path": path,
+            "column": None if loc is None else loc.column,
+            "source": source_line(source, path, None if loc is None else loc.line)}
+
+
+# -- unsplit frames: every thread of a core -------------------------------------------------------
+
+def core_frame_json(frame: Frame, style: str | None = LLVM) -> dict[str, Any]:
+    """One frame of `unsplit frames --json`: the shared keys (file and line DWARF's, as
+    llvm-symbolizer says them), inlined calls, and what the CFI recovered (or null)."""
+    outer = frame.lines[-1] if frame.lines else None
+    fields = frame_fields(frame, style)
+    fields["file"] = None if outer is None or outer.path is None else outer.path
+    fields["line"] = None if outer is None or outer.path is None else outer.line
+    return {"index": frame.number, "pc": hex(frame.pc), **fields,
+            "inlined": [{"function": f.function, "file": f.path, "line": f.line}
+                        for f in frame.lines[:-1]],
+            "cfa": _cfa(frame), "registers": _registers(frame)}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{number} ({signal.Signals(number).name})"
+    except ValueError:
+        return str(number)
+
+
+def core_table(threads: list[dict[str, Any]], style: str | None = LLVM) -> str:
+    """What `unsplit frames` prints: per thread (`thread`, `lwp`, `signal`, `frames`, `error`)
+    a heading, a line per frame and why the walk ended."""
+    lines = []
+    for t in threads:
+        sig = f", signal {_signal_name(t['signal'])}" if t.get("signal") else ""
+        lines.append(f"Thread {t['thread']} (LWP {t['lwp']}){sig}:")
+        for f in t["frames"]:
+            lines.append("  " + _core_frame_line(f, style))
+        if t["error"]:
+            lines.append(f"  ({t['error']})")
+    return "\n".join(lines)
+
+
+def _core_frame_line(f: Frame, style: str | None) -> str:
+    head = f"#{f.number:<3} {f.pc:#018x}"
+    module = f"  ({os.path.basename(f.module)})" if f.module else ""
+    loc = f.location
+    if loc is None or not f.lines:
+        return f"{head}  ??{module}"
+    offset = "" if loc.offset is None else f"+{loc.offset:#x}"
+    outer = f.lines[-1]
+    where = f"  {outer.path}:{outer.line}" if outer.path else ""
+    inl = "".join(f"  [inlined {g.function} at {os.path.basename(g.path or '??')}:{g.line}]"
+                  for g in f.lines[:-1])
+    return f"{head}  {loc.label(style)}  {offset}{where}{inl}{module}"

@@ -27,117 +27,30 @@ of the file; a core without its notes has no thread to show), a debugger that ca
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
-import signal
-import struct
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 from unsplit.debug import cfi
-from unsplit.debug.frame import lookup_pc
-from unsplit.debug.unwind import Frame as CfiFrame
 from unsplit.debug.unwind import backtrace
 from unsplit.elf.binary import Binary
-from unsplit.elf.core import Core as CoreFile
-from unsplit.elf.core import Mapping, image_build_id
+from unsplit.elf.core import Core, Mapping, code_segments, image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
-from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
 from unsplit.index.demangle import LLVM
+from unsplit.index.frame import Frame, at_return_address, lookup_pc
+from unsplit.render.frames import core_frame_json, core_table
 from unsplit.session import Session
-from unsplit.tools.symbolize import Answer, Symbolizer
+from unsplit.tools.symbolize import Symbolizer
 
 MARK = "UNSPLIT-FRAMES "
-_AT_ENTRY = 9
 _MAX_FRAMES = 512
 TIMEOUT = 60
-
-
-# --- the core file ---------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Core:
-    """What the core file itself says: mappings, entry point, memory, problems."""
-
-    path: str
-    mappings: list[Mapping] = field(default_factory=list)
-    entry: int | None = None
-    segments: list[tuple[int, int, int]] = field(default_factory=list)  # vaddr, filesz, offset
-    problems: list[str] = field(default_factory=list)
-    _data: bytes = b""
-
-    def read(self, address: int, size: int) -> bytes | None:
-        """`size` bytes of the process's memory at `address`, if the core holds them."""
-        for vaddr, filesz, offset in self.segments:
-            if vaddr <= address and address + size <= vaddr + filesz:
-                start = offset + address - vaddr
-                chunk = self._data[start:start + size]
-                return chunk if len(chunk) == size else None
-        return None
-
-
-def read_core(path: str) -> Core:
-    """Parse a core's segments and notes; raises BinaryError when it is no ELF core at all."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
-    core = Core(path, _data=data)
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        if elf["e_type"] != "ET_CORE":
-            raise BinaryError(f"{path}: not a core file ({elf['e_type']})")
-        for seg in elf.iter_segments():
-            end = seg["p_offset"] + seg["p_filesz"]
-            if seg["p_type"] == "PT_LOAD":
-                core.segments.append((seg["p_vaddr"], seg["p_filesz"], seg["p_offset"]))
-            if end > len(data) and not core.problems:
-                core.problems.append(f"{path}: truncated core: {len(data)} bytes, its segments "
-                                     f"reach {end}")
-            if seg["p_type"] == "PT_NOTE" and end <= len(data):
-                _read_notes(core, seg, elf.elfclass)
-    except (ELFError, struct.error, ValueError) as e:
-        raise BinaryError(f"{path}: not a readable ELF core ({e})") from None
-    return core
-
-
-def _read_notes(core: Core, seg: Any, elfclass: int) -> None:
-    for note in seg.iter_notes():
-        if note["n_type"] == "NT_FILE":
-            desc = note["n_desc"]
-            for entry, name in zip(desc["Elf_Nt_File_Entry"], desc["filename"], strict=False):
-                text = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
-                core.mappings.append(Mapping(entry["vm_start"], entry["vm_end"],
-                                             entry["page_offset"] * desc["page_size"], text))
-        elif note["n_type"] == "NT_AUXV":
-            raw = note["n_desc"]
-            fmt = "<QQ" if elfclass == 64 else "<II"
-            if isinstance(raw, bytes | bytearray):
-                size = struct.calcsize(fmt)
-                for i in range(0, len(raw) - size + 1, size):
-                    key, value = struct.unpack_from(fmt, raw, i)
-                    if key == _AT_ENTRY:
-                        core.entry = value
-            else:  # pyelftools decoded it
-                for item in raw:
-                    if item["a_type"] == "AT_ENTRY":
-                        core.entry = item["a_val"]
-
-
-def memory_build_id(core: Core, header: int) -> bytes | None:
-    """The GNU build-id of the ELF image whose header the process mapped at `header`."""
-    return image_build_id(core.read, header)
 
 
 # --- the modules of the process --------------------------------------------------------------
@@ -178,7 +91,7 @@ def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]
         if binary is None or header is None:
             out.append(Module(path, 0, start, end, False))
             continue
-        seen, want = memory_build_id(core, header.start), binary.build_id
+        seen, want = image_build_id(core.dumped, header.start), binary.build_id
         named = seen is None or want is None or seen == want
         if not named and path == main:
             assert seen is not None and want is not None
@@ -206,14 +119,9 @@ def _other_code(exe: Binary, ran: str) -> bool:
     if other is None:
         return False
     try:
-        return _code(other) != _code(exe)
+        return code_segments(other) != code_segments(exe)
     finally:
         other.close()
-
-
-def _code(binary: Binary) -> list[tuple[int, bytes]]:
-    return [(seg["p_vaddr"], seg.data()) for seg in binary.elf.iter_segments()
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]
 
 
 def _same_file(given: str, mapped: str) -> bool:
@@ -327,14 +235,13 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
 # --- the CFI, no debugger ------------------------------------------------------------------
 
 
-def unwind_cfi(core: CoreFile, mods: list[Module]) -> Unwound:
+def unwind_cfi(core: Core, mods: list[Module]) -> Unwound:
     """Each thread's frames from the core alone: registers from NT_PRSTATUS, memory from the
     core and the mapped files, each frame unwound by its fragment's CFI (unsplit.debug.unwind)."""
-    threads = core.threads
     loaded = [LoadedModule(m.path, m.bias) for m in mods if m.named]
     session = Session()
     out = []
-    for number, thread in enumerate(threads, 1):
+    for number, thread in enumerate(core.threads, 1):
         walk = backtrace(loaded, thread.registers, core.read_memory, session.index)
         frames = [[f.pc, _signal_frame(session, f), f] for f in walk]
         out.append({"num": number, "lwp": thread.pid, "signal": thread.signal,
@@ -342,54 +249,18 @@ def unwind_cfi(core: CoreFile, mods: list[Module]) -> Unwound:
     return Unwound(out, [])
 
 
-def _signal_frame(session: Session, frame: CfiFrame) -> bool:
-    """Whether the frame's FDE is a signal trampoline's ("S"): its caller's pc is exact."""
+def _signal_frame(session: Session, frame: Frame) -> bool:
+    """Whether the frame's FDE is a signal trampoline's: its caller's pc is exact."""
     if frame.module is None:
         return False
     try:
-        fde = cfi.table_for(session.index(frame.module).binary).fde_at(frame.file_address)
+        binary = session.index(frame.module).binary
     except UnsplitError:
         return False
-    return fde is not None and fde.signal_frame
+    return cfi.is_signal_frame(binary, frame.file_address)
 
 
 # --- naming ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NamedFrame:
-    index: int
-    pc: int
-    module: str | None
-    answer: Answer | None  # None: no module we can name it in
-    delta: int = 0  # pc minus the address looked up (1 for a caller: its call)
-    cfi: CfiFrame | None = None  # what the CFI recovered, when it unwound this frame
-
-    @property
-    def offset(self) -> int | None:
-        loc = self.answer.location if self.answer is not None else None
-        return None if loc is None or loc.offset is None else loc.offset + self.delta
-
-    def to_json(self, style: str | None = LLVM) -> dict[str, Any]:
-        loc = self.answer.location if self.answer is not None else None
-        line = self.answer.frames[-1] if self.answer is not None else None
-        return {
-            "index": self.index, "pc": hex(self.pc), "module": self.module,
-            "procedure": None if loc is None else loc.name(style),
-            "linkage_name": None if loc is None else loc.procedure,
-            "fragment": None if loc is None else loc.fragment,
-            "fragment_symbol": None if loc is None else loc.fragment_symbol,
-            "offset": self.offset,
-            "file": None if line is None or line.path is None else line.path,
-            "line": None if line is None or line.path is None else line.line,
-            "inlined": [] if self.answer is None else
-            [{"function": f.function, "file": f.path, "line": f.line}
-             for f in self.answer.frames[:-1]],
-            "cfa": None if self.cfi is None or self.cfi.cfa is None else hex(self.cfi.cfa),
-            "registers": None if self.cfi is None else
-            {dwarf_expr.register_name(r).lower(): hex(v)
-             for r, v in sorted(self.cfi.registers.items())},
-        }
 
 
 class Namer:
@@ -402,15 +273,20 @@ class Namer:
         self.demangle = demangle
         self._symbolizers: dict[str, Symbolizer | None] = {}
 
-    def name(self, index: int, pc: int, lookup: int) -> NamedFrame:
+    def name(self, number: int, pc: int, caller: bool) -> Frame:
+        """Frame `number` at `pc`, named at :func:`lookup_pc` (`caller`: pc is a return
+        address)."""
         mod = next((m for m in self.mods if m.start <= pc < m.end), None)
         if mod is None:
-            return NamedFrame(index, pc, None, None)
+            return Frame(number, pc)
         sym = self._symbolizer(mod) if mod.named else None
         if sym is None:
-            return NamedFrame(index, pc, mod.path, None)
-        return NamedFrame(index, pc, mod.path, sym.answer(lookup - mod.bias, inlines=True),
-                          pc - lookup)
+            return Frame(number, pc, mod.path, mod.bias)
+        answer = sym.answer(lookup_pc(pc, caller) - mod.bias, inlines=True)
+        loc = answer.location
+        if loc is not None and caller:
+            loc = at_return_address(loc, pc)
+        return Frame(number, pc, mod.path, mod.bias, loc, lines=tuple(answer.frames))
 
     def _symbolizer(self, mod: Module) -> Symbolizer | None:
         if mod.path not in self._symbolizers:
@@ -424,51 +300,20 @@ class Namer:
 
 
 def name_threads(unwound: Unwound, namer: Namer) -> list[dict[str, Any]]:
+    """Each thread's frames named; a frame the CFI unwound keeps its CFA and registers."""
     out = []
     for t in unwound.threads:
         frames = []
         previous_sigtramp = True  # frame 0's PC is where it stopped, not a return address
         for i, (pc, sigtramp, *walked) in enumerate(t["frames"]):
-            lookup = lookup_pc(pc, holds_return_address=not previous_sigtramp)
-            named = namer.name(i, pc, lookup)
-            frames.append(replace(named, cfi=walked[0]) if walked else named)
+            named = namer.name(i, pc, caller=not previous_sigtramp)
+            if walked:
+                named = replace(named, cfa=walked[0].cfa, registers=walked[0].registers)
+            frames.append(named)
             previous_sigtramp = bool(sigtramp)
         out.append({"thread": t["num"], "lwp": t["lwp"], "signal": t.get("signal"),
                     "frames": frames, "error": t["error"]})
     return out
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return f"{number} ({signal.Signals(number).name})"
-    except ValueError:
-        return str(number)
-
-
-def table(threads: list[dict[str, Any]], style: str | None = LLVM) -> str:
-    lines = []
-    for t in threads:
-        sig = f", signal {_signal_name(t['signal'])}" if t.get("signal") else ""
-        lines.append(f"Thread {t['thread']} (LWP {t['lwp']}){sig}:")
-        for f in t["frames"]:
-            lines.append("  " + _frame_text(f, style))
-        if t["error"]:
-            lines.append(f"  ({t['error']})")
-    return "\n".join(lines)
-
-
-def _frame_text(f: NamedFrame, style: str | None) -> str:
-    head = f"#{f.index:<3} {f.pc:#018x}"
-    module = f"  ({os.path.basename(f.module)})" if f.module else ""
-    if f.answer is None or f.answer.location is None:
-        return f"{head}  ??{module}"
-    loc = f.answer.location
-    offset = "" if f.offset is None else f"+{f.offset:#x}"
-    outer = f.answer.frames[-1]
-    where = f"  {outer.path}:{outer.line}" if outer.path else ""
-    inl = "".join(f"  [inlined {g.function} at {os.path.basename(g.path or '??')}:{g.line}]"
-                  for g in f.answer.frames[:-1])
-    return f"{head}  {loc.label(style)}  {offset}{where}{inl}{module}"
 
 
 # --- the command -----------------------------------------------------------------------------
@@ -481,13 +326,11 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
 
     `debugger` None: the CFI unwinds (no debugger); "gdb" or "lldb": that one, in batch mode.
     """
-    # Without thread state nothing can be shown: that is the one line.
-    strict = CoreFile(core_path) if debugger is None else None
-    if strict is not None:
-        strict.threads  # noqa: B018 - parsed now, so a bad core fails before anything else
-    problems: list[str] = []
-    core = read_core(core_path)
-    problems += core.problems
+    # Without thread state the CFI can show nothing: that is the one line.
+    core = Core(core_path, threads_required=debugger is None)
+    if debugger is None:
+        core.threads  # noqa: B018 - parsed now, so a bad core fails before anything else
+    problems: list[str] = list(core.problems)
     exe: Binary | None
     try:
         exe = Binary(exe_path)
@@ -496,8 +339,7 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
         exe = None
     mods = modules(core, exe, problems)
     if debugger is None:
-        assert strict is not None
-        unwound = unwind_cfi(strict, mods)
+        unwound = unwind_cfi(core, mods)
     else:
         main = mods[0] if mods and mods[0].named and \
             mods[0].start <= (core.entry or 0) < mods[0].end else None
@@ -509,7 +351,7 @@ def frames(core_path: str, exe_path: str, input_path: str | None = None,
                         f"{core_path}: {debugger}: {w.removeprefix('warning: ')}")
     named = name_threads(unwound, Namer(mods, input_path, demangle))
     gone = {f.module for t in named for f in t["frames"]
-            if f.module and f.answer is None and not os.path.exists(f.module)}
+            if f.module and not f.lines and not os.path.exists(f.module)}
     problems += [f"{path}: no such file: its frames are not named" for path in sorted(gone)]
     return named, problems
 
@@ -521,10 +363,11 @@ def _run_cli(args: argparse.Namespace) -> str:
     if args.json:
         text = json.dumps({"core": args.core, "exe": args.exe,
                            "unwinder": args.debugger or "cfi",
-                           "threads": [{**t, "frames": [f.to_json(style) for f in t["frames"]]}
+                           "threads": [{**t, "frames": [core_frame_json(f, style)
+                                                        for f in t["frames"]]}
                                        for t in threads]})
     else:
-        text = table(threads, style)
+        text = core_table(threads, style)
     if not problems:
         return text
     if text:

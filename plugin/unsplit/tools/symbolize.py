@@ -50,7 +50,7 @@ from typing import IO, Any
 from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.index.demangle import LLVM
-from unsplit.index.inlines import UNKNOWN, DwarfFrames, Frame
+from unsplit.index.inlines import UNKNOWN, DwarfFrames, LineInfo
 from unsplit.index.model import Location
 from unsplit.index.module_index import ModuleIndex
 from unsplit.session import Session
@@ -66,7 +66,7 @@ class Answer:
     """Everything said about one address."""
 
     address: int  # file address
-    frames: list[Frame]  # innermost first; never empty
+    frames: list[LineInfo]  # innermost first; never empty
     location: Location | None
 
 
@@ -139,15 +139,15 @@ class Symbolizer:
             # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
             sym = self._symbol_at(address)
             file = sym.file if sym is not None and sym.local and sym.file else None
-            frames = [Frame(UNKNOWN, file, 0, 0)]
+            frames = [LineInfo(UNKNOWN, file, 0, 0)]
         name, start = self._outer_name(loc)
         outer = frames[-1]
-        frames[-1] = Frame(name if name is not None else outer.function, outer.path,
+        frames[-1] = LineInfo(name if name is not None else outer.function, outer.path,
                            outer.line, outer.column, outer.start_line,
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
 
-    def dwarf_frames(self, address: int, inlines: bool = True) -> list[Frame]:
+    def dwarf_frames(self, address: int, inlines: bool = True) -> list[LineInfo]:
         """What DWARF says of `address` (unsplit.index.inlines.DwarfFrames)."""
         return self._dwarf.frames(address, inlines)
 
@@ -241,7 +241,7 @@ def stream(symbolizer: Symbolizer, lines: IO[str], out: IO[str], *, relative: bo
             return count
         address = symbolizer.parse(text, relative)
         if address is None:
-            answer = Answer(0, [Frame(UNKNOWN, None, 0, 0)], None)
+            answer = Answer(0, [LineInfo(UNKNOWN, None, 0, 0)], None)
             shown = 0
         else:
             answer = symbolizer.answer(address, inlines)

@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from unsplit.debug.unwind import Frame, backtrace, compare, report
+from unsplit.debug.unwind import backtrace, compare
 from unsplit.elf.core import NT_FILE, Core
 from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import registers_from_names
+from unsplit.index.frame import Frame
 from unsplit.index.module_index import IndexCache
+from unsplit.render.frames import bt_report
 
 from ...conftest import ROOT, facts
 from ..formats.test_eh_frame import dwarfdump_fdes
@@ -235,8 +237,10 @@ def test_report_and_register_names(zoo: dict[str, Any]) -> None:
     _, binary, core = _crash(zoo, "gcc-pgo")
     frames = _frames(binary, core)
     pcs = [fr.pc for fr in frames]
-    assert report(frames, pcs[:3]) == report(frames)
-    assert report(frames, [pcs[0], pcs[2]]).endswith(
+    assert compare(pcs[:3], frames) == []
+    assert bt_report(frames, compare(pcs[:3], frames)) == \
+        bt_report(frames, None) + "\n(the debugger's own frames agree)"
+    assert bt_report(frames, compare([pcs[0], pcs[2]], frames)).endswith(
         f"differs:\n  the debugger skips frame #1 ({pcs[1]:#x}, run [cold])")
     assert registers_from_names({"RIP": 1, "rsp": 2, "r12": 3, "eflags": 4}) == \
         {16: 1, 7: 2, 12: 3}

@@ -1,0 +1,81 @@
+"""A frame of a stack, one record for every way of finding one, and the rules every layer
+follows to name it, kept in one place: which address names it, and which frames were
+interrupted rather than calling.
+
+`bb bt` and `unsplit frames` walk frames with the CFI, `bb frames` takes the debugger's own list,
+`unsplit frames --debugger` a batch debugger's: each makes :class:`Frame` records, and
+unsplit.render.frames prints every one of them.
+
+A caller's pc is a return address: the first byte after its call, which may already be the next
+fragment (a call that ends a fragment) or another procedure (a call to a noreturn function last).
+So a caller is named by its call, the byte before, as GDB (`address_in_block`) and LLDB's
+symbolication do. Frame 0 stopped at its pc, and so did a frame a signal interrupted (the frame
+above a signal trampoline): each is named by its own pc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from unsplit.index.demangle import GNU
+from unsplit.index.inlines import LineInfo
+from unsplit.index.model import Location
+
+# What the signal trampolines of the platforms we debug are called (glibc x86-64 and AArch64,
+# the Linux vDSO, BSD/macOS libc); a debugger that marks them itself (GDB's SIGTRAMP_FRAME, a
+# CIE's 'S' augmentation) says so directly.
+SIGNAL_TRAMPOLINES = ("__restore_rt", "__kernel_rt_sigreturn", "_sigtramp", "sigtramp")
+
+
+def is_signal_trampoline(name: str | None) -> bool:
+    """Whether a frame named `name` is a signal trampoline (the frame above it was interrupted)."""
+    return bool(name) and any(t in (name or "") for t in SIGNAL_TRAMPOLINES)
+
+
+def lookup_pc(pc: int, holds_return_address: bool) -> int:
+    """The address that names a frame whose pc is `pc`: pc - 1 for a caller (a return
+    address), pc itself for frame 0 and for a frame a signal interrupted."""
+    return pc - 1 if holds_return_address else pc
+
+
+def at_return_address(loc: Location, pc: int) -> Location:
+    """A caller's Location, found at pc - 1, reported at its pc: the same procedure, fragment
+    and line (the call's), the address and original offset of the return address."""
+    return replace(loc, address=pc, file_address=loc.file_address + 1,
+                   offset=None if loc.offset is None else loc.offset + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One frame: its number and pc (runtime), the module that holds the pc, and what is known
+    of it. `location` is named at :func:`lookup_pc` and reported at `pc`
+    (:func:`at_return_address`); `cfa` and `registers` are what the CFI recovered (DWARF
+    register numbers), None where nothing unwound the frame; `stop_reason`, on the last frame of
+    a walk, why it ended there; `lines`, what DWARF says of the address (inlined calls innermost
+    first, the outer function last), where a symbolizer was asked."""
+
+    number: int
+    pc: int
+    module: str | None = None
+    bias: int = 0
+    location: Location | None = None
+    cfa: int | None = None
+    registers: dict[int, int] | None = field(default=None, hash=False)
+    stop_reason: str | None = None
+    lines: tuple[LineInfo, ...] = ()
+
+    @property
+    def file_address(self) -> int:
+        return self.pc - self.bias
+
+    def label(self, style: str | None = GNU) -> str:
+        """`run [cold]`: the procedure and fragment, or `??`."""
+        return self.location.label(style) if self.location is not None else "??"
+
+    @property
+    def block(self) -> int | None:
+        """The basic block's ID: from the bb map, else the BAT entry's."""
+        loc = self.location
+        if loc is None:
+            return None
+        return loc.block.id if loc.block is not None else loc.bat_block
