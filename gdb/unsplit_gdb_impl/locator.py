@@ -1,5 +1,6 @@
-"""Per-PC answers for the hot paths (every `bt` frame, every stop), cached until the module
-list changes, so a backtrace costs one dictionary look-up per frame once warm.
+"""Per-PC answers for the hot paths (every `bt` frame, every stop), kept in the session's
+location cache (unsplit.index.location_cache) until the module list changes, so a backtrace
+costs one dictionary look-up per frame once warm.
 
 Which frames the plugin shows differently from GDB (:meth:`Locator.shown`): a frame in moved
 code (a non-entry fragment), named by its procedure; and any frame GDB has no line for while the
@@ -11,6 +12,7 @@ wherever GDB has one, as LLDB's does in the LLDB adapter.
 from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.index.location_cache import LINES, MOVED_LINES
 from unsplit.index.model import Location
 from unsplit.session import Session
 
@@ -21,17 +23,14 @@ class Locator:
     def __init__(self, session: Session, host: GdbHost) -> None:
         self.session = session
         self.host = host
-        self._cache: dict[int, Location | None] = {}
-        self._lines: dict[int, Location | None] = {}  # with its line, for frames GDB has none
-        self._generation: tuple[int, int] = (-1, -1)
+        self.cache = session.locations  # shared with every bb command of the session
+        self._modules = -1  # the host's module-list generation the cache was made with
 
     def _sync(self) -> None:
-        # Lines change with the module list and with `bb input` (the pre-BOLT binary).
-        generation = (self.host.generation, self.session.input_generation)
-        if generation != self._generation:
-            self._cache.clear()
-            self._lines.clear()
-            self._generation = generation
+        # Locations change with the module list (and with `bb input`, which drops them itself).
+        if self.host.generation != self._modules:
+            self.cache.invalidate()
+            self._modules = self.host.generation
 
     def begin_backtrace(self) -> None:
         """Check the module list once for a whole `bt`: it cannot change while one prints, and
@@ -41,12 +40,13 @@ class Locator:
 
     def locate(self, address: int, *, checked: bool = False) -> Location | None:
         """`checked`: begin_backtrace() has checked the module list, so a cached pc is trusted."""
-        if checked and address in self._cache:
-            return self._cache[address]
+        key = (address, MOVED_LINES)
+        if checked and key in self.cache:
+            return self.cache[key]
         module = self.host.module_at(address)  # refreshes the module list when it changed
         self._sync()
-        if address in self._cache:
-            return self._cache[address]
+        if key in self.cache:
+            return self.cache[key]
         loc = None
         if module is not None:
             host = OneModuleHost(self.host, module)
@@ -57,7 +57,7 @@ class Locator:
                 loc = self.session.locate(host, address)
             for warning in self.session.new_warnings(loc):  # e.g. damaged DWARF: said once
                 gdb.write(f"unsplit: {warning}\n", gdb.STDERR)
-        self._cache[address] = loc
+        self.cache[key] = loc
         return loc
 
     def _locate_line(self, address: int, *, checked: bool = False) -> Location | None:
@@ -66,11 +66,12 @@ class Locator:
         loc = self.locate(address, checked=checked)
         if loc is None or loc.in_moved_code:
             return loc  # moved code's Location has its line already
-        if address not in self._lines:
+        key = (address, LINES)
+        if key not in self.cache:
             module = self.host.module_at(address)
-            self._lines[address] = None if module is None else self.session.locate(
+            self.cache[key] = None if module is None else self.session.locate(
                 OneModuleHost(self.host, module), address)
-        return self._lines[address]
+        return self.cache[key]
 
     def shown(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
         """The Location the plugin shows for `frame` instead of GDB's own: in moved code always

@@ -47,7 +47,7 @@ def loaded_modules(target: Any) -> list[LoadedModule]:
             if path:
                 mods.append(LoadedModule(path, module_bias(target, module)))
         if mods != st.modules_cache:
-            st.locations.clear()  # the pc -> location cache holds only for one mapping
+            st.session.locations.invalidate()  # locations hold only for one mapping
         st.modules_cache, st.modules_key = mods, key
     return list(st.modules_cache)
 

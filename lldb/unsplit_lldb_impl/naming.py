@@ -19,6 +19,7 @@ from typing import Any
 
 import lldb
 from unsplit.index.frame import lookup_pc
+from unsplit.index.location_cache import LINES, NO_LINES
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 
@@ -128,23 +129,21 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
     question in a module with big DWARF, libc's, costs a scan of its CUs).
     """
     st, target, process, thread = context if context is not None else _context(frame)
-    if st.input_generation != st.session.input_generation:  # `bb input` changed BOLTed lines
-        st.locations.clear()
-        st.input_generation = st.session.input_generation
+    cache = st.session.locations  # dropped by `bb input` and by a new module list
     pc = int(frame.GetPC())
     lookup = lookup_pc(pc, _holds_return_address(frame, thread))
     epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
-    key = (lookup, lines)
-    if _checked.get(id(st)) == epoch and key in st.locations:
-        return st.locations[key], pc - lookup
+    key = (lookup, LINES if lines else NO_LINES)
+    if _checked.get(id(st)) == epoch and key in cache:
+        return cache[key], pc - lookup
     host = state_mod.make_host(target.GetDebugger(), target, frame)
     host.modules()  # refreshes the module list and drops stale locations
     _checked[id(st)] = epoch
-    if key not in st.locations:
-        st.locations[key] = loc = st.session.locate(host, lookup, lines=lines)
+    if key not in cache:
+        cache[key] = loc = st.session.locate(host, lookup, lines=lines)
         for warning in st.session.new_warnings(loc):  # e.g. damaged DWARF: said once
             print(f"unsplit: {warning}", file=sys.stderr)
-    return st.locations[key], pc - lookup
+    return cache[key], pc - lookup
 
 
 def _holds_return_address(frame: Any, thread: Any) -> bool:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.index.demangle import LLVM
-from unsplit.index.model import Location
 from unsplit.session import Session
 
 
@@ -30,11 +29,9 @@ class DebuggerState:
     session: Session = field(default_factory=lambda: Session(_llvm))
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
-    # pc -> Location (or None), valid while the module list is `modules_key`
-    # (pc looked up, with its line?) -> Location
-    locations: dict[tuple[int, bool], Location | None] = field(default_factory=dict)
+    # the module list, kept while the process has not run and no module came or went; a new
+    # one drops the session's locations (Session.locations)
     modules_key: tuple[Any, ...] = ()
-    input_generation: int = -1  # the session's input_generation `locations` were made with
     modules_cache: list[Any] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
 

@@ -275,9 +275,8 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     # named by the core; a caller's pc is a return address, named by its call at pc - 1.
     assert isinstance(host, LiveHost)
     threads = _threads(host, args, "frames")
-    sources: dict[str, list[str] | None] = {}
     mismatch: dict[str, str | None] = {}
-    tables = [(t, _frame_rows(session, host, host.native_frame_pcs(t), sources, mismatch,
+    tables = [(t, _frame_rows(session, host, host.native_frame_pcs(t), mismatch,
                               host.native_frame_numbers(t)))
               for t in threads]
     if args.json:
@@ -293,8 +292,7 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
     return "\n".join([text, *warnings])
 
 
-def _frame_rows(session: Session, host: Host, pcs: list[int],
-                sources: dict[str, list[str] | None], mismatch: dict[str, str | None],
+def _frame_rows(session: Session, host: Host, pcs: list[int], mismatch: dict[str, str | None],
                 numbers: list[int] | None = None) -> list[dict[str, object]]:
     """One row per frame; `numbers`: the debugger's frame numbers (else 0, 1, 2…)."""
     rows: list[dict[str, object]] = []
@@ -311,7 +309,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int],
         caller = not _signal_frame(session, host, pc)
         frame = Frame(number, pc, None if found is None else found[0].path,
                       0 if found is None else found[0].bias, loc)
-        rows.append(frame_row(frame, style, sources))
+        rows.append(frame_row(frame, style, session.source_lines))
     return rows
 
 

@@ -18,6 +18,7 @@ from unsplit.errors import BinaryError, UnsplitError
 from unsplit.host import Host, LoadedModule, MachineState
 from unsplit.index import prebolt
 from unsplit.index.demangle import GNU
+from unsplit.index.location_cache import LocationCache
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
 from unsplit.index.store import IndexStore
@@ -48,14 +49,14 @@ class Session:
         self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
         self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
         self._shown: set[str] = set()  # warnings an adapter has printed already
-        # Bumped by set_input (`bb input`): lines of BOLTed code change, so the adapters drop
-        # the locations they cached by pc.
-        self.input_generation = 0
+        # Locations by pc, for both adapters' frame naming (dropped by set_input: the lines of
+        # BOLTed code change; and by the adapter when its module list changes).
+        self.locations = LocationCache()
 
     def set_input(self, binary: Binary, path: str | None) -> Binary | None:
         """`bb input PATH`: the pre-BOLT input of `binary` (one of this session's, so the choice
         is this session's), verified; None forgets it (search again)."""
-        self.input_generation += 1
+        self.locations.invalidate()
         return prebolt.set_input(binary, path)
 
     def source_lines(self, path: str) -> list[str] | None:
@@ -68,7 +69,7 @@ class Session:
         key = (st.st_mtime_ns, st.st_size)
         found = self._sources.get(path)
         if found is None or found[0] != key:
-            from unsplit.render.stop import source_lines
+            from unsplit.render.frames import source_lines
 
             found = self._sources[path] = (key, source_lines(path))
         return found[1]

@@ -39,8 +39,8 @@ def _search(binary: Binary) -> Binary | None:
 
 
 # The input of each Binary, kept on it: a session's index cache owns its Binary objects, so
-# `bb input` in one session (set_input) is not another's. The session counts the changes
-# (Session.input_generation) for the adapters' caches of locations by pc.
+# `bb input` in one session (set_input) is not another's. The session drops its locations by
+# pc (Session.locations) on each change.
 _INPUTS = PerFile(_search)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from unsplit.formats.dwarf_expr import register_name
@@ -115,20 +116,23 @@ def frames_text(rows: list[dict[str, Any]], thread: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def source_line(cache: dict[str, list[str] | None], path: str | None,
-                line: int | None) -> str | None:
-    """The text of `line` in `path`, or None when the file cannot be read (said nowhere);
-    `cache` keeps each file's lines for one command."""
-    if path is None or not line:
+Reader = Callable[[str], "list[str] | None"]
+"""A source file's lines, or None when it cannot be read (Session.source_lines caches them)."""
+
+
+def source_lines(path: str) -> list[str] | None:
+    """The lines of a source file, read now, or None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
         return None
-    if path not in cache:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                cache[path] = f.read().splitlines()
-        except OSError:
-            cache[path] = None
-    lines = cache[path]
-    return lines[line - 1] if lines is not None and line <= len(lines) else None
+
+
+def source_line(read: Reader, path: str | None, line: int | None) -> str | None:
+    """The text of `line` in `path`, or None when the file cannot be read (said nowhere)."""
+    lines = read(path) if path is not None and line else None
+    return lines[line - 1] if lines is not None and line and line <= len(lines) else None
 
 
 # -- one frame, as JSON ------------------------------------------------------------------------
@@ -207,8 +211,7 @@ def bt_report(frames: list[Frame], differences: list[str] | None,
 
 # -- bb frames: the debugger's own frames ---------------------------------------------------------
 
-def frame_row(frame: Frame, style: str | None, source: dict[str, list[str] | None]) -> \
-        dict[str, Any]:
+def frame_row(frame: Frame, style: str | None, read: Reader = source_lines) -> dict[str, Any]:
     """One row of `bb frames --json` (what :func:`frames_text` prints): the shared keys, the
     block, the file's full path, column and the line's source text."""
     loc = frame.location
@@ -216,7 +219,7 @@ def frame_row(frame: Frame, style: str | None, source: dict[str, list[str] | Non
     return {"frame": frame.number, "pc": f"{frame.pc:#018x}", **frame_fields(frame, style),
             "block": frame.block, "path": path,
             "column": None if loc is None else loc.column,
-            "source": source_line(source, path, None if loc is None else loc.line)}
+            "source": source_line(read, path, None if loc is None else loc.line)}
 
 
 # -- unsplit frames: every thread of a core -------------------------------------------------------

@@ -20,30 +20,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 
 from unsplit.host import Host
 from unsplit.index.demangle import GNU
 from unsplit.index.model import Location
 from unsplit.index.session_view import SessionView
-from unsplit.render.frames import frame_text
+from unsplit.render.frames import Reader, frame_text, source_lines
 
 # GDB's `print frame-info` values (gdb/stack.c print_frame_info_choices).
 SRC_LINE, LOCATION, SRC_AND_LOC = "source-line", "location", "source-and-location"
 LOC_AND_ADDRESS, SHORT_LOCATION = "location-and-address", "short-location"
-
-
-Reader = Callable[[str], "list[str] | None"]
-"""A source file's lines, or None when it cannot be read (Session.source_lines caches them)."""
-
-
-def source_lines(path: str) -> list[str] | None:
-    """The lines of a source file, read now, or None when it cannot be read."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().splitlines()
-    except OSError:
-        return None
 
 
 def at_line_start(session: SessionView, host: Host, pc: int) -> bool:

@@ -1,6 +1,6 @@
 """`bb input` is the session's (issue 14): the pre-BOLT input one session was given is not
-another's, and each change bumps that session's input_generation, which the adapters' caches of
-locations by pc follow. A BOLTed binary alone in a directory has no input of its own."""
+another's, and each change drops that session's locations by pc (Session.locations, which both
+adapters' frame naming read). A BOLTed binary alone in a directory has no input of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from unsplit.errors import BinaryError
 from unsplit.index import prebolt
+from unsplit.index.location_cache import LINES
 from unsplit.session import Session
 
 from ...conftest import ROOT, facts
@@ -32,14 +33,17 @@ def test_bb_input_is_one_sessions(zoo: dict[str, Any], tmp_path: Path,
     moved = [fr for fr in transfer.fragments if fr.name != "hot"]
     assert moved, "bolt-random2 splits transfer"
 
-    before = given.input_generation
+    before = given.locations.generation
+    given.locations[(moved[0].start, LINES)] = None
     with pytest.raises(BinaryError, match="not the input of"):
         given.set_input(index.binary, str(ROOT / f["binary"]))  # itself: not its input
-    assert given.input_generation > before
+    assert given.locations.generation > before and not given.locations
 
-    before = given.input_generation
+    before = given.locations.generation
+    given.locations[(moved[0].start, LINES)] = None
+    other.locations[(moved[0].start, LINES)] = None
     found = given.set_input(index.binary, str(ROOT / f["input"]))
-    assert found is not None and given.input_generation > before
+    assert found is not None and given.locations.generation > before and not given.locations
     assert index.input_binary() is found
     rows = [index.line_at(a) for fr in transfer.fragments for a in range(fr.start, fr.end)]
     lines = {row.line for row in rows if row is not None}
@@ -47,5 +51,5 @@ def test_bb_input_is_one_sessions(zoo: dict[str, Any], tmp_path: Path,
 
     theirs = other.index(str(binary))
     assert theirs.binary is not index.binary and theirs.input_binary() is None
-    assert other.input_generation == 0
+    assert other.locations.generation == 0 and len(other.locations) == 1
     assert all(theirs.line_at(a) is None for fr in moved for a in range(fr.start, fr.end))
