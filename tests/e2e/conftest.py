@@ -130,6 +130,6 @@ def gdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[...
     yield from _sessions(request, tmp_path, "gdb")
 
 
-def resume(session: Any, timeout: float = 60) -> str:
+def resume(session: Any, timeout: float | None = None) -> str:
     """Continue to the next stop; the output up to it (each driver's `cont`)."""
     return str(session.cont(timeout))

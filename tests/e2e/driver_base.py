@@ -5,7 +5,10 @@ command's output with the echo and the prompt stripped, ``run()`` starts the pro
 its output up to the next stop, ``backtrace()`` is ``bt``, ``alive()`` says whether the session
 still answers, ``close()`` (or leaving a ``with`` block) ends it. Every expect has a timeout; the
 whole transcript is kept in ``transcript`` (and copied to ``log`` when given) so a failing test
-can attach it. A subclass spawns its debugger and has ``run()``, which starts a program its own way.
+can attach it. The verbs below (``cont``, ``break_function``, ``register``, ...) are what each
+debugger spells its own way, so a test says what it does rather than branching on the
+debugger's name. A subclass sets the class attributes and has ``_start`` (spawn the debugger,
+load the plugin, the binary and the core), ``run`` and the verbs.
 """
 
 from __future__ import annotations
@@ -50,17 +53,34 @@ class Driver:
     """A debugger session under pexpect; subclasses set the class attributes and spawn it."""
 
     name: str
+    error_prefix: str  # what starts the line of a command's error
     _ansi: re.Pattern[str]  # the escape sequences this debugger prints
     _kill: str  # the command that ends the debugged process, before "quit"
     _alive: str  # a command that prints "alive"
+    _register: str  # a command that prints `= 0x…`, the value of the register named by %s
+    _all_bt: str  # the backtrace of every thread
+    _thread_head: re.Pattern[str]  # the line that starts a thread's part of it
+    _script: str  # the command that runs one line of Python
+    _load: str  # the command that loads the plugin
 
-    def __init__(self, binary: str, core: str | None, args: Sequence[str],
-                 log: IO[str] | None, env: Mapping[str, str] | None = None) -> None:
+    # Everything that could make output depend on the terminal or stop for a question.
+    _settings: tuple[str, ...]
+
+    def __init__(self, binary: str, *, core: str | None = None, args: Sequence[str] = (),
+                 plugin: bool = True, log: IO[str] | None = None,
+                 startup_timeout: float = 60, env: Mapping[str, str] | None = None,
+                 timeout: float = 60) -> None:
         self.extra_env = dict(env or {})  # on top of ours (a test's DEBUGINFOD_URLS, say)
         self.binary = binary
         self.core = core
         self.args = list(args)
+        self.timeout = timeout  # how long a command may take, unless it says otherwise
         self._log = _Tee(log)
+        self._start(plugin, startup_timeout)
+
+    def _start(self, plugin: bool, startup_timeout: float) -> None:
+        """Spawn the debugger; load the plugin (where `plugin`), then the binary and the core."""
+        raise NotImplementedError
 
     def _spawn(self, program: str, argv: list[str]) -> None:
         env = dict(os.environ, TERM="dumb", LC_ALL="C.UTF-8", COLUMNS="1000", LINES="2000")
@@ -73,32 +93,97 @@ class Driver:
 
     # -- the interface ------------------------------------------------------------------
 
-    def command(self, text: str, timeout: float = 60) -> str:
+    def command(self, text: str, timeout: float | None = None) -> str:
         """Output of one command, prompt and echo stripped, lines joined with \\n."""
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
-        return self._strip_echo(text, self._expect_prompt(timeout, text))
+        return self._strip_echo(text, self._expect_prompt(self._patience(timeout), text))
+
+    def run(self, timeout: float | None = None) -> str:
+        """Start the program with the driver's args; output up to the next stop."""
+        raise NotImplementedError
 
     def backtrace(self) -> str:
         return self.command("bt")
 
+    def _patience(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
+
     # -- verbs each debugger spells its own way ------------------------------------------------
 
-    def cont(self, timeout: float = 60) -> str:
+    def cont(self, timeout: float | None = None) -> str:
         """Continue to the next stop; the output up to it."""
         return self.until_stop("continue", timeout)
 
-    def until_stop(self, text: str, timeout: float = 60) -> str:
+    def until_stop(self, text: str, timeout: float | None = None) -> str:
         """Run `text`, a command that resumes the program; the output up to its next stop."""
         return self.command(text, timeout)
 
+    def load_plugin(self) -> str:
+        """Load the plugin the way a user's init file does (`source`, `command script import`);
+        what the debugger prints."""
+        return self.command(self._load)
+
     def break_function(self, name: str) -> str:
-        """The debugger's own breakpoint on a function by name."""
+        """The debugger's own breakpoint on a function by name (past its prologue)."""
+        raise NotImplementedError
+
+    def break_entry(self, name: str) -> str:
+        """The debugger's own breakpoint at the first instruction of function `name`."""
+        raise NotImplementedError
+
+    def break_address(self, address: int, module: str | None = None) -> str:
+        """The debugger's own breakpoint at `address` (LLDB: in `module`, where given)."""
+        raise NotImplementedError
+
+    def break_line(self, file: str, line: int) -> str:
+        """The debugger's own breakpoint at `file:line`."""
+        raise NotImplementedError
+
+    def list_breakpoints(self) -> str:
+        """The debugger's own list of breakpoints (`info breakpoints`, `breakpoint list`)."""
+        raise NotImplementedError
+
+    def breakpoint_addresses(self) -> set[int]:
+        """Every breakpoint location address the debugger lists."""
+        raise NotImplementedError
+
+    def delete_breakpoints(self) -> str:
+        """Delete every breakpoint, without a question."""
         raise NotImplementedError
 
     def select_frame(self, number: int) -> str:
         """Select frame `number` of the current thread; what the debugger prints."""
         raise NotImplementedError
+
+    def select_thread(self, number: int) -> None:
+        """Select the thread the debugger numbers `number`."""
+        raise NotImplementedError
+
+    def register(self, name: str, frame: int | None = None) -> int:
+        """The debugger's own value of register `name` (`pc`, `rdi`, ...) in the selected
+        frame, or in frame `frame` after selecting it."""
+        if frame is not None:
+            self.select_frame(frame)
+        out = self.command(self._register % name)
+        m = re.search(r"= (0x[0-9a-f]+)", out)
+        assert m, out
+        return int(m.group(1), 16)
+
+    def thread_backtraces(self) -> list[str]:
+        """Each thread's part of the backtrace of all threads (GDB: `thread apply all bt`,
+        LLDB: `bt all`), in the debugger's order."""
+        blocks: list[list[str]] = []
+        for line in self.command(self._all_bt).splitlines():
+            if self._thread_head.match(line):
+                blocks.append([])
+            if blocks:
+                blocks[-1].append(line)
+        return ["\n".join(b) for b in blocks]
+
+    def script(self, code: str) -> str:
+        """Run one line of Python in the debugger (`python CODE`, `script CODE`)."""
+        return self.command(f"{self._script} {code}")
 
     def close(self) -> None:
         if not self.child.isalive():

@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
-from typing import IO
 
 import pexpect
 
@@ -25,18 +23,6 @@ __all__ = ["LLDB", "PLUGIN", "PROMPT", "REPO", "DebuggerTimeout", "LldbDriver"]
 
 PLUGIN = os.path.join(REPO, "lldb", "unsplit_lldb.py")
 LLDB = os.environ.get("UNSPLIT_LLDB", "lldb-22")
-
-# Everything that could make output depend on the terminal or stop for a question.
-_SETTINGS = (
-    f'settings set prompt "{PROMPT}"',
-    "settings set use-color false",
-    "settings set show-statusline false",
-    "settings set show-progress false",
-    "settings set show-autosuggestion false",
-    "settings set auto-confirm true",
-    "settings set symbols.enable-external-lookup false",
-    "settings set target.load-script-from-symbol-file false",
-)
 
 _ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[78])")
 _STOPPED = re.compile(r"Process \d+ (stopped|exited with status = -?\d+)")
@@ -60,17 +46,25 @@ def _clean(text: str) -> str:
 
 class LldbDriver(Driver):
     name = "lldb"
+    error_prefix = "error: "
     _ansi = _ANSI
     _kill = "process kill"
     _alive = 'script print("al" + "ive")'
+    _register = "register read %s"
+    _all_bt = "bt all"
+    _thread_head = re.compile(r"^[* ] thread #\d+")
+    _script = "script"
+    _load = f'command script import "{PLUGIN}"'
     _clean = staticmethod(_clean)
+    _settings = (f'settings set prompt "{PROMPT}"', "settings set use-color false",
+                 "settings set show-statusline false", "settings set show-progress false",
+                 "settings set show-autosuggestion false", "settings set auto-confirm true",
+                 "settings set symbols.enable-external-lookup false",
+                 "settings set target.load-script-from-symbol-file false")
 
-    def __init__(self, binary: str, *, core: str | None = None, args: Sequence[str] = (),
-                 plugin: bool = True, log: IO[str] | None = None,
-                 startup_timeout: float = 60, env: Mapping[str, str] | None = None) -> None:
-        super().__init__(binary, core, args, log, env)
+    def _start(self, plugin: bool, startup_timeout: float) -> None:
         argv = ["--no-lldbinit", "--no-use-colors"]
-        for setting in _SETTINGS:
+        for setting in self._settings:
             argv += ["-O", setting]
         self._spawn(LLDB, argv)
         self.child.sendline(f'script print("{_SYNC[:8]}" + "{_SYNC[8:]}")')
@@ -78,19 +72,19 @@ class LldbDriver(Driver):
         self.startup = self._expect_prompt(startup_timeout, "startup")
         if plugin:
             # Where ~/.lldbinit would import it: before the target exists.
-            self._checked(f'command script import "{PLUGIN}"')
-        create = f'target create "{binary}"'
-        if core is not None:
-            create = f'target create --core "{core}" "{binary}"'
+            self._checked(self._load)
+        create = f'target create "{self.binary}"'
+        if self.core is not None:
+            create = f'target create --core "{self.core}" "{self.binary}"'
         self._checked(create, startup_timeout)
 
-    def command(self, text: str, timeout: float = 60) -> str:
+    def command(self, text: str, timeout: float | None = None) -> str:
         """As Driver.command, past LLDB's asynchronous output: a prompt LLDB redraws after it
         (for instance a stop printed again while the command ran) does not end the command;
         what came before the echo of the command is not its output."""
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self._patience(timeout)
         out = ""
         while True:
             self._expect(PROMPT, max(deadline - time.monotonic(), 0.1), text, "prompt")
@@ -104,23 +98,50 @@ class LldbDriver(Driver):
             raw = raw[echo:] if echo >= 0 else before
         return self._strip_echo(text, _clean(raw))
 
-    def run(self, timeout: float = 60) -> str:
-        """Launch the program with the driver's args; output up to the next stop."""
+    def run(self, timeout: float | None = None) -> str:
         return self.until_stop(" ".join(["process launch --", *map(_lldb_quote, self.args)])
                                .strip(), timeout)
 
-    def cont(self, timeout: float = 60) -> str:
+    def cont(self, timeout: float | None = None) -> str:
         return self.until_stop("process continue", timeout)
 
     def break_function(self, name: str) -> str:
         return self.command(f"breakpoint set -n {name}")
 
+    def break_entry(self, name: str) -> str:
+        return self.command(f"breakpoint set --skip-prologue false -n {name}")
+
+    def break_address(self, address: int, module: str | None = None) -> str:
+        where = f"-s {module} " if module is not None else ""
+        return self.command(f"breakpoint set {where}-a {address:#x}")
+
+    def break_line(self, file: str, line: int) -> str:
+        return self.command(f"breakpoint set -f {file} -l {line}")
+
+    def list_breakpoints(self) -> str:
+        return self.command("breakpoint list")
+
+    def breakpoint_addresses(self) -> set[int]:
+        return {int(m.group(1), 16)
+                for m in re.finditer(r"address = (0x[0-9a-f]+)", self.list_breakpoints())}
+
+    def delete_breakpoints(self) -> str:
+        return self.command("breakpoint delete --force")
+
     def select_frame(self, number: int) -> str:
         return self.command(f"frame select {number}")
 
-    def until_stop(self, text: str, timeout: float = 60) -> str:
+    def select_thread(self, number: int) -> None:
+        # `thread select` prints the stop description after its prompt, which would put the
+        # driver one prompt behind: select through the API (the same selection).
+        out = self.command("script lldb.debugger.GetSelectedTarget().GetProcess()"
+                           f".SetSelectedThreadByIndexID({number})")
+        assert out.strip() == "True", out
+
+    def until_stop(self, text: str, timeout: float | None = None) -> str:
         """LLDB reports the stop asynchronously, after its prompt: wait for the report, then
         for the prompt after it."""
+        timeout = self._patience(timeout)
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
         # The stop is reported asynchronously: wait for it, then for the prompt after it.

@@ -40,8 +40,7 @@ def _frames_without_dwarf(monkeypatch: pytest.MonkeyPatch) -> None:
 VARIANTS = ("bolt-all", "bolt-cdsplit", "bolt-nolite", "bolt-nonreloc", "bolt-profile2",
             "bolt-random2", "bolt-randomN", "bolt-reverse")
 
-# Each debugger's way to set a breakpoint and to show the selected frame after selecting it.
-BREAK = {"gdb": "break {}", "lldb": "breakpoint set -n {}"}
+# Each debugger's way to show the selected frame after selecting it.
 FRAME_COMMANDS = {  # (command, frame it selects)
     "gdb": [("up", 1), ("info frame", 1), ("frame 2", 2), ("down", 1), ("frame", 1),
             ("frame level 0", 0)],
@@ -116,7 +115,7 @@ def test_hot_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any]
     want = [("transfer", _entry_line(ROOT / f["input"], "transfer")),
             ("run", marks["run hot call"]), ("main", marks["main hot call"])]
     session = debugger(ROOT / f["binary"], args=["train"])
-    session.command(BREAK[session.name].format("transfer"))
+    session.break_function("transfer")
     _has_line(session, session.run(), want[0][1])
     _check_backtrace(session, want)
     # GDB names a frame by the symbol around its pc: `transfer` at its entry (a caller may have
@@ -135,8 +134,8 @@ def test_lite_and_cold_frames_have_lines(debugger: Callable[..., Any], zoo: dict
     audit = ("audit", _entry_line(ROOT / f["input"], "audit"))
     transfer = ("transfer", _entry_line(ROOT / f["input"], "transfer"))
     session = debugger(ROOT / f["binary"], args=["crash"])
-    session.command(BREAK[session.name].format("audit"))
-    session.command(BREAK[session.name].format("transfer"))
+    session.break_function("audit")
+    session.break_function("transfer")
     stops = [
         [audit, ("main", marks["main cold path"])],
         [audit, ("run", marks["run cold path"]), ("main", marks["main cold call"])],

@@ -81,16 +81,6 @@ def _stop_at(session: Any, address: int) -> dict[str, Any]:
 
 # -- helpers (one per debugger) ---------------------------------------------------------------
 
-def _native_addresses(session: Any) -> set[int]:
-    """Every breakpoint location address the debugger lists."""
-    if session.name == "gdb":
-        out = session.command("info breakpoints")
-        return {int(m.group(1), 16)
-                for m in re.finditer(r"^\S+\s+breakpoint\s+\S+\s+[yn]\s+(0x[0-9a-f]+)", out, re.M)}
-    out = session.command("breakpoint list")
-    return {int(m.group(1), 16) for m in re.finditer(r"address = (0x[0-9a-f]+)", out)}
-
-
 def _native(session: Any, action: str, number: int) -> str:
     """delete / disable / a condition that never holds, on breakpoint `number`."""
     gdb = {"delete": f"delete {number}", "disable": f"disable {number}",
@@ -116,7 +106,7 @@ def test_all_fragments_stops_in_the_entry_then_in_moved_code(
     s.run()
     loc = _stop_at(s, int(frags[0]["start"], 16) + bias)
     assert (loc["procedure"], loc["fragment"]) == ("transfer", "hot")
-    assert set(starts) <= _native_addresses(s)  # every fragment start is listed natively
+    assert set(starts) <= s.breakpoint_addresses()  # every fragment start is listed natively
 
     # Then, before the crash, the start of the fragment that crashes (maybe after others):
     # code that a native `break transfer` (the hot range only) never stops in.
@@ -236,7 +226,7 @@ def test_native_delete_disable_condition_act_on_every_location(
     out = _native(s, action, number)
     assert "error" not in out.lower(), out
     if action == "delete":
-        assert _native_addresses(s) == set()
+        assert s.breakpoint_addresses() == set()
     assert _crashed(s.run())  # no location stopped it: the program ran to its crash
     assert _where(s)["fragment_symbol"] == f["crash"]["symbol"]
 
@@ -246,9 +236,8 @@ def test_no_match_sets_nothing(debugger: Callable[..., Any], zoo: dict[str, Any]
     out = s.command("bb break no_such_procedure_anywhere").strip()
     assert len(out.splitlines()) == 1 and "nothing set" in out, out
     assert "Traceback" not in out
-    assert _native_addresses(s) == set()
-    assert "No breakpoints" in s.command("info breakpoints" if s.name == "gdb"
-                                         else "breakpoint list")
+    assert s.breakpoint_addresses() == set()
+    assert "No breakpoints" in s.list_breakpoints()
     assert _crashed(s.run())
 
 
@@ -290,13 +279,9 @@ def test_condition_option(debugger: Callable[..., Any], zoo: dict[str, Any],
     out = s.command("bb break walk -c '$rdi == 3'")
     assert re.search(r"^Breakpoint \d+", out, re.M), out
     s.run()
+    assert s.register("rdi") == 3
     if s.name == "gdb":
-        value = s.command("p $rdi")
-        assert re.search(r"= 3$", value.strip()), value
         bad = s.command("bb break walk -c 'no_such_name_xyz > 1'").strip()
         assert len(bad.splitlines()) == 1 and "nothing set" in bad, bad
         assert "Traceback" not in bad
-    else:
-        value = s.command("register read rdi")
-        assert re.search(r"rdi = 0x0+3\b", value), value
     assert s.alive()

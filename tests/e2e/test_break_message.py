@@ -102,7 +102,7 @@ def test_many_locations_read_as_the_debuggers_own(debugger: Callable[..., Any],
     line = _marker("bump")
     s = debugger(binary)
     gdb = s.name == "gdb"
-    native = s.command(f"break m.c:{line}" if gdb else f"breakpoint set -f m.c -l {line}")
+    native = s.break_line("m.c", line)
     mine = s.command(f"bb break m.c:{line}")
     assert len(mine.splitlines()) == 1, mine
     shape = _GDB_MANY if gdb else _LLDB_MANY
@@ -151,8 +151,7 @@ def test_one_location_reads_as_the_debuggers_own(debugger: Callable[..., Any],
     assert b is not None, mine
     address = int(b[2] if gdb else b[7], 16)
     assert cold[0] <= address < cold[1], (hex(address), cold)
-    native = s.command(f"break *{address:#x}" if gdb
-                       else f"breakpoint set -s m -a {address:#x}")
+    native = s.break_address(address, module="m")
     n = shape.fullmatch(native.strip().splitlines()[-1])  # after GDB's "Note: … also set"
     assert n is not None, native
     if gdb:

@@ -44,9 +44,9 @@ def _stop_in_cold_2(debugger: Callable[..., Any], zoo: dict[str, Any]) -> tuple[
                 if fr["fragment"] == "cold.2")
     session = debugger(ROOT / f["binary"], args=["throw"])
     if session.name == "gdb":
-        session.command(f"break *{frag['start']}")
+        session.break_address(int(frag["start"], 16))
     else:  # LLDB places a name breakpoint on a BOLTed non-PIE binary reliably, not -a
-        session.command(f"breakpoint set -n {frag['symbol']}")
+        session.break_function(frag["symbol"])
     stop = session.run()
     return session, stop, frag["start"]
 

@@ -46,16 +46,7 @@ def _pcs(frames: list[dict[str, Any]]) -> list[int]:
 
 def _register(session: Any, frame: int, name: str) -> int:
     """The debugger's own value of register `name` in frame `frame`."""
-    if session.name == "gdb":
-        session.command(f"frame {frame}")
-        out = session.command(f"info registers {name}")
-        m = re.search(rf"^{name}\s+(0x[0-9a-f]+)", out, re.M)
-    else:
-        session.command(f"frame select {frame}")
-        out = session.command(f"register read {name}")
-        m = re.search(rf"{name} = (0x[0-9a-f]+)", out)
-    assert m, out
-    return int(m.group(1), 16)
+    return int(session.register(name, frame))
 
 
 @pytest.mark.parametrize("mode", ["live", "core"])
@@ -110,12 +101,8 @@ def test_bb_bt_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dic
     assert at_entry["differences"] == []  # a function entry: both debuggers are right
     ret = _pcs(at_entry["frames"])[1]
     expected = _pcs(at_entry["frames"])[1:]
-    if s.name == "gdb":
-        s.command("delete")
-        s.command(f"break *{ret:#x}")
-    else:
-        s.command("breakpoint delete --force")
-        s.command(f"breakpoint set -a {ret:#x}")
+    s.delete_breakpoints()
+    s.break_address(ret)
     resume(s)
     got = _bt(s)
     # Frame 0 in main.cold past its mid-fragment `ret`: the CFI goes straight to main's caller.

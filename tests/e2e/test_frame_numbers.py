@@ -12,7 +12,6 @@ at the inlined block's start).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,16 +48,7 @@ def inlined(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pc(session: Any, number: int) -> int:
-    if session.name == "gdb":
-        session.command(f"frame {number}")
-        out = session.command("p/x $pc")
-        m = re.search(r"= (0x[0-9a-f]+)", out)
-    else:
-        session.command(f"frame select {number}")
-        out = session.command("register read pc")
-        m = re.search(r"= (0x[0-9a-f]+)", out)
-    assert m, out
-    return int(m.group(1), 16)
+    return int(session.register("pc", number))
 
 
 def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[..., Any],

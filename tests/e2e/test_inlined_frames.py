@@ -81,8 +81,7 @@ def test_inlined_code_at_a_fragment_start(debugger: Callable[..., Any],
                                           program: tuple[Path, int]) -> None:
     binary, start = program
     s = debugger(binary, args=["7"])
-    s.command(f"break *{start:#x}" if s.name == "gdb"
-              else f"breakpoint set -s {binary.name} -a {start:#x}")
+    s.break_address(start, module=binary.name)
     stop = s.run()
     # The stop line is GDB's or LLDB's own, naming the inlined function; no extra line
     # names the fragment's procedure as if it were frame 0.

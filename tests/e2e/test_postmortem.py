@@ -24,39 +24,11 @@ from ..conftest import ROOT, facts
 pytestmark = pytest.mark.e2e
 
 
-def _select_thread(session: Any, number: int) -> None:
-    if session.name == "gdb":
-        session.command(f"thread {number}")
-        return
-    # LLDB's `thread select` prints the stop description after its prompt, which would put the
-    # driver one prompt behind: select through the API (the same selection).
-    out = session.command("script lldb.debugger.GetSelectedTarget().GetProcess()"
-                          f".SetSelectedThreadByIndexID({number})")
-    assert out.strip() == "True", out
-
-
-def _select_frame(session: Any, number: int) -> None:
-    session.select_frame(number)
-
-
 def _where(session: Any) -> dict[str, Any]:
     lines = [x for x in session.command("bb where --json").splitlines() if x.startswith("{")]
     assert len(lines) == 1, lines
     loc: dict[str, Any] = json.loads(lines[0])
     return loc
-
-
-def _all_threads_bt(session: Any) -> list[str]:
-    """Each thread's part of `thread apply all bt` (GDB) / `bt all` (LLDB)."""
-    text = session.command("thread apply all bt" if session.name == "gdb" else "bt all")
-    head = re.compile(r"^Thread \d+ " if session.name == "gdb" else r"^[* ] thread #\d+")
-    blocks: list[list[str]] = []
-    for line in text.splitlines():
-        if head.match(line):
-            blocks.append([])
-        if blocks:
-            blocks[-1].append(line)
-    return ["\n".join(b) for b in blocks]
 
 
 def _frame_line(text: str, pc: int, innermost: bool = False) -> str:
@@ -117,7 +89,7 @@ def test_threads_core(debugger: Callable[..., Any], mt: dict[str, Any]) -> None:
         _check_rows(got["frames"], want)
 
     # Every thread's backtrace names its frames by procedure [fragment], with the true line.
-    blocks = _all_threads_bt(session)
+    blocks = session.thread_backtraces()
     assert len(blocks) == 3, blocks
     for want in (waiter, worker, main):
         block = next(b for b in blocks if f"{_own_frames(want)[-1]['pc']:#018x}" in b)
@@ -135,9 +107,9 @@ def test_threads_core(debugger: Callable[..., Any], mt: dict[str, Any]) -> None:
     assert "*j->log = j->value; /* BB: mt crash site */" in table
 
     # Another thread, one of its callers: `bb where` names the call, as bt does.
-    _select_thread(session, numbers[id(waiter)])
+    session.select_thread(numbers[id(waiter)])
     assert (_where(session)["procedure"], _where(session)["fragment"]) == ("await_work", "cold")
-    _select_frame(session, 1)
+    session.select_frame(1)
     loc = _where(session)
     assert (loc["procedure"], loc["fragment"], loc["line"]) == \
         ("waiter", "hot", marks["waiter call"])
@@ -166,7 +138,7 @@ def test_pie_and_library_core(debugger: Callable[..., Any], pie: dict[str, Any])
         assert _label(f) in line and f"{file}:{f['gdb_line']}" in line, line
     _check_rows(json.loads(session.command("bb frames --json")), thread)
 
-    _select_frame(session, 1)
+    session.select_frame(1)
     loc = _where(session)
     assert (loc["procedure"], loc["fragment"], loc["fragment_symbol"], loc["line"]) == \
         ("visit", "cold", "visit.cold", marks["visit cold call"])
@@ -207,7 +179,7 @@ def test_zoo_core(debugger: Callable[..., Any], zoo: dict[str, Any], tmp_path: P
             # (crash.c:31, `sink = amount`) rather than the faulting store's row (32).
             if n or session.name == "lldb" or not f["has_debug_info"]:
                 assert f"crash.c:{line}" in text, (command, text)
-    [block] = _all_threads_bt(session)
+    [block] = session.thread_backtraces()
     for frame in chain:
         assert _label(frame) in _frame_line(block, int(frame["pc"], 16), frame is chain[0])
 
@@ -220,11 +192,11 @@ def test_zoo_core(debugger: Callable[..., Any], zoo: dict[str, Any], tmp_path: P
     if f["has_bat"]:
         assert all(r["block"] is not None for r in rows[:3])  # BAT's input blocks
 
-    _select_frame(session, 2)
+    session.select_frame(2)
     loc = _where(session)
     assert (loc["procedure"], loc["fragment"], loc["line"]) == \
         (chain[2]["procedure"], chain[2]["fragment"], marks["main cold call"])
-    _select_frame(session, 1)
+    session.select_frame(1)
     assert "run [" in session.command("bb where")
 
 

@@ -98,8 +98,7 @@ def unsplit_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _pc(session: Any) -> int:
-    out = session.command("p/x $pc" if session.name == "gdb" else "register read pc")
-    return int(re.findall(r"0x[0-9a-f]+", out)[-1], 16)
+    return int(session.register("pc"))
 
 
 def _row_lines(binary: Path, address: int) -> set[int]:
@@ -116,12 +115,7 @@ def _row_lines(binary: Path, address: int) -> set[int]:
 
 
 def _break_at_line(session: Any, line: int, bb: bool) -> None:
-    if bb:
-        out = session.command(f"bb break crash.c:{line}")
-    elif session.name == "gdb":
-        out = session.command(f"break crash.c:{line}")
-    else:
-        out = session.command(f"breakpoint set -f crash.c -l {line}")
+    out = session.command(f"bb break crash.c:{line}") if bb else session.break_line("crash.c", line)
     assert out.startswith("Breakpoint"), out
 
 
@@ -192,7 +186,7 @@ def test_lines_of_bolted_code_without_dwarf(debugger: Callable[..., Any], zoo: d
     f = facts(zoo, variant, "crash")
     s = debugger(ROOT / f["binary"], args=["crash"], startup_timeout=SLOW)
     gdb = s.name == "gdb"
-    out = s.command("break *'run'" if gdb else "breakpoint set --skip-prologue false -n run")
+    out = s.break_entry("run")
     assert out.startswith("Breakpoint"), out
     s.run(SLOW)
     shape = _shape(s.command("bb next", SLOW), gdb)

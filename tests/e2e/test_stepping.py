@@ -39,42 +39,18 @@ Stop = tuple[str, str, int | None]  # procedure, fragment, line
 SLOW = 300
 
 
-class _Patient:
-    """A session whose commands wait up to SLOW seconds."""
-
-    def __init__(self, session: Any) -> None:
-        self._session = session
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._session, name)
-
-    def command(self, text: str, timeout: float = SLOW) -> str:
-        return str(self._session.command(text, timeout))
-
-    def run(self, timeout: float = SLOW) -> str:
-        return str(self._session.run(timeout))
-
-    def backtrace(self) -> str:
-        return self.command("bt")
-
-    def alive(self) -> bool:
-        return bool(self._session.alive())
-
-
 def _session(debugger: Callable[..., Any], binary: Any, **kwargs: Any) -> Any:
-    """A session whose steps also print the `#0 … [fragment]+0x… at file:line` line that
-    `_stop` reads (`bb set verbose on`; test_step_output.py checks the default report)."""
-    session = _Patient(debugger(binary, startup_timeout=SLOW, **kwargs))
+    """A session whose commands wait up to SLOW seconds and whose steps also print the
+    `#0 … [fragment]+0x… at file:line` line that `_stop` reads (`bb set verbose on`;
+    test_step_output.py checks the default report)."""
+    session = debugger(binary, startup_timeout=SLOW, timeout=SLOW, **kwargs)
     assert session.command("bb set verbose on") == "verbose is on"
     return session
 
 
 def _break(session: Any, name: str) -> None:
     """A native breakpoint at the first instruction of function `name`."""
-    if session.name == "gdb":
-        out = session.command(f"break *'{name}'")
-    else:
-        out = session.command(f"breakpoint set --skip-prologue false -n {name}")
+    out = session.break_entry(name)
     assert "error" not in out.lower() and "pending" not in out.lower(), out
 
 
@@ -185,7 +161,7 @@ def test_next_stays_in_procedure_and_stops_for_breakpoint_and_signal(
     assert _BREAKPOINT.search(out), out
     stop = _stop(out)
     assert stop is not None and stop[0] == "audit", out
-    session.command("delete" if session.name == "gdb" else "breakpoint delete --force")
+    session.delete_breakpoints()
     stop = _stop(session.command("bb finish"))
     assert stop is not None and stop[0] == "main" and stop[1] != "hot", stop
     if by_line.get(stop[2] or 0) != "main cold call":  # back in the middle of the call's line
@@ -273,24 +249,12 @@ def _cfi_frames(session: Any) -> tuple[list[int], list[int], dict[str, Any]]:
 
 def _pc_sp(session: Any) -> tuple[int, int]:
     """The debugger's own pc and sp of frame 0."""
-    if session.name == "gdb":
-        out = session.command("info registers rip rsp")
-        found = dict(re.findall(r"^(rip|rsp)\s+(0x[0-9a-f]+)", out, re.M))
-    else:
-        out = session.command("register read rip rsp")
-        found = dict(re.findall(r"\b(rip|rsp) = (0x[0-9a-f]+)", out))
-    assert set(found) == {"rip", "rsp"}, out
-    return int(found["rip"], 16), int(found["rsp"], 16)
+    return session.register("rip"), session.register("rsp")
 
 
 def _select(session: Any, level: int) -> None:
-    out = session.command(f"frame {level}" if session.name == "gdb"
-                          else f"frame select {level}")
+    out = session.select_frame(level)
     assert f"#{level}" in out, out
-
-
-def _delete_breakpoints(session: Any) -> None:
-    session.command("delete" if session.name == "gdb" else "breakpoint delete --force")
 
 
 @pytest.mark.parametrize("variant", ["clang-mfs-nodebug", "bolt-random2"])
@@ -309,7 +273,7 @@ def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: di
     assert [x["procedure"] for x in entry["frames"][:2]] == ["step", "main"]
     assert entry["frames"][1]["fragment"] != "hot"
     assert entry["differences"] == []  # a function entry: the debugger agrees
-    _delete_breakpoints(session)
+    session.delete_breakpoints()
     out = session.command("bb finish")
     assert _pc_sp(session) == (pcs[1], cfas[0]), out
     stop = _stop(out)
@@ -334,7 +298,7 @@ def test_next_and_finish_act_on_the_selected_frame(debugger: Callable[..., Any],
     procs = [x["procedure"] for x in entry["frames"]]
     assert procs[:2] == ["note_limit", "walk"] and "main" in procs, procs
     assert entry["differences"] == []  # the debugger numbers these frames as the CFI does
-    _delete_breakpoints(session)
+    session.delete_breakpoints()
 
     _select(session, 1)
     out = session.command("bb next")
@@ -363,7 +327,7 @@ def _scripted(session: Any, *pairs: str) -> str:
     """`thread step-scripted` with the class by its name, typed as a user (or lldb-dap's
     console) would; waits for the stop LLDB reports asynchronously, then the prompt."""
     args = " ".join(f"-k {k} -v {v}" for k, v in zip(pairs[::2], pairs[1::2], strict=True))
-    return str(session.until_stop(f"thread step-scripted -C unsplit_lldb.LogicalStep {args}", SLOW))
+    return str(session.until_stop(f"thread step-scripted -C unsplit_lldb.LogicalStep {args}"))
 
 
 @pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
@@ -393,7 +357,7 @@ def test_lldb_thread_step_scripted_by_hand(lldb: Callable[..., Any], zoo: dict[s
     out = _scripted(session, "kind", "next")
     assert _BREAKPOINT.search(out), out
     assert where()[0].startswith("report")
-    _delete_breakpoints(session)
+    session.delete_breakpoints()
     stops = []
     for _ in range(4):  # report's lines, then its return goes on to checksum's next line
         out = _scripted(session, "kind", "next")
@@ -433,7 +397,7 @@ def _at_edge_walk(session: Any, f: dict[str, Any]) -> Stop:
     """(Re)start `recurse deep` and run to the second stop at walk's first cold line: the walk
     main's cold path calls at its limit (the first stop is the deep walk's, at depth 5)."""
     session.run()
-    resume(session, SLOW)
+    resume(session)
     stop = _stop(session.command("bb frame"))
     assert stop is not None and stop[0] == "walk" and stop[1] != "hot", stop
     _, _, frames = _cfi_frames(session)

@@ -35,8 +35,7 @@ def test_the_venvs_pyelftools_wins(debugger: Callable[..., Any], zoo: dict[str, 
     f = facts(zoo, "clang-mfs", "crash")  # clang-22 -g: DWARF 5 line tables
     session = debugger(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
 
-    script = "python" if session.name == "gdb" else "script"
-    out = session.command(f"{script} {PROBE}")
+    out = session.script(PROBE)
     found = json_lines(out)
     assert len(found) == 1, out  # the decoy raises ImportError when it wins
     seen = found[0]
