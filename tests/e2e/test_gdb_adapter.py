@@ -3,7 +3,8 @@ line, errors, cores, shared libraries, idempotent loading.
 
 Binaries come from the fixture zoo (fixtures/build/index.json) when it is built; otherwise the
 gcc-pgo crash program is compiled here. Lines are found by marker text, never by number. The
-scenarios both debuggers share belong in the lead's scenario table; these are GDB-specific.
+scenarios both debuggers share belong in the lead's scenario table and in test_adapters.py
+(help, one-line errors, loading twice); these are GDB-specific.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fixtures.toolbox import markers
 
 from .. import builders
 from .conftest import stop_names
-from .driver_gdb import PLUGIN, REPO, GdbDriver
+from .driver_gdb import REPO, GdbDriver
 
 pytestmark = [
     pytest.mark.e2e,
@@ -205,35 +206,19 @@ def test_stop_line_follows_disable(gcc_pgo: Crash, gdb_log: Any) -> None:
         assert "[cold]" not in gdb.run()
 
 
-def test_help(gcc_pgo: Crash, gdb_log: Any) -> None:
-    from unsplit.commands import COMMANDS
-
+def test_bb_alone_and_completion(gcc_pgo: Crash, gdb_log: Any) -> None:
+    """(`help bb`, `help bb where`, `bb where --help`: test_adapters.py.)"""
     with GdbDriver(gcc_pgo.binary, log=gdb_log) as gdb:
-        helptext = gdb.command("help bb")
-        assert "hot/cold" in helptext
-        for name, command in COMMANDS.items():
-            assert f"bb {name} -- {command.summary}" in helptext
-        usage = gdb.command("bb where --help")
-        assert usage.startswith("usage: bb where")
-        assert "--json" in usage
-        assert gdb.command("help bb where").startswith(COMMANDS["where"].summary)
         assert "Subcommands:" in gdb.command("bb")
         assert gdb.command("complete bb w") == "bb where"
         assert gdb.command("complete bb where --j") == "bb where --json"
 
 
-def test_errors_are_one_line_and_the_session_survives(gcc_pgo: Crash, gdb_log: Any) -> None:
+def test_an_unknown_subcommand_is_one_line(gcc_pgo: Crash, gdb_log: Any) -> None:
+    """GDB's own words for it are the plugin's (the other errors: test_adapters.py)."""
     with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
-        assert "no process" in one_line(gdb.command("bb where"))  # nothing running yet
-        assert "no process" in one_line(gdb.command("bb frame"))
         gdb.run()
-        assert one_line(gdb.command("bb where 0xdeadbeef")) == (
-            "0xdeadbeef is not in the code of any loaded module")
-        assert "cannot evaluate 'no_such_symbol'" in one_line(
-            gdb.command("bb where no_such_symbol"))
         assert "unknown bb command 'nope'" in one_line(gdb.command("bb nope"))
-        assert "unrecognized arguments: --bogus" in one_line(gdb.command("bb where --bogus"))
-        assert "No closing quotation" in one_line(gdb.command("bb where 'main"))
         assert gdb.alive()
         assert "is in transfer [cold]" in gdb.command("bb where")
 
@@ -253,11 +238,12 @@ def test_internal_errors_are_one_line(gcc_pgo: Crash, gdb_log: Any) -> None:
         assert gdb.alive()
 
 
-def test_loading_twice_registers_once(gcc_pgo: Crash, gdb_log: Any) -> None:
+def test_loading_twice_installs_one_frame_filter(gcc_pgo: Crash, gdb_log: Any) -> None:
+    """Loaded thrice (-iex, then twice by hand): one frame filter, one corrected stop line
+    (each command registered once: test_adapters.py)."""
     with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
-        gdb.command(f"source {PLUGIN}")
-        gdb.command(f"source {PLUGIN}")
-        assert gdb.command("help bb").count("bb where --") == 1
+        gdb.load_plugin()
+        gdb.load_plugin()
         assert gdb.command("info frame-filter").count("unsplit") == 1
         stop = gdb.run()
         assert stop.count("transfer [cold] (") == 1

@@ -1,10 +1,11 @@
-"""The LLDB adapter in a real lldb-22: `bb` commands, frame names, formats, errors, re-import.
+"""The LLDB adapter in a real lldb-22: `bb` commands, frame names, formats, re-import.
 
-The shared scenario table (test_scenarios.py) checks what both debuggers must agree on; this
-file checks what only LLDB has: `frame-format`/`thread-format` rewriting and restoring, the
-stop line, `help bb`, core files opened with `target create --core`, and `command script import`
-run twice. Expected lines come from the source markers (``/* BB: crash site */``) through the
-zoo's facts, never from hard-coded numbers.
+The shared scenario table (test_scenarios.py) and test_adapters.py (help, one-line errors,
+loading twice) check what both debuggers must agree on; this file checks what only LLDB has:
+`frame-format`/`thread-format` rewriting and restoring, the stop line, core files opened with
+`target create --core`, and the formats after `command script import` run twice. Expected lines
+come from the source markers (``/* BB: crash site */``) through the zoo's facts, never from
+hard-coded numbers.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.commands import COMMANDS
 
 from ..conftest import facts
-from .driver_lldb import PLUGIN, REPO, LldbDriver
+from .driver_lldb import REPO, LldbDriver
 
 ROOT = Path(REPO)
 
@@ -126,44 +126,7 @@ def test_where_without_process_uses_file_addresses(lldb: Callable[..., LldbDrive
     assert f"is in transfer [{cold['fragment']}]" in out, out
 
 
-# -- help and errors ------------------------------------------------------------------------
-
-@e2e
-def test_help(lldb: Callable[..., LldbDriver], zoo: dict[str, Any]) -> None:
-    f = _crash(zoo, "gcc-pgo")
-    session = lldb(ROOT / f["binary"])
-    top = session.command("help bb")
-    assert "hot/cold split" in top, top
-    for name, command in COMMANDS.items():
-        assert re.search(rf"^\s+{name}\s+-- ", top, re.M), (name, top)
-        assert command.summary.split(".")[0] in top
-    assert "usage: bb where" in session.command("help bb where")
-    own = session.command("bb where --help")
-    assert own.startswith("usage: bb where") and "error" not in own, own
-
-
-@e2e
-def test_errors_are_one_line_and_the_session_survives(lldb: Callable[..., LldbDriver],
-                                                      zoo: dict[str, Any]) -> None:
-    f = _crash(zoo, "gcc-pgo")
-    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
-    for bad, expected in (("bb where no_such_symbol_anywhere", "cannot evaluate"),
-                          ("bb where 1+", "cannot evaluate"),
-                          ("bb where --bogus", "unrecognized arguments"),
-                          ('bb where "unclosed', "bb where:")):
-        line = _one_line(session.command(bad))
-        assert line.startswith("error: ") and expected in line, (bad, line)
-    assert "not in the code of any loaded module" in session.command("bb where 0x10")
-    # A bug in a command: one line that says how to see more, and LLDB carries on.
-    session.command("script import dataclasses, unsplit.commands as c; "
-                    "c.COMMANDS['frame'] = dataclasses.replace(c.COMMANDS['frame'], "
-                    "run=lambda s, h, a: 1 // 0)")
-    line = _one_line(session.command("bb frame"))
-    assert line.startswith("error: unsplit: internal error: ZeroDivisionError"), line
-    assert "UNSPLIT_DEBUG=1" in line
-    assert session.alive()
-    _check_where(session.command("bb where"), f)
-
+# -- errors (the ones both debuggers share: test_adapters.py) -------------------------------
 
 @e2e
 def test_a_bug_in_frame_naming_is_reported_once(lldb: Callable[..., LldbDriver],
@@ -202,7 +165,7 @@ def test_disable_restores_the_users_formats(lldb: Callable[..., LldbDriver],
     if user_format is not None:
         session.command(f"settings set frame-format {user_format}")
     before = _formats(session)
-    assert session.command(f'command script import "{PLUGIN}"') == ""
+    assert session.load_plugin() == ""
     installed = _formats(session)
     assert "unsplit_lldb.frame_function" in installed["frame-format"]
     assert "unsplit_lldb.thread_function" in installed["thread-format"]
@@ -223,16 +186,14 @@ def test_disable_restores_the_users_formats(lldb: Callable[..., LldbDriver],
 
 
 @e2e
-def test_importing_twice_registers_once(lldb: Callable[..., LldbDriver],
-                                        zoo: dict[str, Any]) -> None:
+def test_importing_twice_installs_the_formats_once(lldb: Callable[..., LldbDriver],
+                                                   zoo: dict[str, Any]) -> None:
+    """(Each command registered once: test_adapters.py.)"""
     f = _crash(zoo, "gcc-pgo")
     session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]), plugin=False)
     before = _formats(session)
     for _ in range(2):
-        assert session.command(f'command script import "{PLUGIN}"') == ""
-    top = session.command("help bb")
-    for name in COMMANDS:
-        assert len(re.findall(rf"^\s+{name}\s+-- ", top, re.M)) == 1, top
+        assert session.load_plugin() == ""
     frame_format = session.command("settings show frame-format")
     assert frame_format.count("unsplit_lldb.frame_function") == 1, frame_format
     assert frame_format.count("unsplit_lldb.frame_line") == 1, frame_format
