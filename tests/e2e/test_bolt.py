@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import BOLT_LAYOUTS
 from .conftest import json_lines, stop_names
 
 pytestmark = pytest.mark.e2e
 
-VARIANTS = ["bolt-all", "bolt-cdsplit", "bolt-random2", "bolt-randomN", "bolt-reverse",
-            "bolt-nonreloc", "bolt-nolite"]
 # The logical chain at the crash and the marker of each frame's line.
 CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
 
@@ -35,7 +34,7 @@ def _start(debugger: Callable[..., Any], binary: Path, core: Path | None) -> tup
 
 
 @pytest.mark.parametrize("mode", ["live", "core"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BOLT_LAYOUTS)
 def test_bolted_frames_have_true_lines_and_bat_facts(
     debugger: Callable[..., Any], zoo: dict[str, Any], variant: str, mode: str
 ) -> None:

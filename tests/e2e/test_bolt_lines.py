@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import BOLT_WITHOUT_DWARF
 from .conftest import resume
 from .driver_gdb import PLUGIN, GdbDriver
 
@@ -35,10 +36,6 @@ def _frames_without_dwarf(monkeypatch: pytest.MonkeyPatch) -> None:
     GDB's automatic debug file (bb debuginfo, tests/e2e/test_debuginfo_gdb.py) would make GDB's
     own output right and leave the plugin nothing to add, so it is off here."""
     monkeypatch.setenv("UNSPLIT_DEBUGINFO", "0")
-
-# The BOLT variants without DWARF (facts.json says which of the zoo's variants are BOLTed).
-VARIANTS = ("bolt-all", "bolt-cdsplit", "bolt-nolite", "bolt-nonreloc", "bolt-profile2",
-            "bolt-random2", "bolt-randomN", "bolt-reverse")
 
 # Each debugger's way to show the selected frame after selecting it.
 FRAME_COMMANDS = {  # (command, frame it selects)
@@ -105,7 +102,7 @@ def _has_line(session: Any, stop: str, line: int) -> None:
     assert re.search(rf"\bcrash\.c:{line}\b", stop), (line, stop)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BOLT_WITHOUT_DWARF)
 def test_hot_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any],
                                variant: str) -> None:
     """The training run stopped at `transfer`'s entry: transfer <- run <- main, all in the
@@ -124,7 +121,7 @@ def test_hot_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any]
     _check_frame_commands(session, want, by_name)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BOLT_WITHOUT_DWARF)
 def test_lite_and_cold_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any],
                                          variant: str) -> None:
     """The crash run: `audit` (which the training never called, so lite mode leaves it where
@@ -147,7 +144,7 @@ def test_lite_and_cold_frames_have_lines(debugger: Callable[..., Any], zoo: dict
     _check_frame_commands(session, stops[-1])
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BOLT_WITHOUT_DWARF)
 def test_core_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any],
                                 variant: str) -> None:
     """The fixture's core: transfer, run and main in their cold fragments, by every command."""
@@ -165,7 +162,7 @@ _MI_FRAME = re.compile(r'frame=\{level="(\d+)",addr="[^"]*",func="([^"]*)"'
 
 
 @pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BOLT_WITHOUT_DWARF)
 def test_gdb_mi_stack_list_frames(zoo: dict[str, Any], variant: str) -> None:
     """GDB/MI's `-stack-list-frames` after `-enable-frame-filters` (what IDEs ask for)."""
     f = _crash(zoo, variant)

@@ -24,11 +24,11 @@ from elftools.elf.elffile import ELFFile
 
 from .. import bolt_truth, builders
 from ..conftest import ROOT, facts
+from ..variants import BREAK
 from .conftest import resume, stop_names
 
 pytestmark = pytest.mark.e2e
 
-VARIANTS = ["gcc-pgo", "clang-mfs-pgomap", "bolt-all", "bolt-all-dbg", "bolt-cdsplit"]
 
 # FILE:LINE cases: a line whose code is only in moved code. GCC marks the store of the crash
 # site as a non-statement row (its is_stmt row for that line comes after the store, so the
@@ -93,7 +93,7 @@ def _native(session: Any, action: str, number: int) -> str:
 
 # -- the scenarios ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BREAK)
 def test_all_fragments_stops_in_the_entry_then_in_moved_code(
         debugger: Callable[..., Any], zoo: dict[str, Any], variant: str) -> None:
     s, f = _start(debugger, zoo, variant)
@@ -165,7 +165,7 @@ def _offset_of_crash(f: dict[str, Any]) -> int:
     raise AssertionError("crash not in transfer")
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BREAK)
 def test_offset_in_the_original_procedure(debugger: Callable[..., Any], zoo: dict[str, Any],
                                           variant: str) -> None:
     s, f = _start(debugger, zoo, variant)
@@ -194,7 +194,7 @@ def test_basic_block(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
     assert _crashed(resume(s))
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BREAK)
 def test_source_line_in_moved_code(debugger: Callable[..., Any], zoo: dict[str, Any],
                                    variant: str) -> None:
     """FILE:LINE of a line that only moved code has; on BOLT without DWARF (bolt-all,

@@ -22,13 +22,13 @@ from fixtures.toolbox import markers as source_markers
 
 from .. import builders
 from ..conftest import facts
+from ..variants import BREAK_LLDB
 from .conftest import resume
 from .driver_lldb import REPO, LldbDriver
 
 ROOT = Path(REPO)
 e2e = pytest.mark.e2e
 
-VARIANTS = ["gcc-pgo", "clang-mfs-pgomap", "bolt-all", "bolt-cdsplit"]
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def _stops(session: LldbDriver, first: str) -> list[tuple[str, int, str]]:
 # -- one breakpoint, many locations, on four kinds of split code ----------------------------
 
 @e2e
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", BREAK_LLDB)
 def test_one_lldb_breakpoint_per_bb_break(lldb: Callable[..., LldbDriver], zoo: dict[str, Any],
                                           variant: str) -> None:
     f = facts(zoo, variant, "crash")

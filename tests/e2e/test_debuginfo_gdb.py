@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import DEBUG_FILE_GDB
 from .conftest import gdb_at_least
 from .driver_gdb import GdbDriver
 
@@ -33,7 +34,7 @@ def _fragment(f: dict[str, Any], proc: str, address: int) -> str:
     raise AssertionError(f"{address:#x} is in no fragment of {proc}")
 
 
-@pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
+@pytest.mark.parametrize("variant", DEBUG_FILE_GDB)
 def test_gdb_native_commands_in_moved_code(gdb: Callable[..., GdbDriver], zoo: dict[str, Any],
                                            variant: str, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:

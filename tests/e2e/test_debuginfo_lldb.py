@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import DEBUG_FILE
 from .driver_lldb import LldbDriver
 
 pytestmark = [
@@ -25,7 +26,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2"])
+@pytest.mark.parametrize("variant", DEBUG_FILE)
 def test_lldb_native_view_of_moved_code(lldb: Callable[..., LldbDriver], zoo: dict[str, Any],
                                         variant: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:

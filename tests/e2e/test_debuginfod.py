@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import DEBUG_FILE
 from .debuginfod_server import debuginfod
 
 pytestmark = [
@@ -39,7 +40,7 @@ def _plain_gdb_bt(binary: Path, core: Path, url: str | None, cache: Path) -> str
     return out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2"])
+@pytest.mark.parametrize("variant", DEBUG_FILE)
 def test_plain_gdb_names_bolted_core_frames_through_debuginfod(zoo: dict[str, Any],
                                                                variant: str,
                                                                tmp_path: Path) -> None:

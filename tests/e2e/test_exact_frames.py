@@ -22,14 +22,11 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import EXACT_FRAMES, NO_DWARF, RET_MID_FRAGMENT
 from .conftest import resume
 
 pytestmark = pytest.mark.e2e
 
-CRASH_VARIANTS = ["clang-mfs-nodebug", "bolt-all", "gcc-pgo-nodebug", "clang-mfs"]
-# Symbol-only binaries where main.cold has a `ret` in its middle: after it, the FDE's rows do
-# not begin like a function's, and LLDB 22 unwinds with its assembly profiler instead.
-SWITCH_VARIANTS = ["clang-mfs-nodebug", "bolt-random2"]
 
 
 def _bt(session: Any) -> dict[str, Any]:
@@ -50,7 +47,7 @@ def _register(session: Any, frame: int, name: str) -> int:
 
 
 @pytest.mark.parametrize("mode", ["live", "core"])
-@pytest.mark.parametrize("variant", CRASH_VARIANTS)
+@pytest.mark.parametrize("variant", EXACT_FRAMES)
 def test_bb_bt_at_the_crash(debugger: Callable[..., Any], zoo: dict[str, Any], variant: str,
                             mode: str) -> None:
     f = facts(zoo, variant, "crash")
@@ -87,7 +84,7 @@ def test_bb_bt_at_the_crash(debugger: Callable[..., Any], zoo: dict[str, Any], v
             assert _register(s, 1, name) == int(regs[name], 16), name
 
 
-@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
 def test_bb_bt_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dict[str, Any],
                                           variant: str) -> None:
     f = facts(zoo, variant, "switch")
@@ -170,7 +167,7 @@ def _step_out(s: Any) -> str:
     return str(s.until_stop("thread step-out", SESSION_TIMEOUT))
 
 
-@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
 def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str, Any],
                                         variant: str, tmp_path: Any,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -251,7 +248,7 @@ def _finish_out_of_step(lldb: Callable[..., Any], f: dict[str, Any]) -> tuple[st
     return _step_out(s), ret
 
 
-@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
 def test_lldb_finish_into_main_cold(lldb: Callable[..., Any], zoo: dict[str, Any],
                                     variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """`thread step-out` from step stops at its return address in main.cold with the plugin;
@@ -265,7 +262,7 @@ def test_lldb_finish_into_main_cold(lldb: Callable[..., Any], zoo: dict[str, Any
     assert "stop reason = breakpoint" in out and f"{ret:016x}" not in out, out
 
 
-@pytest.mark.parametrize("variant", SWITCH_VARIANTS)
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
 def test_lldb_invents_a_frame_without_the_cfi(lldb: Callable[..., Any], zoo: dict[str, Any],
                                               variant: str, tmp_path: Any,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
@@ -344,11 +341,6 @@ def test_exact_frames_says_what_it_covers(debugger: Callable[..., Any], mt: dict
     core = debugger(mt["binary"], core=mt["core"])
     assert f"  {name}: " in core.command("bb exact-frames")
     assert core.alive()
-
-
-NO_DWARF = ["clang-mfs-nodebug", "gcc-pgo-nodebug", "gcc-pgo-stripped",
-            *(f"bolt-{v}" for v in ("all", "random2", "randomN", "profile2", "cdsplit",
-                                    "reverse", "nonreloc", "nolite"))]
 
 
 @pytest.mark.parametrize("variant", NO_DWARF)

@@ -25,6 +25,7 @@ import pytest
 from fixtures.toolbox import markers
 
 from .. import builders
+from ..variants import GDB_CORES
 from .conftest import stop_names
 from .driver_gdb import REPO, GdbDriver
 
@@ -35,8 +36,6 @@ pytestmark = [
 
 SRC = Path(REPO) / "fixtures" / "src"
 ZOO_INDEX = Path(REPO) / "fixtures" / "build" / "index.json"
-CORE_VARIANTS = ("gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-bbsections", "bolt-all",
-                 "bolt-all-dbg", "bolt-cdsplit")
 UNIT_BT_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.+?) \(", re.M)
 
 
@@ -273,7 +272,7 @@ def test_backtrace_cost(gcc_pgo: Crash, gdb_log: Any) -> None:
 
 # -- core files -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("variant", CORE_VARIANTS)
+@pytest.mark.parametrize("variant", GDB_CORES)
 def test_core(variant: str, gcc_pgo: Crash, gdb_log: Any) -> None:
     crash = gcc_pgo if variant == "gcc-pgo" else _from_zoo(variant)
     if crash is None or crash.core is None or not os.path.exists(crash.core):

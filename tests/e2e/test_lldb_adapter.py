@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import facts
+from ..variants import LLDB_CORES, LLDB_LIVE
 from .driver_lldb import REPO, LldbDriver
 
 ROOT = Path(REPO)
@@ -25,8 +26,6 @@ ROOT = Path(REPO)
 
 e2e = pytest.mark.e2e
 
-LIVE_VARIANTS = ["gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "bolt-all", "bolt-all-dbg"]
-CORE_VARIANTS = ["gcc-pgo", "clang-mfs-nodebug", "bolt-all", "bolt-random2-dbg"]
 FORMATS = ("frame-format", "thread-format", "thread-stop-format")
 
 
@@ -88,7 +87,7 @@ def _check_where(where: str, f: dict[str, Any]) -> None:
 # -- live and post-mortem ------------------------------------------------------------------
 
 @e2e
-@pytest.mark.parametrize("variant", LIVE_VARIANTS)
+@pytest.mark.parametrize("variant", LLDB_LIVE)
 def test_live_crash_stop_line_bt_and_where(lldb: Callable[..., LldbDriver],
                                            zoo: dict[str, Any], variant: str) -> None:
     f = _crash(zoo, variant)
@@ -102,7 +101,7 @@ def test_live_crash_stop_line_bt_and_where(lldb: Callable[..., LldbDriver],
 
 
 @e2e
-@pytest.mark.parametrize("variant", CORE_VARIANTS)
+@pytest.mark.parametrize("variant", LLDB_CORES)
 def test_core_file_bt_and_where(lldb: Callable[..., LldbDriver], zoo: dict[str, Any],
                                 variant: str) -> None:
     f = _crash(zoo, variant)

@@ -14,22 +14,15 @@ from typing import Any
 import pytest
 
 from ..conftest import facts
+from ..variants import EVERY_CRASH
 from .conftest import json_lines, start_crash
 
 pytestmark = pytest.mark.e2e
 
-CRASH_VARIANTS = [
-    "gcc-pgo", "gcc-pgo-nodebug", "clang-mfs", "clang-mfs-nodebug", "clang-mfs-pgomap",
-    "clang-bbsections",
-    "bolt-all", "bolt-all-dbg", "bolt-random2", "bolt-random2-dbg",
-    "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
-    "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
-    "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
-]
 
 
 @pytest.mark.parametrize("mode", ["live", "core"])
-@pytest.mark.parametrize("variant", CRASH_VARIANTS)
+@pytest.mark.parametrize("variant", EVERY_CRASH)
 def test_crash_in_cold_fragment(debugger: Callable[..., Any], zoo: dict[str, Any],
                                 variant: str, mode: str) -> None:
     f = facts(zoo, variant, "crash")

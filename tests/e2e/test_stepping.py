@@ -20,11 +20,11 @@ import pytest
 from fixtures.toolbox import markers as source_markers
 
 from ..conftest import ROOT, facts
+from ..variants import RET_MID_FRAGMENT, RETURN_MID_LINE, STEP, STEP_SCRIPTED, STEP_WITH_LINES
 from .conftest import resume
 
 pytestmark = pytest.mark.e2e
 
-VARIANTS = ["gcc-pgo", "clang-mfs", "bolt-all-dbg", "bolt-all"]
 
 _STOP = re.compile(r"^#0\s+0x[0-9a-f]+ in (?P<proc>\S+)(?: \[(?P<frag>[^\]]+)\])?\+0x[0-9a-f]+"
                    r"(?: at (?P<file>[^:\s]+):(?P<line>\d+))?", re.M)
@@ -98,7 +98,7 @@ def _check_marker_fragments(f: dict[str, Any], source: str, stops: list[Stop]) -
         assert (proc, frag) in allowed, (marker, proc, frag, allowed)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", STEP)
 def test_step_through_hot_and_cold(debugger: Callable[..., Any], zoo: dict[str, Any],
                                    variant: str) -> None:
     """`bb step` from main's entry to the crash: into run and transfer, through their cold
@@ -137,7 +137,7 @@ def test_step_through_hot_and_cold(debugger: Callable[..., Any], zoo: dict[str, 
         assert by_line.get(final[2]) == "crash site", last
 
 
-@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+@pytest.mark.parametrize("variant", STEP_WITH_LINES)
 def test_next_stays_in_procedure_and_stops_for_breakpoint_and_signal(
         debugger: Callable[..., Any], zoo: dict[str, Any], variant: str) -> None:
     """`bb next` in main goes hot -> cold without a new frame; a breakpoint in a callee stops
@@ -175,7 +175,7 @@ def test_next_stays_in_procedure_and_stops_for_breakpoint_and_signal(
     assert session.alive()
 
 
-@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+@pytest.mark.parametrize("variant", STEP_WITH_LINES)
 def test_advance_into_cold_then_finish_to_caller(debugger: Callable[..., Any],
                                                  zoo: dict[str, Any], variant: str) -> None:
     """`bb advance LINE` runs to a line that lives only in cold code; `bb finish` from there
@@ -257,7 +257,7 @@ def _select(session: Any, level: int) -> None:
     assert f"#{level}" in out, out
 
 
-@pytest.mark.parametrize("variant", ["clang-mfs-nodebug", "bolt-random2"])
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
 def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: dict[str, Any],
                                            variant: str) -> None:
     """switch rare: `bb finish` from step returns into main.cold, past a `ret` in the middle
@@ -284,7 +284,7 @@ def test_finish_where_lldb_invents_a_frame(debugger: Callable[..., Any], zoo: di
     assert session.alive()
 
 
-@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all-dbg"])
+@pytest.mark.parametrize("variant", STEP_WITH_LINES)
 def test_next_and_finish_act_on_the_selected_frame(debugger: Callable[..., Any],
                                                    zoo: dict[str, Any], variant: str) -> None:
     """recurse deep, stopped in note_limit (called from walk's cold branch at depth 5):
@@ -330,7 +330,7 @@ def _scripted(session: Any, *pairs: str) -> str:
     return str(session.until_stop(f"thread step-scripted -C unsplit_lldb.LogicalStep {args}"))
 
 
-@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all"])
+@pytest.mark.parametrize("variant", STEP_SCRIPTED)
 def test_lldb_thread_step_scripted_by_hand(lldb: Callable[..., Any], zoo: dict[str, Any],
                                            variant: str) -> None:
     """The thread plan run by name, its arguments in SBStructuredData, no `bb` command first:
@@ -408,8 +408,7 @@ def _at_edge_walk(session: Any, f: dict[str, Any]) -> Stop:
     return stop
 
 
-@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "clang-bbsections",
-                                     "bolt-profile2", "bolt-cdsplit"])
+@pytest.mark.parametrize("variant", RETURN_MID_LINE)
 def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., Any],
                                                         zoo: dict[str, Any],
                                                         variant: str) -> None:
