@@ -1,9 +1,10 @@
 """Programs compiled on the spot by tests (not in fixtures/): GCC's PGO recipe, written once, and
 the split shared library several e2e files debug.
 
-The recipe is fixtures/build.py's gcc-pgo one: build instrumented (``-fprofile-generate``), run
-the program once to train it, build again with ``-fprofile-use``, under the same ``-o`` names.
-GCC then moves the code the training run never reached into ``foo.cold``.
+The recipe is fixtures/build.py's gcc-pgo one (``fixtures.build.gcc_pgo``): build instrumented
+(``-fprofile-generate``), run the program once to train it, build again with ``-fprofile-use``,
+under the same ``-o`` names. GCC then moves the code the training run never reached into
+``foo.cold``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
+
+from fixtures.build import gcc_pgo
 
 
 class BuildFailed(Exception):
@@ -44,13 +47,13 @@ def gcc_pgo_build(work: Path, sources: Mapping[str, str], profiled: Sequence[Seq
     ``train_must_succeed``); ``use`` the flags of the profiled commands' final build."""
     for name, text in sources.items():
         (work / name).write_text(text)
-    for cmd in profiled:
-        run([*cmd, "-fprofile-generate"], work)
-    for cmd in plain:
-        run([*cmd, "-fprofile-generate"] if plain_instrumented else cmd, work)
-    run(train, work, check=train_must_succeed)
-    for cmd in profiled:
-        run([*cmd, *use], work)
+
+    def training() -> None:
+        for cmd in plain:
+            run([*cmd, "-fprofile-generate"] if plain_instrumented else cmd, work)
+        run(train, work, check=train_must_succeed)
+
+    gcc_pgo(profiled, training, work, use=use, step=run)
     if plain_instrumented:
         for cmd in plain:
             run(cmd, work)
