@@ -98,13 +98,19 @@ def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[s
     except UnsplitError:
         return None
     frag = index.fragment_at(address)
+    found = None
     if frag is not None and frag.symbol:
-        return frag.symbol, address - frag.start
-    functions = sorted(index.binary.functions, key=lambda f: f.value)
-    i = bisect_right([f.value for f in functions], address) - 1
-    if i >= 0 and address < functions[i].value + max(functions[i].size, 1):
-        return functions[i].name, address - functions[i].value
-    return None
+        found = frag.symbol, address - frag.start
+    else:
+        functions = sorted(index.binary.functions, key=lambda f: f.value)
+        i = bisect_right([f.value for f in functions], address) - 1
+        if i >= 0 and address < functions[i].value + max(functions[i].size, 1):
+            found = functions[i].name, address - functions[i].value
+    # A name several units' static functions share: GDB re-sets `*'name'+off` (at `run`) to
+    # whichever of them it finds first, so such a location is kept by address.
+    if found is None or sum(f.name == found[0] for f in index.binary.functions) != 1:
+        return None
+    return found
 
 
 def _is_executable(module: LoadedModule) -> bool:

@@ -103,7 +103,8 @@ def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
     assert spec.procedure is not None
     sites: list[Site] = []
     for name in procedures_named(index, spec.procedure):
-        sites += _procedure_sites(index, index.procedures[name], spec)
+        for proc in index.procedures.all_named(name):  # static functions of several units
+            sites += _procedure_sites(index, proc, spec)
     return sites
 
 

@@ -99,6 +99,7 @@ class BatIndex:
         self._fragments: dict[int, FragmentInfo] = {}
         self._names: dict[int, str] = {}
         self._procedures: dict[str, int] | None = None
+        self._homonyms: dict[str, list[int]] = {}  # a name's main fragments after the first
 
     @property
     def procedures(self) -> dict[str, int]:
@@ -107,8 +108,16 @@ class BatIndex:
         if self._procedures is None:
             self._procedures = {}
             for addr in self.table.hot:
-                self._procedures.setdefault(self.name_of(addr), addr)
+                first = self._procedures.setdefault(self.name_of(addr), addr)
+                if first != addr:
+                    self._homonyms.setdefault(self.name_of(addr), []).append(addr)
         return self._procedures
+
+    def hots_named(self, name: str) -> list[int]:
+        """Every main fragment of that input function name (two units' static functions may
+        share one), first as :attr:`procedures` gives it."""
+        first = self.procedures.get(name)
+        return [] if first is None else [first, *self._homonyms.get(name, ())]
 
     def symbol_order(self) -> array[int]:
         """The positions of the function symbols it names fragments by, sorted by address

@@ -50,9 +50,9 @@ class ModuleIndex:
         self._starts = array("Q", (f.start for f, _ in owned))
         self._fragments = [f for f, _ in owned]
         self._owners = [p for _, p in owned]  # names repeat (static functions): keep the object
-        by_name: dict[str, Procedure] = {}
+        by_name: dict[str, list[Procedure]] = {}
         for proc in merged.values():
-            by_name.setdefault(proc.name, proc)
+            by_name.setdefault(proc.name, []).append(proc)
         plain = self.sources.plain() if parts is None else parts.plain
         self.procedures = ProcedureTable(by_name, plain, self.sources.blocks_at, self._bat)
         self.dwarf_lines = DwarfLines(binary, self.warnings)
@@ -266,16 +266,19 @@ class ModuleIndex:
 class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
     made when asked for, functions in one piece as sorted arrays, made into a Procedure only
-    when asked for."""
+    when asked for. A name gives the first procedure of that name (the sources' order, then
+    address); :meth:`all_named` gives every one (static functions of several units)."""
 
-    def __init__(self, known: dict[str, Procedure], plain: PlainFunctions,
+    def __init__(self, known: dict[str, list[Procedure]], plain: PlainFunctions,
                  blocks_at: Callable[[int], list[Block] | None] | None = None,
                  bat: LazyProcedures | None = None) -> None:
-        self._known = known
+        self._known_all = known
+        self._known = {name: procs[0] for name, procs in known.items()}
         self._bat = bat
         self._blocks_at = blocks_at  # a one-piece function's blocks, by its start
         self._plain = plain
         self._by_name: dict[str, int] | None = None
+        self._more_plain: dict[str, list[int]] = {}  # a name's one-piece functions after the first
         self._made: dict[int, Procedure] = {}
 
     def _make(self, i: int) -> Procedure:
@@ -303,8 +306,27 @@ class ProcedureTable(Mapping[str, Procedure]):
         if self._by_name is None:
             self._by_name = {}
             for i in range(len(self._plain)):
-                self._by_name.setdefault(self._plain.name(i), i)
+                name_i = self._plain.name(i)
+                if self._by_name.setdefault(name_i, i) != i:
+                    self._more_plain.setdefault(name_i, []).append(i)
         return self._by_name.get(name)
+
+    def all_named(self, name: str) -> list[Procedure]:
+        """Every procedure of that name, one per entry, as `break NAME` in GDB sets a location
+        in each: split_info's, BAT's, the other sources', then the one-piece functions."""
+        out: dict[int, Procedure] = {}
+        known = self._known_all.get(name, [])
+        for proc in known:
+            if self._bat is None or proc.fragments[0].source == "split_info":
+                out.setdefault(proc.entry, proc)
+        for proc in [] if self._bat is None else self._bat.all_named(name):
+            out.setdefault(proc.entry, proc)
+        for proc in known:
+            out.setdefault(proc.entry, proc)
+        first = self._index_of(name)
+        for i in [] if first is None else [first, *self._more_plain.get(name, ())]:
+            out.setdefault(self._plain.starts[i], self._make(i))
+        return list(out.values())
 
     def __getitem__(self, name: str) -> Procedure:
         proc = self._known.get(name)  # the sources' order: split_info, then BAT, the rest

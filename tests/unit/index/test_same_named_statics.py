@@ -149,3 +149,27 @@ def test_compiler_split_locals_beside_a_bolted_one(tmp_path: Path) -> None:
     (g,) = where(bolted, [hot[unit].address + 1])
     assert (g["linkage_name"], g["file"], g.get("input_address")) == \
         ("helper", unit, hex(before[(unit, "helper")].address + 1))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", ["_ZL6helperii", "_ZL9summarizeii", "_ZL6reporti",
+                                  "__cxx_global_array_dtor"])
+def test_break_resolves_every_units_function(zoo: dict[str, Any], variant: str,
+                                             name: str) -> None:
+    """`bb break NAME` (debug/breakpoints.resolve): an entry in every unit's function of that
+    name, BOLTed or left in place by lite mode (`report`), as GDB's own `break` sets them;
+    with --all-fragments, the start of every fragment too. Truth: the binary's symbol table."""
+    from unsplit.debug import breakpoints
+    from unsplit.index.module_index import ModuleIndex
+
+    binary = ROOT / facts(zoo, variant, "statics")["binary"]
+    ours = bolt_truth.functions(binary)
+    entries = {fn.address for fn in ours if fn.name == name}
+    pieces = {fn.address for fn in ours if _FRAGMENT.sub(r"\g<base>", fn.name) == name}
+    assert len(entries) == 4, entries  # four units, four functions of that name
+    index = ModuleIndex.open(str(binary))
+    sites = breakpoints.resolve(index, breakpoints.parse(name))
+    assert sorted(s.file_address for s in sites) == sorted(entries)
+    assert {s.procedure for s in sites} == {name}
+    every = breakpoints.resolve(index, breakpoints.parse(name, all_fragments=True))
+    assert sorted(s.file_address for s in every) == sorted(pieces)

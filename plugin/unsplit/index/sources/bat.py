@@ -105,6 +105,11 @@ class BatProcedures:
         hot = self.index.procedures.get(name)
         return None if hot is None or hot in self.placed else self._procedure(hot)
 
+    def all_named(self, name: str) -> list[Procedure]:
+        """Every procedure of that name, in address order of their main fragments."""
+        return [self._procedure(hot) for hot in sorted(self.index.hots_named(name))
+                if hot not in self.placed]
+
     def names(self) -> list[str]:
         return list(self.index.procedures)
 
