@@ -14,15 +14,24 @@ from dataclasses import dataclass
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.store import cache_root
 
 FORMAT_VERSION = 1  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:
-    root = os.environ.get("UNSPLIT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "unsplit")
-    return os.path.join(root, f"debuginfo-v{FORMAT_VERSION}")
+    """``debuginfo-vN`` under the cache root (unsplit.index.store.cache_root)."""
+    return os.path.join(cache_root(), f"debuginfo-v{FORMAT_VERSION}")
+
+
+def path_for(binary: Binary, root: str | None = None) -> str | None:
+    """Where the debug file of `binary` is kept (None without a build-id to name it by)."""
+    build_id = binary.build_id
+    if not build_id or len(build_id) < 2:
+        return None
+    h = build_id.hex()
+    return os.path.join(root or cache_dir(), "by-module", h[:2],
+                        f"{h[2:]}-{fingerprint(binary)}.debug")
 
 
 def fingerprint(binary: Binary) -> str:
@@ -66,12 +75,9 @@ def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = 
         binary = Binary(module)
         if binary.dwarf_binary is not None:
             return Outcome(module, None, "has DWARF")
-        build_id = binary.build_id
-        if not build_id or len(build_id) < 2:
+        path = path_for(binary, root)
+        if path is None:
             return Outcome(module, None, "no build-id")
-        h = build_id.hex()
-        path = os.path.join(root or cache_dir(), "by-module", h[:2],
-                            f"{h[2:]}-{fingerprint(binary)}.debug")
         if os.path.isfile(path):
             return Outcome(module, path, "cached")
         code = sum(end - start for start, end in binary.text_address_ranges())

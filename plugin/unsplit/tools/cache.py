@@ -1,8 +1,11 @@
-"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.store).
+"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.store)
+and the files made from it beside it: LLDB's CFI symbol files (unsplit.debug.breakpad) and the
+debug files the adapters give split modules (unsplit.debuginfo.cache).
 
     info  [BINARY...]   where the cache is and what it holds: per BINARY whether its index is
-                        there and current; without BINARY every index file
-    clear [BINARY...]   delete the indexes of BINARY (without BINARY: every index)
+                        there and current; without BINARY every file unsplit keeps there
+    clear [BINARY...]   delete what is kept for BINARY: its index, debug file and CFI symbol
+                        files (without BINARY: everything, older formats' folders included)
     warm  BINARY...     build the indexes now (a deploy step), so that no debugger session
                         pays for the first build
 """
@@ -15,15 +18,62 @@ import os
 import time
 from typing import Any
 
+from unsplit.debug import breakpad
+from unsplit.debuginfo import cache as debuginfo_cache
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.store import IndexStore
+from unsplit.index.store import IndexStore, cache_root
+
+# The folders unsplit keeps under the cache root, any format version: (prefix, kind).
+_KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"))
+
+
+def _kept_files() -> list[tuple[str, str, int]]:
+    """(kind, path, size) of every file in unsplit's folders of the cache root; nothing else
+    there is touched (``$UNSPLIT_CACHE`` may be a folder other programs use too)."""
+    root = cache_root()
+    try:
+        folders = sorted(os.listdir(root))
+    except OSError:
+        return []
+    out = []
+    for folder in folders:
+        kind = next((k for prefix, k in _KINDS if folder.startswith(prefix)
+                     and folder[len(prefix):].isdigit()), None)
+        if kind is None:
+            continue
+        for dirpath, _, files in os.walk(os.path.join(root, folder)):
+            for name in files:
+                p = os.path.join(dirpath, name)
+                try:
+                    out.append((kind, p, os.path.getsize(p)))
+                except OSError:
+                    continue
+    return sorted(out, key=lambda e: e[1])
+
+
+def _derived_files(binary: Binary) -> list[str]:
+    """The debug file and LLDB CFI symbol files kept for `binary` that exist."""
+    found = [debuginfo_cache.path_for(binary)]
+    if binary.build_id:
+        by_id = breakpad.cache_path(binary.build_id)
+        if breakpad.made_from(by_id, binary):
+            found.append(by_id)
+    by_file = os.path.join(breakpad.cache_dir(), "by-file")
+    try:
+        mine = f"{breakpad.fingerprint(binary.path)}-"
+        found += [os.path.join(by_file, n) for n in sorted(os.listdir(by_file))
+                  if n.startswith(mine)]
+    except OSError:
+        pass
+    return [p for p in found if p is not None and os.path.isfile(p)]
 
 
 def _info(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
     if not paths:
-        return [{"index": p, "size": size} for p, size in store.entries()]
+        return [{"kind": kind, "index" if kind == "index" else "file": p, "size": size}
+                for kind, p, size in _kept_files()]
     out = []
     for path in paths:
         binary = _open(path)
@@ -37,13 +87,25 @@ def _info(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
 
 def _clear(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
     if not paths:
-        return [{"removed": p} for p in store.remove()]
+        return [{"removed": p} for p in _remove([p for _, p, _ in _kept_files()])]
     out = []
     for path in paths:
         binary = _open(path)
-        out.append({"binary": path, "removed": store.remove(binary)})
+        out.append({"binary": path,
+                    "removed": store.remove(binary) + _remove(_derived_files(binary))})
         binary.close()
     return out
+
+
+def _remove(paths: list[str]) -> list[str]:
+    done = []
+    for p in paths:
+        try:
+            os.unlink(p)
+            done.append(p)
+        except FileNotFoundError:
+            continue
+    return done
 
 
 def _warm(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
@@ -76,7 +138,7 @@ def _text(action: str, store: IndexStore, records: list[dict[str, Any]]) -> str:
     lines = [f"index cache: {store.directory}"] if action == "info" else []
     for r in records:
         if action == "info" and "binary" not in r:
-            lines.append(f"{r['index']}  {r['size']} bytes")
+            lines.append(f"{r.get('index') or r['file']}  {r['size']} bytes")
         elif action == "info":
             state = f"cached ({r['size']} bytes)" if r["cached"] else "not cached"
             lines.append(f"{r['binary']}: {state}: {r['index']}")
@@ -109,7 +171,7 @@ def add_cli(subparsers: Any) -> None:
         description=__doc__.splitlines()[0] if __doc__ else None)
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, text in (("info", "where the cache is and what it holds"),
-                       ("clear", "delete indexes (of BINARY, else all)"),
+                       ("clear", "delete what is kept (for BINARY, else everything)"),
                        ("warm", "build the indexes of BINARY now")):
         a = actions.add_parser(name, help=text)
         a.add_argument("binary", nargs="+" if name == "warm" else "*", help="ELF files")
