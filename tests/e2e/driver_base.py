@@ -5,10 +5,11 @@ command's output with the echo and the prompt stripped, ``run()`` starts the pro
 its output up to the next stop, ``backtrace()`` is ``bt``, ``alive()`` says whether the session
 still answers, ``close()`` (or leaving a ``with`` block) ends it. Every expect has a timeout; the
 whole transcript is kept in ``transcript`` (and copied to ``log`` when given) so a failing test
-can attach it. The verbs below (``cont``, ``break_function``, ``register``, ...) are what each
-debugger spells its own way, so a test says what it does rather than branching on the
-debugger's name. A subclass sets the class attributes and has ``_start`` (spawn the debugger,
-load the plugin, the binary and the core), ``run`` and the verbs.
+can attach it. The verbs (``cont``, ``break_function``, ``register``, ...) are what each
+debugger spells its own way, both spellings side by side in SPELLING, so a test says what it
+does rather than branching on the debugger's name. A subclass sets the class attributes and
+has ``_start`` (spawn the debugger, load the plugin, the binary and the core), ``run``, and
+whatever of a verb is more than a spelling (LLDB's asynchronous stops, its thread selection).
 """
 
 from __future__ import annotations
@@ -18,12 +19,43 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, NamedTuple, Self
 
 import pexpect
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROMPT = "(bbtest) "
+
+
+class Say(NamedTuple):
+    """One verb as each debugger spells it: a command (a str.format template) or a pattern."""
+
+    gdb: str
+    lldb: str
+
+
+# The verbs of Driver (and what it reads back) in each debugger's words, side by side.
+SPELLING = {
+    "kill": Say("kill", "process kill"),  # ends the debugged process, before "quit"
+    "alive": Say("echo alive\\n", 'script print("al" + "ive")'),  # prints "alive"
+    "cont": Say("continue", "process continue"),
+    "load": Say("source {plugin}", 'command script import "{plugin}"'),
+    "script": Say("python", "script"),  # then the line of Python
+    "break_function": Say("break {name}", "breakpoint set -n {name}"),  # past the prologue
+    "break_entry": Say("break *'{name}'", "breakpoint set --skip-prologue false -n {name}"),
+    "break_address": Say("break *{address:#x}", "breakpoint set -a {address:#x}"),
+    "break_line": Say("break {file}:{line}", "breakpoint set -f {file} -l {line}"),
+    "list_breakpoints": Say("info breakpoints", "breakpoint list"),
+    # (a pattern) a location's address in the list
+    "breakpoint_address": Say(r"^\S+\s+breakpoint\s+\S+\s+[yn]\s+(0x[0-9a-f]+)",
+                              r"address = (0x[0-9a-f]+)"),
+    "delete_breakpoints": Say("delete", "breakpoint delete --force"),
+    "select_frame": Say("frame {number}", "frame select {number}"),
+    "register": Say("p/x ${name}", "register read {name}"),  # prints `= 0x…`
+    "all_backtraces": Say("thread apply all bt", "bt all"),
+    # (a pattern) the line that starts a thread's part of all_backtraces
+    "thread_head": Say(r"^Thread \d+ ", r"^[* ] thread #\d+"),
+}
 
 
 class DebuggerTimeout(AssertionError):
@@ -55,13 +87,7 @@ class Driver:
     name: str
     error_prefix: str  # what starts the line of a command's error
     _ansi: re.Pattern[str]  # the escape sequences this debugger prints
-    _kill: str  # the command that ends the debugged process, before "quit"
-    _alive: str  # a command that prints "alive"
-    _register: str  # a command that prints `= 0x…`, the value of the register named by %s
-    _all_bt: str  # the backtrace of every thread
-    _thread_head: re.Pattern[str]  # the line that starts a thread's part of it
-    _script: str  # the command that runs one line of Python
-    _load: str  # the command that loads the plugin
+    plugin_file: str  # the file that loads the plugin into this debugger
 
     # Everything that could make output depend on the terminal or stop for a question.
     _settings: tuple[str, ...]
@@ -109,11 +135,18 @@ class Driver:
     def _patience(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
 
-    # -- verbs each debugger spells its own way ------------------------------------------------
+    # -- verbs each debugger spells its own way (SPELLING) ------------------------------------
+
+    def spelling(self, verb: str, **fields: Any) -> str:
+        """This debugger's words for `verb` (SPELLING), with `fields` filled in."""
+        return str(getattr(SPELLING[verb], self.name)).format(plugin=self.plugin_file, **fields)
+
+    def _say(self, verb: str, **fields: Any) -> str:
+        return self.command(self.spelling(verb, **fields))
 
     def cont(self, timeout: float | None = None) -> str:
         """Continue to the next stop; the output up to it."""
-        return self.until_stop("continue", timeout)
+        return self.until_stop(self.spelling("cont"), timeout)
 
     def until_stop(self, text: str, timeout: float | None = None) -> str:
         """Run `text`, a command that resumes the program; the output up to its next stop."""
@@ -122,39 +155,44 @@ class Driver:
     def load_plugin(self) -> str:
         """Load the plugin the way a user's init file does (`source`, `command script import`);
         what the debugger prints."""
-        return self.command(self._load)
+        return self._say("load")
+
+    def script(self, code: str) -> str:
+        """Run one line of Python in the debugger (`python CODE`, `script CODE`)."""
+        return self.command(f"{self.spelling('script')} {code}")
 
     def break_function(self, name: str) -> str:
         """The debugger's own breakpoint on a function by name (past its prologue)."""
-        raise NotImplementedError
+        return self._say("break_function", name=name)
 
     def break_entry(self, name: str) -> str:
         """The debugger's own breakpoint at the first instruction of function `name`."""
-        raise NotImplementedError
+        return self._say("break_entry", name=name)
 
     def break_address(self, address: int, module: str | None = None) -> str:
         """The debugger's own breakpoint at `address` (LLDB: in `module`, where given)."""
-        raise NotImplementedError
+        return self._say("break_address", address=address)
 
     def break_line(self, file: str, line: int) -> str:
         """The debugger's own breakpoint at `file:line`."""
-        raise NotImplementedError
+        return self._say("break_line", file=file, line=line)
 
     def list_breakpoints(self) -> str:
         """The debugger's own list of breakpoints (`info breakpoints`, `breakpoint list`)."""
-        raise NotImplementedError
+        return self._say("list_breakpoints")
 
     def breakpoint_addresses(self) -> set[int]:
         """Every breakpoint location address the debugger lists."""
-        raise NotImplementedError
+        return {int(m.group(1), 16) for m in re.finditer(
+            self.spelling("breakpoint_address"), self.list_breakpoints(), re.M)}
 
     def delete_breakpoints(self) -> str:
         """Delete every breakpoint, without a question."""
-        raise NotImplementedError
+        return self._say("delete_breakpoints")
 
     def select_frame(self, number: int) -> str:
         """Select frame `number` of the current thread; what the debugger prints."""
-        raise NotImplementedError
+        return self._say("select_frame", number=number)
 
     def select_thread(self, number: int) -> None:
         """Select the thread the debugger numbers `number`."""
@@ -165,7 +203,7 @@ class Driver:
         frame, or in frame `frame` after selecting it."""
         if frame is not None:
             self.select_frame(frame)
-        out = self.command(self._register % name)
+        out = self._say("register", name=name)
         m = re.search(r"= (0x[0-9a-f]+)", out)
         assert m, out
         return int(m.group(1), 16)
@@ -173,23 +211,20 @@ class Driver:
     def thread_backtraces(self) -> list[str]:
         """Each thread's part of the backtrace of all threads (GDB: `thread apply all bt`,
         LLDB: `bt all`), in the debugger's order."""
+        head = re.compile(self.spelling("thread_head"))
         blocks: list[list[str]] = []
-        for line in self.command(self._all_bt).splitlines():
-            if self._thread_head.match(line):
+        for line in self._say("all_backtraces").splitlines():
+            if head.match(line):
                 blocks.append([])
             if blocks:
                 blocks[-1].append(line)
         return ["\n".join(b) for b in blocks]
 
-    def script(self, code: str) -> str:
-        """Run one line of Python in the debugger (`python CODE`, `script CODE`)."""
-        return self.command(f"{self._script} {code}")
-
     def close(self) -> None:
         if not self.child.isalive():
             return
         try:
-            self.child.sendline(self._kill)
+            self.child.sendline(self.spelling("kill"))
             self.child.sendline("quit")
             self.child.expect(pexpect.EOF, timeout=10)
         except (pexpect.TIMEOUT, pexpect.EOF, OSError):
@@ -213,7 +248,7 @@ class Driver:
     def alive(self) -> bool:
         """Whether the session still answers a trivial command."""
         try:
-            return self.command(self._alive, timeout=10).strip() == "alive"
+            return self.command(self.spelling("alive"), timeout=10).strip() == "alive"
         except DebuggerTimeout:
             return False
 

@@ -22,14 +22,8 @@ GDB = os.environ.get("UNSPLIT_GDB", "gdb")
 class GdbDriver(Driver):
     name = "gdb"
     error_prefix = ""
+    plugin_file = PLUGIN
     _ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-    _kill = "kill"
-    _alive = "echo alive\\n"
-    _register = "p/x $%s"
-    _all_bt = "thread apply all bt"
-    _thread_head = re.compile(r"^Thread \d+ ")
-    _script = "python"
-    _load = f"source {PLUGIN}"
     _settings = (f"set prompt {PROMPT}", "set style enabled off", "set pagination off",
                  "set height 0", "set width 0", "set confirm off", "set debuginfod enabled off")
 
@@ -39,7 +33,7 @@ class GdbDriver(Driver):
             argv += ["-iex", setting]
         if plugin:
             # -iex runs where ~/.gdbinit would: before the binary and the core are loaded.
-            argv += ["-iex", self._load]
+            argv += ["-iex", self.spelling("load")]
         argv.append(self.binary)
         if self.core is not None:
             argv.append(self.core)
@@ -48,31 +42,6 @@ class GdbDriver(Driver):
 
     def run(self, timeout: float | None = None) -> str:
         return self.command(" ".join(["run", *map(shlex.quote, self.args)]), timeout)
-
-    def break_function(self, name: str) -> str:
-        return self.command(f"break {name}")
-
-    def break_entry(self, name: str) -> str:
-        return self.command(f"break *'{name}'")
-
-    def break_address(self, address: int, module: str | None = None) -> str:
-        return self.command(f"break *{address:#x}")
-
-    def break_line(self, file: str, line: int) -> str:
-        return self.command(f"break {file}:{line}")
-
-    def list_breakpoints(self) -> str:
-        return self.command("info breakpoints")
-
-    def breakpoint_addresses(self) -> set[int]:
-        return {int(m.group(1), 16) for m in re.finditer(
-            r"^\S+\s+breakpoint\s+\S+\s+[yn]\s+(0x[0-9a-f]+)", self.list_breakpoints(), re.M)}
-
-    def delete_breakpoints(self) -> str:
-        return self.command("delete")
-
-    def select_frame(self, number: int) -> str:
-        return self.command(f"frame {number}")
 
     def select_thread(self, number: int) -> None:
         self.command(f"thread {number}")

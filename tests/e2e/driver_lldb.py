@@ -47,14 +47,8 @@ def _clean(text: str) -> str:
 class LldbDriver(Driver):
     name = "lldb"
     error_prefix = "error: "
+    plugin_file = PLUGIN
     _ansi = _ANSI
-    _kill = "process kill"
-    _alive = 'script print("al" + "ive")'
-    _register = "register read %s"
-    _all_bt = "bt all"
-    _thread_head = re.compile(r"^[* ] thread #\d+")
-    _script = "script"
-    _load = f'command script import "{PLUGIN}"'
     _clean = staticmethod(_clean)
     _settings = (f'settings set prompt "{PROMPT}"', "settings set use-color false",
                  "settings set show-statusline false", "settings set show-progress false",
@@ -72,7 +66,7 @@ class LldbDriver(Driver):
         self.startup = self._expect_prompt(startup_timeout, "startup")
         if plugin:
             # Where ~/.lldbinit would import it: before the target exists.
-            self._checked(self._load)
+            self._checked(self.spelling("load"))
         create = f'target create "{self.binary}"'
         if self.core is not None:
             create = f'target create --core "{self.core}" "{self.binary}"'
@@ -102,34 +96,10 @@ class LldbDriver(Driver):
         return self.until_stop(" ".join(["process launch --", *map(_lldb_quote, self.args)])
                                .strip(), timeout)
 
-    def cont(self, timeout: float | None = None) -> str:
-        return self.until_stop("process continue", timeout)
-
-    def break_function(self, name: str) -> str:
-        return self.command(f"breakpoint set -n {name}")
-
-    def break_entry(self, name: str) -> str:
-        return self.command(f"breakpoint set --skip-prologue false -n {name}")
-
     def break_address(self, address: int, module: str | None = None) -> str:
-        where = f"-s {module} " if module is not None else ""
-        return self.command(f"breakpoint set {where}-a {address:#x}")
-
-    def break_line(self, file: str, line: int) -> str:
-        return self.command(f"breakpoint set -f {file} -l {line}")
-
-    def list_breakpoints(self) -> str:
-        return self.command("breakpoint list")
-
-    def breakpoint_addresses(self) -> set[int]:
-        return {int(m.group(1), 16)
-                for m in re.finditer(r"address = (0x[0-9a-f]+)", self.list_breakpoints())}
-
-    def delete_breakpoints(self) -> str:
-        return self.command("breakpoint delete --force")
-
-    def select_frame(self, number: int) -> str:
-        return self.command(f"frame select {number}")
+        if module is None:
+            return super().break_address(address)
+        return self.command(f"breakpoint set -s {module} -a {address:#x}")
 
     def select_thread(self, number: int) -> None:
         # `thread select` prints the stop description after its prompt, which would put the

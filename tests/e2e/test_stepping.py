@@ -98,6 +98,21 @@ def _check_marker_fragments(f: dict[str, Any], source: str, stops: list[Stop]) -
         assert (proc, frag) in allowed, (marker, proc, frag, allowed)
 
 
+def _next_to(session: Any, procedure: str, by_line: dict[int, str], marker: str,
+             most: int) -> list[Stop]:
+    """`bb next` until a stop on `marker`'s line (`by_line`: line -> marker), at most `most`
+    times, every stop in `procedure`; the stops."""
+    stops: list[Stop] = []
+    for _ in range(most):
+        stop = _stop(session.command("bb next"))
+        assert stop is not None and stop[0] == procedure, (stop, stops)
+        stops.append(stop)
+        if by_line.get(stop[2] or 0) == marker:
+            break
+    assert by_line.get(stops[-1][2] or 0) == marker, stops
+    return stops
+
+
 @pytest.mark.parametrize("variant", STEP)
 def test_step_through_hot_and_cold(debugger: Callable[..., Any], zoo: dict[str, Any],
                                    variant: str) -> None:
@@ -145,14 +160,7 @@ def test_next_stays_in_procedure_and_stops_for_breakpoint_and_signal(
     f = facts(zoo, variant, "crash")
     by_line = _markers(f, "crash.c")
     session = _start(debugger, f, ["crash"], "main")
-    stops: list[Stop] = []
-    for _ in range(12):
-        stop = _stop(session.command("bb next"))
-        assert stop is not None and stop[0] == "main", (stop, stops)
-        stops.append(stop)
-        if by_line.get(stop[2] or 0) == "main cold path":
-            break
-    assert by_line.get(stops[-1][2] or 0) == "main cold path", stops
+    stops = _next_to(session, "main", by_line, "main cold path", 12)
     assert stops[-1][1] != "hot", stops
     _check_marker_fragments(f, "crash.c", stops)
 
@@ -201,14 +209,7 @@ def test_advance_into_cold_then_finish_to_caller(debugger: Callable[..., Any],
     if caller is not None:
         assert re.search(rf"^#0\s+0x0*{caller.group(1)[2:]} ", out, re.M), (caller[1], out)
     assert lines["main calls checksum"] <= (stop[2] or 0) < lines["main cold error exit"], out
-    seen = []
-    for _ in range(6):
-        stop = _stop(session.command("bb next"))
-        assert stop is not None and stop[0] == "main", (stop, seen)
-        seen.append(stop)
-        if by_line.get(stop[2] or 0) == "main cold error exit":
-            break
-    assert by_line.get(seen[-1][2] or 0) == "main cold error exit", seen
+    seen = _next_to(session, "main", by_line, "main cold error exit", 6)
     _check_marker_fragments(f, "loop.c", seen)
 
 

@@ -84,6 +84,18 @@ def test_symbolizer_on_the_debug_file_agrees_with_where(zoo: dict[str, Any], var
         assert sum(1 for e in expected if e[2]) > len(expected) // 2
 
 
+def _debug_file_and_truth(f: dict[str, Any], tmp_path: Path
+                          ) -> tuple[Path, Path, list[int], dict[int, Any]]:
+    """(binary, its debug file written in `tmp_path`, the moved instructions perf2bolt-22
+    translates, what it translates them to)."""
+    binary = ROOT / f["binary"]
+    debug = tmp_path / "out.debug"
+    _write(binary, debug)
+    addresses = _moved_instructions(f)
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    return binary, debug, [a for a in addresses if a in truth], truth
+
+
 @pytest.mark.parametrize("variant", [*BOLT, "bolt-statics"])
 def test_lines_are_the_inputs_by_perf2bolt(zoo: dict[str, Any], variant: str,
                                            tmp_path: Path) -> None:
@@ -94,12 +106,7 @@ def test_lines_are_the_inputs_by_perf2bolt(zoo: dict[str, Any], variant: str,
     2 of 127 per program at most), it says what BOLT's own --update-debug-sections twin says."""
     program = "statics" if variant == "bolt-statics" else "crash"
     f = facts(zoo, variant, program)
-    binary = ROOT / f["binary"]
-    debug = tmp_path / "out.debug"
-    _write(binary, debug)
-    addresses = _moved_instructions(f)
-    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
-    addresses = [a for a in addresses if a in truth]
+    binary, debug, addresses, truth = _debug_file_and_truth(f, tmp_path)
     assert addresses
     _, lines = bolt_truth.input_lines(binary, ROOT / f["input"], truth, addresses)
     got = _symbolize(debug, addresses)
@@ -226,12 +233,7 @@ def test_inlined_frames_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> N
     debug file gives, frame for frame, what it gives on the pre-BOLT input at the input address
     perf2bolt-22 translates each moved instruction to (instructions BOLT made are left out)."""
     f = facts(zoo, "bolt-statics", "statics")
-    binary = ROOT / f["binary"]
-    debug = tmp_path / "out.debug"
-    _write(binary, debug)
-    addresses = _moved_instructions(f)
-    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
-    addresses = [a for a in addresses if a in truth]
+    binary, debug, addresses, truth = _debug_file_and_truth(f, tmp_path)
     inputs, lines = bolt_truth.input_lines(binary, ROOT / f["input"], truth, addresses)
     kept = [(a, i) for a, i, ln in zip(addresses, inputs, lines, strict=True)
             if ln is not None and ln[1]]

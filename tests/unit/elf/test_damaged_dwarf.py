@@ -169,21 +169,22 @@ def _file_name_as_strx(d: Damaged) -> str:
 def _file_name_past_the_strings(d: Damaged) -> str:
     """Every file's DW_LNCT_path (line_strp) far past .debug_line_str: names None (was:
     'NoneType' object has no attribute 'decode')."""
-    stmt_list, header = d.line_header()
-    for fields in header["files"]:
-        for content, at in fields:
-            if content == 1:  # DW_LNCT_path
-                d.patch(".debug_line", at, FAR)
-    return f".debug_line: at offset {stmt_list:#x}"
+    return _paths_past_the_strings(d, "files")
 
 
 def _directory_past_the_strings(d: Damaged) -> str:
     """Every directory far past .debug_line_str: the directory of a relative name is None (was:
     'NoneType' object has no attribute 'decode')."""
+    return _paths_past_the_strings(d, "dirs")
+
+
+def _paths_past_the_strings(d: Damaged, table: str) -> str:
+    """Every DW_LNCT_path (line_strp) of the line table header's `table` ("files", "dirs")
+    far past .debug_line_str."""
     stmt_list, header = d.line_header()
-    for fields in header["dirs"]:
+    for fields in header[table]:
         for content, at in fields:
-            if content == 1:
+            if content == 1:  # DW_LNCT_path
                 d.patch(".debug_line", at, FAR)
     return f".debug_line: at offset {stmt_list:#x}"
 

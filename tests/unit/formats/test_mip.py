@@ -78,25 +78,6 @@ def test_records_are_eight_aligned() -> None:
     assert mip.decode(data + bytes(13), RAW) == m  # trailing padding is ignored
 
 
-@pytest.mark.parametrize(
-    ("patch", "error", "offset", "words"),
-    [
-        ((0, b"\xfcMIP"), DecodeError, 0, "bad magic"),
-        ((6, b"\x01\x00"), DecodeError, 6, "file type"),
-        ((20, b"\x20\x00\x00\x00"), UnsupportedVersion, 20, "24-byte header"),
-    ],
-)
-def test_bad_header(
-    patch: tuple[int, bytes], error: type[DecodeError], offset: int, words: str
-) -> None:
-    data = bytearray(_seed_example())
-    at, value = patch
-    data[at : at + len(value)] = value
-    with pytest.raises(error, match=words) as e:
-        mip.decode(bytes(data))
-    assert e.value.section == "__llvm_mipmap" and e.value.offset == offset
-
-
 @pytest.mark.parametrize("cut", [10, 30, 50, 60, 66])
 def test_truncated(cut: int) -> None:
     with pytest.raises(DecodeError, match="truncated"):
@@ -185,26 +166,41 @@ def test_the_compilers_image_is_no_profile() -> None:
     assert all(b.flags == () for b in proc.blocks)
 
 
-@pytest.mark.parametrize(
-    ("patch", "error", "offset", "words"),
-    [
-        ((6, b"\x02\x00"), DecodeError, 6, "expected 1"),
-        ((8, b"\x04\x00\x00\x00"), UnsupportedVersion, 8, "profile type 0x4"),
-        ((12, b"\x00\x00\x00\x00"), DecodeError, 8, "another build"),
-        ((25, b"\x17"), DecodeError, 25, "coverage byte 0x17"),
-    ],
-)
-def test_bad_raw_profile(
-    patch: tuple[int, bytes], error: type[DecodeError], offset: int, words: str
-) -> None:
+def _patched(data: bytes, patch: tuple[int, bytes]) -> bytes:
+    at, value = patch
+    return data[:at] + value + data[at + len(value):]
+
+
+def _decode_map(patch: tuple[int, bytes]) -> object:
+    return mip.decode(_patched(_seed_example(), patch))
+
+
+def _decode_raw(patch: tuple[int, bytes]) -> object:
     funcs = mip.lay_out_raw([FOO_FUNC], PROFILE)
     m = mip.MipMap(MipHeader(8, 2, PROFILE, 0xDEADBEEF), tuple(funcs))
-    raw = bytearray(mip.encode_raw(funcs, {24: mip.Coverage(True, (True, False))}, _raw_header()))
-    at, value = patch
-    raw[at : at + len(value)] = value
+    raw = mip.encode_raw(funcs, {24: mip.Coverage(True, (True, False))}, _raw_header())
+    return mip.decode_raw(_patched(raw, patch), m)
+
+
+DECODE_PATCHED = {"__llvm_mipmap": _decode_map, "__llvm_mipraw": _decode_raw}
+# A section with bytes overwritten (at, value): the error, the offset it names, words it says.
+DAMAGED = [
+    ("__llvm_mipmap", (0, b"\xfcMIP"), DecodeError, 0, "bad magic"),
+    ("__llvm_mipmap", (6, b"\x01\x00"), DecodeError, 6, "file type"),
+    ("__llvm_mipmap", (20, b"\x20\x00\x00\x00"), UnsupportedVersion, 20, "24-byte header"),
+    ("__llvm_mipraw", (6, b"\x02\x00"), DecodeError, 6, "expected 1"),
+    ("__llvm_mipraw", (8, b"\x04\x00\x00\x00"), UnsupportedVersion, 8, "profile type 0x4"),
+    ("__llvm_mipraw", (12, b"\x00\x00\x00\x00"), DecodeError, 8, "another build"),
+    ("__llvm_mipraw", (25, b"\x17"), DecodeError, 25, "coverage byte 0x17"),
+]
+
+
+@pytest.mark.parametrize(("section", "patch", "error", "offset", "words"), DAMAGED)
+def test_bad_header_or_raw_profile(section: str, patch: tuple[int, bytes],
+                                   error: type[DecodeError], offset: int, words: str) -> None:
     with pytest.raises(error, match=words) as e:
-        mip.decode_raw(bytes(raw), m)
-    assert e.value.section == "__llvm_mipraw" and e.value.offset == offset
+        DECODE_PATCHED[section](patch)
+    assert e.value.section == section and e.value.offset == offset
 
 
 def test_raw_profile_too_short() -> None:

@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -50,13 +51,18 @@ def _split(text: str) -> list[str]:
     return text.split("\n\n")[:-1]
 
 
+def _programs(zoo: dict[str, Any], variant: str) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Each program of `variant`: its name, its facts and its binary's path."""
+    for program in PROGRAMS:
+        f = facts(zoo, variant, program)
+        yield program, f, str(ROOT / f["binary"])
+
+
 @pytest.mark.parametrize("variant", ORACLE_VARIANTS)
 def test_unsplit_code_is_byte_identical_to_llvm_symbolizer(
         zoo: dict[str, Any], variant: str) -> None:
     compared = 0
-    for program in PROGRAMS:
-        f = facts(zoo, variant, program)
-        exe = str(ROOT / f["binary"])
+    for program, _, exe in _programs(zoo, variant):
         index = Symbolizer(exe).index
         addresses = [a for p in index.procedures.values() for fr in p.fragments
                      if fr.name == "hot" for a in range(fr.start, fr.end)]
@@ -83,9 +89,7 @@ def test_a_sequence_starting_where_another_ends(zoo: dict[str, Any]) -> None:
 def test_moved_code_names_the_procedure_and_its_true_line(
         zoo: dict[str, Any], variant: str) -> None:
     checked = 0
-    for program in PROGRAMS:
-        f = facts(zoo, variant, program)
-        exe = str(ROOT / f["binary"])
+    for program, f, exe in _programs(zoo, variant):
         samples = [(proc, info["demangled"], frag) for proc, info in f["split_functions"].items()
                    for frag in info["fragments"] if frag.get("sample", {}).get("line")]
         if not samples:
