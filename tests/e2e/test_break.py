@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from fixtures.toolbox import markers_in
+
 from .. import bolt_truth, builders
 from ..conftest import ROOT, facts
 from ..variants import BREAK
@@ -251,8 +253,7 @@ def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
                                          split_library: Path) -> None:
-    line = next(i for i, text in enumerate(builders.SPLIT_LIB_C.splitlines(), 1)
-                if "BB: lib crash" in text)
+    line = markers_in(builders.SPLIT_LIB_C)["lib crash"]
     s = debugger(split_library / "m", args=["crash"])
     out = s.command(f"bb break lib.c:{line} --pending")
     assert out.startswith("Breakpoint"), out

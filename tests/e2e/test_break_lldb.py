@@ -216,10 +216,6 @@ def dlopen_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return builders.split_library(tmp_path_factory.mktemp("dlopen"), load="dlopen", pie=True)
 
 
-def _markers(path: Path) -> dict[str, int]:
-    return source_markers(path)
-
-
 def _nm(path: Path) -> dict[str, int]:
     out = subprocess.run(["nm", str(path)], check=True, capture_output=True, text=True).stdout
     return {parts[2]: int(parts[0], 16) for line in out.splitlines()
@@ -231,7 +227,7 @@ def test_pending_breakpoint_resolves_when_dlopen_loads_the_library(
         lldb: Callable[..., LldbDriver], dlopen_library: Path) -> None:
     symbols = _nm(dlopen_library / "libw.so")
     entry, cold = symbols["work"], symbols["work.cold"]
-    line = _markers(dlopen_library / "lib.c")["lib cold"]
+    line = source_markers(dlopen_library / "lib.c")["lib cold"]
     session = lldb(dlopen_library / "m", args=["crash"])
 
     out = session.command("bb break work -a")
