@@ -72,3 +72,7 @@ STEP_SCRIPTED = ["gcc-pgo", "clang-mfs", "bolt-all"]
 # ... and a return into the middle of a line in the caller's cold fragment, for each layout of
 # main's cold path (GCC, clang, basic-block sections, BOLT's profile and cdsplit).
 RETURN_MID_LINE = ["gcc-pgo", "clang-mfs", "clang-bbsections", "bolt-profile2", "bolt-cdsplit"]
+
+# The multi-unit C++ program whose units each have their own static `helper`, BOLTed with and
+# without DWARF: `bb break helper` sets one location in each (test_break_statics.py).
+STATICS = ["bolt-statics", "bolt-statics-dbg"]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..variants import STATICS
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +35,7 @@ def _stopped_at(session: Any) -> int:
     return int(loc["address"], 16)
 
 
-@pytest.mark.parametrize("variant", ["bolt-statics", "bolt-statics-dbg"])
+@pytest.mark.parametrize("variant", STATICS)
 def test_a_location_in_every_units_static(debugger: Callable[..., Any], zoo: dict[str, Any],
                                           variant: str) -> None:
     f = facts(zoo, variant, "statics")

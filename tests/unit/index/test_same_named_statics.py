@@ -22,8 +22,9 @@ import pytest
 
 from ... import bolt_truth
 from ...conftest import ROOT, facts
+from ...variants import STATICS
 
-VARIANTS = ["bolt-statics", "bolt-statics-dbg"]
+VARIANTS = STATICS
 _FRAGMENT = re.compile(r"^(?P<base>.+)\.(?P<kind>cold|warm)(?:\.\d+)?$")
 
 
