@@ -154,15 +154,20 @@ class IndexStore:
 
     def remove(self, binary: Binary | None = None) -> list[str]:
         """Delete the index of ``binary`` (every index when None); the paths deleted."""
-        paths = [p for p, _ in self.entries()] if binary is None else [self.path_for(binary)]
-        done = []
-        for p in paths:
-            try:
-                os.unlink(p)
-                done.append(p)
-            except FileNotFoundError:
-                continue
-        return done
+        return remove_files([p for p, _ in self.entries()] if binary is None
+                            else [self.path_for(binary)])
+
+
+def remove_files(paths: list[str]) -> list[str]:
+    """Delete the cache files `paths`; the ones that were there."""
+    done = []
+    for p in paths:
+        try:
+            os.unlink(p)
+            done.append(p)
+        except FileNotFoundError:
+            continue
+    return done
 
 
 def _stderr(text: str) -> None:

@@ -23,7 +23,7 @@ from unsplit.debuginfo import cache as debuginfo_cache
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.store import IndexStore, cache_root
+from unsplit.index.store import IndexStore, cache_root, remove_files
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).
 _KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"))
@@ -87,25 +87,14 @@ def _info(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
 
 def _clear(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
     if not paths:
-        return [{"removed": p} for p in _remove([p for _, p, _ in _kept_files()])]
+        return [{"removed": p} for p in remove_files([p for _, p, _ in _kept_files()])]
     out = []
     for path in paths:
         binary = _open(path)
         out.append({"binary": path,
-                    "removed": store.remove(binary) + _remove(_derived_files(binary))})
+                    "removed": store.remove(binary) + remove_files(_derived_files(binary))})
         binary.close()
     return out
-
-
-def _remove(paths: list[str]) -> list[str]:
-    done = []
-    for p in paths:
-        try:
-            os.unlink(p)
-            done.append(p)
-        except FileNotFoundError:
-            continue
-    return done
 
 
 def _warm(store: IndexStore, paths: list[str]) -> list[dict[str, Any]]:
