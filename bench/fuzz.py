@@ -143,8 +143,9 @@ class DamagedBinary(Binary):
     def of(cls, base: Binary, replaced: dict[str, bytes]) -> DamagedBinary:
         made = object.__new__(cls)
         made.__dict__.update({k: v for k, v in base.__dict__.items()
-                              if k in ("path", "_stream", "elf", "identity", "functions",
-                                       "_section_index", "_symbol_tables")})
+                              if k in ("path", "_stream", "_raw", "elf", "identity",
+                                       "functions", "_section_index", "_symbol_tables",
+                                       "_symbol_columns")})
         made._sections = {}
         made.derived = {}
         made.replaced = replaced
@@ -369,11 +370,7 @@ class _CoreTarget:
         assert self._whole is not None
         at, size = self._notes
         whole = self._whole[:at] + data + self._whole[at + size:]
-        core = object.__new__(corefile.Core)
-        core.path = str(self.path)
-        core._data = whole
-        core._segments, core._notes, core._file_cache = [], [], {}
-        core._parse()
+        core = corefile.Core(str(self.path), data=whole)
         out = [core.threads, core.auxv, core.mappings]
         out.append(corefile.note_build_id(data))
         return out

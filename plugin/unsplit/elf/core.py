@@ -68,19 +68,23 @@ class Core:
     that unwinds it. `problems` says, one line each, what is damaged but not fatal (segments
     cut off by a truncated file)."""
 
-    def __init__(self, path: str, threads_required: bool = True) -> None:
+    def __init__(self, path: str, threads_required: bool = True,
+                 data: bytes | None = None) -> None:
+        """`data`: the core's bytes, when they are in memory already (else read from `path`)."""
         self.path = path
         self.threads_required = threads_required
         self.problems: list[str] = []
-        try:
-            with open(path, "rb") as f:
-                self._data = f.read()
-        except OSError as e:
-            raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+        if data is None:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+        self._data = data
         self._segments: list[_Segment] = []
         self._notes: list[tuple[int, int, bytes]] = []  # (type, offset in file, desc)
-        self._parse()
         self._file_cache: dict[str, bytes | None] = {}
+        self._parse()
 
     # -- structure -----------------------------------------------------------------------------
 
