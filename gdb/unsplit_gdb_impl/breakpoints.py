@@ -31,12 +31,14 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debug import breakpoints as policy
 from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.elf.derived import PerFile
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
 from unsplit.render import breaks as break_text
@@ -108,9 +110,14 @@ def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[s
             found = functions[i].name, address - functions[i].value
     # A name several units' static functions share: GDB re-sets `*'name'+off` (at `run`) to
     # whichever of them it finds first, so such a location is kept by address.
-    if found is None or sum(f.name == found[0] for f in index.binary.functions) != 1:
+    if found is None or _NAME_COUNTS(index.binary)[found[0]] != 1:
         return None
     return found
+
+
+# How many function symbols of a binary bear each name, counted once per file (a `bb break`
+# may ask for hundreds of sites of a binary with 100k functions).
+_NAME_COUNTS = PerFile(lambda binary: Counter(f.name for f in binary.functions))
 
 
 def _is_executable(module: LoadedModule) -> bool:
