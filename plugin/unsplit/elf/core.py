@@ -311,7 +311,7 @@ class Core:
         except BinaryError:
             return
         try:
-            if code_segments(other) != code_segments(binary):
+            if _code(other) != _code(binary):
                 raise BinaryError(f"{self.path} is not a core of {binary.path}: it ran {ran}, "
                                   "whose code differs")
         finally:
@@ -386,7 +386,7 @@ def note_build_id(notes: bytes) -> bytes | None:
     return None
 
 
-def code_segments(binary: Binary) -> list[tuple[int, bytes]]:
+def _code(binary: Binary) -> list[tuple[int, bytes]]:
     """(vaddr, bytes) of every executable PT_LOAD segment."""
     return [(seg["p_vaddr"], seg.data()) for seg in binary.elf.iter_segments()
             if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1]

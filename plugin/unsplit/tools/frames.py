@@ -39,7 +39,7 @@ from typing import Any
 from unsplit.debug import cfi
 from unsplit.debug.unwind import backtrace
 from unsplit.elf.binary import Binary
-from unsplit.elf.core import Core, Mapping, code_segments, image_build_id
+from unsplit.elf.core import Core, Mapping, image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import LoadedModule
 from unsplit.index.demangle import LLVM
@@ -82,7 +82,7 @@ def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]
         problems.append(f"{core.path} is not a core of {exe.path}: the crashed program was "
                         f"{main}")
         exe = None
-    other_code = exe is not None and main is not None and _other_code(exe, main)
+    other_code = exe is not None and main is not None and _other_code(core, exe)
     out: list[Module] = []
     for path, maps in by_path.items():
         start, end = min(m.start for m in maps), max(m.end for m in maps)
@@ -110,18 +110,14 @@ def modules(core: Core, exe: Binary | None, problems: list[str]) -> list[Module]
     return out
 
 
-def _other_code(exe: Binary, ran: str) -> bool:
+def _other_code(core: Core, exe: Binary) -> bool:
     """The file the core ran is still on disk under another name, and its code is not `exe`'s
-    (BOLT outputs of one input share a build-id; a stripped copy has the same code)."""
-    if os.path.realpath(exe.path) == os.path.realpath(ran):
-        return False
-    other = _open(ran)
-    if other is None:
-        return False
+    (Core.check_same_code: BOLT outputs of one input share a build-id)."""
     try:
-        return code_segments(other) != code_segments(exe)
-    finally:
-        other.close()
+        core.check_same_code(exe, os.path.realpath(exe.path))
+    except BinaryError:
+        return True
+    return False
 
 
 def _same_file(given: str, mapped: str) -> bool:
