@@ -50,11 +50,14 @@ class ModuleIndex:
         self._starts = array("Q", (f.start for f, _ in owned))
         self._fragments = [f for f, _ in owned]
         self._owners = [p for _, p in owned]  # names repeat (static functions): keep the object
-        by_name: dict[str, list[Procedure]] = {}
+        by_name: dict[str, Procedure] = {}
+        homonyms: dict[str, list[Procedure]] = {}  # a name's procedures after the first
         for proc in merged.values():
-            by_name.setdefault(proc.name, []).append(proc)
+            if by_name.setdefault(proc.name, proc) is not proc:
+                homonyms.setdefault(proc.name, []).append(proc)
         plain = self.sources.plain() if parts is None else parts.plain
-        self.procedures = ProcedureTable(by_name, plain, self.sources.blocks_at, self._bat)
+        self.procedures = ProcedureTable(by_name, plain, self.sources.blocks_at, self._bat,
+                                         homonyms)
         self.dwarf_lines = DwarfLines(binary, self.warnings)
         self.line_table = LineTable(self.sources, self.dwarf_lines, self.warnings)
         self.line_sources = self.line_table.sources
@@ -269,11 +272,12 @@ class ProcedureTable(Mapping[str, Procedure]):
     when asked for. A name gives the first procedure of that name (the sources' order, then
     address); :meth:`all_named` gives every one (static functions of several units)."""
 
-    def __init__(self, known: dict[str, list[Procedure]], plain: PlainFunctions,
+    def __init__(self, known: dict[str, Procedure], plain: PlainFunctions,
                  blocks_at: Callable[[int], list[Block] | None] | None = None,
-                 bat: LazyProcedures | None = None) -> None:
-        self._known_all = known
-        self._known = {name: procs[0] for name, procs in known.items()}
+                 bat: LazyProcedures | None = None,
+                 homonyms: dict[str, list[Procedure]] | None = None) -> None:
+        self._known = known
+        self._homonyms = homonyms or {}  # known procedures of a name after the first
         self._bat = bat
         self._blocks_at = blocks_at  # a one-piece function's blocks, by its start
         self._plain = plain
@@ -315,7 +319,8 @@ class ProcedureTable(Mapping[str, Procedure]):
         """Every procedure of that name, one per entry, as `break NAME` in GDB sets a location
         in each: split_info's, BAT's, the other sources', then the one-piece functions."""
         out: dict[int, Procedure] = {}
-        known = self._known_all.get(name, [])
+        first_known = self._known.get(name)
+        known = [] if first_known is None else [first_known, *self._homonyms.get(name, ())]
         for proc in known:
             if self._bat is None or proc.fragments[0].source == "split_info":
                 out.setdefault(proc.entry, proc)
