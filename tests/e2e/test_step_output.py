@@ -147,9 +147,11 @@ def test_steps_read_as_the_debuggers_own(debugger: Callable[..., Any], zoo: dict
             continue
         command = command.format(after=f["markers"]["crash.c"][AFTER])
         word, _, rest = command.partition(" ")
-        theirs = _shape(native.command(
+        # until_stop: LLDB's own steps print their stop asynchronously, at times after the
+        # prompt (on a loaded machine `thread until` printed only `Process N resuming`).
+        theirs = _shape(native.until_stop(
             f"{word if gdb else NATIVE_LLDB.get(word, word)} {rest}".strip(), SLOW), gdb)
-        ours = _shape(mine.command(f"bb {command}", SLOW), gdb)
+        ours = _shape(mine.until_stop(f"bb {command}", SLOW), gdb)
         assert _kinds(ours) == _kinds(theirs), (command, ours, theirs)
         _text_is_the_source(theirs)
         _text_is_the_source(ours)
@@ -173,7 +175,7 @@ def test_lldb_stop_line_counts_are_honoured(lldb: Callable[..., Any], zoo: dict[
         s.run(SLOW)
         s.command("settings set stop-line-count-before 1")
         s.command("settings set stop-line-count-after 0")
-        outputs.append(_shape(s.command("bb step" if bb else "step", SLOW), gdb=False))
+        outputs.append(_shape(s.until_stop("bb step" if bb else "step", SLOW), gdb=False))
     assert _kinds(outputs[1]) == _kinds(outputs[0]) == \
         ["process", "thread", "frame", "source", "current", "caret"], outputs
 
