@@ -26,13 +26,14 @@ from unsplit.host import (
     FrameNaming,
     Host,
     LiveHost,
+    LoadedModule,
     NativeFrames,
     SelectedFrame,
 )
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import shown
 from unsplit.index.frame import Frame, at_return_address, lookup_pc
-from unsplit.index.model import Location
+from unsplit.index.model import Location, Procedure
 from unsplit.render import breaks as break_text
 from unsplit.render.frames import (
     blocks_text,
@@ -159,30 +160,53 @@ def _blocks_args(p: argparse.ArgumentParser) -> None:
 
 
 def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
+    """Every procedure the name names (same-named statics of several units, overloads, other
+    modules) gets its own table; each JSON row says whose block it is."""
     text = " ".join(args.procedure)
-    found = session.find_procedure(host, text)
-    if found is None:
+    found = session.find_procedures(host, text)
+    if not found:
         raise AddressLookupError(f"no procedure named {text!r} in any loaded module")
-    module, proc = found
-    rows = []
+    style = session.demangling()
+    rows, tables = [], []
+    for module, proc in found:
+        mine = _block_rows(module, proc)
+        rows += mine
+        name = shown(proc.name, style)
+        if len(found) > 1:
+            name += f" at {module.bias + proc.entry:#x}{_defined_in(session, host, module, proc)}"
+        if mine:
+            tables.append(blocks_text(name, mine))
+        else:
+            tables.append(
+                f"{name}: no basic-block information (the binary has no bb address map, BAT "
+                "or split_info for it); fragments: "
+                + ", ".join(f"{f.name} {module.bias + f.start:#x}-{module.bias + f.end:#x}"
+                            for f in proc.fragments))
+    return json.dumps(rows) if args.json else "\n\n".join(tables)
+
+
+def _block_rows(module: LoadedModule, proc: Procedure) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
     for block in sorted(proc.blocks, key=lambda b: b.start):
         frag = proc.fragment_at(block.start)
         rows.append({
+            "procedure": proc.name, "entry": hex(module.bias + proc.entry),
             "block": block.id, "fragment": frag.name if frag else None,
             "start": hex(module.bias + block.start), "end": hex(module.bias + block.end),
             "offset": proc.logical_offset(block.start), "flags": list(block.flags),
             "frequency": block.frequency,
             "successors": [{"block": b, "probability": p} for b, p in block.successors],
         })
-    if args.json:
-        return json.dumps(rows)
-    name = shown(proc.name, session.demangling())
-    if not rows:
-        return (f"{name}: no basic-block information (the binary has no bb address map, "
-                f"BAT or split_info for it); fragments: "
-                + ", ".join(f"{f.name} {module.bias + f.start:#x}-{module.bias + f.end:#x}"
-                            for f in proc.fragments))
-    return blocks_text(name, rows)
+    return rows
+
+
+def _defined_in(session: Session, host: Host, module: LoadedModule, proc: Procedure) -> str:
+    """` (FILE:LINE)` of the procedure's entry, to tell same-named ones apart; '' if unknown."""
+    loc = session.locate(host, module.bias + proc.entry)
+    if loc is None or loc.file is None:
+        return ""
+    return f" ({os.path.basename(loc.file)}:{loc.line})" if loc.line else \
+        f" ({os.path.basename(loc.file)})"
 
 
 # -- bb break -------------------------------------------------------------------------------
@@ -456,7 +480,8 @@ COMMANDS: dict[str, Command] = {
         Command("frame", "Show the selected frame as the procedure it belongs to.",
                 _frame_args, _frame),
         Command("blocks", "List a procedure's basic blocks in address order, with fragment, "
-                "ID, range, flags and frequency.", _blocks_args, _blocks),
+                "ID, range, flags and frequency; a table for every procedure of that name.",
+                _blocks_args, _blocks),
         Command("break", "Break in a procedure as written: its entry (and every fragment), "
                 "an original offset, a basic block or a source line.", _break_args, _break,
                 needs=(BreakpointHost,)),

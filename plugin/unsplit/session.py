@@ -103,23 +103,23 @@ class Session:
                 self._bad[mod.path] = str(e)
         return None
 
-    def find_procedure(self, host: Host, name: str) -> tuple[LoadedModule, Procedure] | None:
-        """The first loaded module (executable first) that defines procedure `name` (a linkage
-        name, or a demangled one as unsplit.index.names reads it: the first match)."""
+    def find_procedures(self, host: Host, name: str) -> list[tuple[LoadedModule, Procedure]]:
+        """Every procedure `name` names in the loaded modules (executable first): the linkage
+        name itself, or what unsplit.index.names reads a demangled one as, and each unit's
+        static function of that name, as `bb break NAME` sets a location in each."""
+        out: list[tuple[LoadedModule, Procedure]] = []
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
                 continue
             try:
-                procedures = self.index(mod.path).procedures
-                proc = procedures.get(name)
-                if proc is None:
-                    found = breakpoints.procedures_named(self.index(mod.path), name)
-                    proc = procedures[found[0]] if found else None
+                index = self.index(mod.path)
+                names = ([name] if index.procedures.get(name) is not None
+                         else breakpoints.procedures_named(index, name))
+                out += [(mod, proc) for linkage in names
+                        for proc in index.procedures.all_named(linkage)]
             except UnsplitError:
                 continue
-            if proc is not None:
-                return mod, proc
-        return None
+        return out
 
     def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
         """Every site of `spec` in every loaded module (runtime address = bias + site)."""

@@ -60,3 +60,33 @@ def test_a_location_in_every_units_static(debugger: Callable[..., Any], zoo: dic
 def _stopped_at_after(session: Any, out: str) -> int:
     assert "exited" not in out, out
     return _stopped_at(session)
+
+
+@pytest.mark.parametrize("variant", STATICS)
+def test_blocks_lists_every_units_static(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                         variant: str) -> None:
+    """`bb blocks helper`: a table for each unit's helper, headed by its entry and its unit's
+    file; every block inside that unit's own fragments (nm's symbols, in the facts)."""
+    f = facts(zoo, variant, "statics")
+    assert not f["pie"]  # file addresses are runtime addresses before `run`
+    entries = _entries(f, "_ZL6helperii")
+    fragments = {unit: [(int(fr["start"], 16), int(fr["end"], 16)) for fr in proc["fragments"]]
+                 for key, proc in f["split_functions"].items()
+                 if (unit := key.partition("@")[2]) and key.startswith("_ZL6helperii@")}
+    session = debugger(ROOT / f["binary"])
+    (rows,) = [json.loads(line) for line in session.command("bb blocks helper --json")
+               .splitlines() if line.startswith("[")]
+    by_entry: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_entry.setdefault(int(row["entry"], 16), []).append(row)
+    assert set(by_entry) == set(entries.values()), (sorted(map(hex, by_entry)), entries)
+    for unit, entry in entries.items():
+        assert {r["procedure"] for r in by_entry[entry]} == {"_ZL6helperii"}
+        assert any(int(r["start"], 16) == entry and r["offset"] == 0 for r in by_entry[entry])
+        for r in by_entry[entry]:
+            start, end = int(r["start"], 16), int(r["end"], 16)
+            assert any(lo <= start < end <= hi for lo, hi in fragments[unit]), (unit, r)
+    text = session.command("bb blocks helper")
+    heads = re.findall(r"^helper\(int, int\) at (0x[0-9a-f]+) \((\S+?):\d+\): \d+ blocks$", text,
+                       re.M)
+    assert {int(a, 16): unit for a, unit in heads} == {e: u for u, e in entries.items()}, text
