@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debug import breakpoints as policy
 from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.elf.derived import PerFile
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
@@ -104,8 +106,8 @@ def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[s
     if frag is not None and frag.symbol:
         found = frag.symbol, address - frag.start
     else:
-        functions = sorted(index.binary.functions, key=lambda f: f.value)
-        i = bisect_right([f.value for f in functions], address) - 1
+        functions, starts = _BY_ADDRESS(index.binary)
+        i = bisect_right(starts, address) - 1
         if i >= 0 and address < functions[i].value + max(functions[i].size, 1):
             found = functions[i].name, address - functions[i].value
     # A name several units' static functions share: GDB re-sets `*'name'+off` (at `run`) to
@@ -115,9 +117,17 @@ def _symbol_for(session: Session, module: LoadedModule, address: int) -> tuple[s
     return found
 
 
-# How many function symbols of a binary bear each name, counted once per file (a `bb break`
-# may ask for hundreds of sites of a binary with 100k functions).
+# How many function symbols of a binary bear each name, and the symbols in address order, made
+# once per file (a `bb break` may ask for hundreds of sites of a binary with 100k functions).
 _NAME_COUNTS = PerFile(lambda binary: Counter(f.name for f in binary.functions))
+
+
+def _by_address(binary: Binary) -> tuple[list[FunctionSymbol], array[int]]:
+    functions = sorted(binary.functions, key=lambda f: f.value)
+    return functions, array("Q", (f.value for f in functions))
+
+
+_BY_ADDRESS = PerFile(_by_address)
 
 
 def _is_executable(module: LoadedModule) -> bool:
