@@ -120,7 +120,7 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int) -> tu
     """(first bt, best warm bt) in seconds; `mode` is plain, noop (GDB) or unsplit."""
     plugin = mode == "unsplit"
     with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin) as session:
-        session.command("break bottom" if name == "gdb" else "breakpoint set -n bottom")
+        session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
         if plugin:

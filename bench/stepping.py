@@ -55,14 +55,10 @@ def one_session(cls: Any, variant: str) -> tuple[float, float]:
     with cls(str(ROOT / f["binary"]), args=["crash"]) as session:
         session.command("bb set verbose on")  # the `#0 … [fragment]` line _COLD_STOP reads
         for name in ("main", "transfer"):
-            if session.name == "gdb":
-                session.command(f"break *'{name}'")
-            else:
-                session.command(f"breakpoint set --skip-prologue false -n {name}")
+            session.break_entry(name)
         session.run()
-        native_cmd = "next" if session.name == "gdb" else "thread step-over"
-        native, _ = _timed(session, native_cmd)
-        _timed(session, "continue" if session.name == "gdb" else "process continue")
+        native, _ = _timed(session, session.spelling("next"))
+        _timed(session, session.spelling("cont"))
         out = session.command(f"bb advance {crash_site - 1}")
         if not _COLD_STOP.search(out):
             raise RuntimeError(f"{variant}: bb advance did not stop in cold code: {out!r}")

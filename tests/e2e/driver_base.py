@@ -39,6 +39,7 @@ SPELLING = {
     "kill": Say("kill", "process kill"),  # ends the debugged process, before "quit"
     "alive": Say("echo alive\\n", 'script print("al" + "ive")'),  # prints "alive"
     "cont": Say("continue", "process continue"),
+    "next": Say("next", "thread step-over"),  # the debugger's own step over a line
     "load": Say("source {plugin}", 'command script import "{plugin}"'),
     "script": Say("python", "script"),  # then the line of Python
     "break_function": Say("break {name}", "breakpoint set -n {name}"),  # past the prologue
