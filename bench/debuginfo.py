@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
 from saving import save  # noqa: E402
-from unsplit import prebolt  # noqa: E402
 from unsplit.debuginfo.synthesize import build  # noqa: E402
+from unsplit.index import prebolt  # noqa: E402
 from unsplit.index.module_index import ModuleIndex  # noqa: E402
 
 VARIANTS = ["all", "random2", "profile2", "cdsplit", "randomN", "reverse", "nonreloc", "nolite"]

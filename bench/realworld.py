@@ -298,9 +298,21 @@ def moved_fragments(binary: Path) -> list[Fragment]:
     return frags
 
 
+# How a demangler writes a fragment's suffix: `foo(int) (.cold.0)` for `_Z3fooi.cold.0`.
+_DEMANGLED_FRAGMENT = re.compile(r" \(\.(?:cold(?:\.\d+)?|warm|__part\.\d+)\)$")
+
+
 def logical(name: str) -> str:
-    """The procedure an oracle's function name stands for: fragment suffix stripped."""
-    return fragment_name(name)[0]
+    """The procedure an oracle's function name stands for: fragment suffix stripped, in its
+    mangled (`foo.cold.0`) or demangled (`foo(int) (.cold.0)`) spelling."""
+    return fragment_name(_DEMANGLED_FRAGMENT.sub("", name))[0]
+
+
+def _place(answer: dict[str, Any]) -> tuple[str | None, int | None]:
+    """(file, line) of an answer, the file's path normalized: the oracle keeps the `..` of
+    DW_AT_comp_dir-relative names (`/usr/lib/gcc/x86_64-linux-gnu/12/../../../../include/…`)."""
+    name, line = answer.get("FileName"), answer.get("Line")
+    return (os.path.normpath(name) if name else name), line
 
 
 # ---------------------------------------------------------------------------- symbolize
@@ -356,7 +368,7 @@ QUIRKS = {
 def classify(b: Build, ours: dict[str, Any], truth: dict[str, Any]) -> str | None:
     """None when the line agrees, else a disagreement class (QUIRKS for the oracle's)."""
     o, t = _first(ours), _first(truth)
-    if (o.get("FileName"), o.get("Line")) == (t.get("FileName"), t.get("Line")):
+    if _place(o) == _place(t):
         return None
     if t.get("Line") == 0 and o.get("Line"):
         return "oracle-line-0"
@@ -469,7 +481,8 @@ def compare_where(b: Build, frags: list[Fragment]) -> dict[str, Any]:
         for (a, proc_name, frag), line in zip(chunk, proc.stdout.splitlines(), strict=False):
             got = json.loads(line)
             answered += 1
-            if (got.get("procedure"), got.get("fragment")) != (proc_name, frag):
+            name = got.get("linkage_name") or got.get("procedure")  # (C++: demangled)
+            if (name, got.get("fragment")) != (proc_name, frag):
                 wrong.append(f"{a:#x}: {got.get('procedure')} [{got.get('fragment')}], "
                              f"expected {proc_name} [{frag}]")
     return {"addresses": len(probes), "answered": answered, "wrong": len(wrong),

@@ -16,7 +16,7 @@ from unsplit.errors import UnsplitError
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.store import cache_root
 
-FORMAT_VERSION = 1  # bump when the files' content changes: old ones are then not reused
+FORMAT_VERSION = 2  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:

@@ -12,6 +12,7 @@ source of lines covers gets no rows (and is listed), never a guessed line.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -34,6 +35,9 @@ from unsplit.index.module_index import ModuleIndex
 _LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Table 7.17
     ".c": 0x1D, ".cc": 0x21, ".cpp": 0x21, ".cxx": 0x21, ".C": 0x21, ".rs": 0x1C,
 }
+DW_LANG_C_plus_plus = 0x04
+# Rust's legacy mangling is Itanium's with a hash as the last name part: not C++.
+_RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E$")
 _Row = tuple[int, str, int, int, bool]  # address, path, line, column, is_stmt
 
 
@@ -60,6 +64,7 @@ class _Unit:
         self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
         self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
         self.rows = 0
+        self.languages: Counter[int] = Counter()  # its procedures' units' DW_AT_language
 
     def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[_Row]],
             inlined: list[_Inlined]) -> None:
@@ -104,6 +109,9 @@ def build(index: ModuleIndex) -> tuple[bytes, Summary]:
         if unit is None:
             unit = units[name] = _Unit(name, line_strings)
         unit.add(proc, spans, sequences, [r for _, roots in walked for r in roots])
+        language = walker.language(proc.entry)
+        if language is not None:
+            unit.languages[language] += 1
         summary.procedures += 1
         if proc.is_split:
             summary.split_procedures += 1
@@ -169,6 +177,10 @@ class _Walker:
         # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
         # need be asked (a symbols-only libc has megabytes of code).
         self.has_lines = own or len(index.line_sources) > 1
+
+    def language(self, address: int) -> int | None:
+        """DW_AT_language of the unit the code at `address` was compiled in, where known."""
+        return self.frames.language(address) if self.has_dwarf else None
 
     def walk(self, start: int, end: int) -> tuple[list[_Row], list[_Inlined]]:
         """The rows of [start, end): one where the answer for a byte differs from the previous
@@ -259,10 +271,10 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
         unit_spans = _merge([s for _, spans, _ in unit.procedures for s in spans])
         attributes: list[tuple[int, int, int | bytes]] = [
             (A.DW_AT_producer, A.DW_FORM_strp, producer)]
+        language = _language(unit)
+        if language is not None:
+            attributes.append((A.DW_AT_language, A.DW_FORM_data2, language))
         if unit.name is not None:
-            language = _LANGUAGES.get(os.path.splitext(unit.name)[1])
-            if language is not None:
-                attributes.append((A.DW_AT_language, A.DW_FORM_data2, language))
             attributes += [
                 (A.DW_AT_name, A.DW_FORM_strp, strings.offset(unit.name)),
                 (A.DW_AT_comp_dir, A.DW_FORM_line_strp, line_strings.offset(unit.comp_dir))]
@@ -295,6 +307,21 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
 
 
 DW_INL_inlined = 1  # §3.3.8, Table 3.4
+
+
+def _language(unit: _Unit) -> int | None:
+    """The unit's DW_AT_language: its procedures' own units' (a unit named after a header, say
+    simdjson.h or basic_string.h, holds C++ procedures), else by the file's extension, else C++
+    where a procedure's name is Itanium-mangled. Without it GDB takes a unit's language as
+    unknown and shows the linkage names (`_ZL4walk…`) of its functions in `bt`."""
+    if unit.languages:
+        return unit.languages.most_common(1)[0][0]
+    if unit.name is not None and (by_name := _LANGUAGES.get(os.path.splitext(unit.name)[1])):
+        return by_name
+    if any(p.name.startswith("_Z") and not _RUST_LEGACY.search(p.name)
+           for p, _, _ in unit.procedures):
+        return DW_LANG_C_plus_plus
+    return None
 
 
 def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[_Inlined]) -> None:

@@ -44,6 +44,7 @@ class InlineChains:
         self.lines = lines
         self._subprograms: dict[int, list[tuple[int, int, Any]]] = {}
         self._files: dict[int, list[str]] = {}
+        self._languages: dict[int, int | None] = {}  # CU offset -> DW_AT_language
         # DIE offset -> its ranges: an address's chain walks the same DIEs as its neighbours'
         # (decoding range lists was 95% of symbolizing Lua's luaV_execute.cold, bench/realworld)
         self._range_cache: dict[int, list[tuple[int, int]]] = {}
@@ -98,6 +99,21 @@ class InlineChains:
                 if child.tag == "DW_TAG_inlined_subroutine"
                 or (child.tag != "DW_TAG_subprogram" and child.has_children)]
         return kids
+
+    def language(self, address: int) -> int | None:
+        """DW_AT_language of the CU covering `address` (a DW_LANG_* code), or None."""
+        cu_offset = self.lines.cu_offset_at(address)
+        if cu_offset is None:
+            return None
+        if cu_offset not in self._languages:
+            try:
+                top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+                value = top["DW_AT_language"].value if "DW_AT_language" in top else None
+            except DWARF_ERRORS as e:
+                self.damaged(cu_offset, e)
+                value = None
+            self._languages[cu_offset] = value if isinstance(value, int) else None
+        return self._languages[cu_offset]
 
     def _base(self, cu_offset: int) -> int:
         top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
@@ -189,6 +205,15 @@ class DwarfFrames:
             if frames and frames[0].line:
                 break
         return frames
+
+    def language(self, address: int) -> int | None:
+        """DW_AT_language of the unit `address` was compiled in (the pre-BOLT input's for
+        BOLTed code), or None where no DWARF covers it."""
+        for source, at in self._dwarf_sources(address):
+            found = source.language(at)
+            if found is not None:
+                return found
+        return None
 
     def _dwarf_sources(self, address: int) -> list[tuple[InlineChains, int]]:
         out = [(self._own, address)] if self._own.lines.available else []

@@ -281,3 +281,66 @@ def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],
     assert made.path is not None and made.reason == "made"
     cached = debug_file_for(binary, root=str(tmp_path), max_code=1)
     assert (cached.path, cached.reason) == (made.path, "cached")
+
+
+def _units(path: Path) -> list[tuple[str, str, set[str]]]:
+    """(DW_AT_name, DW_AT_language, linkage names of its DW_TAG_subprograms) of each unit, as
+    llvm-dwarfdump-22 reads them ("" for an attribute a unit lacks)."""
+    text = bolt_truth.run("llvm-dwarfdump-22", "--debug-info", path)
+    units: list[tuple[str, str, set[str]]] = []
+    tag = ""
+    for line in text.splitlines():
+        if "DW_TAG_" in line:
+            tag = line.split(":", 1)[-1].strip()
+            if tag == "DW_TAG_compile_unit":
+                units.append(("", "", set()))
+        elif units and tag == "DW_TAG_compile_unit" and "DW_AT_language" in line:
+            units[-1] = (units[-1][0], line.split("(")[-1].rstrip(")"), units[-1][2])
+        elif units and tag == "DW_TAG_compile_unit" and "DW_AT_name" in line:
+            units[-1] = (line.split('("')[-1].rstrip('")'), units[-1][1], units[-1][2])
+        elif units and tag == "DW_TAG_subprogram" and "DW_AT_linkage_name" in line:
+            units[-1][2].add(line.split('("')[-1].rstrip('")'))
+    return units
+
+
+def _gdb_names(binary: Path, debug: Path, addresses: list[int]) -> list[str]:
+    """The names GDB 13 (no plugin) gives the functions at `addresses` from the debug file."""
+    script = debug.with_suffix(".py")
+    script.write_text("import gdb\n"
+                      f"for a in {addresses!r}:\n"
+                      "    b = gdb.block_for_pc(a)\n"
+                      "    print('NAME', b.function.print_name if b and b.function else None)\n")
+    out = bolt_truth.run("gdb", "-nx", "-batch", "-ex", f"file {binary}",
+                         "-ex", f"symbol-file {debug}", "-x", script)
+    return [line[5:] for line in out.splitlines() if line.startswith("NAME ")]
+
+
+@pytest.mark.parametrize(("variant", "twin"), [("bolt-statics", None),
+                                               ("gcc-pgo-nodebug", "gcc-pgo")])
+def test_units_have_the_inputs_language(zoo: dict[str, Any], tmp_path: Path, variant: str,
+                                        twin: str | None) -> None:
+    """Each unit says the language its procedures were compiled in, as the input's (or the
+    DWARF twin's) units do, a unit named after a header (statics.h) and one with no DWARF
+    behind it (a symbols-only C++ build) too: else GDB shows their linkage names in `bt`."""
+    program = "statics" if variant == "bolt-statics" else "except"
+    f = facts(zoo, variant, program)
+    debug = tmp_path / "out.debug"
+    _write(ROOT / f["binary"], debug)
+    theirs = _units(ROOT / (f["input"] if twin is None else facts(zoo, twin, program)["binary"]))
+    ours = _units(debug)
+    if twin is not None:  # no DWARF behind the build: C++ is all that can be known
+        theirs = [(n, lang.removesuffix("_14"), names) for n, lang, names in theirs]
+        ours = [(n, lang.removesuffix("_14"), names) for n, lang, names in ours]
+    by_name = {name: lang for _, lang, names in theirs for name in names}
+    # A unit named after a source file (a header among them) says its language; each
+    # procedure's is the input's own unit's where the input names it.
+    assert [name for name, lang, _ in ours if name and not lang] == [], ours
+    wrong = {n: (lang, by_name[n]) for _, lang, names in ours for n in names
+             if n in by_name and lang != by_name[n]}
+    assert not wrong, wrong
+    mangled = {n for _, _, names in ours for n in names if n.startswith("_Z")}
+    assert mangled
+    functions = [s for s in bolt_truth.functions(ROOT / f["binary"]) if s.name in mangled]
+    assert functions
+    names = _gdb_names(ROOT / f["binary"], debug, [s.address for s in functions])
+    assert len(names) == len(functions) and not [n for n in names if n.startswith("_Z")], names
