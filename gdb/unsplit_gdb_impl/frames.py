@@ -32,7 +32,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from gdb.FrameDecorator import FrameDecorator  # type: ignore[import-not-found, unused-ignore]
+from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined, unused-ignore]
+    FrameDecorator,
+    FrameVars,
+)
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 
@@ -82,6 +85,23 @@ class LineDecorator(FrameDecorator):
     def line(self) -> Any:
         loc = self._core_line()
         return super().line() if loc is None else loc.line
+
+    def frame_args(self) -> Any:
+        """The arguments wherever GDB has the function's DWARF, as GDB's own `bt` gives them;
+        FrameDecorator gives them only where the pc has a line, and the first instruction of a
+        cold fragment often has none (clang's machine function splitting: line 0), so a stop
+        at `main.cold` read `main [cold] ()` against GDB's `main (argc=4, argv=…)`."""
+        args = super().frame_args()
+        if args is not None:
+            return args
+        frame = self.inferior_frame()
+        try:
+            if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) or \
+                    frame.function() is None:
+                return None
+        except (gdb.error, RuntimeError):
+            return None
+        return FrameVars(frame).fetch_frame_args()
 
 
 class MovedCodeDecorator(LineDecorator):

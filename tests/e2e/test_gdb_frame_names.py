@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ..conftest import ROOT, facts
 from .driver_gdb import GdbDriver
 
 pytestmark = [
@@ -63,3 +66,28 @@ def test_caller_of_a_noreturn_call_keeps_its_name(tmp_path: Path) -> None:
     # The case this test is about: the return address is past the caller's last byte.
     assert caller == "fail" and _holding(symbols, pc) != caller, (hex(pc), symbols)
     assert m.group(2) == caller, bt
+
+
+def test_a_cold_entry_without_a_line_keeps_its_arguments(gdb: Callable[..., Any],
+                                                         zoo: dict[str, Any]) -> None:
+    """clang's machine function splitting gives a cold fragment's first instruction line 0
+    (llvm-symbolizer-22 says so: the test's premise). GDB still has the function's DWARF there
+    and its own `bt` prints the arguments; the plugin's frame names the procedure and prints
+    the same arguments (FrameDecorator alone would print `transfer [cold] ()`)."""
+    f = facts(zoo, "clang-mfs", "crash")
+    binary = ROOT / f["binary"]
+    start = next(int(fr["start"], 16) for fr in f["split_functions"]["transfer"]["fragments"]
+                 if fr["fragment"] == "cold")
+    line = subprocess.run(["llvm-symbolizer-22", "--obj", str(binary), hex(start)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()[1]
+    assert re.search(r":0:\d+$", line), line  # line 0
+    frames = []
+    for plugin in (False, True):
+        session = gdb(binary, args=["crash"], plugin=plugin)
+        session.break_entry("transfer.cold")
+        session.run()
+        frames.append(session.command("bt 1").splitlines()[0])
+    theirs = re.match(r"^#0\s+0x[0-9a-f]+ in transfer (\(.+\))", frames[0])
+    ours = re.match(r"^#0\s+0x[0-9a-f]+ in transfer \[cold\] (\(.+\))", frames[1])
+    assert theirs and ours and theirs.group(1) != "()", frames
+    assert ours.group(1) == theirs.group(1), frames
