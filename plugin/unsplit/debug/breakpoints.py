@@ -160,8 +160,14 @@ def _fragment_name(proc: Procedure, address: int) -> str | None:
 
 
 def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
+    """Where `file`:`line` begins; for a line without code, where the next line with code
+    begins, as GDB 13's `break` and LLDB's (move-to-nearest-code) go."""
     where = f"{file}:{line}"
-    addresses = index.line_table.line_starts(file, line)
+    table = index.line_table
+    addresses = table.line_starts(file, line)
+    if not addresses:
+        after = table.next_line(file, line)
+        addresses = set() if after is None else table.line_starts(file, after)
     out = []
     for a in sorted(addresses):
         frag = index.fragment_at(a)

@@ -158,22 +158,8 @@ class DwarfLines:
         every CU whose line table names the file; when the compiler marked no row of the line
         as a statement (clang may, in cold code), the first row of each run, as GDB does.
         `file` may be a base name, a path suffix or a full path."""
-        if not self.available or not self._may_name(file):
-            return []
         runs: list[list[LineRow]] = []
-        try:
-            cu_offsets = self._cu_offsets()
-        except DecodeError as e:
-            self.warn(e)
-            return []
-        for cu_offset in cu_offsets:
-            try:
-                names = self._file_names(cu_offset)
-            except DecodeError as e:
-                self.warn(e)
-                continue
-            if not any(_same_name(name, path, file) for name, path in names):
-                continue
+        for cu_offset in self._cus_naming(file):
             run: list[LineRow] = []
             for row in [*self._lines_or_none(cu_offset).rows, None]:
                 if run and (row is None or (row.line, row.file) != (run[0].line, run[0].file)):
@@ -184,6 +170,34 @@ class DwarfLines:
                     run.append(row)
         stmts = [next(r for r in run if r.is_stmt) for run in runs if any(r.is_stmt for r in run)]
         return sorted(stmts or [run[0] for run in runs], key=lambda r: r.address)
+
+    def next_line(self, file: str, line: int) -> int | None:
+        """The first line of `file` after `line` that has a row: where `break FILE:LINE` goes
+        for a line without code (GDB's and LLDB's rule); None when there is none."""
+        found = [row.line for cu_offset in self._cus_naming(file)
+                 for row in self._lines_or_none(cu_offset).rows
+                 if row is not None and row.line > line and _same_file(row, file)]
+        return min(found, default=None)
+
+    def _cus_naming(self, file: str) -> list[int]:
+        """The CUs whose line table names `file` (damaged ones warned about and left out)."""
+        if not self.available or not self._may_name(file):
+            return []
+        try:
+            cu_offsets = self._cu_offsets()
+        except DecodeError as e:
+            self.warn(e)
+            return []
+        out = []
+        for cu_offset in cu_offsets:
+            try:
+                names = self._file_names(cu_offset)
+            except DecodeError as e:
+                self.warn(e)
+                continue
+            if any(_same_name(name, path, file) for name, path in names):
+                out.append(cu_offset)
+        return out
 
     def _may_name(self, file: str) -> bool:
         """A line table stores each file name whole and NUL-terminated in .debug_line,

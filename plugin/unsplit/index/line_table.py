@@ -102,6 +102,12 @@ class LineTable:
             out |= source.line_starts(file, line)
         return out
 
+    def next_line(self, file: str, line: int) -> int | None:
+        """The first line of `file` after `line` that any source has code for."""
+        found = [self.dwarf.next_line(file, line),
+                 *(source.next_line(file, line) for source in self._sources.all)]
+        return min((n for n in found if n is not None), default=None)
+
     def rows_in(self, start: int, end: int) -> list[LineRow]:
         """Every source's rows at addresses in [start, end) (a damaged section: none of its)."""
         out = [r for r in self.dwarf.rows_in(start, end) if start <= r.address < end]

@@ -78,6 +78,10 @@ class Source(Protocol):
         full path): what `break FILE:LINE` stops at."""
         ...
 
+    def next_line(self, file: str, line: int) -> int | None:
+        """The first line of `file` after `line` that its lines have (None: none)."""
+        ...
+
     def logical_offset(self, address: int) -> int | None:
         """The exact logical offset of `address` in its procedure, where a fragment's linear
         layout is only an approximation (None: the fragment's own is right)."""
@@ -111,6 +115,9 @@ class BaseSource:
 
     def line_starts(self, file: str, line: int) -> set[int]:
         return set()
+
+    def next_line(self, file: str, line: int) -> int | None:
+        return None
 
     def logical_offset(self, address: int) -> int | None:
         return None

@@ -375,7 +375,20 @@ class BatSource(BaseSource):
             placement = bat_translate.placements(self.binary, f.name, row.address - f.value)
             if placement is not None:
                 out.update(s.address for s in placement.sites)
+            elif self._kept_in_place(f.name, f.value, f.size):
+                out.add(row.address)  # lite mode left the function alone: its own address
         return out
+
+    def _kept_in_place(self, name: str, address: int, size: int) -> bool:
+        """Whether the output has input function `name` at the same address with the same size
+        (what BOLT did not touch: lite mode's unprofiled functions, spec §2.3, §3.5)."""
+        ours = self.binary.function_at(name, address)
+        return ours is not None and ours.size == size
+
+    def next_line(self, file: str, line: int) -> int | None:
+        """The first line of `file` after `line` in the pre-BOLT binary's DWARF."""
+        lines = self._lines() if self.input_binary() is not None else None
+        return None if lines is None else lines.next_line(file, line)
 
     def _entries(self, proc: Procedure) -> tuple[set[int], list[int]]:
         """The BAT entries of `proc`'s fragments: their output addresses, and their input

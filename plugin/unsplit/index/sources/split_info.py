@@ -275,5 +275,11 @@ class SplitInfoSource(BaseSource):
             previous = row
         return out
 
+    def next_line(self, file: str, line: int) -> int | None:
+        """The first line of `file` after `line` that ESL has a row for."""
+        return min((row.line for row in self.lines_in(0, 1 << 64) if row.line > line
+                    and (file in (row.file, row.path) or row.file.endswith("/" + file))),
+                   default=None)
+
     def logical_offset(self, address: int) -> int | None:
         return logical_offset(self.binary, address)

@@ -1,0 +1,87 @@
+"""`bb break FILE:LINE` where the debugger's own `break` would go:
+
+- a line without code inside a function (a comment, a blank line) moves to the next line with
+  code, as GDB 13's `break` and LLDB's (move-to-nearest-code) do; the oracle is the debugger's
+  own line breakpoint in the same session;
+- a line of a function BOLT left where it was (lite mode: an unprofiled function keeps its
+  address, and BAT says nothing of it) is found in a BOLTed binary without DWARF, from the
+  pre-BOLT input's lines; the oracle is the debugger's own `break` on the `-dbg` twin, whose
+  DWARF BOLT rewrote (--update-debug-sections).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+
+pytestmark = pytest.mark.e2e
+
+SOURCE = """\
+#include <stdio.h>
+volatile int sink;
+__attribute__((noinline)) int work(int n)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        total += i * sink;
+    /* nothing here: the breakpoint moves on */
+
+    sink = total;
+    return total;
+}
+int main(int argc, char **argv) { (void)argv; printf("%d\\n", work(argc)); return 0; }
+"""
+EMPTY = 8  # the comment line: no code
+
+
+def _debugger_own(session: Any, file: str, line: int) -> int:
+    """The one location of the debugger's own line breakpoint (GDB: `Breakpoint 1 at 0x…`,
+    LLDB: `…, address = 0x…`)."""
+    said = session.break_line(file, line)
+    found = re.findall(r"(?:^Breakpoint \d+ at |address = )(0x[0-9a-f]+)", said, re.M)
+    assert len(found) == 1, said
+    session.delete_breakpoints()
+    return int(found[0], 16)
+
+
+def _ours(session: Any, file: str, line: int) -> set[int]:
+    said = session.command(f"bb break {file}:{line}")
+    assert said.startswith("Breakpoint"), said
+    listed = session.command("bb break --list")
+    session.delete_breakpoints()
+    return {int(a, 16) for a in re.findall(r"^\s*\S+\s+y\s+(0x[0-9a-f]+) in ", listed, re.M)}
+
+
+def test_a_line_without_code_moves_to_the_next(debugger: Callable[..., Any],
+                                               tmp_path: Path) -> None:
+    (tmp_path / "w.c").write_text(SOURCE)
+    binary = tmp_path / "w"
+    subprocess.run(["gcc", "-O0", "-g", "-o", str(binary), "w.c"], check=True, cwd=tmp_path,
+                   timeout=120)
+    session = debugger(binary)
+    theirs = _debugger_own(session, "w.c", EMPTY)
+    assert _ours(session, "w.c", EMPTY) == {theirs}
+
+
+def test_a_line_of_a_function_bolt_left_in_place(debugger: Callable[..., Any],
+                                                 zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "bolt-statics", "statics")
+    assert not f["has_debug_info"]
+    line = f["markers"]["statics_a.cpp"]["a report"]  # report: never run in training
+    twin = debugger(ROOT / facts(zoo, "bolt-statics-dbg", "statics")["binary"], plugin=False)
+    theirs = _debugger_own(twin, "statics_a.cpp", line)
+    session = debugger(ROOT / f["binary"])
+    assert _ours(session, "statics_a.cpp", line) == {theirs}
+    # and that code is where it was in the input (the premise: BOLT left it alone)
+    report = [s for s in subprocess.run(["nm", str(ROOT / f["input"])], capture_output=True,
+                                        text=True, check=True).stdout.splitlines()
+              if re.search(r" t _ZL6reporti$", s)]
+    assert report and any(
+        int(r.split()[0], 16) <= theirs < int(r.split()[0], 16) + 0x40 for r in report)
