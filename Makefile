@@ -64,6 +64,7 @@ bench: fixtures
 	$(PY) bench/bbmap.py --repeats 1
 	$(PY) bench/names.py --repeats 1
 	$(PY) bench/realworld.py
+	$(PY) bench/realworld_cpp.py
 	$(PY) bench/libllvm.py
 
 clean:
