@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DWARF_ERRORS, DwarfLines, die_ranges
 from unsplit.errors import DecodeError
+from unsplit.formats import die_scan
 from unsplit.index.demangle import shown
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class InlineChains:
         self._subprograms: dict[int, list[tuple[int, int, Any]]] = {}
         self._files: dict[int, list[str]] = {}
         self._languages: dict[int, int | None] = {}  # CU offset -> DW_AT_language
+        self._bases: dict[int, int] = {}  # CU offset -> its base address
         # DIE offset -> its ranges: an address's chain walks the same DIEs as its neighbours'
         # (decoding range lists was 95% of symbolizing Lua's luaV_execute.cold, bench/realworld)
         self._range_cache: dict[int, list[tuple[int, int]]] = {}
@@ -116,18 +118,43 @@ class InlineChains:
         return self._languages[cu_offset]
 
     def _base(self, cu_offset: int) -> int:
-        top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
-        return int(top["DW_AT_low_pc"].value) if "DW_AT_low_pc" in top else 0
+        """The CU's base address (DW_AT_low_pc of its DIE), read once per CU."""
+        base = self._bases.get(cu_offset)
+        if base is None:
+            top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+            base = self._bases[cu_offset] = (int(top["DW_AT_low_pc"].value)
+                                             if "DW_AT_low_pc" in top else 0)
+        return base
 
     def _subprograms_of(self, cu_offset: int) -> list[tuple[int, int, Any]]:
+        """[lo, hi) and DIE of each range of each of the CU's subprograms with code, in DIE
+        order. Only those DIEs are parsed by pyelftools (unsplit.formats.die_scan finds them);
+        a unit the scan cannot read is walked DIE by DIE as pyelftools parses it."""
         subs = self._subprograms.get(cu_offset)
         if subs is None:
             base = self._base(cu_offset)
             cu = self.lines.binary.dwarf.get_CU_at(cu_offset)
-            subs = [(lo, hi, die) for die in cu.iter_DIEs() if die.tag == "DW_TAG_subprogram"
-                    for lo, hi in die_ranges(cu.dwarfinfo, die, base)]
+            try:
+                dies = [cu.get_DIE_from_refaddr(offset) for offset in _code_subprograms(cu)]
+            except DecodeError:
+                dies = [die for die in cu.iter_DIEs() if die.tag == "DW_TAG_subprogram"]
+            subs = [(lo, hi, die) for die in dies for lo, hi in die_ranges(cu.dwarfinfo, die, base)]
             self._subprograms[cu_offset] = subs
         return subs
+
+
+def _code_subprograms(cu: Any) -> list[int]:
+    """Offsets of the DW_TAG_subprogram DIEs of pyelftools CU `cu` that say where their code
+    is (DW_AT_low_pc or DW_AT_ranges)."""
+    dwarf = cu.dwarfinfo
+    info = dwarf.debug_info_sec.stream.getbuffer()
+    abbrev = dwarf.debug_abbrev_sec.stream.getbuffer()
+    unit = die_scan.Unit(die_start=cu.cu_die_offset, end=cu.cu_offset + cu.size,
+                         version=int(cu["version"]), address_size=int(cu["address_size"]),
+                         offset_size=8 if cu.dwarf_format() == 64 else 4)
+    abbrevs = die_scan.abbreviations(abbrev, int(cu["debug_abbrev_offset"]))
+    return die_scan.offsets_with(info, unit, abbrevs, die_scan.DW_TAG_subprogram,
+                                 frozenset((die_scan.DW_AT_low_pc, die_scan.DW_AT_ranges)))
 
 
 def _inlined_child(die: Any, address: int, base: int,

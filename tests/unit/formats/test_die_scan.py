@@ -1,0 +1,97 @@
+"""unsplit.formats.die_scan against llvm-dwarfdump-22: the DW_TAG_subprogram DIEs with
+DW_AT_low_pc or DW_AT_ranges of every unit, GCC's and clang's, DWARF 2 to 5, C and C++; and a
+damaged .debug_info is one DecodeError naming the section and offset."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from unsplit.errors import DecodeError
+from unsplit.formats import die_scan
+
+from ...conftest import ROOT, facts
+
+SOURCE = """\
+struct Box { int v; __attribute__((noinline)) int get() const { return v * 3; } };
+__attribute__((noinline)) static int twice(int x) { return 2 * x; }
+template <typename T> __attribute__((noinline)) T pick(T a, T b) { return a < b ? b : a; }
+int main(int argc, char **) { Box b{argc}; return pick(twice(b.get()), argc); }
+"""
+
+
+def _theirs(path: Path) -> set[int]:
+    """llvm-dwarfdump-22's subprograms that say where their code is."""
+    text = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    out: set[int] = set()
+    current: int | None = None
+    for line in text.splitlines():
+        m = re.match(r"^(0x[0-9a-f]+):\s+(DW_TAG_\w+)", line)
+        if m:
+            current = int(m[1], 16) if m[2] == "DW_TAG_subprogram" else None
+        elif current is not None and re.match(r"^\s+DW_AT_(low_pc|ranges)\b", line):
+            out.add(current)
+    return out
+
+
+def _ours(path: Path) -> set[int]:
+    with path.open("rb") as f:
+        dwarf = ELFFile(f).get_dwarf_info()
+        info = dwarf.debug_info_sec.stream.getvalue()
+        abbrev = dwarf.debug_abbrev_sec.stream.getvalue()
+        out: set[int] = set()
+        for cu in dwarf.iter_CUs():
+            out |= set(die_scan.offsets_with(
+                info, _unit(cu), die_scan.abbreviations(abbrev, cu["debug_abbrev_offset"]),
+                die_scan.DW_TAG_subprogram,
+                frozenset((die_scan.DW_AT_low_pc, die_scan.DW_AT_ranges))))
+    return out
+
+
+def _unit(cu: Any) -> die_scan.Unit:
+    return die_scan.Unit(cu.cu_die_offset, cu.cu_offset + cu.size, cu["version"],
+                         cu["address_size"], 8 if cu.dwarf_format() == 64 else 4)
+
+
+@pytest.mark.parametrize("compiler", ["g++", "clang++-22"])
+@pytest.mark.parametrize("version", [2, 4, 5])
+def test_subprograms_with_code_are_llvm_dwarfdumps(tmp_path: Path, compiler: str,
+                                                   version: int) -> None:
+    (tmp_path / "p.cpp").write_text(SOURCE)
+    binary = tmp_path / "p"
+    subprocess.run([compiler, "-O1", f"-gdwarf-{version}", "p.cpp", "-o", str(binary)],
+                   check=True, cwd=tmp_path, timeout=120)
+    theirs = _theirs(binary)
+    assert len(theirs) >= 4  # main, twice, Box::get, pick<int>
+    assert _ours(binary) == theirs
+
+
+@pytest.mark.parametrize(("variant", "program"), [("gcc-pgo", "crash"), ("clang-mfs", "except"),
+                                                  ("bolt-statics-dbg", "statics")])
+def test_zoo_binaries(zoo: dict[str, Any], variant: str, program: str) -> None:
+    binary = ROOT / facts(zoo, variant, program)["binary"]
+    assert _ours(binary) == _theirs(binary)
+
+
+def test_damaged_info_is_one_decode_error(zoo: dict[str, Any]) -> None:
+    binary = ROOT / facts(zoo, "clang-mfs", "except")["binary"]
+    with binary.open("rb") as f:
+        dwarf = ELFFile(f).get_dwarf_info()
+        info = dwarf.debug_info_sec.stream.getvalue()
+        abbrev = dwarf.debug_abbrev_sec.stream.getvalue()
+        cu = next(dwarf.iter_CUs())
+        unit, abbrevs = _unit(cu), die_scan.abbreviations(abbrev, cu["debug_abbrev_offset"])
+    wanted = (die_scan.DW_TAG_subprogram, frozenset((die_scan.DW_AT_low_pc,)))
+    with pytest.raises(DecodeError, match=r"^\.debug_info: at offset 0x[0-9a-f]+: "):
+        die_scan.offsets_with(info[:unit.die_start + 40], unit, abbrevs, *wanted)
+    unknown = bytearray(info)
+    unknown[unit.die_start] = 0x7F  # an abbreviation code the table does not have
+    with pytest.raises(DecodeError, match="no abbreviation 127"):
+        die_scan.offsets_with(bytes(unknown), unit, abbrevs, *wanted)
+    with pytest.raises(DecodeError, match=r"^\.debug_abbrev: "):
+        die_scan.abbreviations(abbrev[:5], 0)
