@@ -232,12 +232,17 @@ def _stamp(name: str, src: Path) -> str:
     return h.hexdigest()
 
 
-def build_all(src: Path, force: bool) -> dict[str, list[str]]:
+def build_all(src: Path, force: bool,
+              recipes_of: dict[str, Callable[[Path, Path], list[str]]] | None = None,
+              build: Path = BUILD, stamp_of: Callable[[str, Path], str] | None = None
+              ) -> dict[str, list[str]]:
+    """Each recipe's build under `build`/NAME, made again only when its stamp changed (also
+    bench/realworld_cpp.py's, with its recipes and stamps)."""
     recipes = {}
-    for name, recipe in RECIPES.items():
-        out = BUILD / name
+    for name, recipe in (RECIPES if recipes_of is None else recipes_of).items():
+        out = build / name
         stamp = out / ".stamp"
-        want = _stamp(name, src)
+        want = (_stamp if stamp_of is None else stamp_of)(name, src)
         done = out / "recipe.json"
         if not force and stamp.is_file() and stamp.read_text() == want and done.is_file():
             recipes[name] = json.loads(done.read_text())

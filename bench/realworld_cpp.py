@@ -41,7 +41,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -177,27 +176,6 @@ def _stamp(name: str, src: Path) -> str:
     return h.hexdigest()
 
 
-def build_all(src: Path, force: bool) -> dict[str, list[str]]:
-    recipes = {}
-    for name, recipe in RECIPES.items():
-        out = BUILD / name
-        stamp, done = out / ".stamp", out / "recipe.json"
-        want = _stamp(name, src)
-        if not force and stamp.is_file() and stamp.read_text() == want and done.is_file():
-            recipes[name] = json.loads(done.read_text())
-            continue
-        t0 = time.monotonic()
-        print(f"building {name} ...", flush=True)
-        out.mkdir(parents=True, exist_ok=True)
-        steps = recipe(src, out)
-        shutil.rmtree(out / "work", ignore_errors=True)
-        done.write_text(json.dumps(steps))
-        stamp.write_text(want)
-        print(f"  {name}: {time.monotonic() - t0:.0f} s", flush=True)
-        recipes[name] = steps
-    return recipes
-
-
 def builds(recipes: dict[str, list[str]]) -> list[rw.Build]:
     g, c, b = BUILD / "gcc", BUILD / "clang", BUILD / "bolt"
     return [
@@ -277,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = sum(len(p.read_text(errors="replace").splitlines())
                 for p in (src / "simdjson.h", src / "simdjson.cpp", DRIVER))
     print(f"simdjson from {PACKAGE}: {lines} lines of C++")
-    recipes = build_all(src, args.force)
+    recipes = rw.build_all(src, args.force, RECIPES, BUILD, _stamp)
     results: dict[str, dict[str, Any]] = {}
     for b in builds(recipes):
         if args.only and b.name not in args.only:
