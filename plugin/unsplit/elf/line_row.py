@@ -17,3 +17,9 @@ class LineRow:
     source: str = "dwarf"  # dwarf, esl or bat
     is_stmt: bool = True
     path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
+
+    def moved(self, address: int, source: str) -> LineRow:
+        """The same row at `address`, from `source` (dataclasses.replace, without its
+        generality: unsplit debuginfo asks for a row at every byte of BOLTed code)."""
+        return LineRow(address, self.file, self.line, self.column, source, self.is_stmt,
+                       self.path)

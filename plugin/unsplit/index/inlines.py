@@ -202,6 +202,15 @@ def _int_attr(die: Any, name: str) -> int:
     return int(attr.value) if attr is not None else 0
 
 
+@dataclass(frozen=True, slots=True)
+class _DieFacts:
+    name: str
+    decl_line: int
+    call_file: int
+    call_line: int
+    call_column: int
+
+
 class DwarfFrames:
     """The DWARF frames of one module's addresses: its own DWARF, then (BOLTed code) the
     pre-BOLT ``input_binary``'s at BAT's input address; names shown in ``style``."""
@@ -211,6 +220,7 @@ class DwarfFrames:
         self.index = index
         self.style = style
         self._own = InlineChains(index.dwarf_lines)
+        self._die_facts: dict[tuple[int, int], _DieFacts] = {}  # (DWARF, DIE offset) -> facts
         self._input: InlineChains | None = None
         if input_binary is not None:
             self._input = InlineChains(DwarfLines(input_binary, index.warnings,
@@ -268,17 +278,28 @@ class DwarfFrames:
     def _inlined_frames(self, dies: list[Any], files: list[str], path: str | None, line: int,
                         column: int, inlines: bool) -> list[LineInfo]:
         if not inlines:
-            return [LineInfo(_die_name(dies[0], self.style), path, line, column,
-                          _int_attr(dies[-1], "DW_AT_decl_line"))]
+            return [LineInfo(self._facts(dies[0]).name, path, line, column,
+                             self._facts(dies[-1]).decl_line)]
         frames = []
         for k, die in enumerate(dies):
-            frames.append(LineInfo(_die_name(die, self.style), path, line, column,
-                                _int_attr(die, "DW_AT_decl_line")))
+            facts = self._facts(die)
+            frames.append(LineInfo(facts.name, path, line, column, facts.decl_line))
             # The next frame out is at this one's call site.
-            call_file = _int_attr(die, "DW_AT_call_file")
             if k + 1 < len(dies):
+                call_file = facts.call_file
                 path = files[call_file] if 0 <= call_file < len(files) and files[call_file] \
                     else None
-                line = _int_attr(die, "DW_AT_call_line")
-                column = _int_attr(die, "DW_AT_call_column")
+                line, column = facts.call_line, facts.call_column
         return frames
+
+    def _facts(self, die: Any) -> _DieFacts:
+        """What a frame takes from `die`, read once per DIE: the same DIEs are on the chains of
+        every address of a function (unsplit debuginfo asks for each line row of a module)."""
+        key = (id(die.dwarfinfo), die.offset)
+        found = self._die_facts.get(key)
+        if found is None:
+            found = self._die_facts[key] = _DieFacts(
+                _die_name(die, self.style), _int_attr(die, "DW_AT_decl_line"),
+                _int_attr(die, "DW_AT_call_file"), _int_attr(die, "DW_AT_call_line"),
+                _int_attr(die, "DW_AT_call_column"))
+        return found

@@ -265,6 +265,7 @@ class BatSource(BaseSource):
         self.warnings = [] if warnings is None else warnings
         self.found: BatProcedures | None = None  # what procedures() gave, when it gave any
         self._input_lines: DwarfLines | None = None
+        self._same_as_input: dict[tuple[str, int], bool] = {}  # (input, fragment) -> unmoved?
 
     def procedures(self) -> BatProcedures | list[Procedure]:
         stored = self._stored
@@ -325,7 +326,7 @@ class BatSource(BaseSource):
         input_address = self.input_address(file_address)
         lines = None if input_address is None else self._lines()
         row = None if lines is None or input_address is None else lines.lookup(input_address)
-        return None if row is None else replace(row, address=file_address, source="bat")
+        return None if row is None else row.moved(file_address, "bat")
 
     def lines_in(self, start: int, end: int) -> list[LineRow]:
         """The pre-BOLT rows of each BAT-described piece of the fragment at `start`, carried
@@ -456,13 +457,16 @@ class BatSource(BaseSource):
         frag = None if self.fragment_at is None else self.fragment_at(file_address)
         if frag is None or frag.symbol is None:
             return None
-        unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
-        theirs = prebolt.function_address(input_binary, frag.symbol, unit)
-        ours = self.binary.function_at(frag.symbol, frag.start)
-        mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
-        if ours is None or mine is None or (ours.value, ours.size) != (mine.value, mine.size):
-            return None
-        return file_address
+        key = (input_binary.path, frag.start)  # asked for every byte of a function: once each
+        same = self._same_as_input.get(key)
+        if same is None:
+            unit = prebolt.output_unit(self.binary, frag.symbol, frag.start)  # same-named statics
+            theirs = prebolt.function_address(input_binary, frag.symbol, unit)
+            ours = self.binary.function_at(frag.symbol, frag.start)
+            mine = None if theirs is None else input_binary.function_at(frag.symbol, theirs)
+            same = self._same_as_input[key] = ours is not None and mine is not None and (
+                ours.value, ours.size) == (mine.value, mine.size)
+        return file_address if same else None
 
     def facts(self, file_address: int) -> dict[str, object]:
         """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
