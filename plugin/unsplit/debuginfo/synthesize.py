@@ -193,7 +193,12 @@ class _Walker:
         calls: list[_Call] = []
         if not self.has_lines:
             return rows, roots
-        for address in range(start, end):
+        # Where the line table can say between which addresses its answer stays the same (code
+        # BOLT left in place: the input's rows), one question per run of bytes, else per byte:
+        # the same rows either way, at a tenth of the cost for the BOLTed simdjson.
+        points = self.index.line_table.change_points(start, end)
+        addresses = range(start, end) if points is None else points
+        for k, address in enumerate(addresses):
             row = self.index.line_at(address)
             if row is None:
                 key = None if last is None else (last[0], 0, 0, last[3])
@@ -208,12 +213,15 @@ class _Walker:
                 # lines are not the caller's): the chain is asked for only where the row changes.
                 if changed or address == start:
                     calls = _calls(self.frames.frames(address))
-                self._nest(address, calls, open_, roots)
+                run_end = address + 1 if points is None else (
+                    points[k + 1] if k + 1 < len(points) else end)
+                self._nest(address, run_end, calls, open_, roots)
         return rows, roots
 
     @staticmethod
-    def _nest(address: int, calls: list[_Call], open_: list[_Inlined],
+    def _nest(address: int, run_end: int, calls: list[_Call], open_: list[_Inlined],
               roots: list[_Inlined]) -> None:
+        """The inlined runs open over [address, run_end), whose chain of calls is `calls`."""
         same = 0
         while same < len(open_) and same < len(calls) and open_[same].call == calls[same]:
             same += 1
@@ -223,7 +231,7 @@ class _Walker:
             (open_[-1].children if open_ else roots).append(node)
             open_.append(node)
         for node in open_:
-            node.end = address + 1
+            node.end = run_end
 
 
 def _calls(frames: list[Any]) -> list[_Call]:

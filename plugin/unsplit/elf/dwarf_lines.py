@@ -110,6 +110,20 @@ class DwarfLines:
             return None
         return self._lines_or_none(cu_offset).lookup(address)
 
+    def change_points(self, start: int, end: int) -> list[int] | None:
+        """Where lookup's answer may change in [start, end): `start` and the addresses of the
+        rows there (end-of-sequence markers too); None when one CU does not cover both ends
+        (then ask byte by byte)."""
+        if not self.available:
+            return [start]
+        cu_offset = self.cu_offset_at(start)
+        if cu_offset is None or self.cu_offset_at(end - 1) != cu_offset:
+            return None
+        table = self._lines_or_none(cu_offset)
+        lo = bisect_right(table.addresses, start)
+        hi = bisect_right(table.addresses, end - 1)
+        return [start, *sorted(set(table.addresses[lo:hi]))]
+
     def rows_in(self, start: int, end: int) -> list[LineRow]:
         """Rows whose address lies in [start, end), in address order."""
         cu_offset = self.cu_offset_at(start) if self.available else None

@@ -22,7 +22,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import UnsplitError
 from unsplit.index.model import LineRow, Procedure
-from unsplit.index.sources import SourceSet
+from unsplit.index.sources import Source, SourceSet
 
 LineSource = Callable[[int], LineRow | None]
 
@@ -74,10 +74,12 @@ class LineTable:
         self.dwarf = dwarf
         before: list[LineSource] = []
         after: list[LineSource] = []
+        self._with_lines: list[Source] = []
         for source in sources.all:
             try:
                 if source.has_lines():
                     (before if source.lines_before_dwarf else after).append(source.line_at)
+                    self._with_lines.append(source)
             except UnsplitError as e:
                 warnings.append(str(e))
         self.sources: list[LineSource] = [*before, dwarf.lookup, *after]
@@ -91,6 +93,20 @@ class LineTable:
             if row is not None and row.line:
                 return row
         return None
+
+    def change_points(self, start: int, end: int) -> list[int] | None:
+        """Addresses in [start, end), `start` first, between two of which line_at gives the
+        same answer for every byte; None when a source cannot say so (ask byte by byte)."""
+        points = self.dwarf.change_points(start, end)
+        if points is None:
+            return None
+        found = set(points) | {start}
+        for source in self._with_lines:
+            theirs = source.change_points(start, end)
+            if theirs is None:
+                return None
+            found.update(theirs)
+        return sorted(found)
 
     def line_starts(self, file: str, line: int) -> set[int]:
         """Every address where `file`:`line` begins, in any source: the module's DWARF

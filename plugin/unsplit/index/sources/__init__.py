@@ -82,6 +82,11 @@ class Source(Protocol):
         """The first line of `file` after `line` that its lines have (None: none)."""
         ...
 
+    def change_points(self, start: int, end: int) -> list[int] | None:
+        """Addresses in [start, end) where its line_at answer may change (none between two of
+        them); None when it cannot say (then it is asked byte by byte)."""
+        ...
+
     def logical_offset(self, address: int) -> int | None:
         """The exact logical offset of `address` in its procedure, where a fragment's linear
         layout is only an approximation (None: the fragment's own is right)."""
@@ -118,6 +123,9 @@ class BaseSource:
 
     def next_line(self, file: str, line: int) -> int | None:
         return None
+
+    def change_points(self, start: int, end: int) -> list[int] | None:
+        return [] if not self.has_lines() else None
 
     def logical_offset(self, address: int) -> int | None:
         return None

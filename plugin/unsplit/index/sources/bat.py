@@ -386,6 +386,18 @@ class BatSource(BaseSource):
         ours = self.binary.function_at(name, address)
         return ours is not None and ours.size == size
 
+    def change_points(self, start: int, end: int) -> list[int] | None:
+        """For a fragment BOLT left where it was (BAT describes none of it), the input's rows
+        there: its lines are the input's at the same addresses. None for code BOLT moved."""
+        input_binary = self.input_binary()
+        lines = None if input_binary is None else self._lines()
+        if input_binary is None or lines is None:
+            return []  # no line anywhere
+        if self.input_location(start) is not None or \
+                self._unmoved(start, input_binary) is None:
+            return None
+        return lines.change_points(start, end)
+
     def next_line(self, file: str, line: int) -> int | None:
         """The first line of `file` after `line` in the pre-BOLT binary's DWARF."""
         lines = self._lines() if self.input_binary() is not None else None
