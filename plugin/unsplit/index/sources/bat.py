@@ -387,16 +387,44 @@ class BatSource(BaseSource):
         return ours is not None and ours.size == size
 
     def change_points(self, start: int, end: int) -> list[int] | None:
-        """For a fragment BOLT left where it was (BAT describes none of it), the input's rows
-        there: its lines are the input's at the same addresses. None for code BOLT moved."""
+        """Where line_at's answer may change in the fragment [start, end). Code BOLT left where
+        it was: the input's rows there. Code BOLT moved: each BAT anchor and the byte after it
+        (an exact translation becomes an extrapolated one), each byte of a jump opcode BOLT may
+        have inserted and the byte after it, and the input's rows carried along each anchor's
+        run (spec §3.2: the input offset grows with the output one). None when it cannot say."""
         input_binary = self.input_binary()
         lines = None if input_binary is None else self._lines()
         if input_binary is None or lines is None:
             return []  # no line anywhere
-        if self.input_location(start) is not None or \
-                self._unmoved(start, input_binary) is None:
+        found = self.input_location(start)
+        if found is None:
+            return None if self._unmoved(start, input_binary) is None else \
+                lines.change_points(start, end)
+        index = bat_translate.load(self.binary)
+        frag = None if index is None else index.fragment_at(start)
+        if index is None or frag is None or frag.start != start or frag.end < end:
             return None
-        return lines.change_points(start, end)
+        points = {start}
+        if found[2] is None:
+            return [start]  # the input function is unknown: no line anywhere
+        outs = sorted({start + int(o) for o in index.table.maps[start].output_offsets
+                       if start + int(o) < end} | {start})
+        for k, anchor in enumerate(outs):
+            run_end = outs[k + 1] if k + 1 < len(outs) else end
+            points.update((anchor, anchor + 1))
+            at = self.input_location(anchor)
+            if at is None or at[2] is None:
+                return None
+            first = at[2] + at[1]
+            theirs = lines.change_points(first, first + run_end - anchor)
+            if theirs is None:
+                return None
+            points.update(anchor + p - first for p in theirs)
+        if self.binary.machine == _EM_X86_64:
+            for address in range(start, end):  # what _inserted_jump looks at
+                if self.binary.code_byte(address) in (0xE9, 0xEB):
+                    points.update((address, address + 1))
+        return sorted(p for p in points if start <= p < end)
 
     def next_line(self, file: str, line: int) -> int | None:
         """The first line of `file` after `line` in the pre-BOLT binary's DWARF."""
