@@ -77,10 +77,23 @@ class LineDecorator(FrameDecorator):
     def filename(self) -> Any:
         loc = self._core_line()
         if loc is not None:
-            return loc.file
-        # GDB's source file, or none rather than the library as if it were one (module doc).
+            return (loc.path or loc.file) if self._for_dap() else loc.file
+        # GDB's source file, or none rather than the library as if it were one (module doc);
+        # the name as the decorator below gives it: the symtab's in `bt`, its full path under
+        # GDB's DAP (DAPFrameDecorator), so that an IDE can open a relative name (`./foo.h`).
         sal = self.inferior_frame().find_sal()
-        return sal.symtab.filename if sal.symtab and sal.symtab.filename else None
+        if not (sal.symtab and sal.symtab.filename):
+            return None
+        return super().filename()
+
+    def _for_dap(self) -> bool:
+        """Whether GDB's DAP server asks (its frames are DAPFrameDecorators, GDB >= 14)."""
+        base: Any = getattr(self, "_base", None)
+        while base is not None and not isinstance(base, gdb.Frame):
+            if type(base).__name__ == "DAPFrameDecorator":
+                return True
+            base = getattr(base, "_base", None)
+        return False
 
     def line(self) -> Any:
         loc = self._core_line()

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .. import builders
 from ..conftest import ROOT, facts
 from .conftest import gdb_at_least
 from .driver_dap import DapSession
@@ -107,3 +109,24 @@ def test_gdb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant
     frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
                              args=f["crash"]["argv"][1:])
     _check(frames, f, tagged=True)
+
+
+def test_gdb_dap_sources_are_full_paths(dap: Any, tmp_path: Path) -> None:
+    """A program built from a relative source name (`gcc crash.c`, as make and Bazel do): GDB's
+    DAP gives each frame's source as the full path (DAPFrameDecorator), and so must the frames
+    the plugin names, or an IDE cannot open the file. The oracle is the file itself."""
+    work = tmp_path / "rel"
+    work.mkdir()
+    source = (ROOT / "fixtures" / "src" / "crash.c").read_text()
+    builders.gcc_pgo_build(work, {"crash.c": source},
+                           [["gcc", "-O2", "-g", "crash.c", "-o", "crash"]], train=["./crash"])
+    nm = subprocess.run(["nm", str(work / "crash")], capture_output=True, text=True,
+                        check=True).stdout
+    assert re.search(r" t transfer\.cold$", nm, re.M), nm  # the premise: GCC split transfer
+    session = dap([gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
+                   "-iex", f"source {GDB_PLUGIN}"])
+    frames = _stopped_frames(session, "launch", program=str(work / "crash"), args=["crash"],
+                             cwd=str(work))
+    assert frames[0]["name"].startswith("transfer"), frames[0]  # the crash, in transfer.cold
+    sources = [f["source"]["path"] for f in frames[:3]]
+    assert sources == [str(work / "crash.c")] * 3, frames[:3]
