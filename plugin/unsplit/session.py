@@ -121,6 +121,19 @@ class Session:
                 continue
         return out
 
+    def originals_named(self, host: Host, name: str) -> list[str]:
+        """BOLT's patched originals (``foo.org.0``) in the loaded modules that `name` also names
+        and that find_procedures and resolve_breakpoint leave out (debug.breakpoints)."""
+        out: list[str] = []
+        for mod in host.modules():
+            if not mod.path or not os.path.exists(mod.path):
+                continue
+            try:
+                out += breakpoints.originals_named(self.index(mod.path), name)
+            except UnsplitError:
+                continue
+        return out
+
     def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
         """Every site of `spec` in every loaded module (runtime address = bias + site)."""
         out: list[tuple[LoadedModule, Site]] = []

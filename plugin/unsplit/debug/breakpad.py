@@ -580,7 +580,7 @@ def alone_under_build_id(binary: Binary) -> bool:
     (``.note.bolt_info``): BOLT gives every output of one input the same build-id, so LLDB
     would load another output's text, and LLDB 19 goes on unwinding with the first symbol
     file it read, whatever replaces it later (measured: bolt-reverse after bolt-randomN)."""
-    return binary.section(".note.bolt_info") is None
+    return not binary.is_bolt_output
 
 
 def kept_path(binary: Binary, uuid: str | None = None, root: str | None = None) -> str:
