@@ -243,6 +243,11 @@ class DwarfFrames:
                 break
         return frames
 
+    def input_frames(self, input_address: int, inlines: bool = True) -> list[LineInfo]:
+        """What the pre-BOLT input's DWARF says of its own `input_address` ([] without one)."""
+        return [] if self._input is None else self._dwarf_frames(self._input, input_address,
+                                                                 inlines)
+
     def language(self, address: int) -> int | None:
         """DW_AT_language of the unit `address` was compiled in (the pre-BOLT input's for
         BOLTed code), or None where no DWARF covers it."""

@@ -48,6 +48,8 @@ _KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
 # in place may still call that address, patches its entry with a jump to the new code under the
 # name ``<base>.org.0`` (BOLT's PatchEntries pass). Never run beyond that jump: not the procedure.
 BOLT_ORIGINAL_SUFFIX = ".org.0"
+BOLT_PSEUDO_UNIT = "bolt-pseudo.o"
+"""The STT_FILE BOLT files its own symbols under (fragments, patched originals): no source."""
 
 
 def bolt_original_of(symbol: str) -> str | None:
