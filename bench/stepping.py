@@ -6,8 +6,8 @@ In real GDB and LLDB sessions on the zoo's crash program (rare path): native `ne
 main's first line (hot, unsplit, no call) and, after continuing to transfer, `bb next` over the
 line before the crash site in transfer's cold fragment (no call), both timed inside the debugger
 (GDB: `gdb.execute`, LLDB: `HandleCommand` in synchronous mode), so the terminal round trip is
-left out of both. The index is warm (`bb advance` to the cold line builds it). The issue's
-bound: ratio <= 3. Results go to bench/results/stepping.json.
+left out of both. The index is warm (`bb advance` to the cold line builds it). The goal:
+ratio <= 3. Results go to bench/results/stepping.json.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Breakpad ``STACK CFI`` records for a module's moved fragments: a symbol file that makes
-LLDB unwind a cold fragment with the fragment's own CFI (issue 9).
+LLDB unwind a cold fragment with the fragment's own CFI.
 
 Why: for frame 0 of a module without DWARF, LLDB 22 takes the ``.eh_frame`` plan only when
 the FDE's first row looks like a function entry (CFA=rsp+8); a fragment entered by a jump with
