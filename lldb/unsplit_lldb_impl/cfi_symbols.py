@@ -10,7 +10,8 @@ Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame se
 
 * the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
   finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
-  module without DWARF, whenever it loads one;
+  module without DWARF, whenever it loads one (never a BOLT output's: every output of one
+  input has its build-id, so such a file is kept by digest and only ever given by sync);
 * :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
   existed: at import (targets made before it, cores), from a stop hook at every stop
   (libraries loaded since; the stop hook also runs when a core is loaded), and before every
@@ -185,6 +186,9 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     index = st.session.index(path)
     if index.binary.has_dwarf:  # LLDB's view: its symbol file is this file, DWARF or not
         return _dwarf_status(debugger, module, index, notes)
+    shared = not breakpad.alone_under_build_id(index.binary)  # a BOLT output's build-id
+    if found and shared and _forget_by_build_id(index.binary, symbol_file, root):
+        found = False  # another layout's file perhaps (an older cache's): never this one's
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
     if companion is None and _DONE.debuginfo:
         # unsplit's DWARF (unsplit.debuginfo.synthesize) rather than the CFI file (a module has one
@@ -192,6 +196,12 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
         # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
         outcome = debug_file_for(path, st.session.index, max_code=max_code_bytes())
         build_id = index.binary.build_id
+        if outcome.path is not None and shared:
+            # Kept by build-id and layout (debuginfo-v2/), where LLDB never looks by itself:
+            # every BOLT output of one input has its build-id, so a file LLDB found by it
+            # would be any layout's. Given explicitly, at each sync.
+            _add(debugger, target, outcome.path)
+            return f"given unsplit's DWARF: {outcome.path}"
         if outcome.path is not None and build_id:
             alias = breakpad.cache_path(build_id, root)  # where LLDB looks by itself
             if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
@@ -229,6 +239,20 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
         out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     _add(debugger, target, out)
     return f"given: {out}"
+
+
+def _forget_by_build_id(binary: Any, symbol_file: str, root: str) -> bool:
+    """Remove our cache's file at `binary`'s build-id path if LLDB read `symbol_file` from
+    there (an older plugin's DWARF or CFI file of a BOLT output): it may be another layout's,
+    and LLDB would find it again in every later session. Whether it was there."""
+    build_id = binary.build_id
+    if not build_id or symbol_file != breakpad.cache_path(build_id, root):
+        return False
+    try:
+        os.remove(symbol_file)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> str:
