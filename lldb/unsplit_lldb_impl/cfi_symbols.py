@@ -32,6 +32,7 @@ from typing import Any
 from unsplit.debug import breakpad
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
+from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities
 from . import state as state_mod
@@ -316,13 +317,14 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
         if flag and _DONE.on and target.IsValid():
             _DONE.seen.clear()  # look at every module again, this time for the DWARF file
             sync(debugger, target, everything=True)
-    text = [f"debuginfo {'on' if _DONE.debuginfo else 'off'}: split modules without DWARF "
-            "get unsplit's debug file" + ("" if _DONE.on else
-                                          " (inactive: bb exact-frames is off)")]
-    text += [f"  {os.path.basename(path)}: {what.split(': ', 1)[1]}"
+    given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())
              if what.startswith("given unsplit's DWARF")]
-    return "\n".join(text)
+    state = DebugInfoState(_DONE.debuginfo,
+                           otherwise="unsplit's CFI file (exact frames), not its debug file",
+                           kept="files already given stay until the target is made again",
+                           inactive=None if _DONE.on else "bb exact-frames is off")
+    return status_text(state, given, turned_off=flag is False)
 
 
 class CfiSymbolsHook:
