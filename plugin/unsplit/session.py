@@ -14,7 +14,7 @@ from unsplit.debug import breakpoints
 from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.elf.binary import Binary
 from unsplit.elf.core import image_build_id
-from unsplit.errors import BinaryError, UnsplitError
+from unsplit.errors import UnsplitError
 from unsplit.host import Host, LoadedModule, MachineState
 from unsplit.index import prebolt
 from unsplit.index.demangle import GNU
@@ -75,12 +75,7 @@ class Session:
         return found[1]
 
     def index(self, path: str) -> ModuleIndex:
-        try:
-            return self.indexes.get(path)
-        except FileNotFoundError:
-            raise BinaryError(f"{path}: no such file") from None
-        except OSError as e:
-            raise BinaryError(f"{path}: {e.strerror}") from None
+        return self.indexes.open(path)
 
     def _holds(self, path: str, file_address: int) -> bool:
         """Is `file_address` in the code of `path`? Reads section headers only."""
