@@ -485,3 +485,24 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
             stop = _stop(out)
         assert stop is not None and stop[0] == "main" and stop[2] == expected, (kind, out)
     assert session.alive()
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "bolt-all"])
+def test_breakpoint_that_interrupts_finish_is_reported_once(debugger: Callable[..., Any],
+                                                            zoo: dict[str, Any],
+                                                            variant: str) -> None:
+    """loop error, stopped in checksum: `bb finish` runs into a breakpoint on report (called
+    from checksum's cold path) and stops there; the stop reads as the debugger's own stop at a
+    breakpoint: its source line once, and no value returned (checksum has not returned)."""
+    f = facts(zoo, variant, "loop")
+    session = debugger(ROOT / f["binary"], args=["error"], startup_timeout=SLOW, timeout=SLOW)
+    _break(session, "checksum")
+    session.run()
+    _break(session, "report")
+    out = session.command("bb finish")
+    assert _BREAKPOINT.search(out), out
+    text = next(line for line in (ROOT / "fixtures" / "src" / "loop.c").read_text().splitlines()
+                if "fprintf" in line and "loop:" in line).strip()
+    assert out.count(text) == 1, out
+    assert "Value returned" not in out and "Return value" not in out, out
+    assert session.alive()

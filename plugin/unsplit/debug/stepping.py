@@ -608,7 +608,10 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
         loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()
     stepper = host if isinstance(host, SteppingHost) else None
-    if not (outcome.kind == "stopped" and outcome.message):
+    # A stop the step did not make (a breakpoint, a signal) the debugger has reported already
+    # (GDB prints it as it stops; LLDB's report is the message): not again, and no finish's
+    # return value.
+    if outcome.kind != "stopped":
         lines.append(stepper.stop_report(kind, loc, pc, context) if stepper is not None
                      else verbose_line(loc, pc, style))
     if session.verbose and stepper is not None:
