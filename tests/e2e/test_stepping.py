@@ -503,6 +503,9 @@ def test_breakpoint_that_interrupts_finish_is_reported_once(debugger: Callable[.
     assert _BREAKPOINT.search(out), out
     text = next(line for line in (ROOT / "fixtures" / "src" / "loop.c").read_text().splitlines()
                 if "fprintf" in line and "loop:" in line).strip()
-    assert out.count(text) == 1, out
+    # Once where the debugger knows report's lines (BOLT without DWARF: GDB shows `report ()`,
+    # LLDB disassembly, as at any breakpoint there).
+    assert out.count(text) == (1 if f["has_debug_info"] else out.count(text)) <= 1, out
+    assert len(re.findall(r"^Breakpoint \d+, |stop reason = breakpoint", out, re.M)) == 1, out
     assert "Value returned" not in out and "Return value" not in out, out
     assert session.alive()
