@@ -306,15 +306,15 @@ class GdbHost:
 
         return self._in_thread(thread, read)
 
-    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
-        def read() -> list[int]:
-            numbers: list[int] = []
+    def native_frame_numbers(self, thread: int | None = None) -> list[tuple[int, int]]:
+        def read() -> list[tuple[int, int]]:
+            numbers: list[tuple[int, int]] = []
             frame: gdb.Frame | None = gdb.newest_frame()
             first: int | None = None
             while frame is not None and len(numbers) < 512:
                 first = frame.level() if first is None else first
                 if frame.type() != gdb.INLINE_FRAME:  # as native_frame_pcs counts them
-                    numbers.append(first)
+                    numbers.append((first, frame.level() - first + 1))
                     first = None
                 try:
                     frame = frame.older()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import die_scan
@@ -316,3 +317,21 @@ class DwarfFrames:
                 _int_attr(die, "DW_AT_call_file"), _int_attr(die, "DW_AT_call_line"),
                 _int_attr(die, "DW_AT_call_column"))
         return found
+
+
+def _no_frames(binary: Binary) -> dict[int, DwarfFrames]:
+    return {}
+
+
+_KEPT = PerFile(_no_frames)  # id of the pre-BOLT input -> the module's DwarfFrames
+
+
+def module_frames(index: ModuleIndex) -> DwarfFrames:
+    """`index`'s DwarfFrames with linkage names, made once per pre-BOLT input (`bb input`
+    changes it) and kept on the module's Binary: stepping and frame lists ask it often."""
+    current = index.input_binary()
+    kept = _KEPT(index.binary)
+    found = kept.get(id(current))
+    if found is None:
+        found = kept[id(current)] = DwarfFrames(index, current, None)
+    return found
