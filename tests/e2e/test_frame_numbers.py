@@ -101,3 +101,27 @@ def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[...
     for number, name in bt.items():
         if number < 3:
             assert name.split("+")[0].split(" [")[0] in native[number], (bt, native)
+
+
+def _finish_from_helper(session: Any, command: str) -> int:
+    """Stopped in leaf, frame 1 (helper, inlined into main) selected, `command`: the pc."""
+    session.break_function("leaf")
+    session.run()
+    session.delete_breakpoints()
+    session.select_frame(1)
+    session.until_stop(command)
+    return session.register("pc")
+
+
+def test_finish_from_an_inlined_frame_above_frame_0(gdb: Callable[..., Any],
+                                                    lldb: Callable[..., Any],
+                                                    inlined: Path) -> None:
+    """`bb finish` with frame 1 selected, the call of helper inlined into main (leaf is frame
+    0): leaf returns, then the rest of helper runs, and the step stops in main past the
+    inlined call, where GDB's own `finish` from that frame stops (the oracle for both: LLDB's
+    own `thread step-out` from an inlined frame above frame 0 stops as soon as leaf returns,
+    still inside helper). Before: out of main, into libc."""
+    theirs = _finish_from_helper(gdb(inlined, args=["7"], plugin=False), "finish")
+    for session in (gdb(inlined, args=["7"]), lldb(inlined, args=["7"])):
+        assert _finish_from_helper(session, "bb finish") == theirs, session.transcript
+        assert session.alive()
