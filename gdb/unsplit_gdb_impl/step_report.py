@@ -84,14 +84,18 @@ class StepReporter:
             native = frame_output(frame)
             loc = self.locator.shown(frame)
             first = native[0] if native else ""
-            if loc is not None:
+            # An inlined call's frame GDB names rightly: the function inlined, at its line.
+            if loc is not None and frame.type() != gdb.INLINE_FRAME:
                 level = re.match(r"#\d+\s+", first)
                 first = (level[0] if level else f"#{frame.level()}  ") + \
                     stop_text.gdb_location_line(first, loc, int(frame.pc()), False,
                                                 style=self.session.demangling())
             gdb.write(f"Run till exit from {first}\n")  # before it runs, as GDB's finish does
             function = frame.function()
-            if function is not None and function.type is not None:
+            # Out of an inlined call there is no return to read a value from (GDB's own
+            # finish prints none).
+            if function is not None and function.type is not None \
+                    and frame.type() != gdb.INLINE_FRAME:
                 target = function.type.target()
                 if target is not None and target.strip_typedefs().code in _SCALAR:
                     return_type = target

@@ -47,8 +47,11 @@ def _setting(debugger: Any, name: str, default: str) -> str:
 def context(thread: Any, kind: str) -> StepContext:
     if kind != "finish" or not thread.IsValid():
         return StepContext(None)
-    function = thread.GetSelectedFrame().GetFunction()
-    if not function.IsValid():
+    selected = thread.GetSelectedFrame()
+    function = selected.GetFunction()
+    # Out of an inlined call there is no return to read a value from (LLDB's own step-out
+    # prints none).
+    if not function.IsValid() or selected.IsInlined():
         return StepContext(None)
     returned = function.GetType().GetFunctionReturnType()
     if not returned.IsValid() or returned.GetName() == "void" \

@@ -87,11 +87,41 @@ def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[...
     for r in rows[:4]:
         assert _pc(s, r["frame"]) == int(r["pc"], 16), r
     # `bb bt`: the CFI's frames, numbered the same, one line for the inlined call.
+    bt_text = s.command("bb bt")
     bt = {int(m[1]): m[2] for m in re.finditer(r"^#(\d+)\s+0x[0-9a-f]+ in (\S+)",
-                                               s.command("bb bt"), re.M)}
+                                               bt_text, re.M)}
+    # The inlined call's row has no offset of its own (it shares main's pc) and is marked as
+    # LLDB marks inlined frames; the frames around it keep theirs.
+    row1 = re.search(r"^#1\s.*$", bt_text, re.M)
+    assert row1 is not None and "+0x" not in row1[0] and "[inlined]" in row1[0], bt_text
+    assert "[inlined]" not in re.search(r"^#2\s.*$", bt_text, re.M)[0], bt_text  # type: ignore[index]
     assert [bt.get(k) for k in range(3)] == ["leaf+0x0", "helper", "main"] or \
         [bt.get(k, "").split("+")[0].split(" [")[0] for k in range(3)] == \
         ["leaf", "helper", "main"], bt
     for number, name in bt.items():
         if number < 3:
             assert name.split("+")[0].split(" [")[0] in native[number], (bt, native)
+
+
+def _finish_from_helper(session: Any, command: str) -> int:
+    """Stopped in leaf, frame 1 (helper, inlined into main) selected, `command`: the pc."""
+    session.break_function("leaf")
+    session.run()
+    session.delete_breakpoints()
+    session.select_frame(1)
+    session.until_stop(command)
+    return session.register("pc")
+
+
+def test_finish_from_an_inlined_frame_above_frame_0(gdb: Callable[..., Any],
+                                                    lldb: Callable[..., Any],
+                                                    inlined: Path) -> None:
+    """`bb finish` with frame 1 selected, the call of helper inlined into main (leaf is frame
+    0): leaf returns, then the rest of helper runs, and the step stops in main past the
+    inlined call, where GDB's own `finish` from that frame stops (the oracle for both: LLDB's
+    own `thread step-out` from an inlined frame above frame 0 stops as soon as leaf returns,
+    still inside helper). Before: out of main, into libc."""
+    theirs = _finish_from_helper(gdb(inlined, args=["7"], plugin=False), "finish")
+    for session in (gdb(inlined, args=["7"]), lldb(inlined, args=["7"])):
+        assert _finish_from_helper(session, "bb finish") == theirs, session.transcript
+        assert session.alive()

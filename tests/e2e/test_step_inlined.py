@@ -127,3 +127,43 @@ def test_next_steps_over_inlined_calls_after_a_return(debugger: Callable[..., An
     assert ours == CONSUME, (ours, theirs)
     assert not TWICE & set(ours), ours
     assert mine.alive()
+
+
+def _finishes_from_twice(session: Any, command: str
+                         ) -> tuple[list[tuple[int, int | None]], list[str]]:
+    """Stopped at the first inlined `twice` (twice(produce(n)) on the marked line), `command`,
+    then again from the next stop at `twice`: where each stopped (pc, line shown), and what
+    each printed."""
+    gdb = session.name == "gdb"
+    session.break_function("twice")
+    session.run(SLOW)
+    stops, outputs = [], []
+    for again in (False, True):
+        if again:
+            session.break_function("twice")
+            session.cont(SLOW)
+        session.delete_breakpoints()
+        out = session.until_stop(command, SLOW)
+        outputs.append(out)
+        stops.append((session.register("pc"), _line(out, gdb)))
+    return stops, outputs
+
+
+def test_finish_from_an_inlined_frame_stops_in_its_caller(debugger: Callable[..., Any],
+                                                          program: Path) -> None:
+    """`bb finish` with an inlined call's frame selected runs out of that call only, to where
+    the debugger's own `finish` (GDB) / `thread step-out` (LLDB) stops on the same binary:
+    right after the inlined `twice(produce(n))`, in consume at the call's line, with no
+    return value (before: out of consume, into main)."""
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs, said = _finishes_from_twice(native, native.spelling("finish"))
+    # The oracle stops in consume, at the call's line, not in main.
+    assert theirs[0][1] == MARKERS["call then inlined"], theirs
+
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours, out = _finishes_from_twice(mine, "bb finish")
+    assert ours == theirs, (ours, theirs)
+    # Out of an inlined call there is no value returned (nor in the debugger's own).
+    assert not re.search("Value returned|Return value", said[0]), said[0]
+    assert not re.search("Value returned|Return value", out[0]), out[0]
+    assert mine.alive()

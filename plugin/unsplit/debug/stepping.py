@@ -39,9 +39,9 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
-from unsplit.host import Host, LoadedModule, MachineState, SelectedFrame
+from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
 from unsplit.index.demangle import demangle
-from unsplit.index.inlines import DwarfFrames, module_frames
+from unsplit.index.inlines import DwarfFrames, LineInfo, module_frames
 from unsplit.index.line_table import ProcedureLines, Span
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import ModuleIndex
@@ -396,6 +396,73 @@ def finish_plan(session: SessionView, host: Host, kind: str, pc: int, level: int
                     frame_cfa=None if back is None else back[1])
 
 
+def inlined_finish_plan(session: SessionView, host: Host, kind: str, pc: int, depth: int,
+                        lookup: int | None = None) -> StepPlan | None:
+    """`finish` from the call inlined `depth` calls deep (0: the innermost) at `pc` in the
+    newest physical frame: run until that frame reaches code of the caller, as both debuggers'
+    own `finish`/`thread step-out` from an inlined frame do (GDB steps in the calling frame
+    with an empty range, over calls and through code inlined there): a statement row of the
+    caller's own code, or the start of an inlined call made by the caller (GDB shows the
+    caller there, at the call's line), this call's own block entered again included.
+    `lookup` is the address whose inline chain names the call (a return address's
+    instruction before it). None when no inline chain has that call (the debugger's frame is
+    then finished as a physical one)."""
+    found = _where(session, host, pc)
+    if found is None:
+        return None
+    mod, index, proc = found
+    frames = module_frames(index)
+    file_pc = (pc if lookup is None else lookup) - mod.bias
+    chain = frames.frames(file_pc)
+    if depth >= len(chain) - 1:
+        return None
+    outer = _call_identity(chain[depth + 1:])
+    caller_depth = len(chain) - depth - 1
+    targets: list[int] = []
+    for frag in proc.fragments:
+        points: dict[int, bool] = {}
+        for r in index.line_table.rows_in(frag.start, frag.end):
+            points[r.address] = points.get(r.address, False) or (r.is_stmt and r.line != 0)
+        previous: tuple[object, ...] | None = None  # the caller-level call the code before is in
+        for address in sorted(points):
+            here = frames.frames(address)
+            inner = _call_identity(here[-caller_depth - 1:]) \
+                if len(here) > caller_depth and _call_identity(here[-caller_depth:]) == outer \
+                else None
+            if inner is not None and inner != previous and address != pc - mod.bias:
+                targets.append(address)  # an inlined call (this one again too) begins here
+            elif inner is None and points[address] and address != pc - mod.bias:
+                targets.append(address)  # a statement of the caller's own code
+            previous = inner
+    ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
+    return StepPlan(kind, "line", pc, procedure=proc.name, ranges=ranges,
+                    targets=tuple(sorted(mod.bias + t for t in targets)),
+                    **_frame_identity(host, pc, mod.bias, index, proc))  # type: ignore[arg-type]
+
+
+def _call_identity(chain: list[LineInfo]) -> tuple[object, ...]:
+    """A call as an inline chain names it, innermost first: the function called, then each
+    frame out with the place of the call in it."""
+    if not chain:
+        return ()
+    return (chain[0].function, *((f.function, f.path, f.line, f.column) for f in chain[1:]))
+
+
+def selected_inlined_call(host: Host, level: int) -> tuple[int, int, int] | None:
+    """(physical frame number, its pc, depth of the call: 0 for the innermost) when the
+    debugger's selected frame `level` is the frame of an inlined call; None otherwise (or
+    when the debugger does not say which of its frames are inlined calls)."""
+    if not isinstance(host, NativeFrames):
+        return None
+    for k, (first, count) in enumerate(host.native_frame_numbers()):
+        if first <= level < first + count:
+            if level == first + count - 1:
+                return None
+            pcs = host.native_frame_pcs()
+            return (k, pcs[k], level - first) if k < len(pcs) else None
+    return None
+
+
 def up_plan(session: SessionView, host: Host, kind: str, pc: int, level: int) -> StepPlan:
     """Run until the frames below the selected one (`pc`, the debugger's frame `level` > 0)
     have returned: to `pc`, with SP at the CFA of the frame below it."""
@@ -494,6 +561,8 @@ class Walk:
         self.notes: list[str] = []
         self.legs = 0
         self.purpose = "line"
+        self.inline_depth = 0  # finish: the depth of the inlined call selected (leg "up")
+        self.inlined_finish = False  # finish out of an inlined call: it stops in the caller
 
     def first(self) -> StepPlan:
         """The first leg, from the selected frame (frame 0 unless `level` says otherwise)."""
@@ -505,6 +574,19 @@ class Walk:
         if kind == "stepi":
             return self._leg("done", StepPlan(kind, "instruction", pc))
         if kind == "finish":
+            inlined = selected_inlined_call(host, level)
+            self.inlined_finish = inlined is not None
+            if inlined is not None:
+                frame, physical_pc, depth = inlined
+                if frame == 0:
+                    plan = inlined_finish_plan(self.session, host, kind, physical_pc, depth)
+                    if plan is not None:
+                        return self._leg("done", plan)
+                else:
+                    # The frames below the inlined call's physical frame return first.
+                    self.inline_depth = depth
+                    return self._leg("up", up_plan(self.session, host, kind, physical_pc,
+                                                   frame))
             return self._leg("done", finish_plan(self.session, host, kind, pc, level))
         if level > 0:
             # Frames below the selected one return first (to the selected frame's pc, SP at
@@ -530,6 +612,14 @@ class Walk:
             if has_lines(session, host, pc):
                 return outcome
             return self._leg("callee", finish_plan(session, host, kind, pc))
+        if self.purpose == "up" and kind == "finish":
+            # Back in the inlined call's physical frame (at a return address): finish the call.
+            plan = inlined_finish_plan(session, host, kind, pc, self.inline_depth, pc - 1)
+            if plan is None:
+                return self._leg("done", finish_plan(session, host, kind, pc))
+            if plan.is_target(pc):
+                return StepOutcome("target", pc)
+            return self._leg("done", plan)
         if self.purpose == "up" and self.line is not None:
             return self._leg("line", line_plan(session, host, kind, pc, self.line))
         # The stepping frame returned. `until LINE`/`advance` stop there, as GDB's do; a line
@@ -563,7 +653,7 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     step: StepPlan | StepOutcome = walk.first()
     while isinstance(step, StepPlan):
         step = walk.after(host.step_logical(step))
-    return _report(session, host, kind, step, walk.notes, context)
+    return _report(session, host, kind, step, walk.notes, context, walk.inlined_finish)
 
 
 def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
@@ -581,8 +671,8 @@ def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> L
     chain = frames.frames(file_pc)
     if len(chain) < 2 or chain[-1].line != here.line:
         return loc
-    before = [f.function for f in frames.frames(file_pc - 1)]
-    if before[-len(chain):] == [f.function for f in chain]:
+    before = frames.frames(file_pc - 1)
+    if _call_identity(before[-len(chain):]) == _call_identity(chain):
         return loc  # inside the inlined block: the debuggers show the inlined function
     outer = chain[-1]
     return replace(loc, file=here.file, path=outer.path or loc.path, line=outer.line,
@@ -590,7 +680,7 @@ def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> L
 
 
 def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
-            notes: list[str], context: object = None) -> str:
+            notes: list[str], context: object = None, inlined_finish: bool = False) -> str:
     """What the step prints: the debugger's own report of the stop (Host.stop_report, see
     unsplit.render.stop), after the notes on how the step was made; a stop the step did not
     make (a breakpoint, a signal) as the debugger reported it."""
@@ -604,7 +694,7 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
     if pc is None:
         return "\n".join(lines)
     loc = session.locate(host, pc)
-    if kind in ("next", "until") and loc is not None:
+    if (kind in ("next", "until") or inlined_finish) and loc is not None:
         loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()
     stepper = host if isinstance(host, SteppingHost) else None

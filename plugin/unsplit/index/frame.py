@@ -64,6 +64,7 @@ class Frame:
     registers: dict[int, int] | None = field(default=None, hash=False)
     stop_reason: str | None = None
     lines: tuple[LineInfo, ...] = ()
+    inlined: bool = False  # an inlined call's frame: it shares the pc of the frame it is in
 
     @property
     def file_address(self) -> int:
@@ -103,7 +104,7 @@ def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:
                             path=info.path, line=info.line or None,
                             column=info.column or None)
         out.append(Frame(frame.number + k, frame.pc, frame.module, frame.bias, inner,
-                         frame.cfa, frame.registers))
+                         frame.cfa, frame.registers, inlined=True))
     outer = chain[-1] if named else None
     if outer is not None and outer.line:
         loc = replace(loc, file=os.path.basename(outer.path) if outer.path else loc.file,

@@ -180,12 +180,16 @@ def bt_line(frame: Frame, style: str | None = GNU) -> str:
     loc = frame.location
     name = "??"
     if loc is not None and loc.procedure is not None:
-        name = f"{loc.label(style)}+{loc.offset or 0:#x}"
+        # An inlined call has no code of its own to be at an offset in, nor a fragment: the
+        # function inlined, marked as LLDB marks it (GDB shows no pc for it).
+        name = f"{loc.name(style) or '??'}" if frame.inlined else \
+            f"{loc.label(style)}+{loc.offset or 0:#x}"
     pos = source_position(loc) if loc is not None else None
     where = f" at {pos}" if pos else (f" from {os.path.basename(frame.module)}"
                                       if frame.module else "")
     cfa = f"  cfa {frame.cfa:#x}" if frame.cfa is not None else ""
-    return f"#{frame.number:<2} {frame.pc:#018x} in {name}{where}{cfa}"
+    inlined = " [inlined]" if frame.inlined else ""
+    return f"#{frame.number:<2} {frame.pc:#018x} in {name}{where}{inlined}{cfa}"
 
 
 def backtrace_text(frames: list[Frame], style: str | None = GNU) -> str:
