@@ -88,7 +88,7 @@ def register() -> Plugin:
         if events is not None:
             events.connect(host.invalidate)
     gdb.events.new_objfile.connect(breaks.on_new_objfile)  # after host.invalidate
-    loader = DebugInfoLoader(session.index)
+    loader = DebugInfoLoader(session.indexes)
     host.debuginfo_switch = loader.set_enabled
     register_missing_debug_handler(loader)  # GDB >= 15: asked before "No debugging symbols"
     gdb.events.new_objfile.connect(loader.on_new_objfile)  # older GDBs, and files loaded before

@@ -210,7 +210,7 @@ def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | Non
     if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
         return None  # a debug file of its own (the CFI pass says so)
     st = state_mod.for_debugger(debugger.GetID())
-    outcome = debug_file_for(path, st.session.index, max_code=max_code_bytes())
+    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
     build_id = st.session.indexes.binary(path).build_id
     if outcome.path is None or not build_id:
         return None
