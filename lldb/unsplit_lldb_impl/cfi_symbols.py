@@ -154,11 +154,16 @@ def _no_pc_in_moved_code(debugger: Any, path: str, pcs: list[int]) -> bool:
 
 def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
     """Give each new module of `target` that needs one its CFI symbol file (of those that
-    matter now, see _modules; all of them with `everything`); returns warnings. Cheap when
-    nothing is new (one look per module per session)."""
-    if not enabled() or not target.IsValid():
+    matter now, see _modules; all of them with `everything`); returns warnings, and what a
+    new module's pre-BOLT input needs said (Session.input_notes). Cheap when nothing is new
+    (one look per module per session)."""
+    if not target.IsValid():
         return []
-    notes: list[str] = []
+    session = state_mod.for_debugger(debugger.GetID()).session
+    notes = [line for m in target.module_iter()  # a BOLTed module without its input, once
+             for line in session.input_notes(m.GetFileSpec().fullpath or "")]
+    if not enabled():
+        return notes
     if _DONE.debuginfo:
         _describe(debugger, target, notes)
     exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
