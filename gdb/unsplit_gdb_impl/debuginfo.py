@@ -19,6 +19,7 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debuginfo.cache import Outcome, debug_file_for, max_code_bytes
 from unsplit.index.module_index import IndexCache
+from unsplit.render.debuginfo import DebugInfoState, status_text
 
 
 class DebugInfoLoader:
@@ -78,14 +79,15 @@ class DebugInfoLoader:
             if flag:
                 for objfile in gdb.objfiles():
                     self.load(objfile)
-        state = "on" if self.enabled else "off"
-        given = [f"  {os.path.basename(m)}: {o.path or o.reason}"
-                 + (" (GDB's missing-debug handler)" if m in self.answered else "")
-                 for m, o in self.outcomes.items() if o.path or "KB of code" in o.reason]
-        text = f"debuginfo {state}: split modules without DWARF get unsplit's debug file"
-        if flag is False:
-            text += " (files already loaded stay until the module reloads)"
-        return "\n".join([text, *given])
+        given = [(os.path.basename(m), o.path
+                  + (" (GDB's missing-debug handler)" if m in self.answered else ""))
+                 for m, o in self.outcomes.items() if o.path]
+        too_big = [(os.path.basename(m), o.reason) for m, o in self.outcomes.items()
+                   if not o.path and "KB of code" in o.reason]
+        state = DebugInfoState(self.enabled, otherwise="no debug file from unsplit (the "
+                               "plugin still names their frames)",
+                               kept="files already loaded stay until the module reloads")
+        return status_text(state, given, too_big, turned_off=flag is False)
 
 
 def register_missing_debug_handler(loader: DebugInfoLoader) -> bool:

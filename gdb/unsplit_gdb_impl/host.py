@@ -306,15 +306,15 @@ class GdbHost:
 
         return self._in_thread(thread, read)
 
-    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
-        def read() -> list[int]:
-            numbers: list[int] = []
+    def native_frame_numbers(self, thread: int | None = None) -> list[tuple[int, int]]:
+        def read() -> list[tuple[int, int]]:
+            numbers: list[tuple[int, int]] = []
             frame: gdb.Frame | None = gdb.newest_frame()
             first: int | None = None
             while frame is not None and len(numbers) < 512:
                 first = frame.level() if first is None else first
                 if frame.type() != gdb.INLINE_FRAME:  # as native_frame_pcs counts them
-                    numbers.append(first)
+                    numbers.append((first, frame.level() - first + 1))
                     first = None
                 try:
                     frame = frame.older()
@@ -365,6 +365,14 @@ class OneModuleHost:
 
     def evaluate_address(self, expression: str) -> int:
         return self.host.evaluate_address(expression)
+
+    # MachineState: the core asks whether the image in memory is this module's file (a core
+    # of another program) before it names a frame by it.
+    def read_memory(self, address: int, size: int) -> bytes:
+        return self.host.read_memory(address, size)
+
+    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
+        return self.host.frame0_registers(thread)
 
 
 # What GdbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,

@@ -10,12 +10,19 @@ Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame se
 
 * the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
   finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
-  module without DWARF, whenever it loads one;
+  module without DWARF, whenever it loads one (never a BOLT output's: every output of one
+  input has its build-id, so such a file is kept by digest and only ever given by sync);
 * :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
-  existed: at import (targets made before it, cores), from a stop hook at every stop
-  (libraries loaded since, dlopen()ed ones too; the stop hook also runs when a core is
-  loaded), and before every ``bb`` command — the CFI file for the executable and the modules
-  holding a thread's pc (see _modules), unsplit's DWARF file for every module (_describe).
+  existed: at import (targets made before it), and before every command that looks past a
+  thread's innermost frame (``bt``, ``frame select``/``up``/``down``, the steps and
+  ``finish``: LLDB's own, through command override callbacks, and every ``bb`` command) — for
+  the executable and the modules holding a thread's pc (see _modules), which covers cores and
+  libraries loaded since. Not from a stop hook on the command line: LLDB heads a stop hook's
+  output with ``-- Thread N`` for every thread that stopped for a reason (an attach, a core of
+  a multi-threaded program), whatever the hook prints, so a hook there prints lines nobody
+  asked for. lldb-dap runs no command before its clients read frames (stackTrace is the SB
+  API), so there the stop hook stays. The CFI file goes to the executable and the modules
+  holding a thread's pc; unsplit's DWARF file (debuginfo on) to every module (_describe).
 
 A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
 Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
@@ -26,12 +33,15 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.debug import breakpad
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
+from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities
 from . import state as state_mod
@@ -66,7 +76,8 @@ class _Done:
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
     described: set[tuple[str, str]] = field(default_factory=set)  # asked for a DWARF file
-    hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
+    hooked: set[int] = field(default_factory=set)  # debugger ids with the hook or the overrides
+    callbacks: list[Any] = field(default_factory=list)  # the override callbacks, kept alive
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
     # On by default in lldb-dap, off in the lldb command line (`bb debuginfo on|off` or
@@ -104,12 +115,51 @@ def install(debugger: Any) -> list[str]:
                          f"{out.strip()}")
     if int(debugger.GetID()) not in _DONE.hooked:
         _DONE.hooked.add(int(debugger.GetID()))
-        targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
-        for target in [debugger.GetDummyTarget(), *targets]:
-            _add_hook(debugger, target)
+        if _in_lldb_dap():
+            targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
+            for target in [debugger.GetDummyTarget(), *targets]:
+                _add_hook(debugger, target)
+        else:
+            notes += _add_overrides(debugger)
     for i in range(debugger.GetNumTargets()):
         notes += sync(debugger, debugger.GetTargetAtIndex(i))
     return notes
+
+
+# LLDB's commands that unwind past a thread's innermost frame (`bt`, `up`, `down`, `finish`, `n`,
+# `s`, `ni`, `si` and `thread return` are aliases of these): the CFI must be there first.
+UNWINDING_COMMANDS = ("thread backtrace", "frame select", "thread step-out", "thread step-over",
+                      "thread step-in", "thread step-inst", "thread step-inst-over",
+                      "thread step-scripted", "thread until", "thread return")
+
+
+def _add_overrides(debugger: Any) -> list[str]:
+    """Have every command of UNWINDING_COMMANDS sync first (an override callback that lets the
+    command run); returns one line per command that could not be hooked."""
+    interpreter = debugger.GetCommandInterpreter()
+    callback = _syncing(debugger)
+    _DONE.callbacks.append(callback)
+    missing = [c for c in UNWINDING_COMMANDS
+               if not interpreter.SetCommandOverrideCallback(c, callback)]
+    return [f"unsplit: LLDB's {', '.join(missing)} may unwind moved fragments without their "
+            "CFI (no command override callback)"] if missing else []
+
+
+def _syncing(debugger: Any) -> Any:
+    def before_command(*words: str) -> bool:
+        """Sync, then let LLDB run the command (False: not handled here)."""
+        try:
+            for note in sync(debugger, debugger.GetSelectedTarget()):
+                print(note, file=sys.stderr)
+        except Exception as e:  # an exception here would end up in LLDB's C++ caller
+            message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} (set "
+                               "UNSPLIT_DEBUG=1 for the traceback)".split())
+            if os.environ.get("UNSPLIT_DEBUG"):
+                traceback.print_exception(e, file=sys.stderr)
+            print(message, file=sys.stderr)
+        return False
+
+    return before_command
 
 
 def _add_hook(debugger: Any, target: Any) -> None:
@@ -216,10 +266,21 @@ def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | Non
         return None  # a debug file of its own (the CFI pass says so)
     st = state_mod.for_debugger(debugger.GetID())
     outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
-    build_id = st.session.indexes.binary(path).build_id
-    if outcome.path is None or not build_id:
+    binary = st.session.indexes.binary(path)
+    if outcome.path is None:
         return None
-    alias = breakpad.cache_path(build_id, root)  # where LLDB looks by itself
+    shared = not breakpad.alone_under_build_id(binary)  # a BOLT output's build-id
+    if found and shared and _forget_by_build_id(binary, symbol_file, root):
+        found = False  # another layout's file perhaps (an older cache's): never this one's
+    if shared:
+        # Kept by build-id and layout (debuginfo-v2/), where LLDB never looks by itself:
+        # every BOLT output of one input has its build-id, so a file LLDB found by it
+        # would be any layout's. Given explicitly, at each sync.
+        _add(debugger, target, outcome.path)
+        return f"given unsplit's DWARF: {outcome.path}"
+    if not binary.build_id:
+        return None
+    alias = breakpad.cache_path(binary.build_id, root)  # where LLDB looks by itself
     if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
         return f"given unsplit's DWARF (LLDB found it in the cache): {outcome.path}"
     _add(debugger, target, outcome.path)
@@ -243,6 +304,9 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     index = st.session.index(path)
     if index.binary.has_dwarf:  # LLDB's view: its symbol file is this file, DWARF or not
         return _dwarf_status(debugger, module, index, notes)
+    shared = not breakpad.alone_under_build_id(index.binary)  # a BOLT output's build-id
+    if found and shared and _forget_by_build_id(index.binary, symbol_file, root):
+        found = False  # another layout's file perhaps (an older cache's): never this one's
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
     if found and companion is not None:
         # LLDB searches our cache before /usr/lib/debug: a debug file installed since the
@@ -270,6 +334,20 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
         out = breakpad.pinned(text, root)  # a path LLDB has not read another text from
     _add(debugger, target, out)
     return f"given: {out}"
+
+
+def _forget_by_build_id(binary: Any, symbol_file: str, root: str) -> bool:
+    """Remove our cache's file at `binary`'s build-id path if LLDB read `symbol_file` from
+    there (an older plugin's DWARF or CFI file of a BOLT output): it may be another layout's,
+    and LLDB would find it again in every later session. Whether it was there."""
+    build_id = binary.build_id
+    if not build_id or symbol_file != breakpad.cache_path(build_id, root):
+        return False
+    try:
+        os.remove(symbol_file)
+    except FileNotFoundError:
+        pass
+    return True
 
 
 def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> str:
@@ -334,18 +412,19 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
             _DONE.seen.clear()  # look at every module again, this time for the DWARF file
             _DONE.described.clear()
             sync(debugger, target, everything=True)
-    text = [f"debuginfo {'on' if _DONE.debuginfo else 'off'}: split modules without DWARF "
-            "get unsplit's debug file" + ("" if _DONE.on else
-                                          " (inactive: bb exact-frames is off)")]
-    text += [f"  {os.path.basename(path)}: {what.split(': ', 1)[1]}"
+    given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())
              if what.startswith("given unsplit's DWARF")]
-    return "\n".join(text)
+    state = DebugInfoState(_DONE.debuginfo,
+                           otherwise="unsplit's CFI file (exact frames), not its debug file",
+                           kept="files already given stay until the target is made again",
+                           inactive=None if _DONE.on else "bb exact-frames is off")
+    return status_text(state, given, turned_off=flag is False)
 
 
 class CfiSymbolsHook:
-    """The stop hook: modules loaded since the last stop get their CFI symbol file before
-    anyone looks at the stop's frames. Never raises into LLDB; never stops the stop."""
+    """The stop hook (lldb-dap): modules loaded since the last stop get their CFI symbol file
+    before anyone looks at the stop's frames. Never raises into LLDB; never stops the stop."""
 
     def __init__(self, target: Any, extra_args: Any, internal_dict: dict[str, Any]) -> None:
         self.target = target

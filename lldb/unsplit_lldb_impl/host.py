@@ -218,7 +218,7 @@ class LldbHost:
 
         return unwinding.native_frame_pcs(self.target, self.frame, thread)
 
-    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
+    def native_frame_numbers(self, thread: int | None = None) -> list[tuple[int, int]]:
         from . import unwinding
 
         return unwinding.native_frame_numbers(self.target, self.frame, thread)

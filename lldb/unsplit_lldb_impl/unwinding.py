@@ -1,4 +1,4 @@
-"""What `bb bt` needs from LLDB (issue 9): a thread's frame 0 registers, process memory, and the
+"""What `bb bt` needs from LLDB: a thread's frame 0 registers, process memory, and the
 pcs of the frames LLDB unwinds itself, each through the SB API only.
 
 LLDB 22 unwinds a frame whose pc is in a cold fragment with its assembly profiler when the
@@ -77,9 +77,19 @@ def _innermost_of_each_frame(target: Any, frame: Any | None, number: int | None)
     return out
 
 
-def native_frame_numbers(target: Any, frame: Any | None, number: int | None) -> list[int]:
-    """The number `bt` gives each frame an unwinder makes: its innermost inlined call's."""
-    return [int(f.GetFrameID()) for f in _innermost_of_each_frame(target, frame, number)]
+def native_frame_numbers(target: Any, frame: Any | None, number: int | None
+                         ) -> list[tuple[int, int]]:
+    """The number `bt` gives each frame an unwinder makes (its innermost inlined call's),
+    and how many of `bt`'s frames it is (its inlined calls and itself)."""
+    out: list[tuple[int, int]] = []
+    first = None
+    for f in thread(target, frame, number):
+        first = f if first is None else first
+        if not f.IsInlined():
+            out.append((int(first.GetFrameID()), int(f.GetFrameID()) - int(first.GetFrameID())
+                        + 1))
+            first = None
+    return out
 
 
 def native_frame_pcs(target: Any, frame: Any | None, number: int | None) -> list[int]:

@@ -33,7 +33,8 @@ from unsplit.host import (
 )
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import shown
-from unsplit.index.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.frame import Frame, as_numbered, at_return_address, lookup_pc
+from unsplit.index.inlines import module_frames
 from unsplit.index.model import Location, Procedure
 from unsplit.render import breaks as break_text
 from unsplit.render import inputs as input_text
@@ -170,6 +171,9 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
         raise AddressLookupError(f"no procedure named {text!r} in any loaded module")
     style = session.demangling()
     rows, tables = [], []
+    left_out = session.originals_named(host, text)
+    if left_out:
+        tables.append(break_text.originals_note(left_out, style))
     for module, proc in found:
         mine = _block_rows(module, proc)
         rows += mine
@@ -244,7 +248,10 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
         raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "
                                  "nothing set (--pending to set it for a library loaded later)")
     assert isinstance(host, BreakpointHost)
-    return host.create_breakpoint(spec, sites)
+    made = host.create_breakpoint(spec, sites)
+    left_out = [] if spec.procedure is None else session.originals_named(host, spec.procedure)
+    return made + ("\n" + break_text.originals_note(left_out, session.demangling())
+                   if left_out else "")
 
 
 # -- bb bt ----------------------------------------------------------------------------------
@@ -282,6 +289,8 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
         frames = unwind.backtrace(host.modules(), registers, host.read_memory, session.index)
         native: list[int] | None = host.native_frame_pcs(thread)
         diff = [] if native is None else unwind.compare(native, frames, style)
+        frames = _numbered_as_native(session, host, frames, native,
+                                     host.native_frame_numbers(thread))
         if args.json:
             objects.append({"thread": thread, "frames": [bt_json(f, style) for f in frames],
                             "native_pcs": None if native is None else [hex(p) for p in native],
@@ -292,6 +301,28 @@ def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     if args.json:
         return json.dumps(objects if args.all_threads else objects[0])
     return "\n\n".join(texts)
+
+
+def _numbered_as_native(session: Session, host: Host, frames: list[Frame],
+                        native: list[int] | None,
+                        numbers: list[tuple[int, int]]) -> list[Frame]:
+    """The CFI's frames numbered as the debugger's `bt` numbers its own, with a row for each
+    inlined call it shows, while its frames are the CFI's (then 1 each)."""
+    out: list[Frame] = []
+    agree = native is not None and len(numbers) == len(native)
+    caller = False
+    for k, frame in enumerate(frames):
+        number = len(out)
+        count = 1
+        if agree and native is not None and k < len(native) and native[k] == frame.pc \
+                and numbers[k][0] == number:
+            count = numbers[k][1]
+        else:
+            agree = False
+        out.extend(_with_inlined(session, dataclasses.replace(frame, number=number), count,
+                                 caller))
+        caller = not _signal_frame(session, host, frame.pc)
+    return out
 
 
 # -- bb frames ------------------------------------------------------------------------------
@@ -319,24 +350,37 @@ def _frames(session: Session, host: Host, args: argparse.Namespace) -> str:
 
 
 def _frame_rows(session: Session, host: Host, pcs: list[int], mismatch: dict[str, str | None],
-                numbers: list[int] | None = None) -> list[dict[str, object]]:
-    """One row per frame; `numbers`: the debugger's frame numbers (else 0, 1, 2…)."""
+                numbers: list[tuple[int, int]] | None = None) -> list[dict[str, object]]:
+    """One row per frame of the debugger's `bt`; `numbers`: for each concrete frame (`pcs`),
+    the debugger's number of its innermost frame and how many it shows (else 0, 1, 2…)."""
     rows: list[dict[str, object]] = []
     style = session.demangling()
     caller = False  # frame 0, and a frame a signal interrupted, stopped at their pc
     if numbers is None or len(numbers) != len(pcs):
-        numbers = list(range(len(pcs)))
-    for number, pc in zip(numbers, pcs, strict=True):
+        numbers = [(k, 1) for k in range(len(pcs))]
+    for (number, count), pc in zip(numbers, pcs, strict=True):
         found = session.module_of(host, lookup_pc(pc, caller))
         if found is not None and found[0].path not in mismatch:
             mismatch[found[0].path] = session.image_mismatch(host, found[0])
         loc = None if found is None or mismatch[found[0].path] else \
             _locate_frame(session, host, pc, caller)
-        caller = not _signal_frame(session, host, pc)
         frame = Frame(number, pc, None if found is None else found[0].path,
                       0 if found is None else found[0].bias, loc)
-        rows.append(frame_row(frame, style, session.source_lines))
+        shown_frames = _with_inlined(session, frame, count, caller)
+        caller = not _signal_frame(session, host, pc)
+        for k, f in enumerate(shown_frames):
+            rows.append({**frame_row(f, style, session.source_lines),
+                         "inlined": k + 1 < len(shown_frames)})
     return rows
+
+
+def _with_inlined(session: Session, frame: Frame, count: int, caller: bool) -> list[Frame]:
+    """`frame` as the debugger's `count` frames: its inlined calls (DWARF's), then itself."""
+    if count <= 1 or frame.module is None or frame.location is None:
+        return [frame]
+    chain = module_frames(session.index(frame.module)).frames(
+        lookup_pc(frame.pc, caller) - frame.bias)
+    return as_numbered(frame, chain, count)
 
 
 def _signal_frame(session: Session, host: Host, pc: int) -> bool:

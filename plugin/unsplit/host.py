@@ -81,9 +81,10 @@ class NativeFrames(Protocol):
         left out (`bb bt` compares)."""
         ...
 
-    def native_frame_numbers(self, thread: int | None = None) -> list[int]:
+    def native_frame_numbers(self, thread: int | None = None) -> list[tuple[int, int]]:
         """For each of those frames, the number the debugger's `bt` gives the innermost frame
-        sharing its registers (an inlined call's), so `bb frames` rows and `frame N` agree."""
+        sharing its registers (an inlined call's) and how many frames `bt` shows for it (its
+        inlined calls and itself), so `bb frames` and `bb bt` number as `bt` and `frame N`."""
         ...
 
 

@@ -108,3 +108,34 @@ def test_loading_twice_registers_once(debugger: Callable[..., Any], zoo: dict[st
     first = next(line for line in bt.splitlines() if "transfer" in line)
     assert first.count("transfer [cold]") == 1, bt
     _check_where(session, f)
+
+
+def _debug_files(session: Any) -> str:
+    """The debugger's own word on the symbol files it has: GDB's objfiles, LLDB's image list."""
+    if session.name == "gdb":
+        return str(session.script("print([o.filename for o in gdb.objfiles()])"))
+    return str(session.command("image list"))
+
+
+def test_debuginfo_status_says_what_is_true(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """bolt-all crash (no DWARF), started with the switch off: `bb debuginfo` off, on and off
+    again says what the debugger itself lists (its objfiles or images): no debug file while
+    off, unsplit's once on, and that one still loaded after it is turned off."""
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO", "0")  # GDB's switch
+    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "0")
+    f = facts(zoo, "bolt-all", "crash")
+    session = debugger(ROOT / f["binary"], args=["crash"])
+    status = session.command("bb debuginfo status").splitlines()
+    assert status[0].startswith("debuginfo off: split modules without DWARF get ") and \
+        "unsplit's debug file" not in status[0] and len(status) == 1, status
+    assert "debuginfo-v" not in _debug_files(session)
+    on = session.command("bb debuginfo on").splitlines()
+    on = on[next(k for k, x in enumerate(on) if x.startswith("debuginfo ")):]  # GDB loads first
+    assert on[0] == "debuginfo on: split modules without DWARF get unsplit's debug file", on
+    [path] = re.findall(r"^  crash: (\S+)$", "\n".join(on[1:]), re.M)
+    assert path in _debug_files(session)
+    off = session.command("bb debuginfo off").splitlines()
+    assert off[0].startswith("debuginfo off: ") and "unsplit's debug file" not in off[0], off
+    assert off[1:] == [f"  crash: {path} (given before: still loaded)"], off
+    assert path in _debug_files(session)

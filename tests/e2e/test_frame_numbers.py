@@ -1,17 +1,19 @@
-"""`bb frames` numbers its rows as the debugger numbers its frames, inlined calls included:
-`frame N` in the debugger is row N of the table.
+"""`bb frames` and `bb bt` number their rows as the debugger numbers its frames, inlined calls
+included: `frame N` in the debugger is row N of either, and row N names what the debugger's own
+`bt` names frame N.
 
 The program is built here (GCC PGO): main's rare path, moved to main.cold, calls an
 always-inlined `helper`, which calls `leaf`; stopped in `leaf`, the debugger's frames are
-leaf (0), helper (1, inlined into main: main's pc and registers), main (2), libc…, and
-`bb frames` has one row per concrete frame: 0 (leaf), 1 (main's, as its innermost frame,
-helper, is numbered), then 3…. The pc of row 1 is the register's (LLDB shows main itself
+leaf (0), helper (1, inlined into main: main's pc and registers), main (2), libc…; both tables
+have a row for each, numbered so, helper's marked inlined (in `bb frames --json`), main's at its
+own line, the call of helper. The pc of rows 1 and 2 is the register's (LLDB shows main itself
 at the inlined block's start).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,16 +53,45 @@ def _pc(session: Any, number: int) -> int:
     return int(session.register("pc", number))
 
 
+def _native_names(session: Any) -> dict[int, str]:
+    """Frame number -> the line the debugger's own `bt` prints for it."""
+    out = {}
+    for line in session.backtrace().splitlines():
+        m = re.match(r"^\s*\*?\s*(?:frame )?#(\d+):?\s+(.*)$", line)
+        if m:
+            out[int(m[1])] = m[2]
+    return out
+
+
 def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[..., Any],
                                                           inlined: Path) -> None:
     s = debugger(inlined, args=["7"])
     s.break_function("leaf")
     s.run()
+    native = _native_names(s)
     rows = json.loads(next(line for line in s.command("bb frames --json").splitlines()
                            if line.startswith("[")))
     numbers = [r["frame"] for r in rows]
-    # Frame 2 is main, row 1's; GDB's bt stops at main.
-    assert numbers[:2] == [0, 1] and numbers[2:3] in ([], [3]), numbers
-    assert rows[1]["procedure"] == "main" and rows[1]["fragment"] != "hot", rows[1]
+    # Every frame of the debugger's `bt` up to main, in its order (GDB's bt stops at main).
+    assert numbers == list(range(len(numbers))) and len(numbers) >= 3, numbers
+    assert [r["procedure"] for r in rows[:3]] == ["leaf", "helper", "main"], rows[:3]
+    assert [r["inlined"] for r in rows[:3]] == [False, True, False], rows[:3]
+    assert rows[2]["fragment"] != "hot" and rows[1]["fragment"] == rows[2]["fragment"], rows
+    # main is at the line that calls helper, helper at the line that calls leaf.
+    assert "helper(n)" in (rows[2]["source"] or ""), rows[2]
+    assert "leaf(v * 2)" in (rows[1]["source"] or ""), rows[1]
+    for r in rows:  # the program's frames (LLDB may know libc's by address only)
+        if r["frame"] in native and r["module"] == str(inlined):
+            assert re.search(rf"\b{re.escape(r['procedure'])}\b", native[r["frame"]]), \
+                (r, native)
     for r in rows[:4]:
         assert _pc(s, r["frame"]) == int(r["pc"], 16), r
+    # `bb bt`: the CFI's frames, numbered the same, one line for the inlined call.
+    bt = {int(m[1]): m[2] for m in re.finditer(r"^#(\d+)\s+0x[0-9a-f]+ in (\S+)",
+                                               s.command("bb bt"), re.M)}
+    assert [bt.get(k) for k in range(3)] == ["leaf+0x0", "helper", "main"] or \
+        [bt.get(k, "").split("+")[0].split(" [")[0] for k in range(3)] == \
+        ["leaf", "helper", "main"], bt
+    for number, name in bt.items():
+        if number < 3:
+            assert name.split("+")[0].split(" [")[0] in native[number], (bt, native)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -409,6 +410,22 @@ def _at_edge_walk(session: Any, f: dict[str, Any]) -> Stop:
     return stop
 
 
+def _native_first_line_in_main(f: dict[str, Any]) -> int:
+    """Where GDB's own `next` from walk's last line stops in main, on the build itself or, for
+    BOLT (no DWARF), on its pre-BOLT input: the line of the call when the return address
+    begins a statement there (GDB stops at the start of a statement of another line), else
+    main's next line."""
+    binary = ROOT / (f["input"] if f.get("input") else f["binary"])
+    # (GDB puts `break recurse.c:LINE` of GCC's cold code at walk's entry: note_limit, the
+    # call on that line, is where walk's second activation is reached by name.)
+    script = ["break note_limit", "run deep", "continue", "finish"] + ["next"] * 12
+    out = subprocess.run(["gdb", "-nx", "-q", "-batch", *(x for c in script for x in ("-ex", c)),
+                          str(binary)], capture_output=True, text=True, timeout=SLOW).stdout
+    found = re.search(r"^main \(.*\) at \S+:(\d+)$", out, re.M)
+    assert found is not None, out
+    return int(found[1])
+
+
 @pytest.mark.parametrize("variant", RETURN_MID_LINE)
 def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., Any],
                                                         zoo: dict[str, Any],
@@ -419,14 +436,20 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
     (`total += walk(…) * 3`) and stops at main's next line, "main prints total", in whichever
     fragment holds it: in bolt-profile2 main's hot one, where GDB does not unwind (it stops
     unwinding at a function named `main`, not at `main.cold.0`), and the step used to run on
-    to __libc_start_call_main. `bb step`, `bb until`, and `bb finish` then `bb next`, from
-    walk's last line end there too."""
+    to __libc_start_call_main. Where the return address begins a statement of the call's line
+    (clang's rows), GDB's own `next` stops there first, and so does `bb next` (the oracle: GDB
+    on the build, or on BOLT's pre-BOLT input). `bb step`, `bb until`, and `bb finish` then
+    `bb next`, from walk's last line end there too."""
     f = facts(zoo, variant, "recurse")
     lines = {m: n for n, m in _markers(f, "recurse.c").items()}
     session = _session(debugger, ROOT / f["binary"], args=["deep"])
     out = session.command(f"bb break recurse.c:{lines['cold limit branch']}")
     assert "nothing set" not in out and "error" not in out.lower(), out
     expected = lines["main prints total"]
+    # GDB's own rule, on the build or its pre-BOLT input: stop on the call's line where the
+    # return address begins a statement (clang's column rows), else go on to the next line.
+    first = _native_first_line_in_main(f)
+    assert first in (lines["main cold edge walk"], expected), first
 
     start = _at_edge_walk(session, f)
     assert start[2] == lines["cold limit branch"], start
@@ -439,7 +462,11 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
         if stop[0] != "walk":
             break
         in_walk.append(stop)
-    assert stop is not None and stop[0] == "main" and stop[2] == expected, (in_walk, out)
+    assert stop is not None and stop[0] == "main" and stop[2] == first, (in_walk, out)
+    if first != expected:  # on the call's line, at the return address: main's next line next
+        out = session.command("bb next")
+        stop = _stop(out)
+        assert stop is not None and stop[0] == "main" and stop[2] == expected, out
     assert in_walk, "walk's first cold line was its last"
     _check_marker_fragments(f, "recurse.c", [stop, *in_walk])
 
@@ -450,11 +477,35 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
         assert last == in_walk[-1], (kind, last, in_walk)
         out = session.command(f"bb {kind}")
         stop = _stop(out)
-        if kind == "finish":
+        if kind == "finish" or first != expected:
             # Back at the return address, in the middle of the call's line in main's cold code.
             assert stop is not None and stop[0] == "main" and stop[1] != "hot", out
             assert stop[2] == lines["main cold edge walk"], out
             out = session.command("bb next")
             stop = _stop(out)
         assert stop is not None and stop[0] == "main" and stop[2] == expected, (kind, out)
+    assert session.alive()
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "bolt-all"])
+def test_breakpoint_that_interrupts_finish_is_reported_once(debugger: Callable[..., Any],
+                                                            zoo: dict[str, Any],
+                                                            variant: str) -> None:
+    """loop error, stopped in checksum: `bb finish` runs into a breakpoint on report (called
+    from checksum's cold path) and stops there; the stop reads as the debugger's own stop at a
+    breakpoint: its source line once, and no value returned (checksum has not returned)."""
+    f = facts(zoo, variant, "loop")
+    session = debugger(ROOT / f["binary"], args=["error"], startup_timeout=SLOW, timeout=SLOW)
+    _break(session, "checksum")
+    session.run()
+    _break(session, "report")
+    out = session.command("bb finish")
+    assert _BREAKPOINT.search(out), out
+    text = next(line for line in (ROOT / "fixtures" / "src" / "loop.c").read_text().splitlines()
+                if "fprintf" in line and "loop:" in line).strip()
+    # Once where the debugger knows report's lines (BOLT without DWARF: GDB shows `report ()`,
+    # LLDB disassembly, as at any breakpoint there).
+    assert out.count(text) == (1 if f["has_debug_info"] else out.count(text)) <= 1, out
+    assert len(re.findall(r"^Breakpoint \d+, |stop reason = breakpoint", out, re.M)) == 1, out
+    assert "Value returned" not in out and "Return value" not in out, out
     assert session.alive()

@@ -109,8 +109,24 @@ def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
 
 
 def procedures_named(index: ModuleIndex, text: str) -> list[str]:
-    """Linkage names of the procedures of one module that `text` names (unsplit.index.names)."""
-    return matching(index.procedures, text)
+    """Linkage names of the procedures of one module that `text` names (unsplit.index.names),
+    BOLT's patched originals left out (:func:`originals_named`)."""
+    return [name for name in matching(index.procedures, text)
+            if not _left_out(index, name, text)]
+
+
+def originals_named(index: ModuleIndex, text: str) -> list[str]:
+    """BOLT's patched originals (``foo.org.0``) that `text` also names, left out of every
+    `bb break` and `bb blocks`: never run but for the jump to their function's new code, where
+    the breakpoint is. Named by their own linkage name, they stay."""
+    if not index.binary.is_bolt_output:
+        return []
+    originals = [name for name in index.procedures if index.bolt_original(name) is not None]
+    return [name for name in matching(originals, text) if _left_out(index, name, text)]
+
+
+def _left_out(index: ModuleIndex, name: str, text: str) -> bool:
+    return name != text.strip() and index.bolt_original(name) is not None
 
 
 def _procedure_sites(index: ModuleIndex, proc: Procedure, spec: BreakSpec) -> list[Site]:

@@ -28,9 +28,10 @@ information a step goes by basic block (bb map, BAT); with neither, by one instr
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
 from unsplit.debug import cfi, unwind
@@ -40,6 +41,7 @@ from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, SelectedFrame
 from unsplit.index.demangle import demangle
+from unsplit.index.inlines import DwarfFrames, module_frames
 from unsplit.index.line_table import ProcedureLines, Span
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import ModuleIndex
@@ -78,7 +80,7 @@ class StepPlan:
     step_into: bool = False
     line: str | None = None  # "crash.c:29" for messages
     note: str = ""  # said to the user: how this step had to be made
-    at_line_start: bool = False  # `pc` is where a line of the procedure begins
+    at_line_start: bool = False  # `pc` begins a line of the procedure, or a statement row
     # From the CFI (unsplit.debug.unwind), when known: where the stepping frame returns to and its
     # CFA, which is the SP once it has returned (x86-64). A plan with these runs to
     # `return_address` until SP is back at `frame_cfa`, without the debugger's own unwinding;
@@ -155,6 +157,57 @@ class StepOutcome:
 def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
     """The line spans of `proc` in `index` (the module's LineTable)."""
     return index.line_table.procedure_lines(proc)
+
+
+def _no_own_lines(binary: Binary) -> dict[tuple[str, int, int], ProcedureLines]:
+    return {}
+
+
+# (name, entry, id of the pre-BOLT input) -> a procedure's own lines (kept on the module's
+# Binary; `bb input` changes the input)
+_OWN_LINES = PerFile(_no_own_lines)
+
+
+def own_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
+    """The line spans of `proc` as its own lines: code inlined into it belongs to the line of
+    the call (DW_AT_call_line of the outermost inlined block), as `next` and `until` see it in
+    both debuggers (GDB's infrun steps through an inlined call made on the line being stepped;
+    LLDB's step-over does too). An inlined call on another line begins that line, where its
+    block begins. Without DWARF inline information, the spans of procedure_lines."""
+    base = procedure_lines(index, proc)
+    current = index.input_binary()
+    key = (proc.name, proc.entry, id(current))
+    per_file = _OWN_LINES(index.binary)
+    found = per_file.get(key)
+    if found is None:
+        found = per_file[key] = _outer_spans(base, module_frames(index))
+    return found
+
+
+def _outer_spans(base: ProcedureLines, frames: DwarfFrames) -> ProcedureLines:
+    spans: list[Span] = []
+    previous: tuple[str, int] | None = None
+    for span in base.spans:
+        chain = frames.frames(span.start) if span.key is not None else []
+        if len(chain) > 1 and chain[-1].line:
+            outer = chain[-1]
+            name = os.path.basename(outer.path) if outer.path else span.file
+            # An inlined call begins its line (GDB stops there: at the call site) only where
+            # its block begins, coming from code of another line.
+            starts = (name, outer.line) != previous
+            span = Span(span.start, span.end, name, outer.line, starts)
+        else:
+            at_fragment_start = not spans or spans[-1].end != span.start
+            starts = span.starts_line and (at_fragment_start or span.key != previous)
+            span = Span(span.start, span.end, span.file, span.line, starts)
+        if spans and spans[-1].end == span.start and spans[-1].key == span.key \
+                and not span.starts_line:
+            last = spans[-1]
+            spans[-1] = Span(last.start, span.end, last.file, last.line, last.starts_line)
+        else:
+            spans.append(span)
+        previous = span.key
+    return ProcedureLines(base.procedure, spans, base.has_lines)
 
 
 def _no_rules(binary: Binary) -> dict[tuple[str, int], list[tuple[int, int, str, int]]]:
@@ -234,7 +287,10 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
         return StepPlan(kind, "instruction", pc,
                         note=f"{pc:#x} is in no known procedure: stepped one instruction")
     mod, index, proc = found
-    lines = procedure_lines(index, proc)
+    # `next` and `until` step over inlined calls as over calls; `step` enters them, and a
+    # line asked for by number may be an inlined function's.
+    lines = procedure_lines(index, proc) if kind == "step" or line is not None \
+        else own_lines(index, proc)
     file_pc = pc - mod.bias
     here = lines.span_at(file_pc)
     ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
@@ -256,8 +312,17 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
                     call_ranges=ranges,
                     targets=tuple(sorted(mod.bias + t for t in targets)),
                     line=None if key is None else f"{key[0]}:{key[1]}",
-                    at_line_start=here is not None and here.starts_line
-                    and here.start == file_pc, **common)  # type: ignore[arg-type]
+                    at_line_start=(here is not None and here.starts_line
+                                   and here.start == file_pc) or _statement_at(index, file_pc),
+                    **common)  # type: ignore[arg-type]
+
+
+def _statement_at(index: ModuleIndex, file_pc: int) -> bool:
+    """Whether a statement row of a line begins at `file_pc`: where GDB's step that returns
+    into a caller stops (infrun: the start of a statement of another line than the callee's),
+    and LLDB's too (its step-over stops wherever a step out of the callee lands)."""
+    return any(r.address == file_pc and r.is_stmt and r.line
+               for r in index.line_table.rows_in(file_pc, file_pc + 1))
 
 
 def _frame_identity(host: Host, pc: int, bias: int, index: ModuleIndex,
@@ -501,6 +566,29 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     return _report(session, host, kind, step, walk.notes, context)
 
 
+def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
+    """`loc` at the line of the call where a step over inlined calls stopped at the start of
+    an inlined block: the debuggers show the calling function's frame there, at its line."""
+    found = _where(session, host, pc)
+    if found is None:
+        return loc
+    mod, index, proc = found
+    file_pc = pc - mod.bias
+    here = own_lines(index, proc).span_at(file_pc)
+    if here is None or here.line == loc.line:
+        return loc
+    frames = module_frames(index)
+    chain = frames.frames(file_pc)
+    if len(chain) < 2 or chain[-1].line != here.line:
+        return loc
+    before = [f.function for f in frames.frames(file_pc - 1)]
+    if before[-len(chain):] == [f.function for f in chain]:
+        return loc  # inside the inlined block: the debuggers show the inlined function
+    outer = chain[-1]
+    return replace(loc, file=here.file, path=outer.path or loc.path, line=outer.line,
+                   column=outer.column or None)
+
+
 def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
             notes: list[str], context: object = None) -> str:
     """What the step prints: the debugger's own report of the stop (Host.stop_report, see
@@ -516,9 +604,14 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
     if pc is None:
         return "\n".join(lines)
     loc = session.locate(host, pc)
+    if kind in ("next", "until") and loc is not None:
+        loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()
     stepper = host if isinstance(host, SteppingHost) else None
-    if not (outcome.kind == "stopped" and outcome.message):
+    # A stop the step did not make (a breakpoint, a signal) the debugger has reported already
+    # (GDB prints it as it stops; LLDB's report is the message): not again, and no finish's
+    # return value.
+    if outcome.kind != "stopped":
         lines.append(stepper.stop_report(kind, loc, pc, context) if stepper is not None
                      else verbose_line(loc, pc, style))
     if session.verbose and stepper is not None:

@@ -264,6 +264,11 @@ class Binary:
     def has_section(self, name: str) -> bool:
         return name in self._section_index
 
+    @property
+    def is_bolt_output(self) -> bool:
+        """BOLT writes ``.note.bolt_info`` into every file it makes."""
+        return self.has_section(".note.bolt_info")
+
     @cached_property
     def _section_index(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -324,6 +329,17 @@ class Binary:
         if companion is not None and companion.has_section(".symtab"):
             return companion.function_columns
         return _function_columns(self, ".dynsym")
+
+    @cached_property
+    def function_files(self) -> bool:
+        """Whether a symbol of :attr:`function_columns` can name its source file: their table
+        has an STT_FILE symbol (a .dynsym never does). Answered without making the columns."""
+        if self.has_section(".symtab"):
+            return _has_file_symbol(self.symbol_columns(".symtab"))
+        companion = self.debug_companion
+        if companion is not None and companion.has_section(".symtab"):
+            return companion.function_files
+        return _has_file_symbol(self.symbol_columns(".dynsym"))
 
     def symbol_columns(self, table: str = ".symtab") -> SymbolColumns:
         """Every symbol of `table` as arrays sliced from its bytes (made once per table)."""
@@ -605,6 +621,13 @@ def _function_columns(binary: Binary, table: str) -> FunctionColumns:
             current_file = names[i]
     return FunctionColumns(out_values, out_sizes, out_names, bytes(local_flags), out_files,
                            cols.strtab)
+
+
+_IS_FILE = bytes(int(info & 0xF == _STT_FILE) for info in range(256))
+
+
+def _has_file_symbol(cols: SymbolColumns) -> bool:
+    return b"\x01" in cols.infos.translate(_IS_FILE)
 
 
 def _is_split_label(sym: SymbolEntry) -> bool:

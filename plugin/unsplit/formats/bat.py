@@ -366,21 +366,25 @@ def _decode_function(
 
     outs, values = array("I"), array("I")
     hashes, indices = array("Q"), array("I")
+    put_out, put_value, put_hash, put_index = (outs.append, values.append, hashes.append,
+                                               indices.append)
     acc = 0  # (input offset << 1) | BRANCHENTRY, as the u32 LLVM inserts in its multimap
     bb_index = 0
     last_out = -1
     data, end, section, base = r.data, r.end, r.section, r.base
     from_bytes = int.from_bytes
+    # The common one-byte LEB128s and the u64 hash are read inline, the others with leb128()
+    # itself rather than through the reader, and the position is a local: this loop runs once
+    # per entry, a million times for a 10 MB table (bench/libllvm.py: symbolize decodes a map
+    # per address it is asked about).
+    pos = r.pos
     for j in range(n):
-        # The common one-byte LEB128s and the u64 hash are read inline, the others with
-        # leb128() itself rather than through the reader: this loop runs once per entry, a
-        # million times for a 10 MB table.
-        entry_at = pos = r.pos
-        if pos < end and data[pos] < 0x80:
-            prev = (prev + data[pos]) & _M64
-            r.pos = pos + 1
+        entry_at = pos
+        if pos < end and (byte := data[pos]) < 0x80:
+            prev = (prev + byte) & _M64
+            pos += 1
         else:
-            delta, r.pos = leb128(data, pos, section, False, 64, "output address delta", base)
+            delta, pos = leb128(data, pos, section, False, 64, "output address delta", base)
             prev = (prev + delta) & _M64
         out = (prev - address) & _M32
         if out < last_out:
@@ -388,29 +392,29 @@ def _decode_function(
         last_out = out
         if j < eq:
             acc = ((((out + skew) & _M32) << 1) | ((mask >> j) & 1)) & _M32
+        elif pos < end and (byte := data[pos]) < 0x40:  # one-byte non-negative SLEB
+            acc = (acc + byte) & _M32
+            pos += 1
         else:
-            pos = r.pos
-            if pos < end and data[pos] < 0x40:  # one-byte non-negative SLEB
-                acc = (acc + data[pos]) & _M32
-                r.pos = pos + 1
-            else:
-                delta, r.pos = leb128(data, pos, section, True, 64, "input offset delta", base)
-                acc = (acc + delta) & _M32
-        outs.append(out)
-        values.append(acc)
+            delta, pos = leb128(data, pos, section, True, 64, "input offset delta", base)
+            acc = (acc + delta) & _M32
+        put_out(out)
+        put_value(acc)
         if acc & BRANCHENTRY:
-            hashes.append(0)
-            indices.append(0)
+            put_hash(0)
+            put_index(0)
             continue
-        pos = r.pos
         if pos + 9 <= end and data[pos + 8] < 0x80:
-            hashes.append(from_bytes(data[pos : pos + 8], "little"))
+            put_hash(from_bytes(data[pos : pos + 8], "little"))
             bb_index = (bb_index + data[pos + 8]) & _M64
-            r.pos = pos + 9
+            pos += 9
         else:
-            hashes.append(r.u64("block hash"))
+            r.pos = pos
+            put_hash(r.u64("block hash"))
             bb_index = (bb_index + r.uleb("block index delta")) & _M64
-        indices.append(bb_index & _M32)
+            pos = r.pos
+        put_index(bb_index & _M32)
+    r.pos = pos
     sec: list[int] = []
     off = 0
     for _ in range(n_sec):

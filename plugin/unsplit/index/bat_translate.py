@@ -100,6 +100,9 @@ class BatIndex:
         self._names: dict[int, str] = {}
         self._procedures: dict[str, int] | None = None
         self._homonyms: dict[str, list[int]] = {}  # a name's main fragments after the first
+        # The last address translated and its answer: a location asks twice (its offset, then
+        # BAT's facts), and so does a line question's inserted-jump check.
+        self._last: tuple[int, Translation | None] | None = None
 
     @property
     def procedures(self) -> dict[str, int]:
@@ -165,6 +168,14 @@ class BatIndex:
 
         None also for lite-mode functions BOLT left alone: their code is unchanged (spec §3.5).
         """
+        last = self._last
+        if last is not None and last[0] == address:
+            return last[1]
+        found = self._translate(address)
+        self._last = (address, found)
+        return found
+
+    def _translate(self, address: int) -> Translation | None:
         frag = self.fragment_at(address)
         if frag is None:
             return None
@@ -382,7 +393,7 @@ class _SymbolsByAddress:
 
     def _sort(self, order: array[int]) -> None:
         self._order = order
-        self._values = array("Q", (self._cols.values[i] for i in order))
+        self._values = array("Q", map(self._cols.values.__getitem__, order))
 
     def at(self, address: int) -> list[_Sym]:
         """The symbols at ``address``, in table order."""

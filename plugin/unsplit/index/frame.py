@@ -15,6 +15,7 @@ above a signal trampoline): each is named by its own pc.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from unsplit.index.demangle import GNU
@@ -79,3 +80,34 @@ class Frame:
         if loc is None:
             return None
         return loc.block.id if loc.block is not None else loc.bat_block
+
+
+def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:
+    """The `count` frames a debugger's `bt` shows for concrete `frame` (numbered from
+    `frame.number`): its inlined calls innermost first, then itself, each at its own line
+    (`chain`: what DWARF says of the frame's address, innermost first, as
+    unsplit.index.inlines.DwarfFrames gives it). The inlined frames are named by `chain` where
+    it has as many frames as the debugger, else left unnamed; numbers are the debugger's
+    either way, so `frame N` selects row N."""
+    loc = frame.location
+    if count <= 1 or loc is None:
+        return [frame]
+    named = len(chain) == count
+    out = []
+    for k in range(count - 1):
+        inner = None
+        if named:
+            info = chain[k]
+            inner = replace(loc, procedure=info.function, offset=None, block=None,
+                            file=os.path.basename(info.path) if info.path else None,
+                            path=info.path, line=info.line or None,
+                            column=info.column or None)
+        out.append(Frame(frame.number + k, frame.pc, frame.module, frame.bias, inner,
+                         frame.cfa, frame.registers))
+    outer = chain[-1] if named else None
+    if outer is not None and outer.line:
+        loc = replace(loc, file=os.path.basename(outer.path) if outer.path else loc.file,
+                      path=outer.path or loc.path, line=outer.line,
+                      column=outer.column or None)
+    out.append(replace(frame, number=frame.number + count - 1, location=loc))
+    return out

@@ -14,9 +14,17 @@ from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
-from unsplit.errors import AddressLookupError, UnsplitError
+from unsplit.errors import AddressLookupError, BinaryError, UnsplitError
 from unsplit.index.line_table import LineSource, LineTable
-from unsplit.index.model import HOT, Block, Fragment, LineRow, Location, Procedure
+from unsplit.index.model import (
+    HOT,
+    Block,
+    Fragment,
+    LineRow,
+    Location,
+    Procedure,
+    bolt_original_of,
+)
 from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
 from unsplit.index.store import IndexStore, StoredParts
 
@@ -34,6 +42,9 @@ class ModuleIndex:
         self.binary = binary
         self.sources_used: list[str] = []
         self.warnings: list[str] = []
+        # The last address looked up and its answer: naming a location asks for its procedure
+        # again (symbolize's outer name, a frame's entry).
+        self._last_lookup: tuple[int, tuple[Procedure, Fragment] | None] | None = None
         stored = None if store is None else store.load(binary)
         if stored is None and progress is not None:
             _announce(binary, progress)
@@ -69,6 +80,12 @@ class ModuleIndex:
     def input_binary(self) -> Binary | None:
         """The pre-BOLT input of a BOLTed module (None for any other, or none found)."""
         return self.sources.bat.input_binary()
+
+    def bolt_original(self, name: str) -> str | None:
+        """The function whose patched original entry (``foo.org.0``, unsplit.index.model) the
+        procedure `name` is, in a BOLT output; None for any other procedure."""
+        base = bolt_original_of(name)
+        return base if base is not None and self.binary.is_bolt_output else None
 
     def bat_input_address(self, file_address: int) -> int | None:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own
@@ -151,6 +168,14 @@ class ModuleIndex:
         return None if found is None else found[0]
 
     def _lookup(self, address: int) -> tuple[Procedure, Fragment] | None:
+        last = self._last_lookup
+        if last is not None and last[0] == address:
+            return last[1]
+        found = self._find(address)
+        self._last_lookup = (address, found)
+        return found
+
+    def _find(self, address: int) -> tuple[Procedure, Fragment] | None:
         found = self._lookup_known(address)
         if found is not None and (self._bat is None or found[1].source == "split_info"):
             return found
@@ -219,12 +244,14 @@ class ModuleIndex:
         return self.line_table.line_at(address)
 
     def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
-               blocks: bool = True) -> Location:
+               blocks: bool = True, offsets: bool = True) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
         `lines=False` skips the line look-up: naming a frame needs none, and the first line
         question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
         `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
-        of every one of its fragments (`unsplit symbolize` prints no block)."""
+        of every one of its fragments (`unsplit symbolize` prints no block). `offsets=False`
+        leaves ``offset``, ``input_address`` and BAT's facts None: in BOLTed code they decode
+        the fragment's BAT map (`unsplit symbolize` prints them only with --json)."""
         found = self._lookup(file_address)
         row = self.line_at(file_address) if lines else None
         module = self.binary.path
@@ -234,18 +261,11 @@ class ModuleIndex:
                             column=row.column if row else None, path=row.path if row else None,
                             warnings=tuple(self.warnings))
         proc, frag = found
-        offset = frag.logical_start + file_address - frag.start
-        source = self.sources.named(frag.source)
-        exact = None if source is None else source.logical_offset(file_address)
-        if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
-            offset = exact
+        offset: int | None = None
         input_address = None
         bat_facts: dict[str, object] = {}
-        bolted = self.input_location(file_address)
-        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
-            offset = bolted[1]
-            input_address = None if bolted[2] is None else bolted[2] + bolted[1]
-            bat_facts = self.sources.bat.facts(file_address)
+        if offsets:
+            offset, input_address, bat_facts = self._offset(frag, file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -265,6 +285,22 @@ class ModuleIndex:
             warnings=tuple(self.warnings),
             **bat_facts,  # type: ignore[arg-type]
         )
+
+    def _offset(self, frag: Fragment, file_address: int
+                ) -> tuple[int, int | None, dict[str, object]]:
+        """(logical offset, pre-BOLT input address, BAT's facts) of an address in `frag`."""
+        offset = frag.logical_start + file_address - frag.start
+        source = self.sources.named(frag.source)
+        exact = None if source is None else source.logical_offset(file_address)
+        if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
+            offset = exact
+        bolted = self.input_location(file_address)
+        if bolted is None:
+            return offset, None, {}
+        # BOLT: the offset in the input function, as BAT says
+        input_address = None if bolted[2] is None else bolted[2] + bolted[1]
+        return bolted[1], input_address, self.sources.bat.facts(file_address)
+
 
 class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
@@ -416,6 +452,15 @@ class IndexCache:
     def binary(self, path: str) -> Binary:
         """The opened file alone: cheap, for questions like "is this address its code"."""
         return self._entry(path)[1]
+
+    def open(self, path: str) -> ModuleIndex:
+        """:meth:`get`, a missing or unreadable file said as a BinaryError."""
+        try:
+            return self.get(path)
+        except FileNotFoundError:
+            raise BinaryError(f"{path}: no such file") from None
+        except OSError as e:
+            raise BinaryError(f"{path}: {e.strerror}") from None
 
     def get(self, path: str) -> ModuleIndex:
         stamp, binary, index = self._entry(path)

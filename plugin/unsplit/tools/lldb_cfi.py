@@ -5,6 +5,11 @@ With them in place, any LLDB client that searches the cache (``settings append
 target.debug-file-search-paths DIR``, as the plugin does at import) unwinds cold fragments of
 modules without DWARF right by itself: lldb-dap, scripts on the SB API, a first post-mortem
 session. ``--print`` writes the text to stdout instead (for ``target symbols add FILE``).
+
+A BOLT output shares its build-id with every other output of its input, so a file by build-id
+may serve another layout: the plugin's own cache keeps its text only under ``by-file/`` (a
+digest of the file), which the plugin hands LLDB itself; ``--cache DIR`` also writes it by
+build-id into DIR, for the one layout published there.
 """
 
 from __future__ import annotations
@@ -40,12 +45,16 @@ def _run(args: argparse.Namespace) -> str:
                     record["skipped"] = ("no build-id: LLDB cannot find it; use --print and "
                                          "`target symbols add`")
                 else:
-                    record["path"], record["written"] = breakpad.save(index, text,
-                                                                      root=args.cache)
                     # where the plugin looks first (a BOLT output's build-id is shared)
                     record["kept"] = breakpad.kept_path(index.binary, root=args.cache)
-                    if not breakpad.made_from(record["kept"], index.binary):
+                    written = not breakpad.made_from(record["kept"], index.binary)
+                    if written:
                         breakpad.write(record["kept"], text)
+                    if args.cache is not None or breakpad.alone_under_build_id(index.binary):
+                        record["path"], record["written"] = breakpad.save(index, text,
+                                                                          root=args.cache)
+                    else:  # never by build-id in the plugin's cache: LLDB would find it there
+                        record["path"], record["written"] = record["kept"], written
                     record["functions"] = text.count("STACK CFI INIT")
         except UnsplitError as e:
             failed.append(f"unsplit: {path}: {e}")
@@ -75,7 +84,9 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("binary", nargs="+", help="ELF files (executables, shared libraries)")
     p.add_argument("--cache", metavar="DIR",
                    help=f"where to write (default: {breakpad.cache_dir()}, from $UNSPLIT_CACHE "
-                        "or $XDG_CACHE_HOME)")
+                        "or $XDG_CACHE_HOME, where a BOLT output's file is kept by digest "
+                        "only); in DIR, every file is also written by build-id, which all BOLT "
+                        "outputs of one input share")
     p.add_argument("--json", action="store_true", help="one JSON list of what was done")
     p.add_argument("--print", action="store_true", help="write the symbol file to stdout")
     p.set_defaults(handler=_run)

@@ -32,7 +32,10 @@ Compatibility decisions (tests/unit/tools/test_symbolize.py holds them against l
   for COFF, so for a non-PIE ELF the two differ (ours is what the trace tokens mean).
 - BOLTed binaries: lines (and inlined frames) of code BAT describes come from the pre-BOLT input
   binary (``--input`` or found by build-id, unsplit.index.prebolt) at the BAT input offset, whenever
-  the binary's own DWARF is absent or says line 0 there.
+  the binary's own DWARF is absent or says line 0 there. BOLT's patched original of a function
+  (``foo.org.0``, a jump at foo's input address to its new code) gets the line of foo's entry in
+  the input. A line nothing gives is ``??:0:0``, never ``bolt-pseudo.o:0:0`` (the STT_FILE BOLT
+  files its own symbols under, which llvm-symbolizer prints).
 """
 
 from __future__ import annotations
@@ -51,11 +54,16 @@ from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.index.demangle import LLVM
 from unsplit.index.inlines import UNKNOWN, DwarfFrames, LineInfo
-from unsplit.index.model import Location
-from unsplit.index.module_index import ModuleIndex
-from unsplit.session import Session
+from unsplit.index.model import BOLT_PSEUDO_UNIT, Location
+from unsplit.index.module_index import IndexCache, ModuleIndex
+from unsplit.index.store import IndexStore
 
 PAGE = 0x1000
+
+
+def _progress(text: str) -> None:
+    """What a first index build says while it runs (as a debugging session says it)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 # --- the symbolizer --------------------------------------------------------------------------
@@ -75,8 +83,8 @@ class Symbolizer:
 
     def __init__(self, exe: str, input_path: str | None = None, fragments: bool = False,
                  demangle: bool = True, index: ModuleIndex | None = None) -> None:
-        # the persistent index, when there is one
-        self.index = Session().index(exe) if index is None else index
+        # the persistent index, as a debugging session opens it (without a session's imports)
+        self.index = IndexCache(IndexStore(), _progress).open(exe) if index is None else index
         self.binary = self.index.binary
         self.fragments = fragments
         self.style = LLVM if demangle else None  # llvm-symbolizer's wording, or --no-demangle
@@ -86,13 +94,14 @@ class Symbolizer:
         self._symbol_starts = array("Q")
         from unsplit.index import bat_translate, prebolt
 
-        found = None
+        found: Binary | None = None
         if bat_translate.has_bat(self.binary):
             found = (prebolt.set_input(self.binary, input_path) if input_path
                      else prebolt.input_for(self.binary))
         elif input_path:
             raise UsageError(f"{exe} has no BOLT address translation: --input is for BOLTed "
                              "binaries")
+        self._input = found
         self._dwarf = DwarfFrames(self.index, found, self.style)
 
     # -- reading input ------------------------------------------------------------------------
@@ -132,14 +141,15 @@ class Symbolizer:
 
     # -- answering ----------------------------------------------------------------------------
 
-    def answer(self, address: int, inlines: bool) -> Answer:
-        loc = self.index.locate(address, blocks=False)
-        frames = self.dwarf_frames(address, inlines)
+    def answer(self, address: int, inlines: bool, offsets: bool = True) -> Answer:
+        """What to print of `address`; `offsets=False` leaves the location's offset and BOLT
+        facts out (only --json prints them; in BOLTed code they decode a BAT map)."""
+        loc = self.index.locate(address, blocks=False, offsets=offsets)
+        entry = self._original_entry(loc)
+        frames = self.dwarf_frames(address, inlines) if entry is None else \
+            self._dwarf.input_frames(entry, inlines)
         if not frames:
-            # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
-            sym = self._symbol_at(address)
-            file = sym.file if sym is not None and sym.local and sym.file else None
-            frames = [LineInfo(UNKNOWN, file, 0, 0)]
+            frames = [LineInfo(UNKNOWN, self._symbol_file(address), 0, 0)]
         name, start = self._outer_name(loc)
         outer = frames[-1]
         frames[-1] = LineInfo(name if name is not None else outer.function, outer.path,
@@ -147,9 +157,29 @@ class Symbolizer:
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
 
+    def _original_entry(self, loc: Location) -> int | None:
+        """For code of BOLT's patched original of a function (``foo.org.0``: a jump to foo's
+        new code, at foo's input address), foo's entry in the pre-BOLT input, whose line it
+        stands for; None elsewhere or when the input has no foo there."""
+        base = None if loc.procedure is None else self.index.bolt_original(loc.procedure)
+        if base is None or self._input is None or loc.fragment_start is None:
+            return None
+        found = self._input.function_at(base, loc.fragment_start)
+        return None if found is None else found.value
+
     def dwarf_frames(self, address: int, inlines: bool = True) -> list[LineInfo]:
         """What DWARF says of `address` (unsplit.index.inlines.DwarfFrames)."""
         return self._dwarf.frames(address, inlines)
+
+    def _symbol_file(self, address: int) -> str | None:
+        """The file llvm-symbolizer names where no CU covers `address`: the STT_FILE of the
+        local function symbol around it (none in a table without STT_FILE: .dynsym), but not
+        the one BOLT files its own symbols under, which names no source."""
+        if not self.binary.function_files:
+            return None
+        sym = self._symbol_at(address)
+        file = sym.file if sym is not None and sym.local and sym.file else None
+        return None if file == BOLT_PSEUDO_UNIT and self.binary.is_bolt_output else file
 
     def _symbol_at(self, address: int) -> FunctionSymbol | None:
         cols = self.binary.function_columns
@@ -244,7 +274,7 @@ def stream(symbolizer: Symbolizer, lines: IO[str], out: IO[str], *, relative: bo
             answer = Answer(0, [LineInfo(UNKNOWN, None, 0, 0)], None)
             shown = 0
         else:
-            answer = symbolizer.answer(address, inlines)
+            answer = symbolizer.answer(address, inlines, offsets=as_json)
             shown = address - symbolizer.base if relative else address
         out.write(symbolizer.json(answer, shown) if as_json else symbolizer.text(answer))
         out.flush()

@@ -67,6 +67,25 @@ def test_symbol_columns_agree_with_pyelftools(path: str) -> None:
         assert list(cols.sizes) == [s["st_size"] for s in symbols]
 
 
+@pytest.mark.parametrize("path", _FILES)
+def test_function_files_says_whether_the_table_has_a_file_symbol(path: str) -> None:
+    """function_files is read before the function columns are made (symbolize searches no
+    symbol without it): it says whether their table has an STT_FILE symbol (pyelftools), and
+    without one no function names a file."""
+    binary = Binary(path)
+    owner = binary
+    if not binary.has_section(".symtab") and binary.debug_companion is not None and \
+            binary.debug_companion.has_section(".symtab"):
+        owner = binary.debug_companion
+    table = ".symtab" if owner.has_section(".symtab") else ".dynsym"
+    sec = owner.elf.get_section_by_name(table)
+    files = sec is not None and any(s["st_info"]["type"] == "STT_FILE"
+                                    for s in sec.iter_symbols())
+    assert binary.function_files == files
+    if not files:
+        assert all(f < 0 for f in binary.function_columns.files)
+
+
 def test_not_an_elf_file_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     bad.write_bytes(b"\x7fELF\x02\x01" + b"\0" * 10)

@@ -9,12 +9,16 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from unsplit.index.model import HOT
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources.symbols import split_fragment_name
+
+from ...conftest import ROOT, facts
 
 
 @pytest.mark.parametrize(
@@ -131,3 +135,23 @@ def test_stripped_binary_uses_its_debug_file(gcc_pgo: Path, tmp_path: Path) -> N
 
 def _nm_or_empty(binary: Path) -> str:
     return subprocess.run(["nm", str(binary)], capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs", "bolt-all", "bolt-cdsplit-dbg"])
+def test_locate_without_offsets_drops_only_them(zoo: dict[str, Any], variant: str) -> None:
+    """`offsets=False` (what `unsplit symbolize` asks without --json) leaves the offset, the
+    pre-BOLT input address and BAT's facts out, and says the same of everything else."""
+    f = facts(zoo, variant, "crash")
+    index = ModuleIndex.open(str(ROOT / f["binary"]))
+    dropped = {"offset": None, "input_address": None, "input_offset": None, "bat_entry": None,
+               "bat_entry_distance": None, "bat_block": None, "fragment_kind": None}
+    checked = 0
+    for info in f["split_functions"].values():
+        for frag in info["fragments"]:
+            for address in range(int(frag["start"], 16), int(frag["end"], 16)):
+                full = index.locate(address, blocks=False)
+                assert full.offset is not None
+                assert index.locate(address, blocks=False, offsets=False) == \
+                    replace(full, **dropped)
+                checked += 1
+    assert checked > 50

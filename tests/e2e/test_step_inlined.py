@@ -1,0 +1,129 @@
+"""`bb next` over lines whose code includes inlined calls, after returning into the caller: it
+stops once per line of the caller, as the debugger's own `next` does, never in the inlined
+function's lines (found on a BOLTed LevelDB: ReadRecord:78 twice, where `next` went 78 -> 80).
+
+The program is built here (GCC PGO): consume's rare path, moved to consume.cold, calls
+`produce` and passes its result to the always-inlined `twice` on the same line, then calls
+`twice` again on the next two lines. From produce's first line, `bb next` returns into
+consume.cold (at the start of the inlined `twice`, shown as the call's line) and goes on line
+by line. The oracle is the debugger's own `next` (GDB) / `thread step-over` (LLDB) on the same
+binary without the plugin: the lines of consume it stops at, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.toolbox import markers_in
+
+from ..builders import gcc_pgo_build
+
+pytestmark = pytest.mark.e2e
+
+SOURCE = r"""#include <stdlib.h>
+static volatile long sink;
+static inline __attribute__((always_inline)) long twice(long v)
+{
+    sink += v; /* BB: twice first */
+    return v * 2; /* BB: twice return */
+}
+__attribute__((noinline)) long produce(long n)
+{
+    sink ^= n; /* BB: produce first */
+    return n + 3; /* BB: produce return */
+}
+__attribute__((noinline)) long consume(long n)
+{
+    long total = 0;
+    for (long i = 0; i < 100; i++)
+        sink += i;
+    if (__builtin_expect(n == 7, 0)) {
+        total = twice(produce(n)) + twice(n + 1); /* BB: call then inlined */
+        total += twice(total); /* BB: inlined again */
+        sink = total; /* BB: after */
+    }
+    return total;
+}
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 0;
+    long t = 0;
+    for (int i = 0; i < 1000; i++)
+        t += consume(n);
+    return (int)(t & 1);
+}
+"""
+MARKERS = markers_in(SOURCE)
+CONSUME = [MARKERS["call then inlined"], MARKERS["inlined again"], MARKERS["after"]]
+TWICE = {MARKERS["twice first"], MARKERS["twice return"]}
+SLOW = 300
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("stepinl")
+    gcc_pgo_build(work, {"t.c": SOURCE}, [["gcc", "-O2", "-g", "t.c", "-o", "t"]],
+                  train=["./t"], use=("-fprofile-use", "-freorder-blocks-and-partition"))
+    return work / "t"
+
+
+_VERBOSE = re.compile(r"^#0\s+0x[0-9a-f]+ in (?P<proc>\w+)(?: \[[^\]]+\])?\+0x[0-9a-f]+", re.M)
+
+
+def _line(out: str, gdb: bool) -> int | None:
+    """The line a step reports, as the debugger prints it: GDB's `LINE\\tTEXT` (after the pc
+    mid-statement), LLDB's `-> LINE`."""
+    pattern = r"^(?:0x[0-9a-f]+\t)?(\d+)\t" if gdb else r"^->\s*(\d+)"
+    found = re.findall(pattern, out, re.M)
+    return int(found[-1]) if found else None
+
+
+def _consume_lines(session: Any, command: str, bb: bool) -> list[int]:
+    """`command` from produce's entry until the program is back in main: the lines shown while
+    in consume (by the plugin's verbose line, or by the line numbers of consume's body)."""
+    gdb = session.name == "gdb"
+    lines: list[int] = []
+    for _ in range(12):
+        out = session.until_stop(command, SLOW)
+        line = _line(out, gdb)
+        if bb:
+            found = _VERBOSE.search(out)
+            assert found is not None, out
+            if found["proc"] == "main":
+                break
+            if found["proc"] == "consume":
+                assert line is not None, out
+                lines.append(line)
+        elif line is not None and MARKERS["call then inlined"] - 6 <= line <= \
+                MARKERS["after"] + 3:
+            lines.append(line)
+        elif line is not None and lines and line > MARKERS["after"] + 3:
+            break  # main's lines come after consume's in the source
+    return lines
+
+
+def test_next_steps_over_inlined_calls_after_a_return(debugger: Callable[..., Any],
+                                                     program: Path) -> None:
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    native.break_function("produce")
+    native.run(SLOW)
+    native.delete_breakpoints()
+    theirs = _consume_lines(native, native.spelling("next"), bb=False)
+    # The oracle: consume's marked lines, each once, in order (GDB may also show a line of an
+    # inlined call's body; the plugin's next never stops there).
+    assert [n for n in theirs if n in CONSUME] == CONSUME, theirs
+
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    assert mine.command("bb set verbose on") == "verbose is on"
+    mine.break_function("produce")
+    mine.run(SLOW)
+    mine.delete_breakpoints()
+    ours = _consume_lines(mine, "bb next", bb=True)
+    assert ours == CONSUME, (ours, theirs)
+    assert not TWICE & set(ours), ours
+    assert mine.alive()
