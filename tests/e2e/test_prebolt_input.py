@@ -81,7 +81,8 @@ def test_bb_input_in_an_init_file(zoo: dict[str, Any], tmp_path: Path, name: str
         argv = [LLDB, "--no-lldbinit", "-b", "-O", f'command script import "{LLDB_PLUGIN}"',
                 "-O", f"bb input {given}", "-o", f'target create "{exe}"',
                 "-o", "process launch -- crash", "-k", "bb where --json"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env).stdout
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env)
+    out = ran.stdout + ran.stderr  # LLDB gives a command's warnings to stderr
     build_id = format(int(f["build_id"], 16), "x").rjust(len(f["build_id"]), "0")
     assert (f"the module with build-id {build_id} is not loaded: {given} will be its pre-BOLT "
             "input when it loads") in out, out
