@@ -114,14 +114,16 @@ class Session:
     def input_notes(self, path: str) -> list[str]:
         """What to say, once, of a module's pre-BOLT input as it loads: the input `bb input`
         named ahead for it (or why it was refused), or, for a BOLTed module whose input is
-        nowhere, that its code has no lines and how to give it one."""
+        nowhere, that its code has no lines and how to give it one (not when its BAT cannot
+        be read: then no input would help, and the index says why)."""
         if path in self._inputs_said or not os.path.isfile(path):
             return []
         self._inputs_said.add(path)
         try:
             binary = self.indexes.binary(path)
             notes = self._input_notes.pop(path, [])
-            if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None:
+            if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None \
+                    and bat_translate.load(binary) is not None:  # DecodeError: BAT is ignored
                 notes.append(input_text.not_found(
                     path, prebolt.input_build_id(binary.build_id or b"") or None))
         except (OSError, UnsplitError):  # a file the core cannot read: said where it is used
