@@ -88,7 +88,10 @@ def register() -> Plugin:
         if events is not None:
             events.connect(host.invalidate)
     gdb.events.new_objfile.connect(breaks.on_new_objfile)  # after host.invalidate
-    loader = DebugInfoLoader(session.index)
+    gdb.events.new_objfile.connect(lambda event: _say_input(session, event.new_objfile))
+    for objfile in gdb.objfiles():
+        _say_input(session, objfile)
+    loader = DebugInfoLoader(session.indexes)
     host.debuginfo_switch = loader.set_enabled
     register_missing_debug_handler(loader)  # GDB >= 15: asked before "No debugging symbols"
     gdb.events.new_objfile.connect(loader.on_new_objfile)  # older GDBs, and files loaded before
@@ -106,6 +109,15 @@ def register() -> Plugin:
         gdb.write(warning + "\n", gdb.STDERR)
     _plugin = plugin
     return plugin
+
+
+def _say_input(session: Session, objfile: Any) -> None:
+    """A BOLTed module without its pre-BOLT input (or with one `bb input` named ahead) is
+    said once, as it loads (Session.input_notes)."""
+    name = getattr(objfile, "filename", None)
+    if name and objfile.owner is None:
+        for line in session.input_notes(name):
+            gdb.write(line + "\n")
 
 
 def after_frame_command() -> None:

@@ -43,6 +43,7 @@ from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.elf.derived import PerFile
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.host import LoadedModule
+from unsplit.index.inlines import inlined_only
 from unsplit.render import breaks as break_text
 from unsplit.render.breaks import BreakGroup, Placed
 from unsplit.session import Session
@@ -73,10 +74,16 @@ class Group:
     head: Any  # gdb.Breakpoint: the first site's, or a `catch load` placeholder
     members: dict[Key, Member] = field(default_factory=dict)
     dropped: set[Key] = field(default_factory=set)  # deleted by the user: never made again
+    placeholder: bool = False  # the head is a `catch load`, which GDB lists as a catchpoint
+    told: set[str] = field(default_factory=set)  # modules said to have only inlined code of it
 
     @property
     def number(self) -> int:
         return int(self.head.number)
+
+    @property
+    def kind(self) -> str:
+        return "Catchpoint" if self.placeholder else "Breakpoint"
 
 
 def _command_text(spec: BreakSpec) -> str:
@@ -194,7 +201,7 @@ class Breakpoints:
             # no library has never stops, re-parses nothing, and `info breakpoints`, `disable`,
             # `delete` and `condition -force` handle it.
             head = _new_breakpoint(f"^unsplit: bb break {text}$", "catch load")
-            self.groups.append(Group(spec, text, head))
+            self.groups.append(Group(spec, text, head, placeholder=True))
             if spec.condition:  # checked where the library's locations are made
                 gdb.execute(f"condition -force {head.number} {spec.condition}", to_string=True)
             return break_text.gdb_pending(head.number, spec.text)
@@ -240,7 +247,8 @@ class Breakpoints:
                     runtime = [int(loc.address) for loc in bp.locations] or [member.address]
                     placed.append(Placed(str(bp.number), path, file_address,
                                          runtime[0] - file_address, bool(bp.enabled)))
-            out.append(BreakGroup(group.number, group.spec.option_text(), tuple(placed)))
+            out.append(BreakGroup(group.number, group.spec.option_text(), tuple(placed),
+                                  group.kind))
         return out
 
     # -- module loads ---------------------------------------------------------------------
@@ -259,7 +267,7 @@ class Breakpoints:
         for group in list(self.groups):
             if not group.head.is_valid():
                 continue
-            added: list[tuple[LoadedModule, Site]] = []
+            added: list[tuple[LoadedModule, Member]] = []
             for module in modules:
                 if loaded is not None and module.path != loaded:
                     continue
@@ -268,6 +276,8 @@ class Breakpoints:
                     sites = policy.resolve(index, group.spec)
                 except UnsplitError:
                     continue
+                if not sites and not group.members:
+                    self._inlined_only(group, index)
                 for site in sites:
                     key = (module.path, site.file_address)
                     member = group.members.get(key)
@@ -287,12 +297,24 @@ class Breakpoints:
                     group.members[key] = new
                     self._mirror(group, [new])
                     if member is None:
-                        added.append((module, site))
+                        added.append((module, new))
             if added:
-                n = len(added)
-                gdb.write(f"unsplit: Breakpoint {group.number} (bb break {group.text}): {n} "
-                          f"location{'s' if n > 1 else ''} in "
-                          f"{os.path.basename(added[0][0].path)} (bb break --list)\n")
+                gdb.write(break_text.gdb_resolved(
+                    group.kind, group.number, group.text,
+                    [int(m.breakpoint.number) for _, m in added], added[0][0].path) + "\n")
+
+    def _inlined_only(self, group: Group, index: Any) -> None:
+        """Say once per module when a pending `bb break NAME` names what the module has only
+        inlined: no load will ever resolve it there."""
+        spec, path = group.spec, index.binary.path
+        if not group.placeholder or path in group.told or spec.procedure is None \
+                or spec.offset is not None or spec.block is not None:
+            return
+        group.told.add(path)
+        declared = inlined_only(index, spec.procedure)
+        if declared is not None:
+            gdb.write(break_text.gdb_inlined_only(group.number, group.text, spec.procedure,
+                                                  path, declared) + "\n")
 
     # -- user edits -----------------------------------------------------------------------
 

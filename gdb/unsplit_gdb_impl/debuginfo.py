@@ -14,18 +14,17 @@ it (``disable missing-debug-handler unsplit``). Older GDBs get it from ``gdb.eve
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debuginfo.cache import Outcome, debug_file_for, max_code_bytes
-from unsplit.index.module_index import ModuleIndex
+from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 
 class DebugInfoLoader:
-    def __init__(self, index_of: Callable[[str], ModuleIndex]) -> None:
-        self.index_of = index_of
+    def __init__(self, indexes: IndexCache) -> None:
+        self.indexes = indexes
         self.enabled = os.environ.get("UNSPLIT_DEBUGINFO", "1") != "0"
         self.outcomes: dict[str, Outcome] = {}
         self.announced: set[str] = set()
@@ -38,7 +37,7 @@ class DebugInfoLoader:
         if not self.enabled or not name or not os.path.isfile(name):
             return None
         objfile.unsplit_debuginfo = True
-        outcome = debug_file_for(name, self.index_of, max_code=max_code_bytes())
+        outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes())
         self.outcomes[name] = outcome
         if outcome.path is None:
             return None
@@ -57,7 +56,7 @@ class DebugInfoLoader:
         if getattr(objfile, "unsplit_debuginfo", False):
             return  # looked at already (GDB keeps attributes set on an Objfile)
         objfile.unsplit_debuginfo = True
-        outcome = debug_file_for(name, self.index_of, max_code=max_code_bytes())
+        outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes())
         self.outcomes[name] = outcome
         if outcome.path is None:
             return

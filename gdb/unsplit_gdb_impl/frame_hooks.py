@@ -4,7 +4,8 @@ GDB 13 prints the selected frame for `frame`, `up`, `down` and `info frame` with
 filters, and its Python has no event for a command or for a change of the selected frame. What
 it has is the CLI's post-hooks (``define hookpost-up``, gdb/doc "Hooks"), which run after the
 command succeeded: each runs StopPrinter.on_frame_command, which prints one more line where the
-plugin shows the frame differently (``#1  0x… in run+0x31 at crash.c:46:22``).
+plugin shows the frame differently, as `bt` shows it
+(``#1  0x… in run [cold] () at crash.c:46``).
 
 A hook the user defined is theirs: it is left alone, and :func:`install` names the commands
 that then keep GDB's own line only.

@@ -187,15 +187,21 @@ class UnsplitFrameFilter:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
-            loc = self.locator.shown(frame, checked=checked)
-            if loc is None or not loc.in_moved_code:
-                return LineDecorator(decorator, loc)
-            if frame.type() == gdb.INLINE_FRAME and not _names_procedure(decorator, loc):
-                return LineDecorator(decorator, None)  # an inlined function keeps its own name
-            return MovedCodeDecorator(decorator, loc, style)
+            return decorated(decorator, self.locator.shown(frame, checked=checked), style)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
+
+
+def decorated(decorator: Any, loc: Location | None, style: str | None) -> Any:
+    """What `bt` prints a normal or inlined frame with, given where the plugin shows it (`loc`,
+    Locator.shown): also how stop.py words the selected frame after `up`, so both read alike."""
+    if loc is None or not loc.in_moved_code:
+        return LineDecorator(decorator, loc)
+    if decorator.inferior_frame().type() == gdb.INLINE_FRAME and \
+            not _names_procedure(decorator, loc):
+        return LineDecorator(decorator, None)  # an inlined function keeps its own name
+    return MovedCodeDecorator(decorator, loc, style)
 
 
 def _names_procedure(decorator: Any, loc: Location) -> bool:

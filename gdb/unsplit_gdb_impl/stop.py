@@ -26,6 +26,7 @@ from unsplit.index.names import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.render.frames import frame_text
 
+from . import capabilities
 from .host import progspace_file
 from .locator import Locator
 from .report import report_internal
@@ -83,16 +84,34 @@ class StopPrinter:
         self.locator = locator
         self.enabled = True
         self._core_seen: tuple[object, ...] | None = None
+        self._busy = False
 
     def frame_line(self, frame: gdb.Frame) -> str | None:
-        """The corrected line for `frame`, or None when GDB's own stands."""
+        """The corrected line for `frame` as `bt` words it, or None when GDB's own stands."""
         loc = self.locator.shown(frame)
         if loc is None:
             return None
         if _inlined_other(frame, loc) or _gdb_says_it(frame, loc):
             return None
         style = self.locator.session.demangling()
-        return _styled(frame_text(frame.level(), loc, int(frame.pc()), style), loc, style)
+        if not capabilities.has_frame_filters(gdb):  # no filtered `bt` to read alike
+            return _styled(frame_text(frame.level(), loc, int(frame.pc()), style), loc, style)
+        from gdb.FrameDecorator import (  # type: ignore[import-not-found, unused-ignore]
+            FrameDecorator,
+        )
+
+        from .frames import decorated
+
+        self._busy = True  # GDB's own `frame` line, asked below, runs our hook again
+        try:
+            native = frame_output(frame)
+        finally:
+            self._busy = False
+        shown = decorated(FrameDecorator(frame), loc, style)
+        text = stop_text.gdb_backtrace_line(frame.level(), native[0] if native else "",
+                                            int(frame.pc()), str(shown.function()),
+                                            shown.filename(), shown.line())
+        return _styled(text, loc, style)
 
     def line(self) -> str | None:
         """The corrected line for the newest frame."""
@@ -120,7 +139,7 @@ class StopPrinter:
 
     def on_frame_command(self) -> None:
         """After GDB printed the selected frame (`frame`, `up`, `down`, `info frame`)."""
-        if not self.enabled:
+        if not self.enabled or self._busy:
             return
         try:
             frame = gdb.selected_frame()

@@ -21,7 +21,8 @@ Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame se
   output with ``-- Thread N`` for every thread that stopped for a reason (an attach, a core of
   a multi-threaded program), whatever the hook prints, so a hook there prints lines nobody
   asked for. lldb-dap runs no command before its clients read frames (stackTrace is the SB
-  API), so there the stop hook stays.
+  API), so there the stop hook stays. The CFI file goes to the executable and the modules
+  holding a thread's pc; unsplit's DWARF file (debuginfo on) to every module (_describe).
 
 A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
 Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
@@ -74,6 +75,7 @@ class _Done:
     """Modules already looked at, by (path, UUID), with what was done (for `bb exact-frames`)."""
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
+    described: set[tuple[str, str]] = field(default_factory=set)  # asked for a DWARF file
     hooked: set[int] = field(default_factory=set)  # debugger ids with the hook or the overrides
     callbacks: list[Any] = field(default_factory=list)  # the override callbacks, kept alive
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
@@ -202,11 +204,18 @@ def _no_pc_in_moved_code(debugger: Any, path: str, pcs: list[int]) -> bool:
 
 def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
     """Give each new module of `target` that needs one its CFI symbol file (of those that
-    matter now, see _modules; all of them with `everything`); returns warnings. Cheap when
-    nothing is new (one look per module per session)."""
-    if not enabled() or not target.IsValid():
+    matter now, see _modules; all of them with `everything`); returns warnings, and what a
+    new module's pre-BOLT input needs said (Session.input_notes). Cheap when nothing is new
+    (one look per module per session)."""
+    if not target.IsValid():
         return []
-    notes: list[str] = []
+    session = state_mod.for_debugger(debugger.GetID()).session
+    notes = [line for m in target.module_iter()  # a BOLTed module without its input, once
+             for line in session.input_notes(m.GetFileSpec().fullpath or "")]
+    if not enabled():
+        return notes
+    if _DONE.debuginfo:
+        _describe(debugger, target, notes)
     exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
     for module, pcs in _modules(target, everything):
         path = module.GetFileSpec().fullpath or ""
@@ -221,6 +230,66 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
             _DONE.seen[key] = f"not given: {e}"
             notes.append(f"unsplit: CFI for LLDB's unwinder not given to {path}: {e}")
     return notes
+
+
+def _describe(debugger: Any, target: Any, notes: list[str]) -> None:
+    """Debuginfo on: each module not looked at yet gets unsplit's DWARF file now, not once a
+    thread's pc is in its moved code as the CFI file does: an IDE names every frame from the
+    module's symbol file, a caller in a cold fragment too (park <- work.cold in a library
+    loaded by dlopen()). Each module is asked once; one the file does not fit (DWARF of its own,
+    not split, too big to write in a session) is left to the CFI file."""
+    for module in target.module_iter():
+        path = module.GetFileSpec().fullpath or ""
+        key = (path, module.GetUUIDString() or "")
+        if not path or key in _DONE.seen or key in _DONE.described:
+            continue
+        _DONE.described.add(key)
+        try:
+            given = _give_dwarf(debugger, target, module, path)
+        except (OSError, UnsplitError) as e:  # never stops the debugger
+            given = f"not given: {e}"
+            notes.append(f"unsplit: debug file not given to {path}: {e}")
+        if given is not None:
+            _DONE.seen[key] = given
+
+
+def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | None:
+    """unsplit's DWARF (unsplit.debuginfo.synthesize) rather than the CFI file (a module has one
+    symbol file in LLDB): every client gets the procedure and its lines, but LLDB's unwinder no
+    longer has the fragments' CFI first (see _Done.debuginfo). None: not for this module."""
+    symbol_file = module.GetSymbolFileSpec().fullpath or ""
+    root = breakpad.cache_dir()
+    if not os.path.isfile(path):
+        return None
+    found = symbol_file.startswith(root + os.sep)  # LLDB read it from the cache itself
+    if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
+        return None  # a debug file of its own (the CFI pass says so)
+    st = state_mod.for_debugger(debugger.GetID())
+    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
+    binary = st.session.indexes.binary(path)
+    if outcome.path is None:
+        return None
+    shared = not breakpad.alone_under_build_id(binary)  # a BOLT output's build-id
+    if found and shared and _forget_by_build_id(binary, symbol_file, root):
+        found = False  # another layout's file perhaps (an older cache's): never this one's
+    if shared:
+        # Kept by build-id and layout (debuginfo-v2/), where LLDB never looks by itself:
+        # every BOLT output of one input has its build-id, so a file LLDB found by it
+        # would be any layout's. Given explicitly, at each sync.
+        _add(debugger, target, outcome.path)
+        return f"given unsplit's DWARF: {outcome.path}"
+    if not binary.build_id:
+        return None
+    alias = breakpad.cache_path(binary.build_id, root)  # where LLDB looks by itself
+    if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
+        return f"given unsplit's DWARF (LLDB found it in the cache): {outcome.path}"
+    _add(debugger, target, outcome.path)
+    if not (os.path.isfile(alias) and filecmp.cmp(alias, outcome.path, False)):
+        tmp = f"{alias}.tmp{os.getpid()}"
+        os.makedirs(os.path.dirname(alias), exist_ok=True)
+        shutil.copyfile(outcome.path, tmp)
+        os.replace(tmp, alias)  # for LLDB to find next time, before any stop
+    return f"given unsplit's DWARF: {outcome.path}"
 
 
 def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) -> str:
@@ -239,29 +308,6 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if found and shared and _forget_by_build_id(index.binary, symbol_file, root):
         found = False  # another layout's file perhaps (an older cache's): never this one's
     companion = index.binary.dwarf_binary  # a separate debug file LLDB did not load
-    if companion is None and _DONE.debuginfo:
-        # unsplit's DWARF (unsplit.debuginfo.synthesize) rather than the CFI file (a module has one
-        # symbol file in LLDB): every client gets the procedure and its lines, but LLDB's
-        # unwinder no longer has the fragments' CFI first (see _Done.debuginfo).
-        outcome = debug_file_for(path, st.session.index, max_code=max_code_bytes())
-        build_id = index.binary.build_id
-        if outcome.path is not None and shared:
-            # Kept by build-id and layout (debuginfo-v2/), where LLDB never looks by itself:
-            # every BOLT output of one input has its build-id, so a file LLDB found by it
-            # would be any layout's. Given explicitly, at each sync.
-            _add(debugger, target, outcome.path)
-            return f"given unsplit's DWARF: {outcome.path}"
-        if outcome.path is not None and build_id:
-            alias = breakpad.cache_path(build_id, root)  # where LLDB looks by itself
-            if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
-                return f"given unsplit's DWARF (LLDB found it in the cache): {outcome.path}"
-            _add(debugger, target, outcome.path)
-            if not (os.path.isfile(alias) and filecmp.cmp(alias, outcome.path, False)):
-                tmp = f"{alias}.tmp{os.getpid()}"
-                os.makedirs(os.path.dirname(alias), exist_ok=True)
-                shutil.copyfile(outcome.path, tmp)
-                os.replace(tmp, alias)  # for LLDB to find next time, before any stop
-            return f"given unsplit's DWARF: {outcome.path}"
     if found and companion is not None:
         # LLDB searches our cache before /usr/lib/debug: a debug file installed since the
         # CFI was cached must win. (The setting symbols.enable-external-lookup off is the
@@ -364,6 +410,7 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
         _DONE.debuginfo = flag
         if flag and _DONE.on and target.IsValid():
             _DONE.seen.clear()  # look at every module again, this time for the DWARF file
+            _DONE.described.clear()
             sync(debugger, target, everything=True)
     given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())

@@ -18,7 +18,8 @@ from typing import NoReturn
 from unsplit.debug import breakpoints, cfi, unwind
 from unsplit.debug.breakpoints import BreakpointHost
 from unsplit.debug.stepping import SteppingHost
-from unsplit.errors import AddressLookupError, UsageError
+from unsplit.elf.binary import Binary
+from unsplit.errors import AddressLookupError, BinaryError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
 from unsplit.host import (
     DebugInfo,
@@ -36,6 +37,7 @@ from unsplit.index.frame import Frame, as_numbered, at_return_address, lookup_pc
 from unsplit.index.inlines import module_frames
 from unsplit.index.model import Location, Procedure
 from unsplit.render import breaks as break_text
+from unsplit.render import inputs as input_text
 from unsplit.render.frames import (
     blocks_text,
     bt_json,
@@ -395,30 +397,62 @@ def _signal_frame(session: Session, host: Host, pc: int) -> bool:
 
 def _input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help="the pre-BOLT binary (omit to show what is in use)")
-    p.add_argument("--module", help="the BOLTed module it belongs to (default: the executable)")
+    p.add_argument("--module", help="the BOLTed module it belongs to, by path or file name, "
+                   "loaded or not yet (a library dlopen() loads later; default: the loaded "
+                   "module whose build-id is PATH's with BOLT's last bit flipped, else the "
+                   "executable, else the module with that build-id when it loads)")
 
 
 def _input(session: Session, host: Host, args: argparse.Namespace) -> str:
-    modules = [m for m in host.modules() if m.path]
+    modules = [m for m in host.modules() if m.path and os.path.isfile(m.path)]  # not [vdso]
     if args.module:
         modules = [m for m in modules if m.path == args.module
                    or os.path.basename(m.path) == args.module]
-        if not modules:
-            raise UsageError(f"bb input: no loaded module named {args.module!r}")
     if args.path is None:
-        lines = []
-        for mod in modules:
-            binary = session.index(mod.path).binary
-            if bat_translate.has_bat(binary):
-                found = prebolt.input_for(binary)
-                lines.append(f"{mod.path}: pre-BOLT input "
-                             + (found.path if found else "not found (bb input PATH)"))
-        return "\n".join(lines) or "no loaded module was optimized by BOLT"
-    index = session.index(modules[0].path) if modules else None
-    if index is None:
-        raise UsageError("bb input: no module loaded")
-    found = session.set_input(index.binary, os.path.expanduser(args.path))
+        return _inputs_in_use(session, modules)
+    path = os.path.expanduser(args.path)
+    executable = False  # the module was chosen for want of another
+    if not modules or not args.module:
+        mine = _module_with_input(session, modules, path)
+        if mine is None and (args.module or not modules):  # not loaded yet: when it loads
+            named = session.name_input(path, args.module)
+            return input_text.pending(path, named.module, named.build_id)
+        executable = mine is None
+        modules = [mine] if mine is not None else modules
+    index = session.index(modules[0].path)
+    try:
+        found = session.set_input(index.binary, path)
+    except BinaryError as e:
+        if not executable:
+            raise
+        raise BinaryError(input_text.refused_hint(str(e))) from None
     return f"{index.binary.path}: pre-BOLT input {found.path if found else args.path}"
+
+
+def _module_with_input(session: Session, modules: list[LoadedModule],
+                       path: str) -> LoadedModule | None:
+    """The loaded module `path` is the pre-BOLT input of, by build-id (BOLT flipped its last
+    bit), if any."""
+    candidate = Binary(path)
+    wanted = prebolt.input_build_id(candidate.build_id or b"")
+    candidate.close()
+    if not wanted:
+        return None
+    return next((m for m in modules if session.indexes.binary(m.path).build_id == wanted), None)
+
+
+def _inputs_in_use(session: Session, modules: list[LoadedModule]) -> str:
+    lines = []
+    for mod in modules:
+        binary = session.index(mod.path).binary
+        if bat_translate.has_bat(binary):
+            found = prebolt.input_for(binary)
+            lines.append(f"{mod.path}: pre-BOLT input "
+                         + (found.path if found else "not found (bb input PATH)"))
+    binaries = [session.indexes.binary(m.path) for m in modules]
+    lines += [input_text.pending(n.path, n.module, n.build_id) for n in session.named_inputs
+              if not any(n.names(b) for b in binaries)]
+    return "\n".join(lines) or "no loaded module was optimized by BOLT"
 
 
 # -- bb enable / disable ------------------------------------------------------------------

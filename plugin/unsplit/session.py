@@ -9,19 +9,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from unsplit.debug import breakpoints
 from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.elf.binary import Binary
 from unsplit.elf.core import image_build_id
-from unsplit.errors import UnsplitError
+from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import Host, LoadedModule, MachineState
-from unsplit.index import prebolt
+from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import GNU
 from unsplit.index.location_cache import LocationCache
 from unsplit.index.model import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
 from unsplit.index.store import IndexStore
+from unsplit.render import inputs as input_text
 
 
 def _stderr(text: str) -> None:
@@ -32,6 +34,22 @@ def _gnu() -> str | None:
     return GNU
 
 
+@dataclass(frozen=True, slots=True)
+class NamedInput:
+    """`bb input PATH` for a module not loaded yet, given to it as it loads: the module named
+    by `module` (its path or file name), else the one whose build-id is `build_id` (PATH's with
+    BOLT's last bit flipped back)."""
+
+    path: str
+    module: str | None
+    build_id: bytes | None
+
+    def names(self, binary: Binary) -> bool:
+        if self.module is not None:
+            return self.module in (binary.path, os.path.basename(binary.path))
+        return self.build_id is not None and binary.build_id == self.build_id
+
+
 class Session:
     """``persistent``: indexes come from and go to the cache on disk (unsplit.index.store);
     ``progress`` hears about a first index build that takes a while (default: stderr, which
@@ -39,7 +57,11 @@ class Session:
 
     def __init__(self, demangling: Callable[[], str | None] = _gnu, *, persistent: bool = True,
                  progress: Callable[[str], None] | None = _stderr) -> None:
-        self.indexes = IndexCache(IndexStore() if persistent else None, progress)
+        self.indexes = IndexCache(IndexStore() if persistent else None, progress,
+                                  opened=self._opened)
+        self.named_inputs: list[NamedInput] = []  # `bb input` for modules not loaded yet
+        self._input_notes: dict[str, list[str]] = {}  # module -> what to say of it at load
+        self._inputs_said: set[str] = set()
         self.enabled = True
         # How procedure names are shown (an unsplit.index.demangle style; None: linkage names),
         # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
@@ -58,6 +80,55 @@ class Session:
         is this session's), verified; None forgets it (search again)."""
         self.locations.invalidate()
         return prebolt.set_input(binary, path)
+
+    def name_input(self, path: str, module: str | None) -> NamedInput:
+        """`bb input PATH [--module NAME]` for a module not loaded yet: remembered, and given
+        to the module when it loads (files opened already get it now)."""
+        candidate = Binary(path)  # BinaryError (one line) when it is no ELF file
+        named = NamedInput(path, module, prebolt.input_build_id(candidate.build_id or b"")
+                           or None)
+        candidate.close()
+        if module is None and named.build_id is None:
+            raise UsageError(f"bb input: {path} has no build-id to find its module by: name "
+                             "the module with --module NAME")
+        self.named_inputs = [n for n in self.named_inputs
+                             if (n.module, n.build_id) != (named.module, named.build_id)]
+        self.named_inputs.append(named)
+        for binary in self.indexes.binaries():
+            if named.names(binary):
+                self.set_input(binary, path)
+        return named
+
+    def _opened(self, binary: Binary) -> None:
+        """A file the session opens for the first time gets the input named for it ahead."""
+        for named in reversed(self.named_inputs):
+            if named.names(binary):
+                try:
+                    prebolt.set_input(binary, named.path)
+                    said = input_text.given_at_load(binary.path, named.path)
+                except BinaryError as e:
+                    said = input_text.refused_at_load(binary.path, str(e))
+                self._input_notes.setdefault(binary.path, []).append(said)
+                return
+
+    def input_notes(self, path: str) -> list[str]:
+        """What to say, once, of a module's pre-BOLT input as it loads: the input `bb input`
+        named ahead for it (or why it was refused), or, for a BOLTed module whose input is
+        nowhere, that its code has no lines and how to give it one (not when its BAT cannot
+        be read: then no input would help, and the index says why)."""
+        if path in self._inputs_said or not os.path.isfile(path):
+            return []
+        self._inputs_said.add(path)
+        try:
+            binary = self.indexes.binary(path)
+            notes = self._input_notes.pop(path, [])
+            if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None \
+                    and bat_translate.load(binary) is not None:  # DecodeError: BAT is ignored
+                notes.append(input_text.not_found(
+                    path, prebolt.input_build_id(binary.build_id or b"") or None))
+        except (OSError, UnsplitError):  # a file the core cannot read: said where it is used
+            return []
+        return notes
 
     def source_lines(self, path: str) -> list[str] | None:
         """A source file's lines (for step reports), read again only when the file changed:

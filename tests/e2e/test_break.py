@@ -278,7 +278,7 @@ def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
     line = markers_in(builders.SPLIT_LIB_C)["lib crash"]
     s = debugger(split_library / "m", args=["crash"])
     out = s.command(f"bb break lib.c:{line} --pending")
-    assert out.startswith("Breakpoint"), out
+    assert out.startswith("Catchpoint" if s.name == "gdb" else "Breakpoint"), out
     if s.name == "gdb":  # GDB loads no library before `run`
         assert "pending" in out, out
     for _ in range(2):  # and again after a restart: the library is loaded anew
@@ -288,6 +288,45 @@ def test_pending_breakpoint_in_a_library(debugger: Callable[..., Any],
             ("work", "work.cold", line), loc
         assert stop_names(stop, "work", "cold", line), stop
     assert _crashed(resume(s))
+
+
+def test_gdb_pending_break_numbers_what_stops(gdb: Callable[..., Any],
+                                              zoo: dict[str, Any]) -> None:
+    """GDB: `bb break --pending` in a library dlopen() loads later (bolt-dlopen) is held by a
+    placeholder that `info breakpoints` lists as a catchpoint, and says so; when the library
+    loads, the breakpoints it brings are named by the numbers the stop reads, at verify_record's
+    fragments (nm, facts.json). A static that exists only inlined (quarantine_record: no symbol,
+    an abstract DW_TAG_subprogram in the pre-BOLT input) is said to stay pending, with where it
+    is declared (the source's own line)."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    source = (ROOT / "fixtures" / "src" / "libwork.c").read_text().splitlines()
+    declared = next(n for n, text in enumerate(source, 1) if " quarantine_record(" in text)
+    s = gdb(ROOT / f["executable"], args=["crash"])
+    said = s.command("bb break --pending verify_record -a")
+    m = re.fullmatch(r"Catchpoint (\d+) \(verify_record\) pending: .*", said.strip())
+    assert m, said
+    inlined = s.command("bb break --pending quarantine_record")
+    assert inlined.startswith("Catchpoint"), inlined
+    info = s.command("info breakpoints")
+    assert re.search(rf"^{m[1]}\s+catchpoint\s", info, re.M), info
+    stop = s.run()
+    told = re.search(rf"^unsplit: Catchpoint {m[1]} \(bb break verify_record --all-fragments\): "
+                     r"Breakpoints (\d+)-(\d+) in libwork\.so", stop, re.M)
+    assert told, stop
+    hit = re.search(r"hit Breakpoint (\d+), ", stop)
+    assert hit and int(told[1]) <= int(hit[1]) <= int(told[2]), stop
+    base = int(f["crash"]["library_base"], 16)
+    starts = {int(x["start"], 16) + base
+              for x in f["split_functions"]["verify_record"]["fragments"]}
+    rows = re.findall(r"^(\d+)\s+breakpoint\s+keep\s+y\s+(0x[0-9a-f]+)", s.command(
+        "info breakpoints"), re.M)
+    numbered = {int(n): int(a, 16) for n, a in rows}
+    assert {numbered[n] for n in range(int(told[1]), int(told[2]) + 1)} == starts, rows
+    assert numbered[int(hit[1])] in starts
+    assert re.search(r"^unsplit: Catchpoint \d+ \(bb break quarantine_record\): "
+                     r"quarantine_record has no code of its own in libwork\.so, every call of it "
+                     rf"was inlined \(declared at libwork\.c:{declared}\): it stays pending",
+                     s.transcript, re.M), s.transcript
 
 
 @pytest.mark.parametrize("variant", ["gcc-pgo", "gcc-pgo-nodebug"])

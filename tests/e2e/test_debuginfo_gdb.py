@@ -116,3 +116,33 @@ def test_gdb_native_next_into_moved_code(gdb: Callable[..., GdbDriver], zoo: dic
                      re.M), out
     where = session.command("bb where")
     assert re.search(r"^  fragment  cold", where, re.M), where
+
+
+def test_gdb_frames_come_back_once_the_pre_bolt_input_is_found(
+        gdb: Callable[..., GdbDriver], zoo: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of bolt-dlopen without its pre-BOLT input: the debug file GDB gets has no line.
+    With the input put beside the library (input/), the next session's file is made from it,
+    not the one kept from before: GDB's own stop line and `up` name the inlined
+    quarantine_record and verify_record on the pre-BOLT crash's lines (llvm-symbolizer-22)."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("executable", "binary"):
+        shutil.copy2(ROOT / f[name], app)
+    inner, outer = f["crash"]["input_crash"]["chain"][:2]
+    session = gdb(app / "workers", args=["crash"])
+    stop = session.run()
+    assert re.search(r"^0x[0-9a-f]+ in verify_record \(\) from .*libwork\.so$", stop, re.M), stop
+    session.close()
+    (app / "input").mkdir()
+    shutil.copy2(ROOT / f["input"], app / "input")
+    session = gdb(app / "workers", args=["crash"])
+    stop = session.run()
+    assert re.search(rf"^0x[0-9a-f]+ in {inner['function']} \(\) at .*libwork\.c:"
+                     rf"{inner['line']}$", stop, re.M), stop
+    up = session.command("up")
+    assert re.search(rf"^#1\s+{outer['function']} \(\) at .*libwork\.c:{outer['line']}$", up,
+                     re.M), up
+    assert len(list((tmp_path / "cache").rglob("*.debug"))) == 2

@@ -10,6 +10,7 @@ the return address - 1.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -91,3 +92,40 @@ def test_a_cold_entry_without_a_line_keeps_its_arguments(gdb: Callable[..., Any]
     ours = re.match(r"^#0\s+0x[0-9a-f]+ in transfer \[cold\] (\(.+\))", frames[1])
     assert theirs and ours and theirs.group(1) != "()", frames
     assert ours.group(1) == theirs.group(1), frames
+
+
+def test_frame_commands_read_as_bt_does(gdb: Callable[..., Any], zoo: dict[str, Any],
+                                        tmp_path: Path) -> None:
+    """bolt-dlopen's library copied away from its input (no lines): after `up` (and `frame N`)
+    the plugin's line for the selected frame is `bt`'s line for it, word for word: `work
+    [cold] ()`, not `work [cold]+0xb1 from libwork.so` (nm: the caller is in work.cold)."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in ("executable", "binary"):
+        shutil.copy2(ROOT / f[name], app)
+    crashed = next(t for t in f["crash"]["threads"] if t["num"] == f["crash"]["thread"])
+    assert crashed["frames"][1]["symbol"] == "work.cold"  # the premise
+    s = gdb(app / "workers", args=["crash"])
+    s.run()
+    bt = {int(m[1]): m[0] for m in re.finditer(r"^#(\d+)\s.*$", s.backtrace(), re.M)}
+    assert re.fullmatch(r"#1\s+0x[0-9a-f]+ in work \[cold\] \(\)", bt[1]), bt
+    for command in ("up", "frame 1"):
+        lines = s.command(command).splitlines()
+        assert lines[-1] == bt[1], (command, lines, bt[1])
+
+
+def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
+                                                    zoo: dict[str, Any]) -> None:
+    """A worker parked in the library calls pthread_cond_wait (the source's line at the `park
+    wait` marker); glibc's own symbol table spells it `pthread_cond_wait@@GLIBC_2.3.2`: `bb
+    frames` names the frame above park `pthread_cond_wait`, and no frame with a version."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    parked = next(t for t in f["crash"]["threads"] if t["num"] != f["crash"]["thread"]
+                  and any(x["symbol"] == "park" for x in t["frames"]))
+    s = gdb(ROOT / f["executable"], core=str(ROOT / f["crash"]["core"]))
+    s.command(f"thread {parked['num']}")
+    rows = json.loads(s.command("bb frames --json"))
+    names = [r["procedure"] for r in rows]
+    assert not [n for n in names if n and "@" in n], names
+    assert names[names.index("park") - 1] == "pthread_cond_wait", names

@@ -130,3 +130,44 @@ def test_gdb_dap_sources_are_full_paths(dap: Any, tmp_path: Path) -> None:
     assert frames[0]["name"].startswith("transfer"), frames[0]  # the crash, in transfer.cold
     sources = [f["source"]["path"] for f in frames[:3]]
     assert sources == [str(work / "crash.c")] * 3, frames[:3]
+
+
+def _dlopen_park_stop(session: DapSession, f: dict[str, Any], how: str) -> dict[str, Any]:
+    """lldb-dap runs bolt-dlopen's workers with a function breakpoint at the library's park
+    (not loaded yet: workers dlopen()s it) and the plugin imported by `how`; returns the stack
+    of the first thread to stop there, whose frame 1 is in work's cold fragment."""
+    load = [f'command script import "{LLDB_PLUGIN}"']
+    commands = {"preRunCommands": load} if how == "preRunCommands" else {"initCommands": load}
+    session.send("launch", program=str(ROOT / f["executable"]), args=["crash"], **commands)
+    session.wait("event", "initialized")
+    session.request("setFunctionBreakpoints", breakpoints=[{"name": "park"}])
+    session.request("configurationDone")
+    stopped = session.wait("event", "stopped")
+    assert stopped["body"]["reason"] == "breakpoint", stopped
+    frames: list[dict[str, Any]] = session.request(
+        "stackTrace", threadId=stopped["body"]["threadId"], startFrame=0, levels=20)["stackFrames"]
+    return frames
+
+
+@pytest.mark.parametrize("how", ["initCommands", "preRunCommands", "warm cache"])
+def test_lldb_dap_dlopen_library_callers_in_moved_code(dap: Any, zoo: dict[str, Any],
+                                                      how: str) -> None:
+    """A BOLTed library loaded by dlopen(), a stop in its hot code (park) whose caller is in a
+    cold fragment (work.cold): the IDE names the caller `work`, in libwork.c, on the line of the
+    call, with nothing typed in the debug console. The library gets unsplit's debug file when the
+    plugin first sees it, not only once a thread's pc is in its moved code. Oracles: the frames
+    gdb unwound at the fixture's crash (park <- work.cold, by nm) and the source's markers."""
+    if shutil.which(LLDB_DAP) is None:
+        pytest.fail(f"{LLDB_DAP} is not installed (setup.sh installs lldb-22, which has it)")
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    parked = [x for x in f["crash"]["threads"][-1]["frames"] if x["module"] == "libwork.so"]
+    assert [x["symbol"] for x in parked] == ["park", "work.cold"]  # the premise
+    if how == "warm cache":  # a first session leaves its files in the cache; the second counts
+        _dlopen_park_stop(dap([LLDB_DAP]), f, "initCommands")
+    frames = _dlopen_park_stop(dap([LLDB_DAP]), f, how)
+    assert frames[0]["name"] == "park", frames[:2]
+    caller, source = frames[1], frames[1].get("source") or {}
+    assert caller["name"] == "work", frames[:2]
+    assert source.get("path") and Path(source["path"]).name == "libwork.c", caller
+    assert os.path.isfile(source["path"]), caller
+    assert caller["line"] == f["markers"]["libwork.c"]["work cold park call"], caller

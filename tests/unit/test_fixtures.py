@@ -29,6 +29,8 @@ VARIANTS = [
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 # The multi-TU program with same-named local functions has variants of its own.
 STATICS = ["bolt-statics", "bolt-statics-dbg"]
+# A program that dlopen()s a BOLTed library and dies in it, five threads in it.
+DLOPEN = "bolt-dlopen"
 HEX = re.compile(r"^0x[0-9a-f]+$")
 FRAGMENT = re.compile(r"^(hot|cold|cold\.\d+|warm|part\.\d+)$")
 
@@ -57,7 +59,8 @@ def _facts(index: dict[str, Any], variant: str, prog: str) -> dict[str, Any]:
 
 
 def test_every_variant_and_program_is_indexed(index: dict[str, Any]) -> None:
-    assert sorted(index["variants"]) == sorted(VARIANTS + STATICS)
+    assert sorted(index["variants"]) == sorted([*VARIANTS, *STATICS, DLOPEN])
+    assert list(index["variants"][DLOPEN]["programs"]) == ["libwork"]
     for v in VARIANTS + STATICS:
         programs = index["variants"][v]["programs"]
         assert sorted(programs) == (["statics"] if v in STATICS else sorted(PROGRAMS))
@@ -86,7 +89,7 @@ def test_crash_is_split_and_crashes_in_cold_code(index: dict[str, Any], variant:
 
 
 @pytest.mark.parametrize(("variant", "prog"), [(v, p) for v in VARIANTS for p in PROGRAMS]
-                         + [(v, "statics") for v in STATICS])
+                         + [(v, "statics") for v in STATICS] + [(DLOPEN, "libwork")])
 def test_facts_are_well_formed(index: dict[str, Any], variant: str, prog: str) -> None:
     f = _facts(index, variant, prog)
     assert f["facts_version"] == 1 and f["variant"] == variant and f["program"] == prog
@@ -151,6 +154,30 @@ def test_patched_originals(index: dict[str, Any], prog: str) -> None:
     for proc in f["split_functions"]:
         assert int(originals[f"{proc}.org.0"], 16) == inputs[proc], proc
     assert "bolt_originals" not in _facts(index, "bolt-profile2", prog)
+
+
+def test_dlopen_library_crashes_in_a_cold_fragment_with_five_threads(
+        index: dict[str, Any]) -> None:
+    """bolt-dlopen: the BOLTed library's verify_record is split, the crash is in its cold
+    fragment (the inlined quarantine_record, as the pre-BOLT library says), and the four other
+    workers wait in the library's park, called from work's cold fragment."""
+    f = _facts(index, DLOPEN, "libwork")
+    assert f["has_bat"] and not f["has_debug_info"] and (REPO / f["executable"]).is_file()
+    assert int(f["build_id"], 16) ^ int(f["input_build_id"], 16) == 1
+    assert Path(f["input"]).parent.name == "input" and (REPO / f["input"]).is_file()
+    assert {"verify_record", "work"} <= set(f["split_functions"])
+    crash = f["crash"]
+    assert crash["symbol"] == "verify_record.cold" and (REPO / crash["core"]).is_file()
+    marks = f["markers"]["libwork.c"]
+    assert [(c["function"], c["line"]) for c in crash["input_crash"]["chain"]] == [
+        ("quarantine_record", marks["quarantine crash site"]),
+        ("verify_record", marks["verify cold calls quarantine"])]
+    workers = [t for t in crash["threads"] if any(x["module"] == "libwork.so"
+                                                  for x in t["frames"])]
+    assert len(workers) == 5
+    parked = [t for t in workers if t["num"] != crash["thread"]]
+    assert all([x["symbol"] for x in t["frames"] if x["module"] == "libwork.so"]
+               == ["park", "work.cold"] for t in parked), parked
 
 
 def test_bbsections_has_a_three_way_split(index: dict[str, Any]) -> None:

@@ -1,19 +1,20 @@
-"""Debug files the debugger adapters hand to GDB (and, later, LLDB) for split modules without
-DWARF: made by unsplit.debuginfo.synthesize once per module and kept under ``$UNSPLIT_CACHE`` or
-``~/.cache/unsplit``, named by build-id and a fingerprint of the module's layout (a build-id
-alone does not name one BOLT output: see :func:`fingerprint`).
+"""Debug files the debugger adapters hand to GDB and LLDB for split modules without DWARF: made
+by unsplit.debuginfo.synthesize once per module and kept under ``$UNSPLIT_CACHE`` or
+``~/.cache/unsplit``, named by build-id, a fingerprint of the module's layout (a build-id alone
+does not name one BOLT output: see :func:`fingerprint`) and, for a BOLT output, what its lines
+were made from (:func:`made_from`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
-from unsplit.index.module_index import ModuleIndex
+from unsplit.index import bat_translate, prebolt
+from unsplit.index.module_index import IndexCache
 from unsplit.index.store import cache_root
 
 FORMAT_VERSION = 2  # bump when the files' content changes: old ones are then not reused
@@ -26,12 +27,51 @@ def cache_dir() -> str:
 
 def path_for(binary: Binary, root: str | None = None) -> str | None:
     """Where the debug file of `binary` is kept (None without a build-id to name it by)."""
+    named = _name(binary)
+    if named is None:
+        return None
+    folder, stem = named
+    return os.path.join(root or cache_dir(), folder, f"{stem}{made_from(binary)}.debug")
+
+
+def kept_paths(binary: Binary, root: str | None = None) -> list[str]:
+    """Every debug file kept for `binary`, whatever each was made from."""
+    named = _name(binary)
+    if named is None:
+        return []
+    folder = os.path.join(root or cache_dir(), named[0])
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names
+                  if n.startswith(named[1]) and n.endswith(".debug"))
+
+
+def _name(binary: Binary) -> tuple[str, str] | None:
     build_id = binary.build_id
     if not build_id or len(build_id) < 2:
         return None
     h = build_id.hex()
-    return os.path.join(root or cache_dir(), "by-module", h[:2],
-                        f"{h[2:]}-{fingerprint(binary)}.debug")
+    return os.path.join("by-module", h[:2]), f"{h[2:]}-{fingerprint(binary)}"
+
+
+def made_from(binary: Binary) -> str:
+    """What a BOLT output's file is made from besides the output: its lines and inline chains
+    come from the pre-BOLT input (prebolt.input_for: found, or named by `bb input`), so a file
+    made before the input was found has none, and must not be reused once it is. "" for a
+    module without BAT, "-no-input", or "-input-" and a digest of the input's build-id and
+    layout (and of its separate debug file's, where its DWARF is)."""
+    if not bat_translate.has_bat(binary):
+        return ""
+    found = prebolt.input_for(binary)
+    if found is None:
+        return "-no-input"
+    digest = hashlib.sha1((found.build_id or b"") + fingerprint(found).encode())
+    dwarf = found.dwarf_binary
+    if dwarf is not None and dwarf is not found:
+        digest.update((dwarf.build_id or b"") + fingerprint(dwarf).encode())
+    return f"-input-{digest.hexdigest()[:16]}"
 
 
 def fingerprint(binary: Binary) -> str:
@@ -66,13 +106,16 @@ def max_code_bytes() -> int:
         return 512 * 1024
 
 
-def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = None,
-                   root: str | None = None, max_code: int | None = None) -> Outcome:
+def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
+                   max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
     a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe. Never raises: a module the core cannot read gets a reason instead."""
+    that to describe. `indexes`: the session's files and indexes, whose choice of pre-BOLT
+    input (`bb input`) the file follows. Never raises: a module the core cannot read gets a
+    reason instead."""
     try:
-        binary = Binary(module)
+        indexes = IndexCache() if indexes is None else indexes
+        binary = indexes.binary(module)
         if binary.dwarf_binary is not None:
             return Outcome(module, None, "has DWARF")
         path = path_for(binary, root)
@@ -85,7 +128,7 @@ def debug_file_for(module: str, index_of: Callable[[str], ModuleIndex] | None = 
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
-        index = index_of(module) if index_of is not None else ModuleIndex(binary)
+        index = indexes.get(module)
         from unsplit.debuginfo.synthesize import build, has_own_dwarf
 
         if not index.moved_fragments():

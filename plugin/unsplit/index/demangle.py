@@ -145,8 +145,18 @@ def _ordinal(number: str) -> str:
 
 
 def shown(name: str, style: str | None) -> str:
-    """`name` demangled in `style`, or as it is when `style` is None (demangling off)."""
+    """`name` demangled in `style`, or as it is when `style` is None (demangling off); without
+    a symbol version (`pthread_cond_wait@@GLIBC_2.3.2`, as glibc's own .symtab spells its
+    versioned definitions, .symver): the version says which definition, not what it is."""
+    name = unversioned(name)
     return name if style is None else demangle(name, style)
+
+
+def unversioned(name: str) -> str:
+    """`name` without an ELF symbol version (`@VERSION`, or `@@VERSION` for the default one);
+    no mangling scheme puts an `@` in a name."""
+    base, at, version = name.partition("@")
+    return base if at and base and version.lstrip("@") else name
 
 
 # -- Rust legacy (rustc's symbol_names/legacy.rs; rustc-demangle src/legacy.rs) ---------------

@@ -7,6 +7,7 @@ Only the compile unit covering an address is read, once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -335,3 +336,57 @@ def module_frames(index: ModuleIndex) -> DwarfFrames:
     if found is None:
         found = kept[id(current)] = DwarfFrames(index, current, None)
     return found
+
+
+def inlined_only(index: ModuleIndex, name: str) -> tuple[str, int] | None:
+    """Where `name` is declared (file base name, line) when the module has no code of its own
+    for it: no function symbol of that name, and its DWARF (for BOLTed code, the pre-BOLT
+    input's too) has it only as an abstract inline instance (DW_TAG_subprogram with
+    DW_AT_inline, DWARF 5 §3.3.8.1): every call of it was inlined. None otherwise. A DWARF
+    whose strings do not hold the name is not walked."""
+    if any(f.name == name for f in index.binary.functions):
+        return None
+    sources = [index.dwarf_lines]
+    input_binary = index.input_binary()
+    if input_binary is not None:
+        sources.append(DwarfLines(input_binary, index.warnings, f"pre-BOLT {input_binary.path}: "))
+    for lines in sources:
+        found = _abstract_subprogram(lines, name) if lines.available else None
+        if found is not None:
+            return found
+    return None
+
+
+def _abstract_subprogram(lines: DwarfLines, name: str) -> tuple[str, int] | None:
+    dwarf = lines.binary
+    needle = name.encode()
+    strings = b"\0" + (dwarf.section_data(".debug_str") or b"")
+    if b"\0" + needle + b"\0" not in strings \
+            and needle + b"\0" not in (dwarf.section_data(".debug_info") or b""):
+        return None
+    offset = 0
+    found: tuple[Any, Any] | None = None
+    try:
+        with reading(".debug_info", lambda: offset, "its units' DIEs"):
+            for cu in dwarf.dwarf.iter_CUs():
+                offset = cu.cu_offset
+                for die in cu.iter_DIEs():
+                    attr = die.attributes.get("DW_AT_name")
+                    if die.tag == "DW_TAG_subprogram" and "DW_AT_inline" in die.attributes \
+                            and attr is not None and attr.value == needle:
+                        found = cu, die
+                        break
+                if found is not None:
+                    break
+    except DecodeError as e:
+        lines.warn(e)
+    if found is None:
+        return None
+    cu, die = found
+    files = lines.file_paths(cu.cu_offset)
+    try:
+        at, line = _int_attr(die, "DW_AT_decl_file"), _int_attr(die, "DW_AT_decl_line")
+    except DecodeError as e:
+        lines.warn(e)
+        return UNKNOWN, 0
+    return (os.path.basename(files[at]) if 0 <= at < len(files) else UNKNOWN), line

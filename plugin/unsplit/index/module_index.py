@@ -427,10 +427,12 @@ class IndexCache:
     (None: built every time); ``progress`` hears about a first build that takes a while."""
 
     def __init__(self, store: IndexStore | None = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None,
+                 opened: Callable[[Binary], None] | None = None) -> None:
         self._by_path: dict[str, tuple[tuple[int, int], Binary, ModuleIndex | None]] = {}
         self.store = store
         self.progress = progress
+        self.opened = opened  # hears of each Binary as it is opened, before any index of it
 
     def _entry(self, path: str) -> tuple[tuple[int, int], Binary, ModuleIndex | None]:
         st = os.stat(path)
@@ -439,7 +441,13 @@ class IndexCache:
         if hit is None or hit[0] != stamp:
             hit = (stamp, Binary(path), None)
             self._by_path[path] = hit
+            if self.opened is not None:
+                self.opened(hit[1])
         return hit
+
+    def binaries(self) -> list[Binary]:
+        """The files opened so far."""
+        return [binary for _, binary, _ in self._by_path.values()]
 
     def binary(self, path: str) -> Binary:
         """The opened file alone: cheap, for questions like "is this address its code"."""

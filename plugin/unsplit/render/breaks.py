@@ -43,6 +43,7 @@ class BreakGroup:
     number: int
     text: str  # the location and options as given (BreakSpec.option_text)
     locations: tuple[Placed, ...]
+    kind: str = "Breakpoint"  # what the debugger lists `number` as (GDB's placeholder: catchpoint)
 
 
 def locate(session: SessionView, module: str, file_address: int, bias: int) -> Location | None:
@@ -75,7 +76,40 @@ def originals_note(names: list[str], style: str | None) -> str:
 
 
 def gdb_pending(number: int, location: str) -> str:
-    return f"Breakpoint {number} ({location}) pending."
+    """GDB: a location no loaded module has is held by a placeholder that `info breakpoints`
+    lists as a catchpoint; each location a module brings gets a breakpoint number of its own,
+    the one its stops read (gdb_resolved says which)."""
+    return (f"Catchpoint {number} ({location}) pending: its locations become breakpoints of "
+            "their own as modules that have them load.")
+
+
+def gdb_resolved(kind: str, number: int, text: str, numbers: list[int], module: str) -> str:
+    """GDB: the breakpoints a loaded module brought to a `bb break`, by the numbers its stops
+    will read."""
+    word = "Breakpoint" if len(numbers) == 1 else "Breakpoints"
+    return (f"unsplit: {kind} {number} (bb break {text}): {word} {_spans(numbers)} in "
+            f"{os.path.basename(module)} (bb break --list)")
+
+
+def gdb_inlined_only(number: int, text: str, name: str, module: str,
+                     declared: tuple[str, int]) -> str:
+    """GDB: a pending `bb break NAME` a loaded module can never resolve."""
+    file, line = declared
+    return (f"unsplit: Catchpoint {number} (bb break {text}): {name} has no code of its own in "
+            f"{os.path.basename(module)}, every call of it was inlined (declared at "
+            f"{file}:{line}): it stays pending; break on a line of its body (bb break FILE:LINE) "
+            "or on its callers")
+
+
+def _spans(numbers: list[int]) -> str:
+    """3, 4, 5, 9 -> `3-5, 9`."""
+    out: list[str] = []
+    for n in sorted(numbers):
+        if out and out[-1].split("-")[-1] == str(n - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{n}"
+        else:
+            out.append(str(n))
+    return ", ".join(out)
 
 
 def lldb_created(number: int, count: int, address: int, loc: Location | None,
@@ -108,7 +142,7 @@ def list_text(session: SessionView, groups: list[BreakGroup]) -> str:
     style = session.demangling()
     for g in groups:
         n = len(g.locations)
-        head = f"Breakpoint {g.number} (bb break {g.text}): "
+        head = f"{g.kind} {g.number} (bb break {g.text}): "
         out.append(head + (f"{n} location{'s' if n != 1 else ''}" if n else "pending"))
         for p in g.locations:
             out.append("  " + _location_line(session, p, style))

@@ -96,6 +96,22 @@ def gdb_location_line(native: str, loc: Location | None, pc: int, at_line_start:
     return text
 
 
+def gdb_backtrace_line(level: int, native: str, pc: int, name: str, file: str | None,
+                       line: int | None) -> str:
+    """A frame as GDB's `bt` prints it through a frame filter (py-framefilter.c,
+    py_print_frame), from what the filter's decorator gives (`name`, `file`, `line`) and what
+    GDB's own `frame` line (`native`) shows of it (its arguments, whether the address):
+    `#1  0x… in work [cold] () at libwork.c:76`. That printer has no ` from LIB`."""
+    m = _GDB_FRAME.match(native.strip())
+    text = f"#{level:<2} " + (f"{pc:#018x} in " if m is None or m["addr"] else "")
+    text += f"{name} {m['args'] if m else '()'}"
+    if file:
+        text += f" at {file}"
+    if line:
+        text += f":{line}"
+    return text
+
+
 def gdb_source_line(loc: Location | None, pc: int, mid_statement: bool,
                     print_address: bool = True, read: Reader = source_lines) -> str | None:
     """`43\\t<text>` (`0x…\\t43\\t<text>` mid-statement); None without a line."""

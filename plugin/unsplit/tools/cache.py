@@ -55,7 +55,7 @@ def _kept_files() -> list[tuple[str, str, int]]:
 
 def _derived_files(binary: Binary) -> list[str]:
     """The debug file and LLDB CFI symbol files kept for `binary` that exist."""
-    found = [debuginfo_cache.path_for(binary)]
+    found = debuginfo_cache.kept_paths(binary)
     if binary.build_id:
         by_id = breakpad.cache_path(binary.build_id)
         if breakpad.made_from(by_id, binary):

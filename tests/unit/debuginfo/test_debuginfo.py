@@ -6,6 +6,7 @@ unsplit), and pyelftools reads it back."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -261,6 +262,32 @@ def test_cache_tells_apart_bolt_outputs_of_one_input(zoo: dict[str, Any], tmp_pa
     dwarf = debug_file_for(str(ROOT / facts(zoo, "bolt-all-dbg", "crash")["binary"]),
                            root=str(tmp_path))
     assert (dwarf.path, dwarf.reason) == (None, "has DWARF")
+
+
+def test_cache_key_covers_the_pre_bolt_input(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A BOLT output's file made before its pre-BOLT input was found (a copy of the library
+    alone) has no line; once the input is beside it (input/), a new file is made with the
+    crash's inline chain (the pre-BOLT crash's, by llvm-symbolizer-22 on the debug file alone),
+    then reused; the one made without the input is still the answer when it is gone again."""
+    from unsplit.debuginfo.cache import debug_file_for
+
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    lib, root = tmp_path / "libwork.so", str(tmp_path / "cache")
+    shutil.copy2(ROOT / f["binary"], lib)
+    crash = [int(f["crash"]["link_pc"], 16)]
+    expected = [(c["function"], c["file"], c["line"]) for c in f["crash"]["input_crash"]["chain"]]
+    without = debug_file_for(str(lib), root=root)
+    assert without.reason == "made" and without.path is not None
+    assert [fr[1:] for fr in _frames(Path(without.path), crash)[0]] == [("??", 0)]
+    (tmp_path / "input").mkdir()
+    shutil.copy2(ROOT / f["input"], tmp_path / "input" / lib.name)
+    found = debug_file_for(str(lib), root=root)
+    assert found.reason == "made" and found.path not in (None, without.path)
+    assert _frames(Path(str(found.path)), crash)[0] == expected
+    again = debug_file_for(str(lib), root=root)
+    assert (again.reason, again.path) == ("cached", found.path)
+    shutil.rmtree(tmp_path / "input")
+    assert debug_file_for(str(lib), root=root).path == without.path
 
 
 def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit.index import demangle as demangling
 from unsplit.index.demangle import GNU, LLVM, available, demangle
 from unsplit.index.names import Query, matching, names_procedure, split
 
@@ -89,6 +90,27 @@ def test_rust_legacy_names_lose_their_hash() -> None:
     oracle = [re.sub(r"::h[0-9a-f]{16}$", "", o) for o in _filter("c++filt", RUST_LEGACY)]
     assert [demangle(n) for n in RUST_LEGACY] == oracle
     assert oracle[1] == "std::rt::lang_start::{{closure}}"
+
+
+@pytest.mark.parametrize("library", [Path("/lib/x86_64-linux-gnu/libc.so.6"), LIBSTDCXX])
+def test_names_are_shown_without_symbol_versions(library: Path) -> None:
+    """`pthread_cond_wait@@GLIBC_2.3.2` (how glibc's own .symtab spells a versioned
+    definition) is shown `pthread_cond_wait`, in both styles and with demangling off: each
+    name nm -D prints with its version reads as nm's --without-symbol-versions (then c++filt)."""
+    if not library.exists():
+        pytest.skip(f"no {library}")
+
+    def nm(*options: str) -> list[str]:
+        out = subprocess.run(["nm", "-D", "--defined-only", *options, str(library)],
+                             capture_output=True, text=True, check=True).stdout
+        return [line.split()[-1] for line in out.splitlines() if len(line.split()) == 3]
+
+    versioned, bare = nm(), nm("--without-symbol-versions")
+    assert len(versioned) == len(bare) and sum("@" in n for n in versioned) > 1000
+    assert [demangling.shown(n, None) for n in versioned] == bare
+    pairs = [(v, b) for v, b in zip(versioned, bare, strict=True) if "@" in v]
+    assert [demangling.shown(v, GNU) for v, _ in pairs] == _filter("c++filt",
+                                                                  [b for _, b in pairs])
 
 
 def test_names_that_are_not_itanium_stay_as_they_are() -> None:
