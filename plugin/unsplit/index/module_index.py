@@ -234,16 +234,11 @@ class ModuleIndex:
                             column=row.column if row else None, path=row.path if row else None,
                             warnings=tuple(self.warnings))
         proc, frag = found
-        offset = frag.logical_start + file_address - frag.start
-        source = self.sources.named(frag.source)
-        exact = None if source is None else source.logical_offset(file_address)
-        if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
-            offset = exact
         input_address = None
         bat_facts: dict[str, object] = {}
         bolted = self.input_location(file_address)
-        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
-            offset = bolted[1]
+        offset = self._offset(frag, file_address, bolted)
+        if bolted is not None:
             input_address = None if bolted[2] is None else bolted[2] + bolted[1]
             bat_facts = self.sources.bat.facts(file_address)
         return Location(
@@ -265,6 +260,27 @@ class ModuleIndex:
             warnings=tuple(self.warnings),
             **bat_facts,  # type: ignore[arg-type]
         )
+
+    def offset_at(self, file_address: int) -> int | None:
+        """The offset of `file_address` in its procedure, the one every command shows (`where`,
+        `frames`, `blocks`, `ranges`, `break PROC+OFF`): BAT's input offset for BOLTed code,
+        split_info's exact mapping, else the fragment's place in the procedure as first laid
+        out; None outside every procedure."""
+        found = self._lookup(file_address)
+        if found is None:
+            return None
+        return self._offset(found[1], file_address, self.input_location(file_address))
+
+    def _offset(self, frag: Fragment, file_address: int,
+                bolted: tuple[str, int, int | None] | None) -> int:
+        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
+            return bolted[1]
+        source = self.sources.named(frag.source)
+        exact = None if source is None else source.logical_offset(file_address)
+        if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
+            return exact
+        return frag.logical_start + file_address - frag.start
+
 
 class ProcedureTable(Mapping[str, Procedure]):
     """Procedures by name: the split ones (and any a precise source knows) as objects, BAT's
