@@ -12,9 +12,15 @@ Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame se
   finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
   module without DWARF, whenever it loads one;
 * :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
-  existed: at import (targets made before it, cores), from a stop hook at every stop
-  (libraries loaded since; the stop hook also runs when a core is loaded), and before every
-  ``bb`` command — for the executable and the modules holding a thread's pc (see _modules).
+  existed: at import (targets made before it), and before every command that looks past a
+  thread's innermost frame (``bt``, ``frame select``/``up``/``down``, the steps and
+  ``finish``: LLDB's own, through command override callbacks, and every ``bb`` command) — for
+  the executable and the modules holding a thread's pc (see _modules), which covers cores and
+  libraries loaded since. Not from a stop hook on the command line: LLDB heads a stop hook's
+  output with ``-- Thread N`` for every thread that stopped for a reason (an attach, a core of
+  a multi-threaded program), whatever the hook prints, so a hook there prints lines nobody
+  asked for. lldb-dap runs no command before its clients read frames (stackTrace is the SB
+  API), so there the stop hook stays.
 
 A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
 Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
@@ -25,6 +31,8 @@ from __future__ import annotations
 import filecmp
 import os
 import shutil
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +72,8 @@ class _Done:
     """Modules already looked at, by (path, UUID), with what was done (for `bb exact-frames`)."""
 
     seen: dict[tuple[str, str], str] = field(default_factory=dict)
-    hooked: set[int] = field(default_factory=set)  # debugger ids with the stop hook
+    hooked: set[int] = field(default_factory=set)  # debugger ids with the hook or the overrides
+    callbacks: list[Any] = field(default_factory=list)  # the override callbacks, kept alive
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
     # On by default in lldb-dap, off in the lldb command line (`bb debuginfo on|off` or
@@ -102,12 +111,55 @@ def install(debugger: Any) -> list[str]:
                          f"{out.strip()}")
     if int(debugger.GetID()) not in _DONE.hooked:
         _DONE.hooked.add(int(debugger.GetID()))
-        targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
-        for target in [debugger.GetDummyTarget(), *targets]:
-            _add_hook(debugger, target)
+        if _in_lldb_dap():
+            targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
+            for target in [debugger.GetDummyTarget(), *targets]:
+                _add_hook(debugger, target)
+        else:
+            notes += _add_overrides(debugger)
     for i in range(debugger.GetNumTargets()):
         notes += sync(debugger, debugger.GetTargetAtIndex(i))
     return notes
+
+
+# LLDB's commands that unwind past a thread's innermost frame (`bt`, `up`, `down`, `finish`, `n`,
+# `s`, `ni`, `si` and `thread return` are aliases of these), and `script` (the SB API's frames;
+# `scripting run` in LLDB 19 and 22, which run no override of the alias): the CFI must be there
+# first.
+UNWINDING_COMMANDS = ("thread backtrace", "frame select", "thread step-out", "thread step-over",
+                      "thread step-in", "thread step-inst", "thread step-inst-over",
+                      "thread step-scripted", "thread until", "thread return", "scripting run")
+
+
+def _add_overrides(debugger: Any) -> list[str]:
+    """Have every command of UNWINDING_COMMANDS sync first (an override callback that lets the
+    command run); returns one line per command that could not be hooked."""
+    interpreter = debugger.GetCommandInterpreter()
+    callback = _syncing(debugger)
+    _DONE.callbacks.append(callback)
+    missing = [c for c in UNWINDING_COMMANDS
+               if not interpreter.SetCommandOverrideCallback(c, callback)
+               and not (c == "scripting run"  # an LLDB whose `script` is a command of its own
+                        and interpreter.SetCommandOverrideCallback("script", callback))]
+    return [f"unsplit: LLDB's {', '.join(missing)} may unwind moved fragments without their "
+            "CFI (no command override callback)"] if missing else []
+
+
+def _syncing(debugger: Any) -> Any:
+    def before_command(*words: str) -> bool:
+        """Sync, then let LLDB run the command (False: not handled here)."""
+        try:
+            for note in sync(debugger, debugger.GetSelectedTarget()):
+                print(note, file=sys.stderr)
+        except Exception as e:  # an exception here would end up in LLDB's C++ caller
+            message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} (set "
+                               "UNSPLIT_DEBUG=1 for the traceback)".split())
+            if os.environ.get("UNSPLIT_DEBUG"):
+                traceback.print_exception(e, file=sys.stderr)
+            print(message, file=sys.stderr)
+        return False
+
+    return before_command
 
 
 def _add_hook(debugger: Any, target: Any) -> None:
@@ -302,8 +354,8 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
 
 
 class CfiSymbolsHook:
-    """The stop hook: modules loaded since the last stop get their CFI symbol file before
-    anyone looks at the stop's frames. Never raises into LLDB; never stops the stop."""
+    """The stop hook (lldb-dap): modules loaded since the last stop get their CFI symbol file
+    before anyone looks at the stop's frames. Never raises into LLDB; never stops the stop."""
 
     def __init__(self, target: Any, extra_args: Any, internal_dict: dict[str, Any]) -> None:
         self.target = target
