@@ -30,7 +30,7 @@ unit:
 e2e: fixtures
 	$(PY) -m pytest -q $(XDIST) tests/e2e
 
-# The debuggers our users have (issue 17): GDB 13 and LLDB 22 from setup.sh, GDB 18.1 and LLDB 19
+# The debuggers our users have: GDB 13 and LLDB 22 from setup.sh, GDB 18.1 and LLDB 19
 # from tools/debuggers.sh (a private prefix, .debuggers/). `matrix` runs the e2e suite against GDB
 # 13, GDB 18 and LLDB 22, and the scenario table and version checks against LLDB 19; `matrix-ci`
 # (part of `test`) their representative cases against GDB 18 and LLDB 19: one variant per

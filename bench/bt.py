@@ -6,21 +6,26 @@ The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The 
 on the spot with GCC PGO (tests/builders.py's recipe): `descend` recurses from a branch the
 training run never took, so GCC moves the recursive call into `descend.cold` and every one of
 the ~N frames of the deep run is a frame in moved code, the case the naming hooks work hardest
-on. In real GDB and LLDB sessions stopped in `bottom` (at depth N), two `bt`s are timed inside
+on. In real GDB and LLDB sessions stopped in `bottom` (at depth N), `bt`s are timed inside
 the debugger (GDB: `gdb.execute(.., to_string=True)`, LLDB: `HandleCommand` into a return
-object), so the terminal is left out:
+object), so the terminal is left out. Each repeat is a pair of sessions on one unsplit cache
+directory ($UNSPLIT_CACHE: the index store, the debug files, LLDB's CFI files), made empty for
+the pair:
 
-    first   the first `bt`: the debugger's caches are cold (its unwinder, its symbols) and, with
-            the plugin, so are unsplit's: `bb disable` before `run` keeps the stop line from
-            locating frame 0, and `bb enable` after the stop, so this `bt` builds the module
-            indexes (the executable's, libc's) and locates every frame;
-    warm    the same `bt` again, --warm times (the best of them: other processes on a shared
-            machine only ever add time).
+    first   the first session's first `bt`, on the empty cache: the debugger's caches are
+            cold (its unwinder, its symbols) and, with the plugin, so are unsplit's: `bb
+            disable` before `run` keeps the stop line from locating frame 0, and `bb enable`
+            after the stop, so this `bt` builds the module indexes (the executable's, libc's)
+            and locates every frame;
+    later   the second session's first `bt`, on the cache the first session left (what a user
+            pays in every session after the first on the same binaries);
+    warm    the same `bt` again in the first session, --warm times (the best of them: other
+            processes on a shared machine only ever add time).
 
 GDB runs a third way too, with a frame filter that passes every frame through unchanged: once
 any Python frame filter is registered GDB prints `bt` through its Python frame-decorator path
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
-GDB plugin that renames frames. Each figure is the median over --repeats fresh sessions. The
+GDB plugin that renames frames. Each figure is the median over --repeats pairs of sessions. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -116,10 +122,13 @@ def _timed_bt(session: Any) -> tuple[float, int, int]:
     return float(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-def one_session(name: str, binary: Path, depth: int, mode: str, warm: int) -> tuple[float, float]:
-    """(first bt, best warm bt) in seconds; `mode` is plain, noop (GDB) or unsplit."""
+def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
+                cache: Path) -> tuple[float, float]:
+    """(first bt, best of `warm` more bts) in seconds, unsplit's cache root `cache`; `mode` is
+    plain, noop (GDB) or unsplit."""
     plugin = mode == "unsplit"
-    with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin) as session:
+    with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin,
+                       env={"UNSPLIT_CACHE": str(cache)}) as session:
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
@@ -136,7 +145,18 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int) -> tu
             if cold != want:
                 raise RuntimeError(f"{name} ({mode}): {cold} frames named 'descend [cold]', "
                                    f"expected {want}")
-        return results[0][0], min(r[0] for r in results[1:])
+        return results[0][0], min((r[0] for r in results[1:]), default=results[0][0])
+
+
+def session_pair(name: str, binary: Path, depth: int, mode: str, warm: int,
+                 cache: Path) -> tuple[float, float, float]:
+    """(first, later, warm) seconds: a session on an emptied `cache`, then one on the cache
+    the first left."""
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir()
+    first, best_warm = one_session(name, binary, depth, mode, warm, cache)
+    later, _ = one_session(name, binary, depth, mode, 0, cache)
+    return first, later, best_warm
 
 
 def main() -> int:
@@ -149,24 +169,29 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
+        cache = Path(tmp) / "cache"
         print(f"bt over {args.depth} frames in descend.cold (GCC PGO), ms: median of "
-              f"{args.repeats} sessions; warm = best of {args.warm} bts after the first")
-        print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'warm':>8} {'ratio':>6}")
+              f"{args.repeats} session pairs; first: empty unsplit cache, later: the cache the "
+              f"first session left, warm: best of {args.warm} bts after the first")
+        print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
+              f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
             modes = ["plain", "noop", "unsplit"] if name == "gdb" else ["plain", "unsplit"]
-            base: tuple[float, float] | None = None
+            base: tuple[float, float, float] | None = None
             for mode in modes:
-                runs = [one_session(name, binary, args.depth, mode, args.warm)
+                runs = [session_pair(name, binary, args.depth, mode, args.warm, cache)
                         for _ in range(args.repeats)]
-                first = statistics.median(r[0] for r in runs)
-                warm = statistics.median(r[1] for r in runs)
-                base = base or (first, warm)
+                first, later, warm = (statistics.median(r[i] for r in runs) for i in range(3))
+                base = base or (first, later, warm)
                 row = {"debugger": name, "mode": mode, "depth": args.depth,
-                       "sessions": args.repeats, "first_ms": first * 1e3, "warm_ms": warm * 1e3,
-                       "first_ratio": first / base[0], "warm_ratio": warm / base[1]}
+                       "sessions": 2 * args.repeats, "first_ms": first * 1e3,
+                       "later_ms": later * 1e3, "warm_ms": warm * 1e3,
+                       "first_ratio": first / base[0], "later_ratio": later / base[1],
+                       "warm_ratio": warm / base[2]}
                 rows.append(row)
                 print(f"{name:8} {mode:8} {row['first_ms']:>8.1f} {row['first_ratio']:>6.2f} "
-                      f"{row['warm_ms']:>8.1f} {row['warm_ratio']:>6.2f}")
+                      f"{row['later_ms']:>8.1f} {row['later_ratio']:>6.2f} "
+                      f"{row['warm_ms']:>8.1f} {row['warm_ratio']:>6.2f}", flush=True)
     save("bt", rows)
     return 0
 

@@ -1,4 +1,4 @@
-"""Benchmark: unsplit on the binary BOLT exists for, a BOLTed libLLVM (issue 15).
+"""Benchmark: unsplit on the binary BOLT exists for, a BOLTed libLLVM.
 
     .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N]
 
@@ -26,7 +26,7 @@ Then, in one run, so that every ratio compares figures taken under the same load
 
 The CLI runs from compiled bytecode, as an installed plugin does (see _bytecode).
 
-Goals (issue 15): bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
+Goals: bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
 empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/results/libllvm.json.
 """
 

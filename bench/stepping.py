@@ -1,13 +1,19 @@
-"""Benchmark: `bb next` over a line in a cold fragment against native `next` over an unsplit line.
+"""Benchmark: `bb next` against the debugger's native `next`, over the same line in a cold fragment.
 
-    .venv/bin/python bench/stepping.py [--repeats N] [--variant V]...
+    .venv/bin/python bench/stepping.py [--repeats N] [--rounds N] [--variant V]...
 
-In real GDB and LLDB sessions on the zoo's crash program (rare path): native `next` over
-main's first line (hot, unsplit, no call) and, after continuing to transfer, `bb next` over the
-line before the crash site in transfer's cold fragment (no call), both timed inside the debugger
-(GDB: `gdb.execute`, LLDB: `HandleCommand` in synchronous mode), so the terminal round trip is
-left out of both. The index is warm (`bb advance` to the cold line builds it). The issue's
-bound: ratio <= 3. Results go to bench/results/stepping.json.
+In real GDB and LLDB sessions on the zoo's crash program (rare path), with DWARF (native `next`
+needs it): the program stopped on the line before the crash site in transfer's cold fragment (a
+line without a call; `bb advance` gets there), then one step over it, native `next` or `bb next`,
+timed inside the debugger (GDB: `gdb.execute`, LLDB: `HandleCommand` in synchronous mode), so
+the terminal round trip is left out of both. Both must stop in that fragment; the lines each
+stops on (`bb where`) are reported beside the times, since they may differ. The program is
+started again for every step; the first round steps once with each, untimed, so that both are
+timed warm (the debugger's line tables and unwinder, unsplit's index); then --rounds timed
+rounds, alternating which goes first. A figure is the median over --repeats sessions of each
+session's best step. The bound: ratio <= 3. Each session starts with an empty unsplit cache
+($UNSPLIT_CACHE, a fresh directory), which the untimed round fills. Results go to
+bench/results/stepping.json.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import json
 import re
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +36,11 @@ from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
 
 _T = re.compile(r"T=([0-9.]+)")
-_COLD_STOP = re.compile(r"^#0\s+0x[0-9a-f]+ in transfer \[[^\]]+\]", re.M)
+_IN_COLD = re.compile(r" is in transfer \[[^\]]+\]")
+_LINE = re.compile(r"^\s*line\s+\S+?:(\d+)", re.M)
 
 
-def _timed(session: Any, command: str) -> tuple[float, str]:
+def _timed(session: Any, command: str) -> float:
     if session.name == "gdb":
         line = ("python import time as _t; _s = _t.perf_counter(); "
                 f"gdb.execute({command!r}); print('T=%f' % (_t.perf_counter() - _s))")
@@ -45,46 +53,84 @@ def _timed(session: Any, command: str) -> tuple[float, str]:
     m = _T.search(out)
     if m is None:
         raise RuntimeError(f"{session.name}: {command}: no timing in {out!r}")
-    return float(m.group(1)), out
+    return float(m.group(1))
 
 
-def one_session(cls: Any, variant: str) -> tuple[float, float]:
+def _cold_line(session: Any) -> int | None:
+    """The line the plugin places frame 0 on, when frame 0 is in transfer's moved code."""
+    out = session.command("bb where")
+    m = _LINE.search(out)
+    return int(m.group(1)) if m and _IN_COLD.search(out) else None
+
+
+def _step(session: Any, command: str, line: int, variant: str,
+          again: bool) -> tuple[float, int | None]:
+    """Seconds `command` takes to step from `line` in transfer's cold fragment (the program
+    started, `again`: killed and started again, and brought there first), and the line it
+    stops on in that fragment."""
+    if again:  # (LLDB reports the exit after its prompt: wait for it, as for a stop)
+        session.until_stop(session.spelling("kill"))
+    session.run()
+    session.command(f"bb advance {line}")
+    if _cold_line(session) != line:
+        raise RuntimeError(f"{variant}: bb advance {line} did not stop there in cold code:\n"
+                           f"{session.transcript[-2000:]}")
+    return _timed(session, command), _cold_line(session)
+
+
+def one_session(cls: Any, variant: str, rounds: int) -> tuple[float, float, dict[str, Any]]:
+    """(native, bb) seconds, each one's best of `rounds` timed steps after one untimed each,
+    and the lines each stopped on."""
     entry = json.loads((ROOT / "fixtures" / "build" / "index.json").read_text())
     f = json.loads((ROOT / entry["variants"][variant]["programs"]["crash"]["facts"]).read_text())
-    crash_site = f["crash"]["line"]
-    with cls(str(ROOT / f["binary"]), args=["crash"]) as session:
-        session.command("bb set verbose on")  # the `#0 … [fragment]` line _COLD_STOP reads
-        for name in ("main", "transfer"):
-            session.break_entry(name)
-        session.run()
-        native, _ = _timed(session, session.spelling("next"))
-        _timed(session, session.spelling("cont"))
-        out = session.command(f"bb advance {crash_site - 1}")
-        if not _COLD_STOP.search(out):
-            raise RuntimeError(f"{variant}: bb advance did not stop in cold code: {out!r}")
-        logical, out = _timed(session, "bb next")
-        if not _COLD_STOP.search(out):
-            raise RuntimeError(f"{variant}: bb next left the cold code: {out!r}")
-        return native, logical
+    line = f["crash"]["line"] - 1  # the line before the crash site: no call
+    with tempfile.TemporaryDirectory(prefix="unsplit-stepping-") as cache, \
+            cls(str(ROOT / f["binary"]), args=["crash"],
+                env={"UNSPLIT_CACHE": cache}) as session:
+        session.break_entry("transfer")
+        commands = {"native": session.spelling("next"), "bb": "bb next"}
+        times: dict[str, list[float]] = {"native": [], "bb": []}
+        landed: dict[str, set[int | None]] = {"native": set(), "bb": set()}
+        for k in range(1 + rounds):
+            order = ["native", "bb"] if k % 2 == 0 else ["bb", "native"]
+            for kind in order:
+                again = bool(k) or kind != order[0]
+                seconds, stop = _step(session, commands[kind], line, variant, again)
+                landed[kind].add(stop)
+                if k:  # round 0 warms both up
+                    times[kind].append(seconds)
+        if None in landed["native"] | landed["bb"]:
+            raise RuntimeError(f"{session.name} {variant}: a step from line {line} left "
+                               f"transfer's cold code:\n{session.transcript[-2000:]}")
+        return min(times["native"]), min(times["bb"]), {
+            "from_line": line, "native_stops_on": sorted(landed["native"]),
+            "bb_stops_on": sorted(landed["bb"])}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="sessions per figure")
+    parser.add_argument("--rounds", type=int, default=3, help="timed steps of each per session")
     parser.add_argument("--variant", action="append")
     args = parser.parse_args()
     variants = args.variant or ["gcc-pgo", "clang-mfs", "bolt-all-dbg"]
     results = []
+    print(f"one step over the line before the crash site, in transfer's cold fragment, ms: "
+          f"median over {args.repeats} sessions of each one's best of {args.rounds} warm steps")
     for cls in (GdbDriver, LldbDriver):
         for variant in variants:
-            pairs = [one_session(cls, variant) for _ in range(args.repeats)]
+            pairs = [one_session(cls, variant, args.rounds) for _ in range(args.repeats)]
             native = statistics.median(p[0] for p in pairs)
             logical = statistics.median(p[1] for p in pairs)
             row = {"debugger": cls.name, "variant": variant, "native_next_ms": native * 1e3,
-                   "bb_next_cold_ms": logical * 1e3, "ratio": logical / native}
+                   "bb_next_ms": logical * 1e3, "ratio": logical / native,
+                   "sessions": args.repeats, "rounds": args.rounds, **pairs[-1][2]}
             results.append(row)
+            stops = f"line {row['from_line']} -> native {row['native_stops_on']}, bb " \
+                f"{row['bb_stops_on']}"
             print(f"{cls.name:5} {variant:14} native next {native * 1e3:7.2f} ms   "
-                  f"bb next (cold) {logical * 1e3:7.2f} ms   ratio {logical / native:5.2f}")
+                  f"bb next {logical * 1e3:7.2f} ms   ratio {logical / native:5.2f}   {stops}",
+                  flush=True)
     save("stepping", results)
     worst = max(r["ratio"] for r in results)
     print(f"worst ratio {worst:.2f} (bound 3.0)")

@@ -24,19 +24,20 @@ _REPO = os.path.dirname(_HERE)
 
 
 def _add_paths() -> None:
-    for path in (os.path.join(_REPO, "plugin"), _HERE):
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    ours = [_HERE, os.path.join(_REPO, "plugin")]
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     venv = os.path.join(_REPO, ".venv", "lib", version, "site-packages")
+    added: list[str] = []
     if os.path.isdir(venv) and venv not in sys.path:
         # addsitedir appends; the venv's pyelftools (0.33) must win over a distribution's older
-        # one (Debian's 0.29 cannot read DWARF 5), so move what it added to the front, as
-        # gdb/unsplit_gdb.py does.
+        # one (Debian's 0.29 cannot read DWARF 5), so what it added goes to the front, after
+        # this checkout's own code: an editable install's .pth in the venv may name another
+        # checkout's plugin/. As gdb/unsplit_gdb.py does.
         before = list(sys.path)
         site.addsitedir(venv)
         added = [p for p in sys.path if p not in before]
-        sys.path[:] = added + before
+    rest = [p for p in sys.path if p not in ours and p not in added]
+    sys.path[:] = ours + added + rest
 
 
 def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """What the running GDB's Python API offers, probed by attribute (never by version number).
 
 The plugin needs little beyond what GDB 13 has; what it cannot do without a hook it says once,
-at load, and goes on with the rest (issue 17):
+at load, and goes on with the rest:
 
 * Python frame filters (``gdb.frame_filters``, module ``gdb.FrameDecorator``, GDB 7.10+): the
   logical names in ``bt``. Without them ``bt`` keeps GDB's own names; ``bb`` commands and the

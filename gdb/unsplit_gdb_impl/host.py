@@ -366,6 +366,14 @@ class OneModuleHost:
     def evaluate_address(self, expression: str) -> int:
         return self.host.evaluate_address(expression)
 
+    # MachineState: the core asks whether the image in memory is this module's file (a core
+    # of another program) before it names a frame by it.
+    def read_memory(self, address: int, size: int) -> bytes:
+        return self.host.read_memory(address, size)
+
+    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
+        return self.host.frame0_registers(thread)
+
 
 # What GdbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
 # debug.stepping), checked as the adapter loads: a missing or renamed method fails every

@@ -1,6 +1,6 @@
 """What the running LLDB can do, probed from its SB API and its behaviour, never its version.
 
-Two probes (issue 17):
+Two probes:
 
 * :func:`missing_for_naming`: the SB calls the ``${script.frame:…}`` frame names need
   (``SBFormat`` and ``SBFrame.GetDescriptionWithFormat`` render the user's own format part;

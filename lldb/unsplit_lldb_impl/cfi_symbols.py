@@ -10,7 +10,8 @@ Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame se
 
 * the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
   finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
-  module without DWARF, whenever it loads one;
+  module without DWARF, whenever it loads one (never a BOLT output's: every output of one
+  input has its build-id, so such a file is kept by digest and only ever given by sync);
 * :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
   existed: at import (targets made before it), and before every command that looks past a
   thread's innermost frame (``bt``, ``frame select``/``up``/``down``, the steps and

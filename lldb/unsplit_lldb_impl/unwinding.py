@@ -1,4 +1,4 @@
-"""What `bb bt` needs from LLDB (issue 9): a thread's frame 0 registers, process memory, and the
+"""What `bb bt` needs from LLDB: a thread's frame 0 registers, process memory, and the
 pcs of the frames LLDB unwinds itself, each through the SB API only.
 
 LLDB 22 unwinds a frame whose pc is in a cold fragment with its assembly profiler when the

@@ -169,6 +169,9 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
         raise AddressLookupError(f"no procedure named {text!r} in any loaded module")
     style = session.demangling()
     rows, tables = [], []
+    left_out = session.originals_named(host, text)
+    if left_out:
+        tables.append(break_text.originals_note(left_out, style))
     for module, proc in found:
         mine = _block_rows(module, proc, session.index(module.path))
         rows += mine
@@ -244,7 +247,10 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
         raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "
                                  "nothing set (--pending to set it for a library loaded later)")
     assert isinstance(host, BreakpointHost)
-    return host.create_breakpoint(spec, sites)
+    made = host.create_breakpoint(spec, sites)
+    left_out = [] if spec.procedure is None else session.originals_named(host, spec.procedure)
+    return made + ("\n" + break_text.originals_note(left_out, session.demangling())
+                   if left_out else "")
 
 
 # -- bb bt ----------------------------------------------------------------------------------

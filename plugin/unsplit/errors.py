@@ -3,9 +3,18 @@
 Adapters convert an UnsplitError once, at the command boundary, into the debugger's own error
 (``gdb.GdbError``, ``SBCommandReturnObject.SetError``); anything else is a bug and is reported
 as one line that points at UNSPLIT_DEBUG=1.
+
+Bad input and bugs are told apart by where an error was raised, not by its type: a DecodeError,
+or any error raised inside the library that parses a file for us (pyelftools raises KeyError,
+TypeError, struct.error… on damaged DWARF), is bad input; any other error raised in our own
+frames is a bug and must reach the user (and the tests) as one.
 """
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 class UnsplitError(Exception):
@@ -36,3 +45,48 @@ class UsageError(UnsplitError):
 
 class BinaryError(UnsplitError):
     """A file that is missing, unreadable or not the expected kind of ELF."""
+
+
+# The libraries whose errors mean "this file is damaged" (top-level package names).
+_READERS = frozenset({"elftools"})
+
+
+def raised_by_reader(error: BaseException) -> bool:
+    """Whether `error` was raised inside pyelftools: its traceback's innermost frame outside
+    the standard library (which pyelftools calls: struct, io, zlib) is pyelftools' own."""
+    modules = []
+    tb = error.__traceback__
+    while tb is not None:
+        modules.append(str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0])
+        tb = tb.tb_next
+    for module in reversed(modules):
+        if module not in sys.stdlib_module_names:
+            return module in _READERS
+    return False
+
+
+@contextmanager
+def reading(section: str, offset: int | Callable[[], int], what: str) -> Iterator[None]:
+    """Around calls into pyelftools: an error it raises becomes DecodeError(section, offset,
+    what and its message), `offset` called for only then; an UnsplitError passes as it is; an
+    error raised in our own frames (a bug) propagates unchanged."""
+    try:
+        yield
+    except UnsplitError:
+        raise
+    except Exception as e:
+        if not raised_by_reader(e):
+            raise
+        at = offset() if callable(offset) else offset
+        raise DecodeError(section, at, f"{what}: {reader_message(e)}") from None
+
+
+def reader_message(error: BaseException) -> str:
+    """What pyelftools said, in one line without a Python exception type: its own errors'
+    text is meant for people; a builtin error from inside it names a field at best."""
+    from_library = type(error).__module__.split(".")[0] in _READERS
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else ""
+    if from_library and text:
+        return text
+    return f"pyelftools cannot decode it ({text})" if text else "pyelftools cannot decode it"

@@ -121,6 +121,19 @@ class Session:
                 continue
         return out
 
+    def originals_named(self, host: Host, name: str) -> list[str]:
+        """BOLT's patched originals (``foo.org.0``) in the loaded modules that `name` also names
+        and that find_procedures and resolve_breakpoint leave out (debug.breakpoints)."""
+        out: list[str] = []
+        for mod in host.modules():
+            if not mod.path or not os.path.exists(mod.path):
+                continue
+            try:
+                out += breakpoints.originals_named(self.index(mod.path), name)
+            except UnsplitError:
+                continue
+        return out
+
     def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
         """Every site of `spec` in every loaded module (runtime address = bias + site)."""
         out: list[tuple[LoadedModule, Site]] = []
@@ -160,22 +173,26 @@ class Session:
 
     def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
         """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core
-        of another program has its own code where the debugger placed this file. Needs the
-        optional Host.read_memory; checked once per (file, load address)."""
+        of another program has its own code where the debugger placed this file. Needs
+        MachineState's memory: a host without it cannot tell, and its None is not kept for a
+        later host that can (a plain `bt` before `bb frames`). Checked once per (file, load
+        address)."""
         key = (mod.path, mod.bias)
         if key not in self._images:
+            if not isinstance(host, MachineState):
+                return None
             self._images[key] = _other_image(host, mod, self.indexes.binary(mod.path))
         return self._images[key]
 
 
-def _other_image(host: Host, mod: LoadedModule, binary: Binary) -> str | None:
-    read_memory = host.read_memory if isinstance(host, MachineState) else None
+def _other_image(host: MachineState, mod: LoadedModule, binary: Binary) -> str | None:
     want = binary.build_id
     elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
     loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))
              if h["p_type"] == "PT_LOAD"]
-    if read_memory is None or want is None or not loads:
+    if want is None or not loads:
         return None
+    read_memory = host.read_memory
     start = mod.bias + min(loads)
     # A debugger that placed the file by the core's entry point may be off the page.
     for header in dict.fromkeys((start, start & ~0xFFF, (start + 0xFFF) & ~0xFFF)):

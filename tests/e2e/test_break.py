@@ -233,6 +233,28 @@ def test_native_delete_disable_condition_act_on_every_location(
     assert _where(s)["fragment_symbol"] == f["crash"]["symbol"]
 
 
+def test_bolt_originals_are_left_out(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
+    """bolt-patched: `process` also names BOLT's patched original `_Z7processPKii.org.0` (its
+    old entry, a jump to the new code; facts: nm). `bb break process:%0` and `bb break process`
+    set one location each, at process's entry, each saying once that the original was left
+    out; the original's own name still sets one there."""
+    f = facts(zoo, "bolt-patched", "except")
+    entry = int(_fragments(f, "_Z7processPKii")[0]["start"], 16)
+    original = int(f["bolt_originals"]["_Z7processPKii.org.0"], 16)
+    s = debugger(ROOT / f["binary"], args=["throw"])
+    for text in ("process:%0", "process"):
+        out = s.command(f"bb break {text}")
+        assert out.startswith("Breakpoint") and "error" not in out, out
+        assert sum("BOLT's patched original" in x for x in out.splitlines()) == 1, out
+    s.run()
+    loc = _stop_at(s, entry)
+    assert (loc["linkage_name"], loc["fragment"], loc["block"]) == ("_Z7processPKii", "hot", 0)
+    assert s.breakpoint_addresses() == {entry}
+    out = s.command("bb break _Z7processPKii.org.0")
+    assert out.startswith("Breakpoint") and "left out" not in out, out
+    assert s.breakpoint_addresses() == {entry, original}
+
+
 def test_no_match_sets_nothing(debugger: Callable[..., Any], zoo: dict[str, Any]) -> None:
     s, _ = _start(debugger, zoo, "gcc-pgo")
     out = s.command("bb break no_such_procedure_anywhere").strip()

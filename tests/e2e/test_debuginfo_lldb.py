@@ -39,8 +39,10 @@ def test_lldb_native_view_of_moved_code(lldb: Callable[..., LldbDriver], zoo: di
     first.run()  # the first stop gives the module its file (and caches it for LLDB)
     _check_stop(first, f, marks)
     first.close()
-    # A new session: LLDB finds the file by itself, before anything runs.
+    # A new session: the plugin gives the file at its first chance (here a bb command), before
+    # anything runs; never LLDB by itself, by a build-id every BOLT layout of the input has.
     session = lldb(ROOT / f["binary"], args=["crash"])
+    assert "debuginfo on" in session.command("bb debuginfo status")
     made = session.command(f"breakpoint set -f crash.c -l {marks['crash site']}")
     m = re.search(rf"where = crash`transfer \+ \d+ at crash\.c:{marks['crash site']}:\d+, "
                   r"address = (0x[0-9a-f]+)", made)
@@ -63,3 +65,32 @@ def _check_stop(session: LldbDriver, f: dict[str, Any], marks: dict[str, int]) -
     lookup = session.command("image lookup -a $pc")
     assert re.search(rf"Summary: crash`transfer \+ \d+ at crash\.c:{marks['crash site']}:",
                      lookup), lookup
+
+
+def test_two_bolt_layouts_share_a_cache(lldb: Callable[..., LldbDriver], zoo: dict[str, Any],
+                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bolt-all, then bolt-random2 (one input, one build-id: facts) in LLDB sessions sharing a
+    cache: the second never reads the first's DWARF file (LLDB searches the cache by build-id),
+    and once the plugin gives it its own, its moved code reads the source's line."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("UNSPLIT_CACHE", str(cache))
+    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "1")
+    first, f = facts(zoo, "bolt-all", "crash"), facts(zoo, "bolt-random2", "crash")
+    assert first["build_id"] == f["build_id"]
+    session = lldb(ROOT / first["binary"], args=["crash"])
+    session.run()
+    _check_stop(session, first, first["markers"]["crash.c"])
+    session.close()
+    site = f["markers"]["crash.c"]["crash site"]
+    session = lldb(ROOT / f["binary"], args=["crash"])  # nothing asked of the plugin yet
+    listed = session.command("image list crash")
+    assert str(cache) not in listed or "debuginfo-v2" in listed, listed
+    lookup = session.command(f"image lookup -a {f['crash']['link_pc']}")
+    lines = re.findall(r"crash\.c:(\d+)", lookup)
+    assert lines in ([], [str(site)]), lookup
+    assert "debuginfo on" in session.command("bb debuginfo status")
+    lookup = session.command(f"image lookup -a {f['crash']['link_pc']}")
+    assert re.search(rf"Summary: crash`transfer \+ \d+ at crash\.c:{site}:", lookup), lookup
+    session.run()
+    _check_stop(session, f, f["markers"]["crash.c"])
+    assert not list(cache.glob("lldb-cfi-v*/.build-id/*/*")), list(cache.rglob("*"))

@@ -218,9 +218,10 @@ def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[
                                             tmp_path: Any,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`unsplit lldb-cfi` run ahead (a deploy step) on two BOLT outputs of one input, which
-    share a build-id: the cache entry by build-id holds the later one's text, so the plugin's
-    first session on the earlier one gives LLDB the text kept for that very file, without
-    making it again, and LLDB's own frames in main.cold are the true ones."""
+    share a build-id: each text is kept for that very file alone, never by build-id in the
+    plugin's cache (LLDB would give either file the other's); the plugin's first session on
+    one gives LLDB its text without making it again, and LLDB's own frames in main.cold are
+    the true ones."""
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
     f = facts(zoo, "bolt-random2", "switch")
     other = facts(zoo, "bolt-all", "switch")
@@ -228,7 +229,9 @@ def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[
                            str(ROOT / f["binary"]), str(ROOT / other["binary"])],
                           check=True, capture_output=True, text=True)
     mine, theirs = json.loads(made.stdout)
-    assert mine["path"] == theirs["path"] and mine["kept"] != theirs["kept"]
+    assert (mine["path"], theirs["path"]) == (mine["kept"], theirs["kept"])
+    assert mine["kept"] != theirs["kept"]
+    assert not list((tmp_path / "cache").glob("lldb-cfi-v*/.build-id/*/*"))
     kept = Path(mine["kept"])
     before = kept.stat().st_mtime_ns
     s, expected = _at_invented_frame(lldb, f)

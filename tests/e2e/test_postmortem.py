@@ -231,6 +231,26 @@ def test_core_of_another_binary(debugger: Callable[..., Any], zoo: dict[str, Any
     assert session.alive()
 
 
+def test_core_of_another_binary_after_a_plain_bt(debugger: Callable[..., Any],
+                                                zoo: dict[str, Any]) -> None:
+    """`gdb bolt-all/loop` + `core bolt-all/crash.core`: the first `bt` names frames through
+    the frame filter, whose host reads only one module; neither it nor a later `bb frames`
+    names crash's code by loop's file (the cold fragment symbols nm gives loop), and both say
+    why."""
+    f, other = facts(zoo, "bolt-all", "crash"), facts(zoo, "bolt-all", "loop")
+    session = debugger(ROOT / other["binary"], core=str(ROOT / f["crash"]["core"]))
+    bt = session.command("bt")
+    labels = [f"{proc} [{fr['fragment']}]" for proc, info in other["split_functions"].items()
+              for fr in info["fragments"] if fr["fragment"] != "hot"]
+    assert not [x for x in labels if x in bt], bt
+    assert "build-id" in session.startup + bt, (session.startup, bt)  # said once, on loading
+    out = session.command("bb frames")
+    assert not [x for x in labels if x in out] and "cold" not in out, out
+    warnings = [x for x in out.splitlines() if x.startswith("warning: ")]
+    assert len(warnings) == 1 and "build-id" in warnings[0], out
+    assert session.alive()
+
+
 def test_truncated_core(debugger: Callable[..., Any], zoo: dict[str, Any],
                         tmp_path: Path) -> None:
     """GDB writes the notes last: a truncated core has no threads. One line each; the binary's

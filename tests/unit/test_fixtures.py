@@ -24,7 +24,7 @@ VARIANTS = [
     "clang-mfs-pgomap", "clang-mip", "clang-bbsections", "bolt-all", "bolt-all-dbg", "bolt-random2",
     "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
     "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
-    "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg",
+    "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg", "bolt-patched",
 ]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 # The multi-TU program with same-named local functions has variants of its own.
@@ -137,6 +137,20 @@ def test_same_named_locals_keep_their_units(index: dict[str, Any], variant: str)
     starts = [x["start"] for info in split.values() for x in info["fragments"]]
     assert len(starts) == len(set(starts))
     assert all(len(info["fragments"]) >= 2 for info in split.values())
+
+
+@pytest.mark.parametrize("prog", PROGRAMS)
+def test_patched_originals(index: dict[str, Any], prog: str) -> None:
+    """bolt-patched: every function BOLT moved has its original entry, `foo.org.0`, at the
+    address nm gives `foo` in the pre-BOLT input; the other BOLT variants have none."""
+    f = _facts(index, "bolt-patched", prog)
+    originals = f["bolt_originals"]
+    out = subprocess.run(["nm", "--defined-only", str(REPO / f["input"])], capture_output=True,
+                         text=True, check=True).stdout
+    inputs = {p[2]: int(p[0], 16) for p in map(str.split, out.splitlines()) if len(p) == 3}
+    for proc in f["split_functions"]:
+        assert int(originals[f"{proc}.org.0"], 16) == inputs[proc], proc
+    assert "bolt_originals" not in _facts(index, "bolt-profile2", prog)
 
 
 def test_bbsections_has_a_three_way_split(index: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
 """Breakpad ``STACK CFI`` records for a module's moved fragments: a symbol file that makes
-LLDB unwind a cold fragment with the fragment's own CFI (issue 9).
+LLDB unwind a cold fragment with the fragment's own CFI.
 
 Why: for frame 0 of a module without DWARF, LLDB 22 takes the ``.eh_frame`` plan only when
 the FDE's first row looks like a function entry (CFA=rsp+8); a fragment entered by a jump with
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -81,27 +80,30 @@ def _postfix(expr: bytes, initial: tuple[str, ...] = ()) -> str:
         ops = dwarf_expr.operations(expr)
     except dwarf_expr.ExpressionError as e:
         raise Inexpressible(str(e)) from None
-    try:
-        for op, a, b in ops:
-            if 0x70 <= op <= 0x8F:  # DW_OP_breg0..31
-                stack.append(f"{_register(op - 0x70)} {a} +")
-            elif op == 0x92:  # DW_OP_bregx
-                stack.append(f"{_register(a)} {b} +")
-            elif 0x30 <= op <= 0x4F:  # DW_OP_lit0..31
-                stack.append(str(op - 0x30))
-            elif op in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11):
-                stack.append(str(a))  # DW_OP_const1u … const8s, constu, consts
-            elif op == 0x23:  # DW_OP_plus_uconst
-                stack.append(f"{stack.pop()} {a} +")
-            elif op == 0x06:  # DW_OP_deref
-                stack.append(f"{stack.pop()} ^")
-            elif op in (0x22, 0x1C):  # DW_OP_plus, DW_OP_minus
-                right, left = stack.pop(), stack.pop()
-                stack.append(f"{left} {right} {'+' if op == 0x22 else '-'}")
-            else:
-                raise Inexpressible(f"DWARF operation {op:#04x}")
-    except IndexError:
-        raise Inexpressible("a DWARF expression pops an empty stack") from None
+
+    def pop() -> str:
+        if not stack:
+            raise Inexpressible("a DWARF expression pops an empty stack")
+        return stack.pop()
+
+    for op, a, b in ops:
+        if 0x70 <= op <= 0x8F:  # DW_OP_breg0..31
+            stack.append(f"{_register(op - 0x70)} {a} +")
+        elif op == 0x92:  # DW_OP_bregx
+            stack.append(f"{_register(a)} {b} +")
+        elif 0x30 <= op <= 0x4F:  # DW_OP_lit0..31
+            stack.append(str(op - 0x30))
+        elif op in (0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11):
+            stack.append(str(a))  # DW_OP_const1u … const8s, constu, consts
+        elif op == 0x23:  # DW_OP_plus_uconst
+            stack.append(f"{pop()} {a} +")
+        elif op == 0x06:  # DW_OP_deref
+            stack.append(f"{pop()} ^")
+        elif op in (0x22, 0x1C):  # DW_OP_plus, DW_OP_minus
+            right, left = pop(), pop()
+            stack.append(f"{left} {right} {'+' if op == 0x22 else '-'}")
+        else:
+            raise Inexpressible(f"DWARF operation {op:#04x}")
     if not stack:
         raise Inexpressible("an empty DWARF expression")
     return stack[-1]
@@ -378,7 +380,7 @@ def _relative(reader: eh_frame.EntryReader, cie: eh_frame.Cie, initial: _CieStat
         if initial is not None:
             try:
                 return _direct(reader.data, body, end, cie, initial)
-            except (_Unusual, IndexError, DecodeError):
+            except (_Unusual, DecodeError):
                 pass
     return _general(reader, cie, body, end)
 
@@ -386,11 +388,8 @@ def _relative(reader: eh_frame.EntryReader, cie: eh_frame.Cie, initial: _CieStat
 def _cie_state(cie: eh_frame.Cie) -> _CieState | None:
     """The state a CIE's initial instructions leave, in _direct's terms (None: one it does
     not take, which leaves the CIE's FDEs to the general path)."""
-    state = eh_frame.RuleState(CfaRule(None), {})
     try:
-        for instr in cie.instructions:
-            state = eh_frame.apply_instruction(instr, state, None, cie.code_alignment_factor,
-                               cie.data_alignment_factor)
+        state = eh_frame.initial_state(cie)
         if state.cfa.register is None or state.cfa.register >= len(_NAMES):
             return None
         regs = {}
@@ -400,7 +399,7 @@ def _cie_state(cie: eh_frame.Cie) -> _CieState | None:
                 return None
             lhs = ".ra" if reg == cie.return_address_register else _SAID_NAMES[reg]
             regs[reg] = f"{lhs}: {rhs}"
-    except (UnsplitError, ValueError):
+    except UnsplitError:
         return None
     return (state.cfa.register, state.cfa.offset), regs
 
@@ -419,7 +418,7 @@ def _general(reader: eh_frame.EntryReader, cie: eh_frame.Cie, body: int, end: in
         fd = FrameDescription(reader.section, 0, 0, 1 << 62, cie.return_address_register,
                               False, tuple(rows))
         return _rows_rules([fd], 0, 1 << 62)
-    except (UnsplitError, struct.error, IndexError, ValueError):
+    except UnsplitError:
         return None
 
 
@@ -480,7 +479,7 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
                 lines = whole.whole_fde(head[0], head[1], start, end, base)
             records += lines or stack_cfi(_fdes_in(table, fde_starts, start, end), start,
                                           end, base)
-        except (UnsplitError, ValueError):  # Inexpressible, or CFI that does not decode
+        except UnsplitError:  # Inexpressible, or CFI that does not decode
             continue
     if not records:
         return None
@@ -580,7 +579,7 @@ def alone_under_build_id(binary: Binary) -> bool:
     (``.note.bolt_info``): BOLT gives every output of one input the same build-id, so LLDB
     would load another output's text, and LLDB 19 goes on unwinding with the first symbol
     file it read, whatever replaces it later (measured: bolt-reverse after bolt-randomN)."""
-    return binary.section(".note.bolt_info") is None
+    return not binary.is_bolt_output
 
 
 def kept_path(binary: Binary, uuid: str | None = None, root: str | None = None) -> str:

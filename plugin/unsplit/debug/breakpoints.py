@@ -109,8 +109,25 @@ def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
 
 
 def procedures_named(index: ModuleIndex, text: str) -> list[str]:
-    """Linkage names of the procedures of one module that `text` names (unsplit.index.names)."""
-    return matching(index.procedures, text)
+    """Linkage names of the procedures of one module that `text` names (unsplit.index.names),
+    BOLT's patched originals left out (:func:`originals_named`)."""
+    return _named(index, text)[0]
+
+
+def originals_named(index: ModuleIndex, text: str) -> list[str]:
+    """BOLT's patched originals (``foo.org.0``) that `text` also names, left out of every
+    `bb break` and `bb blocks`: never run but for the jump to their function's new code, where
+    the breakpoint is. Named by their own linkage name, they stay."""
+    return _named(index, text)[1]
+
+
+def _named(index: ModuleIndex, text: str) -> tuple[list[str], list[str]]:
+    kept: list[str] = []
+    originals: list[str] = []
+    for name in matching(index.procedures, text):
+        left_out = name != text.strip() and index.bolt_original(name) is not None
+        (originals if left_out else kept).append(name)
+    return kept, originals
 
 
 def _procedure_sites(index: ModuleIndex, proc: Procedure, spec: BreakSpec) -> list[Site]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
-from unsplit.errors import DecodeError, UnsplitError
+from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import (
     RIP,
     RSP,
@@ -32,7 +32,6 @@ from unsplit.formats.eh_frame import (
     FrameDescription,
     Rule,
     decode_rows,
-    one_line,
 )
 from unsplit.index.frame import lookup_pc
 
@@ -60,17 +59,14 @@ class _Section:
         """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
         pairs = []
         offset = 0
-        try:
-            while offset + 4 <= len(self.data):
-                end, id_at, _, _ = self.reader.header(offset)
-                if end == id_at and self.reader.eh:  # a zero length ends .eh_frame
-                    break
-                fde = self.reader.fde(offset)
-                if fde is not None and fde.size:
-                    pairs.append((fde.start, offset))
-                offset = end
-        except (struct.error, IndexError, ValueError) as e:
-            raise DecodeError(self.name, offset, f"bad CFI entry ({one_line(e)})") from None
+        while offset + 4 <= len(self.data):
+            end, id_at, _, _ = self.reader.header(offset)
+            if end == id_at and self.reader.eh:  # a zero length ends .eh_frame
+                break
+            fde = self.reader.fde(offset)
+            if fde is not None and fde.size:
+                pairs.append((fde.start, offset))
+            offset = end
         pairs.sort()
         self.starts = array("Q", (p[0] for p in pairs))
         self.offsets = array("Q", (p[1] for p in pairs))
@@ -94,10 +90,7 @@ class _Section:
         """Reader.fde_head of the entry at `offset`, kept."""
         if offset in self.heads:
             return self.heads[offset]
-        try:
-            head = self.heads[offset] = self.reader.fde_head(offset)
-        except (struct.error, IndexError, ValueError) as e:
-            raise DecodeError(self.name, offset, f"bad CFI entry ({one_line(e)})") from None
+        head = self.heads[offset] = self.reader.fde_head(offset)
         return head
 
     def head_at(self, address: int) -> tuple[int, int, int] | None:
@@ -116,20 +109,11 @@ class _Section:
         return None
 
     def decode(self, offset: int) -> FrameDescription | None:
-        try:
-            fde = self.reader.fde(offset)
-        except (struct.error, IndexError, ValueError) as e:
-            raise DecodeError(self.name, offset, f"bad CFI entry ({one_line(e)})") from None
+        fde = self.reader.fde(offset)
         if fde is None:
             return None
         cie = fde.cie
-        try:
-            rows = decode_rows(cie, fde, fde.start)
-        except DecodeError:
-            raise
-        except Exception as e:
-            raise DecodeError(self.name, offset, f"bad CFI instructions ({one_line(e)})") \
-                from None
+        rows = decode_rows(cie, fde, fde.start)
         return FrameDescription(self.name, offset, fde.start, fde.start + fde.size,
                                 cie.return_address_register, b"S" in cie.augmentation,
                                 tuple(rows))

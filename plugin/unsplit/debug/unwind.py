@@ -1,4 +1,4 @@
-"""Backtraces from call frame information alone, for any debugger or none (issue 9).
+"""Backtraces from call frame information alone, for any debugger or none.
 
 Walks frames with the CFI (debug.cfi) of whichever loaded module holds each pc, and names each
 frame through the module's index, so a pc in a cold fragment is unwound by that fragment's own

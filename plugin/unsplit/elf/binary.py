@@ -264,6 +264,11 @@ class Binary:
     def has_section(self, name: str) -> bool:
         return name in self._section_index
 
+    @property
+    def is_bolt_output(self) -> bool:
+        """BOLT writes ``.note.bolt_info`` into every file it makes."""
+        return self.has_section(".note.bolt_info")
+
     @cached_property
     def _section_index(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -10,6 +10,8 @@ LLVM's DWARFDebugLine::lookupAddress decides.
 
 Damaged DWARF is never fatal: a CU whose line program, header or DIEs cannot be read has no
 lines ("no line here"), and says so once, in ``warnings``, naming the section and the offset.
+What pyelftools raises is bad input (``errors.reading``); what it decodes is checked before use,
+so an error raised here is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -21,19 +23,10 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from elftools.common.exceptions import DWARFError, ELFError
-
 from unsplit.elf.binary import Binary
 from unsplit.elf.line_row import LineRow
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, reading
 from unsplit.formats.leb128 import leb128
-
-# What pyelftools raises on damaged DWARF, besides its own errors: it reads fields with construct
-# and struct, seeks to offsets taken from the data, and leaves None where a form was not decoded.
-# NotImplementedError: a header whose file names take a form pyelftools does not resolve (strx).
-DWARF_ERRORS = (DWARFError, ELFError, KeyError, ValueError, AssertionError, IndexError,
-                OverflowError, TypeError, AttributeError, struct.error, RecursionError,
-                NotImplementedError)
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.
@@ -88,7 +81,7 @@ class DwarfLines:
         self._aranges: tuple[array[int], array[int], list[int]] | None = None
         self._line_data: bytes | None = None
         self._cu_lines: dict[int, _CULines] = {}
-        self._cu_files: dict[int, list[tuple[str, str]]] = {}
+        self._cu_files: dict[int, tuple[int, list[tuple[str, str]]]] = {}
         self._names_blob: bytes | None = None
 
     @property
@@ -150,21 +143,11 @@ class DwarfLines:
         DWARF 5 numbers files from 0, earlier versions from 1 (index 0 is then "").
         """
         try:
-            return self._file_paths(cu_offset)
-        except DWARF_ERRORS as e:
-            self.warn(_line_header_error(self.binary, cu_offset, e))
+            version, names = self._header(cu_offset)
+        except DecodeError as e:
+            self.warn(e)
             return []
-
-    def _file_paths(self, cu_offset: int) -> list[str]:
-        dwarf = self.binary.dwarf
-        cu = dwarf.get_CU_at(cu_offset)
-        program = dwarf.line_program_for_CU(cu)
-        if program is None:
-            return []
-        version = program.header["version"]
-        comp_dir = _comp_dir(cu)
-        paths = [_file_name(program, e, version, comp_dir)[1]
-                 for e in _entries(program, "file_entry")]
+        paths = [path for _, path in names]
         return paths if version >= 5 else ["", *paths]
 
     def statements(self, file: str, line: int) -> list[LineRow]:
@@ -224,36 +207,41 @@ class DwarfLines:
         return base + b"\0" in self._names_blob
 
     def _file_names(self, cu_offset: int) -> list[tuple[str, str]]:
-        names = self._cu_files.get(cu_offset)
-        if names is None:
-            try:
-                names = self._header_names(cu_offset)
-            except DWARF_ERRORS as e:
-                raise _line_header_error(self.binary, cu_offset, e) from None
-            self._cu_files[cu_offset] = names
-        return names
+        return self._header(cu_offset)[1]
 
-    def _header_names(self, cu_offset: int) -> list[tuple[str, str]]:
-        dwarf = self.binary.dwarf
-        cu = dwarf.get_CU_at(cu_offset)
-        program = dwarf.line_program_for_CU(cu)
-        if program is None:
-            return []
-        comp_dir = _comp_dir(cu)
-        version = program.header["version"]
-        return [_file_name(program, e, version, comp_dir)
-                for e in _entries(program, "file_entry")]
+    def _header(self, cu_offset: int) -> tuple[int, list[tuple[str, str]]]:
+        """(version, (name, full path) of each file) of the CU's line table header, read once;
+        DecodeError at the CU's DW_AT_stmt_list when it cannot be read."""
+        found = self._cu_files.get(cu_offset)
+        if found is None:
+            found = self._cu_files[cu_offset] = self._read_header(cu_offset)
+        return found
+
+    def _read_header(self, cu_offset: int) -> tuple[int, list[tuple[str, str]]]:
+        at = _stmt_list(self.binary, cu_offset)
+        what = f"line table header of CU at {cu_offset:#x}"
+        with reading(".debug_line", at, what):
+            dwarf = self.binary.dwarf
+            cu = dwarf.get_CU_at(cu_offset)
+            program = dwarf.line_program_for_CU(cu)
+            if program is None:
+                return 5, []
+            version = program.header["version"]
+            top = cu.get_top_DIE().attributes
+            comp_dir = top["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top else ""
+            files = program.header["file_entry"]
+            dirs = program.header["include_directory"]
+            # DWARF 5 entries name their directory by index; earlier ones by index from 1.
+            entries = [(e.name, e.dir_index) for e in files] if _is_list(files) else files
+        header = _Header(at, what, version)
+        directories = header.entries(dirs, "include_directory")
+        comp = header.text(comp_dir, "DW_AT_comp_dir")
+        names = [header.file_name(name, index, directories, comp)
+                 for name, index in header.entries(entries, "file_entry")]
+        return version, names
 
     def _cu_offsets(self) -> list[int]:
-        offsets: list[int] = []
-        try:
-            for cu in self.binary.dwarf.iter_CUs():
-                offsets.append(cu.cu_offset)
-        except DWARF_ERRORS as e:
-            at = offsets[-1] if offsets else 0
-            raise DecodeError(".debug_info", at, f"cannot read the compile unit after "
-                              f"{at:#x}: {_one_line(e)}") from None
-        return offsets
+        return [cu.cu_offset for cu in _units(self.binary.dwarf)]
 
     # -- which CU -------------------------------------------------------------------------
 
@@ -276,34 +264,29 @@ class DwarfLines:
 
     def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
         data = self.binary.section_data(".debug_aranges") or b""
-        try:
-            spans = sorted(_parse_aranges(data, self.binary.elf.little_endian))
-        except struct.error:
-            raise DecodeError(".debug_aranges", len(data), "truncated") from None
-        return _spans(spans)
+        return _spans(sorted(_parse_aranges(data, self.binary.elf.little_endian)))
 
     def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
         walk (what follows it cannot be found)."""
         spans: list[tuple[int, int, int]] = []
         dwarf = self.binary.dwarf
-        at = 0
         try:
-            for cu in dwarf.iter_CUs():
+            for cu in _units(dwarf):
                 at = cu.cu_offset
                 if at in covered:
                     continue
                 try:
-                    ranges = _cu_ranges(dwarf, cu)
+                    with reading(".debug_info", at, f"ranges of the CU at {at:#x}"):
+                        ranges = _cu_ranges(dwarf, cu)
                     if any(hi > _MASK for _, hi in ranges):
-                        raise ValueError("a range runs past 2^64")
+                        raise DecodeError(".debug_info", at, f"ranges of the CU at {at:#x}: "
+                                          "a range runs past 2^64")
                     spans.extend((lo, hi, at) for lo, hi in ranges)
-                except DWARF_ERRORS as e:
-                    self.warn(DecodeError(".debug_info", at,
-                                          f"ranges of the CU at {at:#x}: {_one_line(e)}"))
-        except DWARF_ERRORS as e:
-            self.warn(DecodeError(".debug_info", at, f"cannot read the compile unit after "
-                                  f"{at:#x}: {_one_line(e)}"))
+                except DecodeError as e:
+                    self.warn(e)
+        except DecodeError as e:
+            self.warn(e)
         spans.sort()
         return _spans(spans)
 
@@ -328,10 +311,6 @@ class DwarfLines:
             except DecodeError as e:  # a number cut short: say whose program it was
                 raise DecodeError(e.section, e.offset,
                                   f"line program of CU at {cu_offset:#x}: {e.message}") from None
-            except DWARF_ERRORS as e:
-                raise DecodeError(".debug_line", _stmt_list(self.binary, cu_offset),
-                                  f"line program of CU at {cu_offset:#x}: {_one_line(e)}"
-                                  ) from None
             self._cu_lines[cu_offset] = table
         return table
 
@@ -341,13 +320,13 @@ class DwarfLines:
         the program's header, _run_program its opcodes (pyelftools' own state machine costs
         ~12 µs a row: a second per big CU)."""
         dwarf = self.binary.dwarf
-        cu = dwarf.get_CU_at(cu_offset)
-        program = dwarf.line_program_for_CU(cu)
+        with reading(".debug_line", lambda: _stmt_list(self.binary, cu_offset), "its header"):
+            program = dwarf.line_program_for_CU(dwarf.get_CU_at(cu_offset))
+            if self._line_data is None:
+                self._line_data = bytes(dwarf.debug_line_sec.stream.getbuffer())
         names = self._file_names(cu_offset)
         if program is None:
             return [], names, 1
-        if self._line_data is None:
-            self._line_data = bytes(dwarf.debug_line_sec.stream.getbuffer())
         names = list(names)  # DW_LNE_define_file may add to them
         rows = list(_run_program(self._line_data, program.program_start_offset,
                                  program.program_end_offset, program.header, names,
@@ -370,6 +349,9 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
         raise DecodeError(".debug_line", at, "line_range 0 in the program's header")
     const_add = min_len * ((255 - opcode_base) // line_range)
     order: Literal["little", "big"] = "little" if little else "big"
+    if end > len(data):
+        raise DecodeError(".debug_line", at, f"the program runs {end - len(data)} bytes past "
+                          "the end of the section")
 
     def uleb(i: int) -> tuple[int, int]:
         return leb128(data, i, ".debug_line", False)
@@ -391,6 +373,9 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
             append((address, (file, line, column, stmt)))
         elif op == 0:  # an extended opcode
             size, i = uleb(i)
+            if i + size > end:
+                raise DecodeError(".debug_line", i, f"an extended opcode of {size} bytes runs "
+                                  "past the end of the program")
             sub = data[i] if size else 0
             if sub == 1:  # DW_LNE_end_sequence
                 yield from (r for r in sequence if r[0] < address)
@@ -400,7 +385,9 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
             elif sub == 2:  # DW_LNE_set_address
                 address = int.from_bytes(data[i + 1:i + size], order)
             elif sub == 3 and version < 5:  # DW_LNE_define_file: a file past the header's
-                nul = data.index(0, i + 1)
+                nul = data.find(0, i + 1, i + size)
+                if nul < 0:
+                    raise DecodeError(".debug_line", i, "DW_LNE_define_file without a name")
                 name = data[i + 1:nul].decode("utf-8", "replace")
                 names.append((name, os.path.normpath(name)))
             i += size
@@ -454,10 +441,14 @@ def _parse_aranges(data: bytes, little: bool) -> Iterator[tuple[int, int, int]]:
         (length,) = struct.unpack_from(e + "I", data, at)
         offset_size, header = (8, at + 12) if length == 0xFFFFFFFF else (4, at + 4)
         if offset_size == 8:
+            if header > len(data):
+                raise DecodeError(".debug_aranges", at, "truncated unit length")
             (length,) = struct.unpack_from(e + "Q", data, at + 4)
         end = header + length
         if length == 0 or end > len(data):
             return
+        if header + 2 + offset_size + 2 > end:
+            raise DecodeError(".debug_aranges", at, "a unit shorter than its header")
         (cu,) = struct.unpack_from(e + ("Q" if offset_size == 8 else "I"), data, header + 2)
         address_size = data[header + 2 + offset_size]
         if address_size not in (4, 8):
@@ -489,66 +480,89 @@ def _same_name(name: str, path: str, wanted: str) -> bool:
     return path.endswith("/" + wanted.lstrip("./"))
 
 
-def _file_name(program: Any, entry: Any, version: int, comp_dir: str) -> tuple[str, str]:
-    """(the name as the DWARF file entry gives it, the full path llvm-symbolizer would print)."""
-    name = _text(entry.name, "a file name")
-    dirs = _entries(program, "include_directory")
-    d = entry.dir_index if version >= 5 else entry.dir_index - 1
-    path = name
-    if not os.path.isabs(name):
-        directory = _text(dirs[d], "a directory") if 0 <= d < len(dirs) else ""
-        path = os.path.join(comp_dir, directory, name)
-    return name, os.path.normpath(path)
+class _Header:
+    """Checks what pyelftools decoded of one line table header (it leaves None where a form or
+    a string offset was damaged): DecodeError at the header, naming the field."""
+
+    def __init__(self, at: int, what: str, version: int) -> None:
+        self.at, self.what, self.version = at, what, version
+
+    def error(self, message: str) -> DecodeError:
+        return DecodeError(".debug_line", self.at, f"{self.what}: {message}")
+
+    def text(self, value: object, what: str) -> str:
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, str):
+            return value
+        raise self.error(f"{what} is not a string")
+
+    def entries(self, found: object, field: str) -> list[Any]:
+        if not isinstance(found, list | tuple):
+            raise self.error(f"no {field} list")
+        return list(found)
+
+    def file_name(self, name: object, index: object, dirs: list[Any], comp_dir: str
+                  ) -> tuple[str, str]:
+        """(the name as the file entry gives it, the full path llvm-symbolizer would print)."""
+        text = self.text(name, "a file name")
+        if not isinstance(index, int):
+            raise self.error("a file's directory index is not a number")
+        d = index if self.version >= 5 else index - 1
+        path = text
+        if not os.path.isabs(text):
+            directory = self.text(dirs[d], "a directory") if 0 <= d < len(dirs) else ""
+            path = os.path.join(comp_dir, directory, text)
+        return text, os.path.normpath(path)
 
 
-def _text(value: Any, what: str) -> str:
-    """A string attribute as pyelftools gives it: bytes, or None where the form was damaged."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        return value
-    raise ValueError(f"{what} is {type(value).__name__}, not a string")
+def _is_list(value: object) -> bool:
+    return isinstance(value, list | tuple)
 
 
-def _entries(program: Any, field: str) -> list[Any]:
-    found = program.header[field]
-    if not isinstance(found, list | tuple):
-        raise ValueError(f"no {field} list in the line table header")
-    return list(found)
-
-
-def _comp_dir(cu: Any) -> str:
-    top = cu.get_top_DIE().attributes
-    return _text(top["DW_AT_comp_dir"].value, "DW_AT_comp_dir") \
-        if "DW_AT_comp_dir" in top else ""
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+def _units(dwarf: Any) -> Iterator[Any]:
+    """pyelftools' CUs in order; DecodeError at the last good one where the next cannot be
+    read (nothing after a damaged unit header can be found)."""
+    units = dwarf.iter_CUs()
+    at = 0
+    while True:
+        with reading(".debug_info", at, f"cannot read the compile unit after {at:#x}"):
+            cu = next(units, None)
+        if cu is None:
+            return
+        at = cu.cu_offset
+        yield cu
 
 
 def _stmt_list(binary: Binary, cu_offset: int) -> int:
     """Where the CU's line program starts in .debug_line (0 when even that is unreadable)."""
     try:
-        top = binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
-        return int(top["DW_AT_stmt_list"].value) if "DW_AT_stmt_list" in top else 0
-    except DWARF_ERRORS:
+        with reading(".debug_info", cu_offset, "DW_AT_stmt_list"):
+            top = binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
+            value = top["DW_AT_stmt_list"].value if "DW_AT_stmt_list" in top else 0
+    except DecodeError:
         return 0
+    return value if isinstance(value, int) else 0
 
 
-def _line_header_error(binary: Binary, cu_offset: int, e: BaseException) -> DecodeError:
-    return DecodeError(".debug_line", _stmt_list(binary, cu_offset),
-                       f"line table header of CU at {cu_offset:#x}: {_one_line(e)}")
+def number(die: Any, name: str) -> int | None:
+    """The value of `die`'s attribute `name` as pyelftools decoded it, when it is a number;
+    DecodeError at the DIE when it is something else (a damaged form); None when absent."""
+    attrs = die.attributes
+    if name not in attrs:
+        return None
+    value = attrs[name].value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise DecodeError(".debug_info", die.offset, f"{name} of the DIE is not a number")
 
 
 def _cu_ranges(dwarf: Any, cu: Any) -> list[tuple[int, int]]:
     """[lo, hi) ranges of a CU's top DIE. Its DW_AT_low_pc is the range list's base address, and
     its DW_AT_ranges is taken before a low/high pair should it (wrongly) have both."""
     top = cu.get_top_DIE()
-    attrs = top.attributes
-    base = attrs["DW_AT_low_pc"].value if "DW_AT_low_pc" in attrs else 0
-    if "DW_AT_ranges" in attrs:
+    base = number(top, "DW_AT_low_pc") or 0
+    if "DW_AT_ranges" in top.attributes:
         return _range_list(dwarf, top, base)
     return die_ranges(dwarf, top, base)
 
@@ -557,11 +571,9 @@ def die_ranges(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
     """[lo, hi) code ranges of a DIE, as LLVM's ``DWARFDie::getAddressRanges`` finds them: its
     DW_AT_low_pc/DW_AT_high_pc pair, else its DW_AT_ranges list, which starts from ``base`` (the
     CU's DW_AT_low_pc)."""
-    attrs = die.attributes
-    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
-        lo = int(attrs["DW_AT_low_pc"].value)
-        hi = attrs["DW_AT_high_pc"]
-        end = int(hi.value) if hi.form == "DW_FORM_addr" else lo + int(hi.value)
+    lo, hi = number(die, "DW_AT_low_pc"), number(die, "DW_AT_high_pc")
+    if lo is not None and hi is not None:
+        end = hi if die.attributes["DW_AT_high_pc"].form == "DW_FORM_addr" else lo + hi
         return [(lo, end)] if end > lo else []
     return _range_list(dwarf, die, base)
 
@@ -570,14 +582,14 @@ def _range_list(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
     """The non-empty entries of a DIE's DW_AT_ranges; pyelftools resolves DW_FORM_rnglistx."""
     from elftools.dwarf.ranges import BaseAddressEntry, RangeEntry
 
-    attrs = die.attributes
-    if "DW_AT_ranges" not in attrs:
+    offset = number(die, "DW_AT_ranges")
+    if offset is None:
         return []
-    rl = dwarf.range_lists()
-    if rl is None:
-        return []
+    with reading(".debug_info", die.offset, "DW_AT_ranges of the DIE"):
+        rl = dwarf.range_lists()
+        entries = [] if rl is None else list(rl.get_range_list_at_offset(offset, cu=die.cu))
     out = []
-    for e in rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=die.cu):
+    for e in entries:
         if isinstance(e, BaseAddressEntry):
             base = e.base_address
         elif isinstance(e, RangeEntry):

@@ -52,27 +52,23 @@ Abbrev = tuple[int, list[tuple[int, int]]]  # tag, (attribute, form) of each att
 def abbreviations(data: bytes | memoryview, offset: int) -> dict[int, Abbrev]:
     """The abbreviation table at `offset` of .debug_abbrev (§7.5.3): code -> Abbrev."""
     out: dict[int, Abbrev] = {}
-    pos = offset
-    try:
+    pos, end = offset, len(data)
+    while True:
+        code, pos = _uleb(data, pos, end, _ABBREV)
+        if code == 0:
+            return out
+        tag, pos = _uleb(data, pos, end, _ABBREV)
+        pos += 1  # DW_CHILDREN_yes/no: the 0 code that ends a list of children says it
+        specs = []
         while True:
-            code, pos = _uleb(data, pos)
-            if code == 0:
-                return out
-            tag, pos = _uleb(data, pos)
-            pos += 1  # DW_CHILDREN_yes/no: the 0 code that ends a list of children says it
-            specs = []
-            while True:
-                attribute, pos = _uleb(data, pos)
-                form, pos = _uleb(data, pos)
-                if attribute == 0 and form == 0:
-                    break
-                if form == DW_FORM_implicit_const:
-                    pos = _skip(data, pos, _SLEB, _NO_UNIT, offset)
-                specs.append((attribute, form))
-            out[code] = (tag, specs)
-    except IndexError:
-        raise DecodeError(".debug_abbrev", pos, "the table runs past the end of the "
-                          "section") from None
+            attribute, pos = _uleb(data, pos, end, _ABBREV)
+            form, pos = _uleb(data, pos, end, _ABBREV)
+            if attribute == 0 and form == 0:
+                break
+            if form == DW_FORM_implicit_const:
+                pos = _skip(data, pos, _SLEB, _NO_UNIT, offset, end)
+            specs.append((attribute, form))
+        out[code] = (tag, specs)
 
 
 def offsets_with(data: bytes | memoryview, unit: Unit, abbrevs: Mapping[int, Abbrev], tag: int,
@@ -84,25 +80,24 @@ def offsets_with(data: bytes | memoryview, unit: Unit, abbrevs: Mapping[int, Abb
              abbrevs.items()}
     out = []
     pos, end = unit.die_start, unit.end
-    try:
-        while pos < end:
-            die = pos
-            code = data[pos]
-            pos += 1
-            if code & 0x80:
-                code, pos = _uleb(data, pos - 1)
-            if code == 0:
-                continue  # the end of a DIE's children
-            plan = plans.get(code)
-            if plan is None:
-                raise DecodeError(SECTION, die, f"no abbreviation {code} in the unit's table")
-            wanted, steps = plan
-            if wanted:
-                out.append(die)
-            for step in steps:
-                pos = step + pos if step >= 0 else _skip(data, pos, step, unit, die)
-    except IndexError:
-        raise DecodeError(SECTION, pos, "a DIE runs past the end of the section") from None
+    if end > len(data):
+        raise DecodeError(SECTION, unit.die_start, "the unit runs past the end of the section")
+    while pos < end:  # every read below is checked against `end`
+        die = pos
+        code = data[pos]
+        pos += 1
+        if code & 0x80:
+            code, pos = _uleb(data, pos - 1, end)
+        if code == 0:
+            continue  # the end of a DIE's children
+        plan = plans.get(code)
+        if plan is None:
+            raise DecodeError(SECTION, die, f"no abbreviation {code} in the unit's table")
+        wanted, steps = plan
+        if wanted:
+            out.append(die)
+        for step in steps:
+            pos = step + pos if step >= 0 else _skip(data, pos, step, unit, die, end)
     if pos > end:
         raise DecodeError(SECTION, end, "the last DIE runs past the end of its unit")
     return out
@@ -130,16 +125,25 @@ def _plan(unit: Unit, forms: list[int], code: int) -> list[int]:
 
 
 _NO_UNIT = Unit(0, 0, 5, 8, 4)
+_ABBREV = ".debug_abbrev"
 
 
-def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int) -> int:
+def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int, end: int) -> int:
+    """Past one attribute of a variable size that starts at `pos`; the bytes it reads must lie
+    before `end` (a fixed size may take `pos` past it: the unit's end check says so)."""
+    if pos >= end:
+        raise DecodeError(SECTION, die, "a DIE runs past the end of its unit")
     if kind in (_ULEB, _SLEB):
         while data[pos] & 0x80:
             pos += 1
+            if pos >= end:
+                raise DecodeError(SECTION, die, "a LEB128 runs past the end of its unit")
         return pos + 1
     if kind == _STRING:
         while data[pos]:
             pos += 1
+            if pos >= end:
+                raise DecodeError(SECTION, die, "a string runs past the end of its unit")
         return pos + 1
     if kind == _BLOCK1:
         return pos + 1 + data[pos]
@@ -148,20 +152,24 @@ def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int) -
     if kind == _BLOCK4:
         return pos + 4 + int.from_bytes(data[pos:pos + 4], "little")
     if kind == _BLOCK:
-        size, pos = _uleb(data, pos)
+        size, pos = _uleb(data, pos, end)
         return pos + size
     # DW_FORM_indirect: the form comes first, as a ULEB128
-    form, pos = _uleb(data, pos)
+    form, pos = _uleb(data, pos, end)
     if form == DW_FORM_indirect:
         raise DecodeError(SECTION, die, "DW_FORM_indirect names DW_FORM_indirect")
     for step in _plan(unit, [form], 0):
-        pos = step + pos if step >= 0 else _skip(data, pos, step, unit, die)
+        pos = step + pos if step >= 0 else _skip(data, pos, step, unit, die, end)
     return pos
 
 
-def _uleb(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _uleb(data: bytes | memoryview, pos: int, end: int, section: str = SECTION
+          ) -> tuple[int, int]:
     value = shift = 0
+    start = pos
     while True:
+        if pos >= end:
+            raise DecodeError(section, start, "a ULEB128 runs past the end")
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift

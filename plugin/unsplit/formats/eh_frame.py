@@ -18,6 +18,7 @@ from typing import Any
 
 from elftools.dwarf.constants import DW_CFA
 
+from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import describe_expression, register_name
 from unsplit.formats.leb128 import leb128
 
@@ -106,6 +107,8 @@ class Cie:
     augmentation: bytes
     fde_encoding: int
     instructions: list[Instruction]
+    section: str = ".eh_frame"  # where it is: what a DecodeError about its rules names
+    offset: int = 0
 
 
 @dataclass(slots=True)
@@ -114,6 +117,7 @@ class Fde:
     start: int
     size: int
     instructions: list[Instruction]
+    offset: int = 0  # in the CIE's section
 
 
 _DW_EH_PE_omit = 0xFF
@@ -122,7 +126,7 @@ _DW_EH_PE_omit = 0xFF
 class EntryReader:
     """Entries of one CFI section read with struct (DWARF 5 §6.4.1, LSB 5.0 §10.6 for
     `.eh_frame`): pyelftools spends ~200 µs on an FDE, a second per 5000; this, ~20 µs.
-    Malformed bytes raise struct.error, IndexError or ValueError; the caller says where."""
+    Every read is checked: malformed bytes raise DecodeError at the field."""
 
     def __init__(self, section: str, data: bytes, address: int, little: bool,
                  address_size: int) -> None:
@@ -138,29 +142,46 @@ class EntryReader:
     def sleb(self, i: int) -> tuple[int, int]:
         return leb128(self.data, i, self.section, True)
 
+    def error(self, at: int, message: str) -> DecodeError:
+        return DecodeError(self.section, at, message)
+
+    def unpack(self, fmt: str, at: int, end: int, what: str) -> int:
+        """One struct-format number at `at`, which must end by `end`."""
+        if at < 0 or at + struct.calcsize(fmt) > end:
+            raise self.error(at, f"{what} runs past its entry")
+        value: int = struct.unpack_from(self.e + fmt, self.data, at)[0]
+        return value
+
+    def byte(self, at: int, end: int, what: str) -> int:
+        if not 0 <= at < end:
+            raise self.error(at, f"{what} runs past its entry")
+        return self.data[at]
+
     def header(self, offset: int) -> tuple[int, int, int, int]:
         """(end of the entry, its CIE pointer field's offset, the pointer, where its body
         starts); an entry of length 0 is a terminator (end == body)."""
-        (length,) = struct.unpack_from(self.e + "I", self.data, offset)
+        size_of_data = len(self.data)
+        length = self.unpack("I", offset, size_of_data, "an entry's length")
         if length == 0:
             return offset + 4, offset + 4, 0, offset + 4
         if length == 0xFFFFFFFF:
-            (length,) = struct.unpack_from(self.e + "Q", self.data, offset + 4)
+            length = self.unpack("Q", offset + 4, size_of_data, "an entry's 64-bit length")
             id_at, fmt, size = offset + 12, "Q", 8
         else:
             id_at, fmt, size = offset + 4, "I", 4
         end = id_at + length
-        if end > len(self.data):
-            raise ValueError(f"entry length {length:#x} runs past the section")
-        (cie_id,) = struct.unpack_from(self.e + fmt, self.data, id_at)
+        if end > size_of_data:
+            raise self.error(offset, f"entry length {length:#x} runs past the section")
+        cie_id = self.unpack(fmt, id_at, end, "a CIE pointer")
         return end, id_at, cie_id, id_at + size
 
     def is_cie(self, cie_id: int, id_size: int) -> bool:
         return cie_id == 0 if self.eh else cie_id == (0xFFFFFFFF if id_size == 4 else
                                                       0xFFFFFFFFFFFFFFFF)
 
-    def pointer(self, i: int, encoding: int) -> tuple[int, int]:
-        """A DW_EH_PE-encoded pointer at offset i: (value, offset after it)."""
+    def pointer(self, i: int, encoding: int, end: int) -> tuple[int, int]:
+        """A DW_EH_PE-encoded pointer at offset i, inside an entry ending at `end`: (value,
+        offset after it)."""
         fmt = encoding & 0x0F
         if fmt == 0x00:
             size_fmt = "Q" if self.address_size == 8 else "I"
@@ -168,19 +189,19 @@ class EntryReader:
             size_fmt = {0x02: "H", 0x03: "I", 0x04: "Q", 0x0A: "h", 0x0B: "i",
                         0x0C: "q"}.get(fmt, "")
         if size_fmt:
-            (value,) = struct.unpack_from(self.e + size_fmt, self.data, i)
+            value = self.unpack(size_fmt, i, end, "a pointer")
             after = i + struct.calcsize(size_fmt)
         elif fmt == 0x01:
             value, after = self.uleb(i)
         elif fmt == 0x09:
             value, after = self.sleb(i)
         else:
-            raise ValueError(f"pointer encoding {encoding:#x}")
+            raise self.error(i, f"pointer encoding {encoding:#x}")
         application = encoding & 0x70
         if application == 0x10:  # pcrel
             value += self.address + i
         elif application not in (0x00,):
-            raise ValueError(f"pointer encoding {encoding:#x}")
+            raise self.error(i, f"pointer encoding {encoding:#x}")
         return value & 0xFFFFFFFFFFFFFFFF, after
 
     def cie(self, offset: int) -> Cie:
@@ -189,11 +210,13 @@ class EntryReader:
             return found
         end, id_at, cie_id, i = self.header(offset)
         if not self.is_cie(cie_id, i - id_at):
-            raise ValueError(f"no CIE at {offset:#x}")
+            raise self.error(offset, "no CIE here (an FDE's CIE pointer is wrong)")
         data = self.data
-        version = data[i]
+        version = self.byte(i, end, "the CIE's version")
         i += 1
-        nul = data.index(0, i, end)
+        nul = data.find(0, i, end)
+        if nul < 0:
+            raise self.error(i, "the CIE's augmentation string runs past its entry")
         augmentation = bytes(data[i:nul])
         i = nul + 1
         if not self.eh and version >= 4:
@@ -201,7 +224,7 @@ class EntryReader:
         caf, i = self.uleb(i)
         daf, i = self.sleb(i)
         if version == 1:
-            ra, i = data[i], i + 1
+            ra, i = self.byte(i, end, "the return address register"), i + 1
         else:
             ra, i = self.uleb(i)
         fde_encoding = 0x00
@@ -210,10 +233,10 @@ class EntryReader:
             aug_end = i + length
             for ch in augmentation[1:]:
                 if ch == ord("R"):
-                    fde_encoding, i = data[i], i + 1
+                    fde_encoding, i = self.byte(i, end, "the FDE pointer encoding"), i + 1
                 elif ch == ord("P"):
-                    enc, i = data[i], i + 1
-                    _, i = self.pointer(i, enc & 0x7F)
+                    enc, i = self.byte(i, end, "the personality encoding"), i + 1
+                    _, i = self.pointer(i, enc & 0x7F, end)
                 elif ch == ord("L"):
                     i += 1
                 elif ch in (ord("S"), ord("B"), ord("G")):
@@ -222,8 +245,11 @@ class EntryReader:
                     break  # the length says where the instructions start
             i = aug_end
         elif augmentation not in (b"",):
-            raise ValueError(f"augmentation {augmentation!r} without 'z'")
-        cie = Cie(caf, daf, ra, augmentation, fde_encoding, self.instructions(i, end))
+            raise self.error(offset, f"augmentation {augmentation!r} without 'z'")
+        if i > end:
+            raise self.error(offset, "the CIE's fields run past its entry")
+        cie = Cie(caf, daf, ra, augmentation, fde_encoding, self.instructions(i, end),
+                  self.section, offset)
         self.cies[offset] = cie
         return cie
 
@@ -236,14 +262,16 @@ class EntryReader:
         cie_offset = id_at - cie_id if self.eh else cie_id
         cie = self.cie(cie_offset)
         if self.eh:
-            start, i = self.pointer(i, cie.fde_encoding)
-            size, i = self.pointer(i, cie.fde_encoding & 0x0F)
+            start, i = self.pointer(i, cie.fde_encoding, end)
+            size, i = self.pointer(i, cie.fde_encoding & 0x0F, end)
         else:
-            start, i = self.pointer(i, 0x00)
-            size, i = self.pointer(i, 0x00)
+            start, i = self.pointer(i, 0x00, end)
+            size, i = self.pointer(i, 0x00, end)
         if cie.augmentation.startswith(b"z"):
             length, i = self.uleb(i)
             i += length
+        if i > end:
+            raise self.error(offset, "the FDE's fields run past its entry")
         return cie_offset, cie, start, size, i, end
 
     def fde(self, offset: int) -> Fde | None:
@@ -252,12 +280,11 @@ class EntryReader:
         if head is None:
             return None
         _, cie, start, size, i, end = head
-        return Fde(cie, start, size, self.instructions(i, end, cie.fde_encoding))
+        return Fde(cie, start, size, self.instructions(i, end, cie.fde_encoding), offset)
 
     def instructions(self, i: int, end: int, encoding: int = 0x00) -> list[Instruction]:
         data = self.data
         uleb, sleb = self.uleb, self.sleb
-        e = self.e
         out: list[Instruction] = []
         while i < end:
             op = data[i]
@@ -277,14 +304,14 @@ class EntryReader:
             if op in (DW_CFA.nop, DW_CFA.remember_state, DW_CFA.restore_state):
                 args = ()
             elif op == DW_CFA.set_loc:
-                value, i = self.pointer(i, encoding if self.eh else 0x00)
+                value, i = self.pointer(i, encoding if self.eh else 0x00, end)
                 args = (value,)
             elif op == DW_CFA.advance_loc1:
-                args, i = (data[i],), i + 1
+                args, i = (self.byte(i, end, "DW_CFA_advance_loc1"),), i + 1
             elif op == DW_CFA.advance_loc2:
-                args, i = struct.unpack_from(e + "H", data, i), i + 2
+                args, i = (self.unpack("H", i, end, "DW_CFA_advance_loc2"),), i + 2
             elif op == DW_CFA.advance_loc4:
-                args, i = struct.unpack_from(e + "I", data, i), i + 4
+                args, i = (self.unpack("I", i, end, "DW_CFA_advance_loc4"),), i + 4
             elif op in (DW_CFA.offset_extended, DW_CFA.register, DW_CFA.def_cfa,
                         DW_CFA.val_offset):
                 a, i = uleb(i)
@@ -313,17 +340,11 @@ class EntryReader:
                 b, i = uleb(i)
                 op, args = DW_CFA.offset_extended, (a, -b)
             else:
-                raise ValueError(f"unknown CFI instruction {op:#04x}")
+                raise self.error(i - 1, f"unknown CFI instruction {op:#04x}")
             if i > end:
-                raise ValueError("an instruction runs past its entry")
+                raise self.error(end, "an instruction runs past its entry")
             out.append(Instruction(op, args))
         return out
-
-
-def one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
-
 
 
 # -- decoding the rule table ---------------------------------------------------------------------
@@ -333,9 +354,7 @@ def decode_rows(cie: Cie, fde: Fde, start: int) -> list[Row]:
     """The FDE's table: the CIE's initial instructions, then the FDE's (DWARF 5 §6.4.2)."""
     caf = cie.code_alignment_factor
     daf = cie.data_alignment_factor
-    state = RuleState(CfaRule(None), {})
-    for instr in cie.instructions:
-        state = apply_instruction(instr, state, None, caf, daf)
+    state = initial_state(cie)
     initial = RuleState(state.cfa, dict(state.rules))
     rows: list[Row] = []
     pc = start
@@ -350,10 +369,11 @@ def decode_rows(cie: Cie, fde: Fde, start: int) -> list[Row]:
             stack.append(RuleState(state.cfa, dict(state.rules)))
         elif op == DW_CFA.restore_state:
             if not stack:
-                raise ValueError("DW_CFA_restore_state with nothing remembered")
+                raise DecodeError(cie.section, fde.offset, "DW_CFA_restore_state with nothing "
+                                  "remembered")
             state = stack.pop()
         else:
-            state = apply_instruction(instr, state, initial, caf, daf)
+            state = apply_instruction(instr, state, initial, caf, daf, (cie.section, fde.offset))
     rows.append(Row(pc, state.cfa, dict(state.rules)))
     # Keep the last row at each address (advances by 0 happen) in address order.
     out: dict[int, Row] = {}
@@ -368,8 +388,20 @@ class RuleState:
     rules: dict[int, Rule]
 
 
+def initial_state(cie: Cie) -> RuleState:
+    """The rules a CIE's initial instructions set (DecodeError at the CIE for one that moves
+    the location or uses a state stack: only an FDE's table has rows)."""
+    state = RuleState(CfaRule(None), {})
+    for instr in cie.instructions:
+        state = apply_instruction(instr, state, None, cie.code_alignment_factor,
+                                  cie.data_alignment_factor, (cie.section, cie.offset))
+    return state
+
+
 def apply_instruction(instr: Any, state: RuleState, initial: RuleState | None, caf: int,
-                      daf: int) -> RuleState:
+                      daf: int, where: tuple[str, int]) -> RuleState:
+    """The state after one instruction that sets a rule; `where` (section, offset of the entry)
+    is what a DecodeError names for any other."""
     op, args = instr.opcode, instr.args
     cfa, rules = state.cfa, state.rules
     if op == DW_CFA.def_cfa:
@@ -400,7 +432,7 @@ def apply_instruction(instr: Any, state: RuleState, initial: RuleState | None, c
         rules[args[0]] = Rule("val_expression", 0, bytes(args[1]))
     elif op in (DW_CFA.restore, DW_CFA.restore_extended):
         if initial is None:
-            raise ValueError("DW_CFA_restore in a CIE")
+            raise DecodeError(*where, "DW_CFA_restore in a CIE")
         if args[0] in initial.rules:
             rules[args[0]] = initial.rules[args[0]]
         else:
@@ -408,7 +440,7 @@ def apply_instruction(instr: Any, state: RuleState, initial: RuleState | None, c
     elif op in (DW_CFA.nop, DW_CFA.GNU_args_size):
         pass
     else:
-        raise ValueError(f"unsupported CFI instruction {op.name}")
+        raise DecodeError(*where, f"CFI instruction {op:#04x} in a CIE's initial instructions")
     return RuleState(cfa, rules)
 
 

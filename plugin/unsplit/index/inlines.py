@@ -8,12 +8,13 @@ Only the compile unit covering an address is read, once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from unsplit.elf.binary import Binary
-from unsplit.elf.dwarf_lines import DWARF_ERRORS, DwarfLines, die_ranges
-from unsplit.errors import DecodeError
+from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
+from unsplit.errors import DecodeError, reading
 from unsplit.formats import die_scan
 from unsplit.index.demangle import shown
 
@@ -66,29 +67,29 @@ class InlineChains:
         if cu_offset is None:
             return [], []
         try:
-            subs = self._subprograms_of(cu_offset)
-            found = [die for lo, hi, die in subs if lo <= address < hi]
-            if not found:
-                return [], []
-            outer = [found[-1]]  # nested subprograms (rare) come after their parent
-            while True:
-                inner = _inlined_child(outer[-1], address, self._base(cu_offset), self._children)
-                if inner is None:
-                    break
-                outer.append(inner)
-            if cu_offset not in self._files:
-                self._files[cu_offset] = self.lines.file_paths(cu_offset)
-        except DWARF_ERRORS as e:
-            self.damaged(cu_offset, e)
+            with self.reading_dies(cu_offset):
+                subs = self._subprograms_of(cu_offset)
+                found = [die for lo, hi, die in subs if lo <= address < hi]
+                if not found:
+                    return [], []
+                outer = [found[-1]]  # nested subprograms (rare) come after their parent
+                while True:
+                    inner = _inlined_child(outer[-1], address, self._base(cu_offset),
+                                           self._children)
+                    if inner is None:
+                        break
+                    outer.append(inner)
+        except DecodeError as e:
+            self.lines.warn(e)
             return [], []
+        if cu_offset not in self._files:
+            self._files[cu_offset] = self.lines.file_paths(cu_offset)
         return outer[::-1], self._files[cu_offset]
 
-    def damaged(self, cu_offset: int, e: BaseException) -> None:
-        """A CU's DIEs that cannot be read: no inlined frames there, and one warning."""
-        text = str(e).strip().splitlines()
-        self.lines.warn(DecodeError(".debug_info", cu_offset, f"DIEs of the CU at "
-                                    f"{cu_offset:#x}: {type(e).__name__}"
-                                    + (f": {text[0]}" if text else "")))
+    @staticmethod
+    def reading_dies(cu_offset: int) -> AbstractContextManager[None]:
+        """What pyelftools raises on the CU's DIEs: bad input, said at the CU."""
+        return reading(".debug_info", cu_offset, f"DIEs of the CU at {cu_offset:#x}")
 
     def _children(self, die: Any, base: int) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
         """(child, is it an inlined call, its ranges) of the children of `die` an inline chain
@@ -109,21 +110,21 @@ class InlineChains:
             return None
         if cu_offset not in self._languages:
             try:
-                top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
-                value = top["DW_AT_language"].value if "DW_AT_language" in top else None
-            except DWARF_ERRORS as e:
-                self.damaged(cu_offset, e)
+                with self.reading_dies(cu_offset):
+                    top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE()
+                value = number(top, "DW_AT_language")
+            except DecodeError as e:
+                self.lines.warn(e)
                 value = None
-            self._languages[cu_offset] = value if isinstance(value, int) else None
+            self._languages[cu_offset] = value
         return self._languages[cu_offset]
 
     def _base(self, cu_offset: int) -> int:
         """The CU's base address (DW_AT_low_pc of its DIE), read once per CU."""
         base = self._bases.get(cu_offset)
         if base is None:
-            top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE().attributes
-            base = self._bases[cu_offset] = (int(top["DW_AT_low_pc"].value)
-                                             if "DW_AT_low_pc" in top else 0)
+            top = self.lines.binary.dwarf.get_CU_at(cu_offset).get_top_DIE()
+            base = self._bases[cu_offset] = number(top, "DW_AT_low_pc") or 0
         return base
 
     def _subprograms_of(self, cu_offset: int) -> list[tuple[int, int, Any]]:
@@ -198,8 +199,14 @@ def _die_name(die: Any, style: str | None) -> str:
 
 
 def _int_attr(die: Any, name: str) -> int:
+    """A number the frame shows (a line, a column, a file index); 0 when absent. DecodeError
+    at the DIE when a damaged form made it something else."""
     attr = _find(die, (name,)) if name == "DW_AT_decl_line" else die.attributes.get(name)
-    return int(attr.value) if attr is not None else 0
+    if attr is None:
+        return 0
+    if not isinstance(attr.value, int):
+        raise DecodeError(".debug_info", die.offset, f"{name} of the DIE is not a number")
+    return int(attr.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +250,11 @@ class DwarfFrames:
                 break
         return frames
 
+    def input_frames(self, input_address: int, inlines: bool = True) -> list[LineInfo]:
+        """What the pre-BOLT input's DWARF says of its own `input_address` ([] without one)."""
+        return [] if self._input is None else self._dwarf_frames(self._input, input_address,
+                                                                 inlines)
+
     def language(self, address: int) -> int | None:
         """DW_AT_language of the unit `address` was compiled in (the pre-BOLT input's for
         BOLTed code), or None where no DWARF covers it."""
@@ -268,11 +280,12 @@ class DwarfFrames:
         line, column = (0, 0) if row is None else (row.line, row.column)
         dies, files = chains.chain(address)
         if dies:
+            cu = chains.lines.cu_offset_at(address)
             try:
-                return self._inlined_frames(dies, files, path, line, column, inlines)
-            except DWARF_ERRORS as e:  # a damaged DIE on the chain: the line alone
-                cu = chains.lines.cu_offset_at(address)
-                chains.damaged(0 if cu is None else cu, e)
+                with chains.reading_dies(0 if cu is None else cu):
+                    return self._inlined_frames(dies, files, path, line, column, inlines)
+            except DecodeError as e:  # a damaged DIE on the chain: the line alone
+                chains.lines.warn(e)
         return [LineInfo(UNKNOWN, path, line, column)] if row is not None else []
 
     def _inlined_frames(self, dies: list[Any], files: list[str], path: str | None, line: int,

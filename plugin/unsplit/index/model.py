@@ -44,6 +44,22 @@ FRAGMENT_NAME_IN_STRTAB = re.compile(rb"\.(?:cold|warm|__part)(?:\.\d+)?\0")
 _KIND_RANK = {"warm": 0, "part": 1, "cold": 2}
 
 
+# BOLT leaves the original body of a function it moved where it was and, when some code it left
+# in place may still call that address, patches its entry with a jump to the new code under the
+# name ``<base>.org.0`` (BOLT's PatchEntries pass). Never run beyond that jump: not the procedure.
+BOLT_ORIGINAL_SUFFIX = ".org.0"
+BOLT_PSEUDO_UNIT = "bolt-pseudo.o"
+"""The STT_FILE BOLT files its own symbols under (fragments, patched originals): no source."""
+
+
+def bolt_original_of(symbol: str) -> str | None:
+    """``foo.org.0`` -> ``foo`` (the name of a BOLT output's patched original entry), else None.
+    Only a BOLT output's symbols mean this (ModuleIndex.bolt_original asks)."""
+    if not symbol.endswith(BOLT_ORIGINAL_SUFFIX) or len(symbol) == len(BOLT_ORIGINAL_SUFFIX):
+        return None
+    return symbol[:-len(BOLT_ORIGINAL_SUFFIX)]
+
+
 @dataclass(frozen=True, slots=True)
 class FragmentName:
     """A fragment symbol read by the grammar: ``foo.cold.3`` is base ``foo``, kind ``cold``,

@@ -16,7 +16,15 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError
 from unsplit.index.line_table import LineSource, LineTable
-from unsplit.index.model import HOT, Block, Fragment, LineRow, Location, Procedure
+from unsplit.index.model import (
+    HOT,
+    Block,
+    Fragment,
+    LineRow,
+    Location,
+    Procedure,
+    bolt_original_of,
+)
 from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
 from unsplit.index.store import IndexStore, StoredParts
 
@@ -69,6 +77,12 @@ class ModuleIndex:
     def input_binary(self) -> Binary | None:
         """The pre-BOLT input of a BOLTed module (None for any other, or none found)."""
         return self.sources.bat.input_binary()
+
+    def bolt_original(self, name: str) -> str | None:
+        """The function whose patched original entry (``foo.org.0``, unsplit.index.model) the
+        procedure `name` is, in a BOLT output; None for any other procedure."""
+        base = bolt_original_of(name)
+        return base if base is not None and self.binary.is_bolt_output else None
 
     def bat_input_address(self, file_address: int) -> int | None:
         """The address in the pre-BOLT binary whose line (and inlined frames) BOLT's own

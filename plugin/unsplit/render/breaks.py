@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from unsplit.index.demangle import LLVM
+from unsplit.index.demangle import LLVM, shown
 from unsplit.index.model import Location
 from unsplit.index.session_view import SessionView
 
@@ -61,6 +61,17 @@ def gdb_created(number: int, location: str, address: int, count: int,
         return f"Breakpoint {number} at {address:#x}: file {loc.file}, " \
                f"line {loc.line}."
     return f"Breakpoint {number} at {address:#x}"
+
+
+def originals_note(names: list[str], style: str | None) -> str:
+    """The one line `bb break` and `bb blocks` add when a name also named BOLT's patched
+    originals (``foo.org.0``), which they leave out; `style`: the session's demangling."""
+    first = shown(names[0], style)
+    if len(names) == 1:
+        return (f"note: left out {first}: BOLT's patched original entry, which only jumps to "
+                "the function's new code")
+    return (f"note: left out {len(names)} of BOLT's patched original entries ({first}, ...): "
+            "each only jumps to its function's new code")
 
 
 def gdb_pending(number: int, location: str) -> str:

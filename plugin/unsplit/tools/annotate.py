@@ -1,15 +1,19 @@
 """`unsplit ranges`, `unsplit lines` and `unsplit annotate`: the split-routine formats at work.
 
 Specification: shared/specs/split-info-and-esl.md (§1 `.split_info`, §2-§3 `.opt_table` with
-ESL programs); the JSON schemas are those of issue 5:
+ESL programs). PROC is named as `bb break` reads a name (linkage, demangled, or qualified
+without parameters: unsplit.debug.breakpoints.procedures_named); ``procedure`` is shown as
+`unsplit where` shows it (LLVM's demangling, or ``--no-demangle``), ``linkage_name`` is the
+symbol's:
 
 - ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
-  ``[{"procedure", "entry", "logical_size", "ranges": [{"start", "end", "offset",
-  "position"}]}]``, addresses as hex (``offset``: as ``where`` says it; ``position``: laid end
-  to end);
+  ``[{"procedure", "linkage_name", "entry", "logical_size", "ranges": [{"start", "end",
+  "offset", "position"}]}]``, addresses as hex (``offset``: as ``where`` says it;
+  ``position``: laid end to end);
 - ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
-  ``[{"procedure", "address", "file", "path", "line", "column", "source"}]`` (``file`` as the
-  line table names its file, ``path`` the full path, as ``where --json`` has them); source
+  ``[{"procedure", "linkage_name", "address", "file", "path", "line", "column", "source"}]``
+  (``file`` as the line table names its file, ``path`` the full path, as ``where --json`` has
+  them); source
   ``esl`` (an ESL program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the
   pre-BOLT binary's DWARF through BAT); a procedure whose ESL program stopped early, or has
   none, gets a one-line warning (on stderr with --json);
@@ -41,12 +45,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index import bat_translate, prebolt
+from unsplit.index.demangle import LLVM, shown
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import split_info as source
@@ -61,14 +67,20 @@ EM_AARCH64 = "EM_AARCH64"
 
 
 def _split_procedures(index: ModuleIndex, name: str | None) -> list[Procedure]:
-    if name is not None:
-        if name not in index.procedures:
-            raise AddressLookupError(f"no procedure {name!r} in {index.binary.path}")
-        return [index.procedures[name]]
-    return sorted((p for p in index.procedures.values() if p.is_split), key=lambda p: p.entry)
+    """The procedures `name` names, as `bb break` reads it (each unit's static function of
+    that name too), or every split procedure; by entry."""
+    if name is None:
+        found = [p for p in index.procedures.values() if p.is_split]
+    else:
+        found = [p for linkage in breakpoints.procedures_named(index, name)
+                 for p in index.procedures.all_named(linkage)]
+        if not found:
+            raise AddressLookupError(f"no procedure named {name!r} in {index.binary.path}")
+    return sorted(found, key=lambda p: p.entry)
 
 
-def ranges_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
+def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
+                ) -> list[dict[str, Any]]:
     """Each split procedure's ranges in the order they lay before the split. A range's
     ``offset`` is its first byte's offset in the procedure as `where` gives it (BOLT: the input
     offset BAT gives); ``position`` is where it starts with the ranges laid end to end (another
@@ -91,7 +103,8 @@ def ranges_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
             position += hi - lo
         out.append(
             {
-                "procedure": p.name,
+                "procedure": shown(p.name, style),
+                "linkage_name": p.name,
                 "entry": hex(p.entry),
                 "logical_size": size,
                 "ranges": ranges,
@@ -100,8 +113,12 @@ def ranges_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def _style(args: argparse.Namespace) -> str | None:
+    return None if args.no_demangle else LLVM
+
+
 def _ranges(args: argparse.Namespace) -> str:
-    data = ranges_json(args.binary, args.proc)
+    data = ranges_json(args.binary, args.proc, _style(args))
     if args.json:
         return json.dumps(data, indent=1)
     lines = []
@@ -150,12 +167,14 @@ def _row_sources(binary: Binary, warnings: list[str]) -> Callable[[Procedure], l
     return rows
 
 
-def lines_json(path: str, name: str | None = None) -> list[dict[str, Any]]:
-    return _lines_data(path, name)[0]
+def lines_json(path: str, name: str | None = None, style: str | None = LLVM
+               ) -> list[dict[str, Any]]:
+    return _lines_data(path, name, style)[0]
 
 
-def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """(rows in the issue's schema, warnings about partial or missing ESL programs)."""
+def _lines_data(path: str, name: str | None, style: str | None
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows as the module docstring says, warnings about partial or missing ESL programs)."""
     binary = Binary(path)
     index = ModuleIndex(binary)
     info = source.line_info(binary)
@@ -173,7 +192,8 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
         for r in sorted(rows_of(p), key=lambda r: r.address):  # stable: later stays later
             out.append(
                 {
-                    "procedure": p.name,
+                    "procedure": shown(p.name, style),
+                    "linkage_name": p.name,
                     "address": hex(r.address),
                     "file": r.file,
                     "path": r.path,
@@ -182,7 +202,7 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
                     "source": r.source,
                 }
             )
-    names = {p.entry: p.name for p in every}
+    names = {p.entry: shown(p.name, style) for p in every}
     wanted = set(procs) if name is not None else None
     warnings = [
         f"warning: {names.get(e, hex(e))}: ESL lines partial ({err})"
@@ -199,7 +219,7 @@ def _lines_data(path: str, name: str | None) -> tuple[list[dict[str, Any]], list
 
 
 def _lines(args: argparse.Namespace) -> str:
-    data, warnings = _lines_data(args.binary, args.proc)
+    data, warnings = _lines_data(args.binary, args.proc, _style(args))
     if args.json:  # stdout stays one JSON document; the warnings go to stderr
         for w in warnings:
             print(w, file=sys.stderr)
@@ -569,19 +589,36 @@ def _annotate(args: argparse.Namespace) -> str:
 
 # --- registration ----------------------------------------------------------------------------
 
+_PROC_HELP = ("a procedure: linkage name, demangled name or qualified name without parameters, "
+              "as bb break reads it")
+
+
+def _no_demangle(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-demangle", action="store_true",
+                        help="print linkage names (`_Z7processPKii`), as llvm-symbolizer's "
+                             "option")
+
 
 def add_cli(subparsers: Any) -> None:
     """Register `ranges`, `lines` and `annotate` on the `unsplit` argparse subparsers."""
     p = subparsers.add_parser("ranges", help="logical ranges of split procedures, in order")
     p.add_argument("binary", metavar="BINARY")
-    p.add_argument("proc", metavar="PROC", nargs="?", help="one procedure (default: all split)")
-    p.add_argument("--json", action="store_true", help="a JSON list (issue 5 schema)")
+    p.add_argument("proc", metavar="PROC", nargs="?",
+                   help=f"{_PROC_HELP} (default: every split procedure)")
+    p.add_argument("--json", action="store_true",
+                   help="a JSON list: procedure, linkage_name, entry, logical_size, ranges "
+                        "(start, end)")
+    _no_demangle(p)
     p.set_defaults(handler=_ranges)
 
     p = subparsers.add_parser("lines", help="line rows of split procedures (ESL, DWARF or BAT)")
     p.add_argument("binary", metavar="BINARY")
-    p.add_argument("proc", metavar="PROC", nargs="?", help="one procedure")
-    p.add_argument("--json", action="store_true", help="a JSON list (issue 5 schema)")
+    p.add_argument("proc", metavar="PROC", nargs="?",
+                   help=f"{_PROC_HELP} (default: every split procedure)")
+    p.add_argument("--json", action="store_true",
+                   help="a JSON list: procedure, linkage_name, address, file, path, line, "
+                        "column, source (esl, dwarf or bat)")
+    _no_demangle(p)
     p.set_defaults(handler=_lines)
 
     p = subparsers.add_parser(

@@ -32,7 +32,10 @@ Compatibility decisions (tests/unit/tools/test_symbolize.py holds them against l
   for COFF, so for a non-PIE ELF the two differ (ours is what the trace tokens mean).
 - BOLTed binaries: lines (and inlined frames) of code BAT describes come from the pre-BOLT input
   binary (``--input`` or found by build-id, unsplit.index.prebolt) at the BAT input offset, whenever
-  the binary's own DWARF is absent or says line 0 there.
+  the binary's own DWARF is absent or says line 0 there. BOLT's patched original of a function
+  (``foo.org.0``, a jump at foo's input address to its new code) gets the line of foo's entry in
+  the input. A line nothing gives is ``??:0:0``, never ``bolt-pseudo.o:0:0`` (the STT_FILE BOLT
+  files its own symbols under, which llvm-symbolizer prints).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.index.demangle import LLVM
 from unsplit.index.inlines import UNKNOWN, DwarfFrames, LineInfo
-from unsplit.index.model import Location
+from unsplit.index.model import BOLT_PSEUDO_UNIT, Location
 from unsplit.index.module_index import ModuleIndex
 from unsplit.session import Session
 
@@ -86,13 +89,14 @@ class Symbolizer:
         self._symbol_starts = array("Q")
         from unsplit.index import bat_translate, prebolt
 
-        found = None
+        found: Binary | None = None
         if bat_translate.has_bat(self.binary):
             found = (prebolt.set_input(self.binary, input_path) if input_path
                      else prebolt.input_for(self.binary))
         elif input_path:
             raise UsageError(f"{exe} has no BOLT address translation: --input is for BOLTed "
                              "binaries")
+        self._input = found
         self._dwarf = DwarfFrames(self.index, found, self.style)
 
     # -- reading input ------------------------------------------------------------------------
@@ -134,11 +138,16 @@ class Symbolizer:
 
     def answer(self, address: int, inlines: bool) -> Answer:
         loc = self.index.locate(address, blocks=False)
-        frames = self.dwarf_frames(address, inlines)
+        entry = self._original_entry(loc)
+        frames = self.dwarf_frames(address, inlines) if entry is None else \
+            self._dwarf.input_frames(entry, inlines)
         if not frames:
-            # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE.
+            # No CU covers it: llvm-symbolizer names the file of a local symbol's STT_FILE
+            # (but the one BOLT files its own symbols under names no source).
             sym = self._symbol_at(address)
             file = sym.file if sym is not None and sym.local and sym.file else None
+            if file == BOLT_PSEUDO_UNIT and self.binary.is_bolt_output:
+                file = None
             frames = [LineInfo(UNKNOWN, file, 0, 0)]
         name, start = self._outer_name(loc)
         outer = frames[-1]
@@ -146,6 +155,16 @@ class Symbolizer:
                            outer.line, outer.column, outer.start_line,
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
+
+    def _original_entry(self, loc: Location) -> int | None:
+        """For code of BOLT's patched original of a function (``foo.org.0``: a jump to foo's
+        new code, at foo's input address), foo's entry in the pre-BOLT input, whose line it
+        stands for; None elsewhere or when the input has no foo there."""
+        base = None if loc.procedure is None else self.index.bolt_original(loc.procedure)
+        if base is None or self._input is None or loc.fragment_start is None:
+            return None
+        found = self._input.function_at(base, loc.fragment_start)
+        return None if found is None else found.value
 
     def dwarf_frames(self, address: int, inlines: bool = True) -> list[LineInfo]:
         """What DWARF says of `address` (unsplit.index.inlines.DwarfFrames)."""

@@ -113,3 +113,24 @@ def test_nothing_found_sets_nothing(zoo: dict[str, Any]) -> None:
     assert host.made == []
     dispatch(Session(persistent=False), host, "break", "--pending no_such_procedure")
     assert host.made[0][1] == []
+
+
+def test_bolt_originals_are_left_out(zoo: dict[str, Any]) -> None:
+    """bolt-patched: `process` names process and BOLT's patched original of it (facts: nm);
+    `bb break` and `bb blocks` leave the original out and say so in one line, whose name is
+    shown as the session shows names."""
+    f = facts(zoo, "bolt-patched", "except")
+    host = _host(f)
+    entry = _fragments(f, "_Z7processPKii")[0][1]
+    for text in ("process:%0", "process", "process(int const*, int)"):
+        out = dispatch(Session(persistent=False), host, "break", text)
+        assert [s.file_address for _, s in host.made[-1][1]] == [entry], text
+        assert out.splitlines()[1:] == [
+            "note: left out process(int const*, int) [clone .org.0]: BOLT's patched original "
+            "entry, which only jumps to the function's new code"], out
+    blocks = dispatch(Session(persistent=False), host, "blocks", "process").splitlines()
+    assert blocks[0].startswith("note: left out process(int const*, int) [clone .org.0]")
+    assert [x for x in blocks if "no basic-block information" in x] == []
+    out = dispatch(Session(persistent=False), host, "break", "_Z7processPKii.org.0")
+    assert [s.file_address for _, s in host.made[-1][1]] == \
+        [int(f["bolt_originals"]["_Z7processPKii.org.0"], 16)] and "note" not in out

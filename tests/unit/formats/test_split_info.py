@@ -487,7 +487,8 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
     assert ranges["ranges"] == [{"start": hex(r.start), "end": hex(r.end)} for r in sp.ranges]
     rows = annotate.lines_json(str(out), "work")
     assert rows and {r["source"] for r in rows} == {"esl"}
-    assert set(rows[0]) == {"procedure", "address", "file", "path", "line", "column", "source"}
+    assert set(rows[0]) == {"procedure", "linkage_name", "address", "file", "path", "line",
+                            "column", "source"}
     assert [int(r["address"], 16) for r in rows] == sorted(int(r["address"], 16) for r in rows)
 
     parser = argparse.ArgumentParser()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.errors import UsageError
+from unsplit.errors import UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index import prebolt
@@ -70,9 +70,9 @@ def test_ranges_are_the_fragments(zoo: dict[str, Any], alone: dict[str, Path],
         want = sorted((int(fr["start"], 16), int(fr["end"], 16)) for fr in proc["fragments"])
         assert got[name] == want, name
     data = annotate.ranges_json(str(alone[variant]))
-    assert {p["procedure"] for p in data} == set(f["split_functions"])
+    assert {p["linkage_name"] for p in data} == set(f["split_functions"])
     for p in data:
-        assert set(p) == {"procedure", "entry", "logical_size", "ranges"}
+        assert set(p) == {"procedure", "linkage_name", "entry", "logical_size", "ranges"}
         assert all(set(r) == {"start", "end", "offset", "position"} for r in p["ranges"])
         sizes = sum(int(r["end"], 16) - int(r["start"], 16) for r in p["ranges"])
         assert p["logical_size"] == sizes
@@ -133,7 +133,7 @@ def test_crash_frames_without_prebolt_binary(zoo: dict[str, Any], alone: dict[st
 
 def test_lines_source_field(zoo: dict[str, Any], alone: dict[str, Path]) -> None:
     """esl from the annotated copy, bat from BAT + the pre-BOLT binary, dwarf from the twin."""
-    keys = {"procedure", "address", "file", "path", "line", "column", "source"}
+    keys = {"procedure", "linkage_name", "address", "file", "path", "line", "column", "source"}
     seen = {}
     for path in (alone["bolt-all"], ROOT / facts(zoo, "bolt-all", "crash")["binary"],
                  ROOT / facts(zoo, "bolt-all-dbg", "crash")["binary"]):
@@ -146,6 +146,57 @@ def test_lines_source_field(zoo: dict[str, Any], alone: dict[str, Path]) -> None
         seen[sources.pop()] = {(r["line"]) for r in rows}
     assert set(seen) == {"esl", "bat", "dwarf"}
     assert seen["esl"] == seen["bat"]  # the annotation carries what BAT + input said
+
+
+def _cli(*argv: str) -> str:
+    parser = argparse.ArgumentParser()
+    annotate.add_cli(parser.add_subparsers())
+    args = parser.parse_args(list(argv))
+    text: str = args.handler(args)
+    return text
+
+
+def test_lines_and_ranges_take_names_as_bb_break_does(zoo: dict[str, Any]) -> None:
+    """bolt-all except: `process`, `process(int const*, int)` and `_Z7processPKii` name the
+    same procedure; rows name it as llvm-cxxfilt-22 demangles it (its linkage name with
+    --no-demangle), its fragments are nm's."""
+    f = facts(zoo, "bolt-all", "except")
+    exe = str(ROOT / f["binary"])
+    linkage = "_Z7processPKii"
+    name = subprocess.run(["llvm-cxxfilt-22", linkage], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    fragments = {(int(fr["start"], 16), int(fr["end"], 16))
+                 for fr in f["split_functions"][linkage]["fragments"]}
+    answers = []
+    for form in ("process", name, linkage):
+        rows = json.loads(_cli("lines", exe, form, "--json"))
+        assert rows and {(r["procedure"], r["linkage_name"]) for r in rows} == {(name, linkage)}
+        assert all(any(lo <= int(r["address"], 16) < hi for lo, hi in fragments) for r in rows)
+        answers.append(rows)
+        [ranges] = json.loads(_cli("ranges", exe, form, "--json"))
+        assert (ranges["procedure"], ranges["linkage_name"]) == (name, linkage)
+        assert {(int(r["start"], 16), int(r["end"], 16)) for r in ranges["ranges"]} == fragments
+    assert answers[0] == answers[1] == answers[2]
+    text = _cli("lines", exe, "process").splitlines()
+    assert text and all(x.startswith(name + " ") for x in text)
+    assert all(x.startswith(linkage + " ")
+               for x in _cli("lines", exe, "process", "--no-demangle").splitlines())
+    assert _cli("ranges", exe, "process").startswith(f"{name}: entry ")
+    with pytest.raises(UnsplitError, match="no procedure named 'nosuch'"):
+        _cli("lines", exe, "nosuch")
+
+
+def test_lines_of_same_named_statics_and_without_bolt_originals(zoo: dict[str, Any]) -> None:
+    """bolt-statics: `helper` names each unit's static helper (`bb break helper` sets one
+    location in each); bolt-patched: `process` leaves BOLT's patched original out."""
+    f = facts(zoo, "bolt-statics", "statics")
+    helpers = {int(info["fragments"][0]["start"], 16) for key, info in f["split_functions"].items()
+               if key.startswith("_ZL6helperii@")}
+    ranges = json.loads(_cli("ranges", str(ROOT / f["binary"]), "helper", "--json"))
+    assert {int(r["entry"], 16) for r in ranges} == helpers and len(helpers) == 4
+    p = facts(zoo, "bolt-patched", "except")
+    rows = json.loads(_cli("lines", str(ROOT / p["binary"]), "process", "--json"))
+    assert rows and {r["linkage_name"] for r in rows} == {"_Z7processPKii"}
 
 
 def test_annotate_reports_sizes(zoo: dict[str, Any], tmp_path: Path) -> None:

@@ -42,8 +42,8 @@ def test_ranges_and_blocks_give_bats_input_offsets(zoo: dict[str, Any], tmp_path
     binary = ROOT / f["binary"]
     ranges = annotate.ranges_json(str(binary))
     assert ranges, "no split procedure"
-    blocks = {p["procedure"]: _cli_json(capsys, "blocks", "--exe", str(binary), "--json",
-                                        "--no-demangle", p["procedure"]) for p in ranges}
+    blocks = {p["linkage_name"]: _cli_json(capsys, "blocks", "--exe", str(binary), "--json",
+                                        "--no-demangle", p["linkage_name"]) for p in ranges}
     starts = sorted({int(r["start"], 16) for p in ranges for r in p["ranges"]}
                     | {int(b["start"], 16) for rows in blocks.values() for b in rows})
     truth = bolt_truth.perf2bolt_targets(binary, starts, tmp_path)
@@ -58,7 +58,7 @@ def test_ranges_and_blocks_give_bats_input_offsets(zoo: dict[str, Any], tmp_path
             assert r["position"] == position, (p, r)  # the ranges laid end to end
             position += int(r["end"], 16) - start
             checked += 1
-        for b in blocks[p["procedure"]]:
+        for b in blocks[p["linkage_name"]]:
             start = int(b["start"], 16)
             assert b["offset"] == truth[start][2] == where[start]["offset"], b
             checked += 1

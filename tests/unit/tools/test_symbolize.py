@@ -153,6 +153,40 @@ def test_bolt_without_dwarf_takes_lines_from_the_prebolt_input(zoo: dict[str, An
     assert name == "transfer.cold.1" and where.endswith(":0:0")  # no line without the input
 
 
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_bolt_patched_originals_have_their_functions_entry_line(zoo: dict[str, Any],
+                                                               program: str) -> None:
+    """bolt-patched: BOLT's patched original `foo.org.0` (a jump at foo's input address to
+    foo's new code) is named as llvm-symbolizer-22 names it, at the line llvm-symbolizer-22
+    gives foo's entry in the pre-BOLT input; BOLT's own STT_FILE, bolt-pseudo.o, is never
+    given as a file."""
+    f = facts(zoo, "bolt-patched", program)
+    exe, inp = str(ROOT / f["binary"]), str(ROOT / f["input"])
+    originals = f["bolt_originals"]
+    lines = list(originals.values())
+    ours = _split(_ours(exe, lines))
+    assert all("bolt-pseudo.o" not in x for x in ours), ours
+    assert "bolt-pseudo.o" in _llvm(exe, lines, "--no-inlines")  # what is not copied
+    for name, proc in ((f"{p}.org.0", p) for p in f["split_functions"]):
+        at = originals[name]
+        start = f["split_functions"][proc]["fragments"][0]["start"]
+        mine = _split(_ours(exe, [at, hex(int(at, 16) + 1)]))
+        llvm_name = _llvm(exe, [at], "--no-inlines").splitlines()[0]
+        where = _llvm(inp, [at], "--no-inlines").splitlines()[1]  # the input's, at its entry
+        assert mine == [f"{llvm_name}\n{where}"] * 2, (name, mine)
+        assert where != "??:0:0" and int(start, 16) != int(at, 16)
+
+
+def test_bolt_output_without_input_says_no_file(zoo: dict[str, Any], tmp_path: Any) -> None:
+    """bolt-all copied away from its pre-BOLT input: moved code has no line (`??:0:0`), where
+    llvm-symbolizer-22 names the STT_FILE BOLT puts its fragment symbols under."""
+    f = facts(zoo, "bolt-all", "crash")
+    exe = str(shutil.copy2(ROOT / f["binary"], tmp_path / "crash"))
+    pc = f["crash"]["link_pc"]
+    assert _ours(exe, [pc]).splitlines()[:2] == ["transfer", "??:0:0"]
+    assert _llvm(exe, [pc], "--no-inlines").splitlines()[1] == "bolt-pseudo.o:0:0"
+
+
 def test_fragments_option_and_json_keys(zoo: dict[str, Any]) -> None:
     f = facts(zoo, "gcc-pgo", "crash")
     exe = str(ROOT / f["binary"])
