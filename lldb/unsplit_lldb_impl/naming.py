@@ -189,7 +189,16 @@ def logical_name(frame: Any, callback: str) -> str:
         if native.startswith(base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
             return loc.label(style, parameters=False) + native[len(base):]
-    return f"{loc.label(style)}+{(loc.offset or 0) + delta:#x}"
+    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + delta)
+
+
+def pc_offset(frame: Any, offset: int) -> str:
+    """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
+    decimal, only for a frame without debug information (``${frame.no-debug}``: no line
+    entry) and a non-zero offset, so that one backtrace has one offset style."""
+    if offset <= 0 or frame.GetLineEntry().IsValid():
+        return ""
+    return f" + {offset}"
 
 
 def _names_procedure(name: str, loc: Location) -> bool:

@@ -12,9 +12,12 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .. import bolt_truth
 
 pytestmark = pytest.mark.e2e
 
@@ -70,3 +73,25 @@ def test_lldb_core_load_prints_what_lldb_prints(lldb: Callable[..., Any],
     frames = [ln for ln in session.command("bt").splitlines() if "frame #" in ln]
     assert "verify_record" in frames[0] and "worker" in frames[1], frames
     assert "pthread_create.c" in frames[2], frames
+
+
+# -- one offset style in LLDB's frame lines ------------------------------------------------------
+
+
+def test_lldb_frame_lines_write_offsets_as_lldb_does(lldb: Callable[..., Any],
+                                                     bolted_threads: dict[str, Any],
+                                                     tmp_path: Path) -> None:
+    """LLDB writes a frame's offset ` + 22` (decimal, only without a line of its own); a frame
+    in moved code says its offset the same way, and it is BAT's input offset (perf2bolt-22)."""
+    session = lldb(bolted_threads["binary"], core=str(bolted_threads["core"]))
+    frames = [ln for ln in session.command("bt").splitlines() if "frame #" in ln]
+    assert not any(re.search(r"\+0x|\+\d", ln) for ln in frames), frames
+    moved = [(ln, int(m[1], 16), m[2]) for ln in frames
+             if (m := re.search(r"frame #\d+: (0x[0-9a-f]+) verify`\w+ \[cold\.\d\]( \+ \d+)?",
+                                ln))]
+    assert [ln.split("`")[1].split(" [")[0] for ln, _, _ in moved] == ["verify_record", "worker"]
+    pcs = [moved[0][1], moved[1][1] - 1]  # a caller's pc is a return address: its call's
+    truth = bolt_truth.perf2bolt_targets(Path(bolted_threads["binary"]), pcs, tmp_path)
+    for (line, _, shown), pc, extra in zip(moved, pcs, (0, 1), strict=True):
+        if shown is not None:  # LLDB has no line there: the offset follows the name
+            assert shown == f" + {truth[pc][2] + extra}", line
