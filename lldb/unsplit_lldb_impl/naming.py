@@ -215,7 +215,12 @@ def source_line(frame: Any) -> str:
     if not context[0].session.enabled:
         return ""
     loc, _ = locate_frame(frame, context, lines=True)
-    if loc is None or loc.file is None or not loc.line:
+    if loc is None:
+        return ""
+    # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
+    # own line goes with the procedure's name, never an inlined callee's.
+    loc = loc.as_procedure()
+    if loc.file is None or not loc.line:
         return ""
     column = f":{loc.column}" if loc.column else ""
     return f" at {os.path.basename(loc.file)}:{loc.line}{column}"

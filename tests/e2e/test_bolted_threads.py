@@ -8,6 +8,7 @@ on the pre-BOLT input at perf2bolt-22's translation of the address; never from u
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -95,3 +96,103 @@ def test_lldb_frame_lines_write_offsets_as_lldb_does(lldb: Callable[..., Any],
     for (line, _, shown), pc, extra in zip(moved, pcs, (0, 1), strict=True):
         if shown is not None:  # LLDB has no line there: the offset follows the name
             assert shown == f" + {truth[pc][2] + extra}", line
+
+
+# -- an inlined callee's line never under the outer procedure's name -----------------------------
+
+
+def _chain(bolted_threads: dict[str, Any], pc: int, tmp_path: Path) -> list[tuple[str, int]]:
+    """(function, line) of each frame llvm-symbolizer-22 gives the pre-BOLT input at
+    perf2bolt-22's translation of `pc`, innermost first (the procedure's own last)."""
+    exe, inp = Path(bolted_threads["binary"]), Path(bolted_threads["input"])
+    name, unit, offset = bolt_truth.perf2bolt_targets(exe, [pc], tmp_path)[pc]
+    at = bolt_truth.input_address(bolt_truth.functions(inp), name, unit, offset)
+    text = bolt_truth.run("llvm-symbolizer-22", "--obj", inp, "--functions=short", hex(at))
+    lines = [ln for ln in text.splitlines() if ln]
+    return [(lines[k], int(lines[k + 1].rsplit(":", 2)[1])) for k in range(0, len(lines), 2)]
+
+
+@pytest.fixture(scope="module")
+def crash_chain(bolted_threads: dict[str, Any],
+                tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[tuple[str, int]]]:
+    """The crash pc (plain GDB on the core) and its inline chain by the oracle."""
+    out = bolt_truth.run("gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+                         "-ex", "p/x $pc", bolted_threads["binary"], bolted_threads["core"])
+    pc = int(re.findall(r"= (0x[0-9a-f]+)", out)[-1], 16)
+    chain = _chain(bolted_threads, pc, tmp_path_factory.mktemp("truth"))
+    marks = bolted_threads["markers"]
+    assert chain == [("quarantine_record", marks["inlined crash site"]),
+                     ("verify_record", marks["verify inlined call"])], chain
+    return pc, chain
+
+
+def test_where_and_frames_name_the_inlined_call(debugger: Callable[..., Any],
+                                                bolted_threads: dict[str, Any],
+                                                crash_chain: tuple[int, list[Any]]) -> None:
+    pc, [(callee, callee_line), (proc, own_line)] = crash_chain
+    session = debugger(bolted_threads["binary"], core=str(bolted_threads["core"]))
+    where = session.command("bb where")
+    assert f"is in {proc} [cold" in where, where
+    assert re.search(rf"^  inlined   {callee} at verify\.c:{callee_line}\b", where, re.M), where
+    assert re.search(rf"^  line      verify\.c:{own_line}\b", where, re.M), where
+    loc = json.loads(session.command("bb where --json"))
+    assert (loc["procedure"], loc["line"]) == (proc, own_line), loc
+    assert [(f["function"], f["line"]) for f in loc["inlined"]] == [(callee, callee_line)], loc
+    rows = json.loads(session.command("bb frames --json"))
+    row = next(r for r in rows if int(r["pc"], 16) == pc)
+    assert (row["procedure"], row["line"]) == (proc, own_line), row
+    assert [(f["function"], f["line"], f["source"].strip()) for f in row["inlined"]] == \
+        [(callee, callee_line, _source(bolted_threads, callee_line))], row
+    table = session.command("bb frames")
+    assert f"inlined {callee} at verify.c:{callee_line}" in table, table
+    row_line = next(ln for ln in table.splitlines() if f"{pc:#018x}" in ln)
+    assert f"verify.c:{own_line}" in row_line and proc in row_line, table
+
+
+def _source(bolted_threads: dict[str, Any], line: int) -> str:
+    return str(Path(bolted_threads["source"]).read_text().splitlines()[line - 1].strip())
+
+
+def _pairs_of(frames: list[str]) -> list[tuple[str, int | None]]:
+    """(function, line) of each frame line of a `bt` (either debugger's)."""
+    out: list[tuple[str, int | None]] = []
+    for ln in frames:
+        m = re.search(r"^\s*(?:\*\s*)?(?:#\d+\s+(?:0x[0-9a-f]+ in )?|frame #\d+: 0x[0-9a-f]+ "
+                      r"[\w.]+`)(\w+).*?(?: at \S*?verify\.c:(\d+))?(?::\d+)?(?: \[inlined\])?$",
+                      ln)
+        assert m, ln
+        out.append((m[1], None if m[2] is None else int(m[2])))
+    return out
+
+
+@pytest.mark.parametrize("debuginfo", ["on", "off"])
+def test_bt_never_pairs_the_procedure_with_the_callees_line(
+        debugger: Callable[..., Any], bolted_threads: dict[str, Any],
+        crash_chain: tuple[int, list[Any]], debuginfo: str) -> None:
+    """The debugger's own bt with the plugin: LLDB's and GDB's inlined frames where they have
+    them (as on the -dbg twin), else the procedure at its own line; never verify_record with
+    quarantine_record's line. `off`: GDB without unsplit's debug file (UNSPLIT_DEBUGINFO=0)."""
+    _, [(callee, callee_line), (proc, own_line)] = crash_chain
+    env = {"UNSPLIT_DEBUGINFO": "0"} if debuginfo == "off" else {}
+    session = debugger(bolted_threads["binary"], core=str(bolted_threads["core"]), env=env)
+    frames = [ln for ln in session.backtrace().splitlines()
+              if re.match(r"^\s*(\*\s*)?(#\d|frame #\d)", ln)]
+    pairs = _pairs_of(frames)
+    assert (proc, callee_line) not in pairs, frames
+    if pairs[0][0] == callee:  # the debugger's own frame for the inlined call
+        assert pairs[:2] == [(callee, callee_line), (proc, own_line)], frames
+    else:
+        assert pairs[0] == (proc, own_line), frames
+    assert pairs[len(pairs) - 3][0] == "worker" or ("worker", 49) in pairs, frames
+
+
+def test_gdb_plugin_loaded_after_the_core(gdb: Callable[..., Any],
+                                          bolted_threads: dict[str, Any],
+                                          crash_chain: tuple[int, list[Any]]) -> None:
+    """The debug file reaches GDB after it made the core's frames: GDB makes them again, with
+    the inlined call's frame (it named the procedure with the callee's line)."""
+    _, [(callee, callee_line), (proc, own_line)] = crash_chain
+    session = gdb(bolted_threads["binary"], core=str(bolted_threads["core"]), plugin=False)
+    session.load_plugin()
+    frames = [ln for ln in session.backtrace().splitlines() if re.match(r"^#\d", ln)]
+    assert _pairs_of(frames)[:2] == [(callee, callee_line), (proc, own_line)], frames

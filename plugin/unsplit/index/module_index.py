@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError
+from unsplit.index.inlines import DwarfFrames
 from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model import (
     HOT,
     Block,
     Fragment,
+    InlineFrame,
     LineRow,
     Location,
     Procedure,
@@ -69,6 +71,7 @@ class ModuleIndex:
         self.dwarf_lines = DwarfLines(binary, self.warnings)
         self.line_table = LineTable(self.sources, self.dwarf_lines, self.warnings)
         self.line_sources = self.line_table.sources
+        self._frames: tuple[Binary | None, DwarfFrames] | None = None  # (input, its frames)
 
     @classmethod
     def open(cls, path: str) -> ModuleIndex:
@@ -272,8 +275,25 @@ class ModuleIndex:
             block=proc.block_at(file_address) if blocks else None,
             sources=(frag.source,) + ((row.source,) if row else ()),
             warnings=tuple(self.warnings),
+            inline_chain=self.inline_chain(file_address) if lines else (),
             **bat_facts,  # type: ignore[arg-type]
         )
+
+    def inline_chain(self, file_address: int) -> tuple[InlineFrame, ...]:
+        """DWARF's frames at `file_address` where code is inlined there (innermost first, the
+        procedure's own last), else (): the module's DWARF or, for BOLTed code, the pre-BOLT
+        input's at BAT's input address (unsplit.index.inlines)."""
+        frames = self._dwarf_frames().frames(file_address)
+        if len(frames) < 2:
+            return ()
+        return tuple(InlineFrame(f.function, f.path, f.line, f.column) for f in frames)
+
+    def _dwarf_frames(self) -> DwarfFrames:
+        """The module's DWARF frames, made again when `bb input` names another input."""
+        found = self.input_binary()
+        if self._frames is None or self._frames[0] is not found:
+            self._frames = (found, DwarfFrames(self, found, None))  # linkage names
+        return self._frames[1]
 
     def offset_at(self, file_address: int) -> int | None:
         """The offset of `file_address` in its procedure, the one every command shows (`where`,
