@@ -37,7 +37,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from unsplit.debug import breakpad
+from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 
@@ -269,7 +269,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if kept is not None and breakpad.made_from(kept, index.binary):  # an earlier session's
         _add(debugger, target, kept)
         return f"given: {kept}"
-    text = breakpad.for_index(index, uuid)
+    text = breakpad.for_index(index, uuid, breakpad_lines.max_code_bytes())
     if text is None:
         return "no moved fragments with CFI"
     # never in front of a debug file LLDB would otherwise find, nor under a shared build-id

@@ -183,7 +183,11 @@ def logical_name(frame: Any, callback: str) -> str:
     if frame.IsInlined() and not _names_procedure(str(frame.GetFunctionName() or ""), loc):
         return render_native(frame, part)  # an inlined function keeps its own name, as in GDB
     style = st.session.demangling()
-    if frame.GetFunction().IsValid():  # rendering LLDB's part costs most of a frame: only here
+    function = frame.GetFunction()
+    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
+                                                          function.GetName()):
+        # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
+        # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
         base = loc.name(style, parameters=False) or ""
         if native.startswith(base + "("):

@@ -72,6 +72,8 @@ def test_lldb_core_load_prints_what_lldb_prints(lldb: Callable[..., Any],
     # The CFI LLDB's unwinder needs in the moved code still comes before the backtrace: the
     # crashed thread's caller is the worker, as in the -dbg twin's own DWARF.
     frames = [ln for ln in session.command("bt").splitlines() if "frame #" in ln]
+    if "[inlined]" in frames[0]:  # LLDB's frame of the call inlined there
+        frames = frames[1:]
     assert "verify_record" in frames[0] and "worker" in frames[1], frames
     assert "pthread_create.c" in frames[2], frames
 
@@ -196,3 +198,27 @@ def test_gdb_plugin_loaded_after_the_core(gdb: Callable[..., Any],
     session.load_plugin()
     frames = [ln for ln in session.backtrace().splitlines() if re.match(r"^#\d", ln)]
     assert _pairs_of(frames)[:2] == [(callee, callee_line), (proc, own_line)], frames
+
+
+# -- LLDB's frame select of a frame in moved code shows its source --------------------------------
+
+
+def _source_block(text: str) -> list[str]:
+    """The numbered source lines LLDB prints after a frame line (`-> 49  \t…`)."""
+    return [re.sub(r"\s+", " ", ln).strip() for ln in text.splitlines()
+            if re.match(r"^(->)?\s+\d+\s", ln)]
+
+
+def test_lldb_frame_select_shows_the_source(lldb: Callable[..., Any],
+                                            bolted_threads: dict[str, Any]) -> None:
+    """As plain LLDB shows it for BOLT's --update-debug-sections twin (DWARF), frame by frame:
+    the same frames (the inlined call's among them), and the same source lines around each."""
+    twin = lldb(bolted_threads["dbg"], core=str(bolted_threads["core"]), plugin=False)
+    session = lldb(bolted_threads["binary"], core=str(bolted_threads["core"]))
+    marks = bolted_threads["markers"]
+    for number, marker in ((0, "inlined crash site"), (1, "verify inlined call"),
+                           (2, "worker call")):
+        theirs, mine = (s.command(f"frame select {number}") for s in (twin, session))
+        assert f"-> {marks[marker]} " in " ".join(_source_block(theirs)), theirs
+        assert _source_block(mine) == _source_block(theirs), mine
+        assert "->  0x" not in mine, mine  # no disassembly
