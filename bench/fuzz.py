@@ -531,7 +531,7 @@ _CLI_CASES = [  # (variant, program, sections to damage, commands: {exe} is the 
     ("clang-mfs", "crash", [".llvm_bb_addr_map", ".debug_line", ".debug_info", ".debug_abbrev",
                             ".debug_rnglists", ".debug_str", ".debug_line_str", ".symtab"],
      [["where", "--exe", "{exe}", "{addr}"], ["bbmap", "{exe}"],
-      ["blocks", "--exe", "{exe}", "{proc}"], ["symbolize", "--exe", "{exe}"]]),
+      ["blocks", "--exe", "{exe}", "{proc}"], ["symbolize", "--exe", "{exe}", "--no-inlines"]]),
     ("gcc-pgo", "crash", [".debug_line", ".debug_aranges", ".debug_info", ".debug_abbrev",
                           ".debug_str", ".debug_rnglists", ".eh_frame", ".symtab"],
      [["where", "--exe", "{exe}", "--json", "{addr}"], ["lines", "{exe}"],

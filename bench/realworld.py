@@ -19,10 +19,11 @@ is built once per recipe (a stamp holds the recipe's hash) into bench/realworld/
 
 and every build is compared with independent oracles (none of them imports the plugin):
 
-    symbolize  `unsplit symbolize --exe B --json` against `llvm-symbolizer-22 --obj B
-               --no-inlines` on every instruction (llvm-objdump-22 -d) of every moved
-               fragment: function (the logical procedure: llvm's name with .cold/.cold.N/
-               .warm/.__part.N stripped) and file:line agreement, and the time of both. The
+    symbolize  `unsplit symbolize --exe B --json` against `llvm-symbolizer-22 --obj B` (both
+               with inlined frames) on every instruction (llvm-objdump-22 -d) of every moved
+               fragment: function (the outermost frame's: the logical procedure, llvm's name
+               with .cold/.cold.N/.warm/.__part.N stripped) and file:line (the innermost
+               frame's) agreement, and the time of both. The
                oracle of a build without DWARF is llvm-symbolizer on its twin with DWARF
                (clang-mfs for clang-mfs-nodwarf, bolt-dbg for bolt; the twins' fragment
                symbols are checked to be at the same addresses).
@@ -345,8 +346,7 @@ UNSPLIT_ENV = {"PYTHONPATH": str(ROOT / "plugin")}
 
 
 def llvm_symbolize(binary: Path, addrs: list[int]) -> tuple[list[dict[str, Any]], float]:
-    return _stream(["llvm-symbolizer-22", f"--obj={binary}", "--no-inlines",
-                    "--output-style=JSON"], addrs)
+    return _stream(["llvm-symbolizer-22", f"--obj={binary}", "--output-style=JSON"], addrs)
 
 
 def unsplit_symbolize(b: Build, addrs: list[int]) -> tuple[list[dict[str, Any]], float]:
@@ -357,8 +357,15 @@ def unsplit_symbolize(b: Build, addrs: list[int]) -> tuple[list[dict[str, Any]],
 
 
 def _first(answer: dict[str, Any]) -> dict[str, Any]:
+    """The innermost frame (an inlined callee where code is inlined): its line is the row's."""
     syms = answer.get("Symbol") or [{}]
     return syms[0]
+
+
+def _last(answer: dict[str, Any]) -> dict[str, Any]:
+    """The outermost frame: the function the code is in."""
+    syms = answer.get("Symbol") or [{}]
+    return syms[-1]
 
 
 # Why a class of disagreement is not unsplit's fault (shown in the NOTES column).
@@ -391,7 +398,7 @@ def compare_symbolize(b: Build, frags: list[Fragment]) -> dict[str, Any]:
     func_ok, classes, examples = 0, Counter[str](), {}
     oracle_func_ok = 0
     for a, o, t in zip(addrs, ours, truth, strict=True):
-        name, tname = _first(o).get("FunctionName", ""), logical(_first(t).get("FunctionName", ""))
+        name, tname = _last(o).get("FunctionName", ""), logical(_last(t).get("FunctionName", ""))
         if name == tname:
             func_ok += 1
         else:

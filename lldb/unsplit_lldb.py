@@ -66,7 +66,7 @@ def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
 # -- ${script.frame:unsplit_lldb.NAME} callbacks: LLDB calls NAME(frame, internal_dict) --------
 
 def frame_function(frame: Any, internal_dict: dict[str, Any]) -> str:
-    """The function part of `frame-format`: `transfer [cold]+0x1f` in moved code."""
+    """The function part of `frame-format`: `transfer [cold] + 31` in moved code."""
     from unsplit_lldb_impl import naming
 
     return naming.guarded_name(frame, "frame_function")

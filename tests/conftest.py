@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from .bolted_threads import bolted_threads as build_bolted_threads
 from .postmortem import postmortem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,3 +53,10 @@ def mt(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def pie(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return postmortem("pie", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def bolted_threads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """tests/bolted_threads.py: a BOLTed multi-threaded program whose crash is in an inlined
+    callee in moved code, its input, its -dbg twin and a core."""
+    return build_bolted_threads(tmp_path_factory)

@@ -65,6 +65,9 @@ class DebugInfoLoader:
         except gdb.error as e:
             gdb.write(f"unsplit: cannot load {outcome.path} for {name}: {e}\n")
             return
+        # Frames GDB made before (a core loaded before the plugin) have no inlined frames
+        # and name the procedure with an inlined callee's line: GDB makes them again.
+        gdb.invalidate_cached_frames()
         self._announce(name, outcome.path)
 
     def _announce(self, name: str, path: str) -> None:

@@ -70,9 +70,27 @@ class LineDecorator(FrameDecorator):
 
     def _core_line(self) -> Location | None:
         loc = self._loc
-        if loc is None or not loc.file or not loc.line or self._gdb_has_line():
+        if loc is None:
+            return None
+        if loc.inlined and not self._gdb_shows_inlined():
+            # GDB has no frames for the calls inlined here, so its line, if any, is a callee's:
+            # the procedure's own line goes with the procedure's name.
+            own = loc.as_procedure()
+            return own if own.file and own.line else None
+        if not loc.file or not loc.line or self._gdb_has_line():
             return None
         return loc
+
+    def _gdb_shows_inlined(self) -> bool:
+        """Whether GDB has a frame for a call inlined at this frame's pc (the frame just newer,
+        at the same pc): then GDB's line for this frame is the call's, its own."""
+        frame = self.inferior_frame()
+        try:
+            newer = frame.newer()
+            return newer is not None and newer.type() == gdb.INLINE_FRAME and \
+                newer.pc() == frame.pc()
+        except gdb.error:
+            return False
 
     def filename(self) -> Any:
         loc = self._core_line()

@@ -88,10 +88,8 @@ class StopPrinter:
 
     def frame_line(self, frame: gdb.Frame) -> str | None:
         """The corrected line for `frame` as `bt` words it, or None when GDB's own stands."""
-        loc = self.locator.shown(frame)
-        if loc is None:
-            return None
-        if _inlined_other(frame, loc) or _gdb_says_it(frame, loc):
+        loc = self._shown(frame)
+        if loc is None or _gdb_says_it(frame, loc):
             return None
         style = self.locator.session.demangling()
         if not capabilities.has_frame_filters(gdb):  # no filtered `bt` to read alike
@@ -113,16 +111,23 @@ class StopPrinter:
                                             shown.filename(), shown.line())
         return _styled(text, loc, style)
 
+    def _shown(self, frame: gdb.Frame) -> Location | None:
+        """What the plugin shows for `frame` (None: GDB's own frame stands): the procedure's
+        frame, at its own line where code is inlined (never with a callee's line); a frame of
+        a function inlined into moved code is GDB's."""
+        loc = self.locator.shown(frame)
+        if loc is None or _inlined_other(frame, loc):
+            return None
+        return loc.as_procedure()
+
     def line(self) -> str | None:
         """The corrected line for the newest frame."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
-        loc = self.locator.shown(frame)
-        if loc is None:
-            return None
-        if _inlined_other(frame, loc) or _gdb_says_it(frame, loc):
+        loc = self._shown(frame)
+        if loc is None or _gdb_says_it(frame, loc):
             return None
         pc = int(frame.pc())
         style = self.locator.session.demangling()

@@ -38,7 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from unsplit.debug import breakpad
+from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 from unsplit.render.debuginfo import DebugInfoState, status_text
@@ -127,10 +127,12 @@ def install(debugger: Any) -> list[str]:
 
 
 # LLDB's commands that unwind past a thread's innermost frame (`bt`, `up`, `down`, `finish`, `n`,
-# `s`, `ni`, `si` and `thread return` are aliases of these): the CFI must be there first.
+# `s`, `ni`, `si` and `thread return` are aliases of these), and `script` (the SB API's frames;
+# `scripting run` in LLDB 19 and 22, which run no override of the alias): the CFI must be there
+# first.
 UNWINDING_COMMANDS = ("thread backtrace", "frame select", "thread step-out", "thread step-over",
                       "thread step-in", "thread step-inst", "thread step-inst-over",
-                      "thread step-scripted", "thread until", "thread return")
+                      "thread step-scripted", "thread until", "thread return", "scripting run")
 
 
 def _add_overrides(debugger: Any) -> list[str]:
@@ -140,7 +142,9 @@ def _add_overrides(debugger: Any) -> list[str]:
     callback = _syncing(debugger)
     _DONE.callbacks.append(callback)
     missing = [c for c in UNWINDING_COMMANDS
-               if not interpreter.SetCommandOverrideCallback(c, callback)]
+               if not interpreter.SetCommandOverrideCallback(c, callback)
+               and not (c == "scripting run"  # an LLDB whose `script` is a command of its own
+                        and interpreter.SetCommandOverrideCallback("script", callback))]
     return [f"unsplit: LLDB's {', '.join(missing)} may unwind moved fragments without their "
             "CFI (no command override callback)"] if missing else []
 
@@ -321,7 +325,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if kept is not None and breakpad.made_from(kept, index.binary):  # an earlier session's
         _add(debugger, target, kept)
         return f"given: {kept}"
-    text = breakpad.for_index(index, uuid)
+    text = breakpad.for_index(index, uuid, breakpad_lines.max_code_bytes())
     if text is None:
         return "no moved fragments with CFI"
     # never in front of a debug file LLDB would otherwise find, nor under a shared build-id

@@ -183,13 +183,26 @@ def logical_name(frame: Any, callback: str) -> str:
     if frame.IsInlined() and not _names_procedure(str(frame.GetFunctionName() or ""), loc):
         return render_native(frame, part)  # an inlined function keeps its own name, as in GDB
     style = st.session.demangling()
-    if frame.GetFunction().IsValid():  # rendering LLDB's part costs most of a frame: only here
+    function = frame.GetFunction()
+    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
+                                                          function.GetName()):
+        # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
+        # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
         base = loc.name(style, parameters=False) or ""
         if native.startswith(base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
             return loc.label(style, parameters=False) + native[len(base):]
-    return f"{loc.label(style)}+{(loc.offset or 0) + delta:#x}"
+    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + delta)
+
+
+def pc_offset(frame: Any, offset: int) -> str:
+    """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
+    decimal, only for a frame without debug information (``${frame.no-debug}``: no line
+    entry) and a non-zero offset, so that one backtrace has one offset style."""
+    if offset <= 0 or frame.GetLineEntry().IsValid():
+        return ""
+    return f" + {offset}"
 
 
 def _names_procedure(name: str, loc: Location) -> bool:
@@ -206,7 +219,12 @@ def source_line(frame: Any) -> str:
     if not context[0].session.enabled:
         return ""
     loc, _ = locate_frame(frame, context, lines=True)
-    if loc is None or loc.file is None or not loc.line:
+    if loc is None:
+        return ""
+    # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
+    # own line goes with the procedure's name, never an inlined callee's.
+    loc = loc.as_procedure()
+    if loc.file is None or not loc.line:
         return ""
     column = f":{loc.column}" if loc.column else ""
     return f" at {os.path.basename(loc.file)}:{loc.line}{column}"

@@ -36,6 +36,7 @@ from unsplit.index.demangle import shown
 from unsplit.index.frame import Frame, as_numbered, at_return_address, lookup_pc
 from unsplit.index.inlines import module_frames
 from unsplit.index.model import Location, Procedure
+from unsplit.index.module_index import ModuleIndex
 from unsplit.render import breaks as break_text
 from unsplit.render import inputs as input_text
 from unsplit.render.frames import (
@@ -175,7 +176,7 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
     if left_out:
         tables.append(break_text.originals_note(left_out, style))
     for module, proc in found:
-        mine = _block_rows(module, proc)
+        mine = _block_rows(module, proc, session.index(module.path))
         rows += mine
         name = shown(proc.name, style)
         if len(found) > 1:
@@ -191,7 +192,8 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
     return json.dumps(rows) if args.json else "\n\n".join(tables)
 
 
-def _block_rows(module: LoadedModule, proc: Procedure) -> list[dict[str, object]]:
+def _block_rows(module: LoadedModule, proc: Procedure, index: ModuleIndex
+                ) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for block in sorted(proc.blocks, key=lambda b: b.start):
         frag = proc.fragment_at(block.start)
@@ -199,7 +201,7 @@ def _block_rows(module: LoadedModule, proc: Procedure) -> list[dict[str, object]
             "procedure": proc.name, "entry": hex(module.bias + proc.entry),
             "block": block.id, "fragment": frag.name if frag else None,
             "start": hex(module.bias + block.start), "end": hex(module.bias + block.end),
-            "offset": proc.logical_offset(block.start), "flags": list(block.flags),
+            "offset": index.offset_at(block.start), "flags": list(block.flags),
             "frequency": block.frequency,
             "successors": [{"block": b, "probability": p} for b, p in block.successors],
         })

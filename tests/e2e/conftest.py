@@ -46,7 +46,7 @@ def stop_names(stop: str, procedure: str, fragment: str, line: int | None = None
     debugger's own line is already right (GDB reading unsplit's debug file, or DWARF whose
     ranges cover the moved code: then the plugin adds no second line). With `line`, that line
     is the one shown."""
-    name = rf"\b{re.escape(procedure)}(?: \[{re.escape(fragment)}\](?: ?\(|\+0x| at )| \()"
+    name = rf"\b{re.escape(procedure)}(?: \[{re.escape(fragment)}\](?: ?\(|\+0x| \+ \d| at |$)| \()"
     if re.search(name, stop) is None:
         return False
     return line is None or re.search(rf"[:\s]{line}(?::\d+)?\b", stop) is not None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit.debug import breakpad
 
 from ..conftest import ROOT, facts
 from ..variants import EXACT_FRAMES, NO_DWARF, RET_MID_FRAGMENT
@@ -297,7 +298,8 @@ def test_api_client_sees_the_cfi_from_the_cache(zoo: dict[str, Any], tmp_path: A
                           capture_output=True, text=True)
     record = json.loads(made.stdout)[0]
     assert record["written"] and record["path"].startswith(str(cache)), record
-    script = API_CLIENT.format(binary=binary, paths=str(cache / "lldb-cfi-v1"))
+    script = API_CLIENT.format(binary=binary,
+                               paths=str(cache / f"lldb-cfi-v{breakpad.FORMAT_VERSION}"))
     # The lldb module under a plain Python looks for lldb-server by its full version's name.
     server = shutil.which("lldb-server-22") or "lldb-server"
     env = dict(os.environ, LLDB_DEBUGSERVER_PATH=os.path.realpath(server))

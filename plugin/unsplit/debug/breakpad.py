@@ -24,12 +24,12 @@ from __future__ import annotations
 import hashlib
 import os
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from elftools.dwarf.constants import DW_CFA
 
-from unsplit.debug import cfi
+from unsplit.debug import breakpad_lines, cfi
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
@@ -40,7 +40,8 @@ from unsplit.index.store import cache_root
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex
 
-FORMAT_VERSION = 1  # part of the cache directory's name: a new layout never reads an old file
+FORMAT_VERSION = 2  # part of the cache directory's name: a new layout never reads an old file
+# (2: the moved fragments' lines and inlined calls besides their CFI)
 _NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
           *(f"r{i}" for i in range(8, 16)))
 
@@ -454,12 +455,15 @@ def _fdes_in(table: cfi.CfiTable, fde_starts: list[int], start: int, end: int
     return out
 
 
-def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) -> str | None:
+def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None,
+                line_records: Sequence[str] = ()) -> str | None:
     """The Breakpad text for LLDB's functions that hold the file addresses `starts` (the moved
     fragments' starts), or None when there is none to write (no build-id and no `uuid`, not
-    x86-64, or no CFI there). `uuid` is the debugger's own UUID of the module (LLDB's
-    ``SBModule.GetUUIDString()``), which matches where the build-id cannot (a file with none).
-    A function whose rules Breakpad cannot say is left out (LLDB keeps its own plan there)."""
+    x86-64, or no CFI there and no `lines`). `uuid` is the debugger's own UUID of the module
+    (LLDB's ``SBModule.GetUUIDString()``), which matches where the build-id cannot (a file with
+    none). A function whose rules Breakpad cannot say is left out (LLDB keeps its own plan
+    there). `line_records`: the moved fragments' lines and inlined calls (debug.breakpad_lines),
+    written before the CFI, as Breakpad's files order them."""
     if binary.elf["e_machine"] != "EM_X86_64":
         return None
     code_id = _code_id(binary, uuid)
@@ -481,12 +485,12 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None) 
                                           end, base)
         except UnsplitError:  # Inexpressible, or CFI that does not decode
             continue
-    if not records:
+    if not records and not line_records:
         return None
     name = os.path.basename(binary.path)
     ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
     return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
-                      generator_line(binary), *records]) + "\n"
+                      generator_line(binary), *line_records, *records]) + "\n"
 
 
 def _code_id(binary: Binary, uuid: str | None) -> str:
@@ -524,7 +528,7 @@ def fingerprint(path: str) -> str:
 def made_from(text_path: str, binary: Binary) -> bool:
     """Was the symbol file at `text_path` made from `binary`, as it is now?"""
     try:
-        with open(text_path, encoding="ascii", errors="replace") as f:
+        with open(text_path, encoding="utf-8", errors="replace") as f:
             head = [f.readline().rstrip("\n") for _ in range(3)]
     except OSError:
         return False
@@ -547,15 +551,20 @@ def write(path: str, text: str) -> None:
     """Write atomically (another debugger may be reading the same cache)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="ascii") as f:
+    with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
 
 
-def for_index(index: ModuleIndex, uuid: str | None = None) -> str | None:
-    """The symbol file of a module: its moved fragments' CFI (None: nothing to give)."""
+def for_index(index: ModuleIndex, uuid: str | None = None, max_line_code: int | None = None
+              ) -> str | None:
+    """The symbol file of a module: its moved fragments' CFI, and their lines and inlined
+    calls unless (`max_line_code`) they hold more bytes than that (None: nothing to give)."""
     moved = index.moved_starts()
-    return symbol_file(index.binary, moved, uuid) if moved else None
+    if not moved:
+        return None
+    lines = breakpad_lines.line_records(index, base_address(index.binary), max_line_code)
+    return symbol_file(index.binary, moved, uuid, lines)
 
 
 def save(index: ModuleIndex, text: str, uuid: str | None = None, root: str | None = None
@@ -603,7 +612,7 @@ def pinned(text: str, root: str | None = None) -> str:
 
 def _same(path: str, text: str) -> bool:
     try:
-        with open(path, encoding="ascii") as f:
+        with open(path, encoding="utf-8") as f:
             return f.read() == text
     except OSError:
         return False

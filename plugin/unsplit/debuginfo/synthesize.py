@@ -15,8 +15,6 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import pairwise
-from typing import Any
 
 from unsplit import __version__
 from unsplit.debuginfo.dwarf import abbrev as A
@@ -27,8 +25,8 @@ from unsplit.debuginfo.dwarf.info import InfoWriter
 from unsplit.debuginfo.dwarf.line import LineProgram
 from unsplit.debuginfo.dwarf.rnglists import RangeLists
 from unsplit.debuginfo.dwarf.strings import StringTable
-from unsplit.index.demangle import LLVM, demangle
-from unsplit.index.inlines import DwarfFrames
+from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
+from unsplit.index.demangle import demangle
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 
@@ -38,7 +36,6 @@ _LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Tabl
 DW_LANG_C_plus_plus = 0x04
 # Rust's legacy mangling is Itanium's with a hash as the last name part: not C++.
 _RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E$")
-_Row = tuple[int, str, int, int, bool]  # address, path, line, column, is_stmt
 
 
 @dataclass
@@ -60,14 +57,14 @@ class _Unit:
     def __init__(self, name: str | None, line_strings: StringTable) -> None:
         self.name = name
         self.comp_dir = os.path.dirname(name) if name and os.path.isabs(name) else ""
-        self.procedures: list[tuple[Procedure, list[tuple[int, int]], list[_Inlined]]] = []
+        self.procedures: list[tuple[Procedure, list[tuple[int, int]], list[InlinedRun]]] = []
         self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
         self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
         self.rows = 0
         self.languages: Counter[int] = Counter()  # its procedures' units' DW_AT_language
 
-    def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[_Row]],
-            inlined: list[_Inlined]) -> None:
+    def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[Row]],
+            inlined: list[InlinedRun]) -> None:
         if self.program is None or not any(sequences):
             inlined = []  # a call site's file is a number in a line table
         self.procedures.append((proc, spans, inlined))
@@ -100,7 +97,7 @@ def build(index: ModuleIndex) -> tuple[bytes, Summary]:
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable()
-    walker = _Walker(index)
+    walker = CodeWalker(index)
     for proc, spans in _disjoint(index):
         walked = [walker.walk(start, end) for start, end in spans]
         sequences = [rows for rows, _ in walked]
@@ -151,99 +148,7 @@ def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]
     return [c for i, c in enumerate(candidates) if i not in rejected]
 
 
-class _Inlined:
-    """One run of code inlined at one call site: a DW_TAG_inlined_subroutine (§3.3.8.2)."""
-
-    __slots__ = ("call", "children", "end", "start")
-
-    def __init__(self, call: _Call, start: int) -> None:
-        self.call, self.start, self.end = call, start, start + 1
-        self.children: list[_Inlined] = []
-
-
-_Call = tuple[str, str, int, int]  # callee, call file path, call line, call column
-
-
-class _Walker:
-    """Asks the core about every byte of a module's code: its line (ModuleIndex.line_at) and,
-    where DWARF says so, its chain of inlined calls (unsplit.index.inlines, as
-    ``unsplit symbolize --inlines`` prints them)."""
-
-    def __init__(self, index: ModuleIndex) -> None:
-        self.index = index
-        self.frames = DwarfFrames.of(index, LLVM)
-        own = index.dwarf_lines.available
-        self.has_dwarf = own or "bat" in index.sources_used
-        # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
-        # need be asked (a symbols-only libc has megabytes of code).
-        self.has_lines = own or len(index.line_sources) > 1
-
-    def language(self, address: int) -> int | None:
-        """DW_AT_language of the unit the code at `address` was compiled in, where known."""
-        return self.frames.language(address) if self.has_dwarf else None
-
-    def walk(self, start: int, end: int) -> tuple[list[_Row], list[_Inlined]]:
-        """The rows of [start, end): one where the answer for a byte differs from the previous
-        byte's (line 0 where a covered run gives way to bytes no source describes); and the
-        inlined runs, outermost first, each holding those nested in it."""
-        rows: list[_Row] = []
-        roots: list[_Inlined] = []
-        open_: list[_Inlined] = []
-        last: tuple[str, int, int, bool] | None = None
-        calls: list[_Call] = []
-        if not self.has_lines:
-            return rows, roots
-        # Where the line table can say between which addresses its answer stays the same (code
-        # BOLT left in place: the input's rows), one question per run of bytes, else per byte:
-        # the same rows either way (the BOLTed simdjson's whole file: 5.5 s -> 3.8 s).
-        points = self.index.line_table.change_points(start, end)
-        addresses = range(start, end) if points is None else points
-        for k, address in enumerate(addresses):
-            row = self.index.line_at(address)
-            if row is None:
-                key = None if last is None else (last[0], 0, 0, last[3])
-            else:
-                key = (row.path or row.file, row.line, row.column or 0, row.is_stmt)
-            changed = key != last
-            if key is not None and changed:
-                rows.append((address, *key))
-                last = key
-            if self.has_dwarf:
-                # An inlined range begins and ends with a line row of its own (the callee's
-                # lines are not the caller's): the chain is asked for only where the row changes.
-                if changed or address == start:
-                    calls = _calls(self.frames.frames(address))
-                run_end = address + 1 if points is None else (
-                    points[k + 1] if k + 1 < len(points) else end)
-                self._nest(address, run_end, calls, open_, roots)
-        return rows, roots
-
-    @staticmethod
-    def _nest(address: int, run_end: int, calls: list[_Call], open_: list[_Inlined],
-              roots: list[_Inlined]) -> None:
-        """The inlined runs open over [address, run_end), whose chain of calls is `calls`."""
-        same = 0
-        while same < len(open_) and same < len(calls) and open_[same].call == calls[same]:
-            same += 1
-        del open_[same:]
-        for call in calls[same:]:
-            node = _Inlined(call, address)
-            (open_[-1].children if open_ else roots).append(node)
-            open_.append(node)
-        for node in open_:
-            node.end = run_end
-
-
-def _calls(frames: list[Any]) -> list[_Call]:
-    """The inlined calls of DWARF frames (innermost first), outermost first: each inlined
-    function with the place the next frame out calls it from."""
-    out: list[_Call] = []
-    for inner, outer in pairwise(frames):
-        out.append((inner.function, outer.path or "", outer.line, outer.column))
-    return out[::-1]
-
-
-def _uncovered(rows: list[_Row], start: int, end: int) -> int:
+def _uncovered(rows: list[Row], start: int, end: int) -> int:
     if not rows:
         return end - start
     bounds = [r[0] for r in rows] + [end]
@@ -254,7 +159,7 @@ def _uncovered(rows: list[_Row], start: int, end: int) -> int:
     return missing
 
 
-def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[_Row]]) -> str | None:
+def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[Row]]) -> str | None:
     """The source file most of the procedure's code comes from; else the STT_FILE the symbol
     table puts a local function under; else None (a unit with no name and no lines)."""
     weight: Counter[str] = Counter()
@@ -332,7 +237,7 @@ def _language(unit: _Unit) -> int | None:
     return None
 
 
-def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[_Inlined]) -> None:
+def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[InlinedRun]) -> None:
     """Concrete inlined instances, §3.3.8.2: origin, the code run, the call site (§3.4)."""
     assert unit.program is not None
     for node in nodes:

@@ -12,9 +12,10 @@ load bias of the module.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
@@ -220,8 +221,35 @@ class Procedure:
 
 
 @dataclass(frozen=True, slots=True)
+class InlineFrame:
+    """One frame of the chain DWARF gives an address where code is inlined: the function (its
+    linkage name, else its DWARF name) and where in it the address is — for an inlined call,
+    a line of the callee; for the procedure itself (the chain's last), the line of the call."""
+
+    function: str
+    path: str | None
+    line: int
+    column: int
+
+    @property
+    def file(self) -> str | None:
+        return None if self.path is None else os.path.basename(self.path)
+
+    def to_json(self, style: str | None = GNU) -> dict[str, Any]:
+        return {"function": shown(self.function, style), "linkage_name": self.function,
+                "file": self.file, "path": self.path, "line": self.line,
+                "column": self.column}
+
+
+@dataclass(frozen=True, slots=True)
 class Location:
-    """The answer to "where is this address": what `bb where` and `unsplit where` print."""
+    """The answer to "where is this address": what `bb where` and `unsplit where` print.
+
+    ``file``/``line``/``column``/``path`` are the line table's row: where the instruction is,
+    which is a line of an inlined function where code was inlined. ``inline_chain`` (DWARF's
+    frames there, innermost first, the procedure's own last; empty where nothing is inlined)
+    says so: whatever names the procedure shows it with its own line (:meth:`as_procedure`),
+    never with a callee's, and names the inlined calls (:attr:`inlined`)."""
 
     address: int  # as the user gave it (runtime address in a debugger)
     file_address: int  # the same, as an ELF virtual address of `module`
@@ -246,10 +274,26 @@ class Location:
     bat_block: int | None = None  # input basic-block index of the nearest block entry
     fragment_kind: str | None = None
     warnings: tuple[str, ...] = ()  # one line each: what the module's index could not read
+    inline_chain: tuple[InlineFrame, ...] = ()
 
     @property
     def in_moved_code(self) -> bool:
         return self.fragment is not None and self.fragment != HOT
+
+    @property
+    def inlined(self) -> tuple[InlineFrame, ...]:
+        """The calls inlined at the address, innermost first, each at its line in the callee."""
+        return self.inline_chain[:-1]
+
+    def as_procedure(self) -> Location:
+        """This location as the procedure's own frame has it: at the line of the outermost
+        inlined call where code is inlined (the line a debugger gives the procedure's frame
+        below the inlined ones), without the chain; itself elsewhere."""
+        if not self.inline_chain:
+            return self
+        own = self.inline_chain[-1]
+        return replace(self, file=own.file, path=own.path, line=own.line or None,
+                       column=own.column, inline_chain=())
 
     def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
         """The procedure as a debugger shows it: demangled in `style` (unsplit.index.demangle), or
@@ -268,6 +312,9 @@ class Location:
         return f"{name} [{self.fragment}]" if self.in_moved_code else name
 
     def to_json(self, style: str | None = GNU) -> dict[str, Any]:
+        """The procedure's file and line (:meth:`as_procedure`); where code is inlined, the
+        inlined calls too (``inlined``, innermost first)."""
+        own = self.as_procedure()
         out: dict[str, Any] = {
             "address": hex(self.address),
             "module": self.module,
@@ -277,11 +324,13 @@ class Location:
             "fragment_symbol": self.fragment_symbol,
             "fragment_start": None if self.fragment_start is None else hex(self.fragment_start),
             "offset": self.offset,
-            "file": self.file,
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
+            "file": own.file,
+            "path": own.path,
+            "line": own.line,
+            "column": own.column,
         }
+        if self.inlined:
+            out["inlined"] = [f.to_json(style) for f in self.inlined]
         if self.input_address is not None:
             out["input_address"] = hex(self.input_address)
         if self.bat_entry is not None:

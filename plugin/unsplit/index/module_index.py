@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, BinaryError, UnsplitError
+from unsplit.index.inlines import DwarfFrames
 from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model import (
     HOT,
     Block,
     Fragment,
+    InlineFrame,
     LineRow,
     Location,
     Procedure,
@@ -72,6 +74,7 @@ class ModuleIndex:
         self.dwarf_lines = DwarfLines(binary, self.warnings)
         self.line_table = LineTable(self.sources, self.dwarf_lines, self.warnings)
         self.line_sources = self.line_table.sources
+        self._frames: tuple[Binary | None, DwarfFrames] | None = None  # (input, its frames)
 
     @classmethod
     def open(cls, path: str) -> ModuleIndex:
@@ -265,7 +268,11 @@ class ModuleIndex:
         input_address = None
         bat_facts: dict[str, object] = {}
         if offsets:
-            offset, input_address, bat_facts = self._offset(frag, file_address)
+            bolted = self.input_location(file_address)
+            offset = self._offset(frag, file_address, bolted)
+            if bolted is not None:
+                input_address = None if bolted[2] is None else bolted[2] + bolted[1]
+                bat_facts = self.sources.bat.facts(file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -283,23 +290,45 @@ class ModuleIndex:
             block=proc.block_at(file_address) if blocks else None,
             sources=(frag.source,) + ((row.source,) if row else ()),
             warnings=tuple(self.warnings),
+            inline_chain=self.inline_chain(file_address) if lines else (),
             **bat_facts,  # type: ignore[arg-type]
         )
 
-    def _offset(self, frag: Fragment, file_address: int
-                ) -> tuple[int, int | None, dict[str, object]]:
-        """(logical offset, pre-BOLT input address, BAT's facts) of an address in `frag`."""
-        offset = frag.logical_start + file_address - frag.start
+    def inline_chain(self, file_address: int) -> tuple[InlineFrame, ...]:
+        """DWARF's frames at `file_address` where code is inlined there (innermost first, the
+        procedure's own last), else (): the module's DWARF or, for BOLTed code, the pre-BOLT
+        input's at BAT's input address (unsplit.index.inlines)."""
+        frames = self._dwarf_frames().frames(file_address)
+        if len(frames) < 2:
+            return ()
+        return tuple(InlineFrame(f.function, f.path, f.line, f.column) for f in frames)
+
+    def _dwarf_frames(self) -> DwarfFrames:
+        """The module's DWARF frames, made again when `bb input` names another input."""
+        found = self.input_binary()
+        if self._frames is None or self._frames[0] is not found:
+            self._frames = (found, DwarfFrames(self, found, None))  # linkage names
+        return self._frames[1]
+
+    def offset_at(self, file_address: int) -> int | None:
+        """The offset of `file_address` in its procedure, the one every command shows (`where`,
+        `frames`, `blocks`, `ranges`, `break PROC+OFF`): BAT's input offset for BOLTed code,
+        split_info's exact mapping, else the fragment's place in the procedure as first laid
+        out; None outside every procedure."""
+        found = self._lookup(file_address)
+        if found is None:
+            return None
+        return self._offset(found[1], file_address, self.input_location(file_address))
+
+    def _offset(self, frag: Fragment, file_address: int,
+                bolted: tuple[str, int, int | None] | None) -> int:
+        if bolted is not None:  # BOLT: the offset in the input function, as BAT says
+            return bolted[1]
         source = self.sources.named(frag.source)
         exact = None if source is None else source.logical_offset(file_address)
         if exact is not None:  # split_info: a piece may hold branches, §1's exact mapping
-            offset = exact
-        bolted = self.input_location(file_address)
-        if bolted is None:
-            return offset, None, {}
-        # BOLT: the offset in the input function, as BAT says
-        input_address = None if bolted[2] is None else bolted[2] + bolted[1]
-        return bolted[1], input_address, self.sources.bat.facts(file_address)
+            return exact
+        return frag.logical_start + file_address - frag.start
 
 
 class ProcedureTable(Mapping[str, Procedure]):

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from unsplit.formats.dwarf_expr import register_name
-from unsplit.index.demangle import GNU, LLVM
+from unsplit.index.demangle import GNU, LLVM, shown
 from unsplit.index.frame import Frame
-from unsplit.index.model import Location
+from unsplit.index.model import InlineFrame, Location
 
 
 def source_position(loc: Location) -> str | None:
@@ -44,8 +44,17 @@ def where_text(loc: Location | None, address: int, style: str | None = GNU) -> s
         lines.append(f"  block     %{loc.block.id}+{loc.file_address - loc.block.start:#x}{flags}")
     if loc.bat_entry is not None:
         lines.append(f"  bolt      {bat_text(loc, style)}")
-    lines.append(f"  line      {source_position(loc) or 'unknown (no line information)'}")
+    # Inlined code: each inlined call at its line, innermost first, then the procedure's own.
+    lines += [f"  inlined   {inlined_text(f, style)}" for f in loc.inlined]
+    own = loc.as_procedure()
+    lines.append(f"  line      {source_position(own) or 'unknown (no line information)'}")
     return "\n".join(lines)
+
+
+def inlined_text(frame: InlineFrame, style: str | None = GNU) -> str:
+    """`quarantine_record at verify.c:26:20`: an inlined call and its line in the callee."""
+    pos = f"{frame.file or '??'}:{frame.line}" + (f":{frame.column}" if frame.column else "")
+    return f"{shown(frame.function, style)} at {pos}"
 
 
 def bat_text(loc: Location, style: str | None = GNU) -> str:
@@ -64,7 +73,9 @@ def frame_text(number: int, loc: Location, pc: int | None = None,
                style: str | None = GNU) -> str:
     """One backtrace-style line: `#0  0x... in transfer [cold] at crash.c:20`. `pc`: the
     frame's own pc when `loc` describes the byte before it (a caller's return address);
-    `style`: how the procedure is demangled (unsplit.index.demangle)."""
+    `style`: how the procedure is demangled (unsplit.index.demangle). Where code is inlined,
+    the procedure's own line (Location.as_procedure)."""
+    loc = loc.as_procedure()
     pos = source_position(loc)
     at = f" at {pos}" if pos else f" from {os.path.basename(loc.module)}"
     shown = loc.address if pc is None else pc
@@ -109,10 +120,16 @@ def frames_text(rows: list[dict[str, Any]], thread: int | None = None) -> str:
 
     lines = [] if thread is None else [f"thread {thread}:"]
     lines.append(line(FRAME_COLUMNS))
+    indent = " " * (widths[0] + 2)
     for r, c in zip(rows, cells, strict=True):
         lines.append(line(c))
         if r["source"] is not None:
-            lines.append(f"{'':{widths[0] + 2}}{r['line']:>5}  {r['source'].strip()}")
+            lines.append(f"{indent}{r['line']:>5}  {r['source'].strip()}")
+        for f in r.get("inlined", ()):  # the calls inlined here, innermost first
+            pos = f"{f['file'] or '??'}:{f['line']}" + (f":{f['column']}" if f["column"] else "")
+            lines.append(f"{indent}{'':5}  inlined {f['function']} at {pos}")
+            if f["source"] is not None:
+                lines.append(f"{indent}{f['line']:>5}  {f['source'].strip()}")
     return "\n".join(lines)
 
 
@@ -140,8 +157,10 @@ def source_line(read: Reader, path: str | None, line: int | None) -> str | None:
 
 def frame_fields(frame: Frame, style: str | None) -> dict[str, Any]:
     """The keys every frame object has: module, procedure (in `style`), linkage_name,
-    fragment, fragment_symbol, original offset (of the pc), file and line."""
-    loc = frame.location
+    fragment, fragment_symbol, original offset (of the pc), file and line (the procedure's
+    own: where code is inlined, the line of the call), and the calls inlined there
+    (innermost first, each at its line in the callee)."""
+    loc = None if frame.location is None else frame.location.as_procedure()
     return {
         "module": frame.module,
         "procedure": None if loc is None else loc.name(style),
@@ -151,6 +170,8 @@ def frame_fields(frame: Frame, style: str | None) -> dict[str, Any]:
         "offset": None if loc is None else loc.offset,
         "file": None if loc is None else loc.file,
         "line": None if loc is None else loc.line,
+        "inlined": [] if frame.location is None else
+        [f.to_json(style) for f in frame.location.inlined],
     }
 
 
@@ -176,8 +197,12 @@ def bt_json(frame: Frame, style: str | None = GNU) -> dict[str, Any]:
 
 
 def bt_line(frame: Frame, style: str | None = GNU) -> str:
-    """`#1  0x000055555555526d in run [cold]+0x4d at crash.c:43  cfa 0x7ffc…`"""
+    """`#1  0x000055555555526d in run [cold]+0x4d at crash.c:43  cfa 0x7ffc…`; a physical
+    frame where code is inlined reads at the procedure's own line (the inlined calls are rows of
+    their own, `[inlined]`, as the debuggers number them)."""
     loc = frame.location
+    if loc is not None and not frame.inlined:
+        loc = loc.as_procedure()
     name = "??"
     if loc is not None and loc.procedure is not None:
         # An inlined call has no code of its own to be at an offset in, nor a fragment: the
@@ -218,9 +243,12 @@ def bt_report(frames: list[Frame], differences: list[str] | None,
 def frame_row(frame: Frame, style: str | None, read: Reader = source_lines) -> dict[str, Any]:
     """One row of `bb frames --json` (what :func:`frames_text` prints): the shared keys, the
     block, the file's full path, column and the line's source text."""
-    loc = frame.location
+    loc = None if frame.location is None else frame.location.as_procedure()
     path = None if loc is None else (loc.path or loc.file)
-    return {"frame": frame.number, "pc": f"{frame.pc:#018x}", **frame_fields(frame, style),
+    fields = frame_fields(frame, style)
+    for f in fields["inlined"]:  # each inlined call's line, with its text
+        f["source"] = source_line(read, f["path"] or f["file"], f["line"])
+    return {"frame": frame.number, "pc": f"{frame.pc:#018x}", **fields,
             "block": frame.block, "path": path,
             "column": None if loc is None else loc.column,
             "source": source_line(read, path, None if loc is None else loc.line)}

@@ -7,8 +7,9 @@ without parameters: unsplit.debug.breakpoints.procedures_named); ``procedure`` i
 symbol's:
 
 - ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
-  ``[{"procedure", "linkage_name", "entry", "logical_size", "ranges": [{"start", "end"}]}]``,
-  addresses as hex;
+  ``[{"procedure", "linkage_name", "entry", "logical_size", "ranges": [{"start", "end",
+  "offset", "position"}]}]``, addresses as hex (``offset``: as ``where`` says it;
+  ``position``: laid end to end);
 - ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
   ``[{"procedure", "linkage_name", "address", "file", "path", "line", "column", "source"}]``
   (``file`` as the line table names its file, ``path`` the full path, as ``where --json`` has
@@ -80,6 +81,10 @@ def _split_procedures(index: ModuleIndex, name: str | None) -> list[Procedure]:
 
 def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
                 ) -> list[dict[str, Any]]:
+    """Each split procedure's ranges in the order they lay before the split. A range's
+    ``offset`` is its first byte's offset in the procedure as `where` gives it (BOLT: the input
+    offset BAT gives); ``position`` is where it starts with the ranges laid end to end (another
+    quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
     binary = Binary(path)
     index = ModuleIndex(binary)
     exact = {sp.start: sp for sp in source.split_procedures(binary)}
@@ -91,13 +96,18 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
         else:  # other sources: the fragments, in the order they lay before the split
             frags = sorted(p.fragments, key=lambda f: f.logical_start)
             spans, size = [(f.start, f.end) for f in frags], p.logical_size
+        ranges, position = [], 0
+        for lo, hi in spans:
+            ranges.append({"start": hex(lo), "end": hex(hi), "offset": index.offset_at(lo),
+                           "position": position})
+            position += hi - lo
         out.append(
             {
                 "procedure": shown(p.name, style),
                 "linkage_name": p.name,
                 "entry": hex(p.entry),
                 "logical_size": size,
-                "ranges": [{"start": hex(lo), "end": hex(hi)} for lo, hi in spans],
+                "ranges": ranges,
             }
         )
     return out
@@ -113,12 +123,16 @@ def _ranges(args: argparse.Namespace) -> str:
         return json.dumps(data, indent=1)
     lines = []
     for p in data:
-        lines.append(f"{p['procedure']}: entry {p['entry']}, logical size {p['logical_size']:#x}")
-        offset = 0
+        lines.append(f"{p['procedure']}: entry {p['entry']}, {len(p['ranges'])} ranges, "
+                     f"{p['logical_size']:#x} bytes laid end to end")
+        rows = [("offset", "range", "size", "laid end to end at")]
         for r in p["ranges"]:
             lo, hi = int(r["start"], 16), int(r["end"], 16)
-            lines.append(f"  +{offset:#06x}  [{lo:#x}, {hi:#x})  {hi - lo:#x} bytes")
-            offset += hi - lo
+            offset = "?" if r["offset"] is None else f"+{r['offset']:#x}"
+            rows.append((offset, f"[{lo:#x}, {hi:#x})", f"{hi - lo:#x}", f"{r['position']:#x}"))
+        widths = [max(len(row[k]) for row in rows) for k in range(4)]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                  for row in rows]
     return "\n".join(lines) if lines else "no split procedures"
 
 

@@ -17,10 +17,13 @@ Compatibility decisions (tests/unit/tools/test_symbolize.py holds them against l
   function under one name; the fragment appears only in ``--json`` (``procedure``,
   ``fragment``, ``fragment_symbol``, ``offset``) and, on request, as ``foo [cold]`` with
   ``--fragments``. Everywhere else the text is byte-identical to llvm-symbolizer's.
-- Without ``--inlines`` the output is that of ``llvm-symbolizer --no-inlines``; with it, that of
-  llvm-symbolizer's default: the inlined frames of the DWARF ``DW_TAG_inlined_subroutine`` chain
-  covering the address, innermost first, each outer frame at its ``DW_AT_call_*`` location.
-  Only the compile unit covering the address is read, once.
+- By default, as llvm-symbolizer's default (``--inlines``): the inlined frames of the DWARF
+  ``DW_TAG_inlined_subroutine`` chain covering the address, innermost first, each outer frame at
+  its ``DW_AT_call_*`` location. ``--no-inlines`` prints the procedure alone at its own line
+  (where code is inlined, the line of the outermost inlined call: that chain's last frame),
+  never a procedure's name with an inlined callee's line, which ``llvm-symbolizer
+  --no-inlines`` prints there (``verify_record`` with ``quarantine_record``'s line); elsewhere
+  the two agree. Only the compile unit covering the address is read, once.
 - Input lines: an address (``0x1119``, ``4377``, ``CODE 0x1119``) as llvm-symbolizer reads them;
   else the first ``MODULE+0xOFF`` token (sanitizers, ``MODULE(+0xOFF)`` glibc backtraces) whose
   MODULE is the binary's file name — a module-relative offset — or ``SYMBOL+0xOFF`` of a function
@@ -143,11 +146,13 @@ class Symbolizer:
 
     def answer(self, address: int, inlines: bool, offsets: bool = True) -> Answer:
         """What to print of `address`; `offsets=False` leaves the location's offset and BOLT
-        facts out (only --json prints them; in BOLTed code they decode a BAT map)."""
-        loc = self.index.locate(address, blocks=False, offsets=offsets)
+        facts out (only --json prints them; in BOLTed code they decode a BAT map). The lines
+        and inlined frames are DWARF's, asked below: the location names the code."""
+        loc = self.index.locate(address, lines=False, blocks=False, offsets=offsets)
         entry = self._original_entry(loc)
-        frames = self.dwarf_frames(address, inlines) if entry is None else \
-            self._dwarf.input_frames(entry, inlines)
+        frames = self.dwarf_frames(address) if entry is None else self._dwarf.input_frames(entry)
+        if not inlines:
+            frames = frames[-1:]  # the procedure at its own line (the outermost call's)
         if not frames:
             frames = [LineInfo(UNKNOWN, self._symbol_file(address), 0, 0)]
         name, start = self._outer_name(loc)
@@ -303,7 +308,11 @@ def add_cli(subparsers: Any) -> None:
                    help="the pre-BOLT binary of a BOLTed BINARY (default: found by build-id)")
     p.add_argument("--relative", action="store_true",
                    help="addresses are offsets from the binary's lowest PT_LOAD page")
-    p.add_argument("--inlines", action="store_true", help="print inlined frames too")
+    p.add_argument("--inlines", "-i", dest="inlines", action="store_true", default=True,
+                   help="print inlined frames too (the default, as llvm-symbolizer's)")
+    p.add_argument("--no-inlines", dest="inlines", action="store_false",
+                   help="the procedure alone, at its own line (where code is inlined, the line "
+                        "of the outermost inlined call)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per address (llvm-symbolizer's keys plus procedure, "
                         "linkage_name, fragment, fragment_symbol, offset)")

@@ -158,7 +158,8 @@ def test_cli_writes_where_lldb_looks(zoo: dict[str, Any], tmp_path: Path) -> Non
     made, skipped = json.loads(first.stdout)
     with closing(Binary(moved)) as b:
         assert b.build_id is not None
-        assert made["path"] == breakpad.cache_path(b.build_id, str(tmp_path / "lldb-cfi-v1"))
+        assert made["path"] == breakpad.cache_path(
+            b.build_id, str(tmp_path / f"lldb-cfi-v{breakpad.FORMAT_VERSION}"))
     assert made["written"] and made["functions"] >= 1
     assert "DWARF" in skipped["skipped"] and skipped["path"] is None
     assert json.loads(run("--json", moved).stdout)[0]["written"] is False  # already there

@@ -77,8 +77,11 @@ def test_symbolizer_on_the_debug_file_agrees_with_where(zoo: dict[str, Any], var
     where = [json.loads(line) for line in _unsplit(
         "where", "--json", "--exe", str(ROOT / f["binary"]),
         *map(hex, addresses)).stdout.splitlines()]
-    expected = [(w["linkage_name"], (w["path"] or w["file"]) if w["line"] else "??", w["line"] or 0)
-                for w in where]
+    # The instruction's own line: the innermost inlined call's where code is inlined (`line`
+    # is then the procedure's own, the call's).
+    rows = [w["inlined"][0] if w.get("inlined") else w for w in where]
+    expected = [(w["linkage_name"], (r["path"] or r["file"]) if r["line"] else "??",
+                 r["line"] or 0) for w, r in zip(where, rows, strict=True)]
     assert all(e[0] for e in expected)
     assert _symbolize(debug, addresses) == expected
     if variant in BOLT:  # BAT and the input's DWARF: most moved code has a line

@@ -484,7 +484,10 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
     [ranges] = annotate.ranges_json(str(out), "work")
     assert ranges["procedure"] == "work" and ranges["entry"] == hex(sp.start)
     assert ranges["logical_size"] == sp.size
-    assert ranges["ranges"] == [{"start": hex(r.start), "end": hex(r.end)} for r in sp.ranges]
+    assert [{"start": r["start"], "end": r["end"]} for r in ranges["ranges"]] == \
+        [{"start": hex(r.start), "end": hex(r.end)} for r in sp.ranges]
+    assert [r["offset"] for r in ranges["ranges"]] == [sp.logical_offset(r.start)
+                                                       for r in sp.ranges]
     rows = annotate.lines_json(str(out), "work")
     assert rows and {r["source"] for r in rows} == {"esl"}
     assert set(rows[0]) == {"procedure", "linkage_name", "address", "file", "path", "line",

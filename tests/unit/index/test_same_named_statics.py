@@ -72,8 +72,9 @@ def test_where_pairs_fragments_with_their_own_unit(zoo: dict[str, Any], variant:
         expected = (truth[a][0], None if start[a] in unmoved and a == want else hex(want))
         if have != expected:
             wrong.append((hex(a), have, expected))
-        if line is not None and line[1] and (g["file"], g["line"]) != line:
-            wrong.append((hex(a), (g["file"], g["line"]), line))
+        row = g["inlined"][0] if g.get("inlined") else g  # the instruction's own line
+        if line is not None and line[1] and (row["file"], row["line"]) != line:
+            wrong.append((hex(a), (row["file"], row["line"]), line))
     assert not wrong, f"{len(wrong)} of {len(addresses)}: {wrong[:8]}"
     assert sum(ln is not None for ln in lines) > 0.9 * len(lines)
 

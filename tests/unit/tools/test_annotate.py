@@ -73,7 +73,7 @@ def test_ranges_are_the_fragments(zoo: dict[str, Any], alone: dict[str, Path],
     assert {p["linkage_name"] for p in data} == set(f["split_functions"])
     for p in data:
         assert set(p) == {"procedure", "linkage_name", "entry", "logical_size", "ranges"}
-        assert all(set(r) == {"start", "end"} for r in p["ranges"])
+        assert all(set(r) == {"start", "end", "offset", "position"} for r in p["ranges"])
         sizes = sum(int(r["end"], 16) - int(r["start"], 16) for r in p["ranges"])
         assert p["logical_size"] == sizes
 

@@ -1,9 +1,11 @@
 """`unsplit symbolize` against llvm-symbolizer-22 (the oracle) and the zoo's facts.
 
 Mode compared: llvm-symbolizer's default function names (``--functions=linkage``, demangled),
-whose names in unsplit code are the ELF symbols, as ours are. Our default output is compared
-with ``--no-inlines``, our ``--inlines`` with llvm-symbolizer's default (inlined frames).
-In moved code the function line differs by design (``transfer`` where llvm says
+whose names in unsplit code are the ELF symbols, as ours are. Our default (inlined frames) is
+compared with llvm-symbolizer's default, our ``--no-inlines`` with its ``--no-inlines`` where no
+code is inlined; where code is inlined it prints the procedure at its own line, llvm-symbolizer's
+last inlined frame (llvm-symbolizer --no-inlines pairs the procedure's name with the callee's
+line there). In moved code the function line differs by design (``transfer`` where llvm says
 ``transfer.cold``): there the answer is checked against the facts instead.
 """
 
@@ -15,11 +17,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from unsplit.tools.symbolize import Symbolizer, stream
 
+from ... import bolt_truth
 from ...conftest import ROOT, facts
 
 LLVM = "llvm-symbolizer-22"
@@ -272,3 +276,40 @@ def test_wrong_input_binary_is_one_line(zoo: dict[str, Any]) -> None:
                        env={"PYTHONPATH": str(ROOT / "plugin")})
     assert r.returncode == 1 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and "not the input of" in r.stderr
+
+
+def test_inlined_code_in_moved_code_against_the_prebolt_input(
+        bolted_threads: dict[str, Any], tmp_path: Path) -> None:
+    """Every instruction of verify_record's moved fragments (quarantine_record is inlined in one)
+    against llvm-symbolizer-22 on the pre-BOLT input at perf2bolt-22's translation: the default
+    is its default, the inlined chain; --no-inlines is the procedure at its own line, the last
+    frame of that chain, never the procedure's name with the callee's line."""
+    exe, inp = Path(bolted_threads["binary"]), Path(bolted_threads["input"])
+    index = Symbolizer(str(exe)).index
+    moved = [f for f in index.procedures["verify_record"].fragments if f.name != "hot"]
+    ours_insns = bolt_truth.instructions(exe)
+    addresses = [a for f in moved for a in sorted(ours_insns) if f.start <= a < f.end]
+    truth = bolt_truth.perf2bolt_targets(exe, addresses, tmp_path)
+    inputs, lines = bolt_truth.input_lines(exe, inp, truth, addresses)
+    pairs = [(a, i) for a, i, ln in zip(addresses, inputs, lines, strict=True) if ln is not None]
+    assert len(pairs) > 5
+    chains = _split(_llvm(str(inp), [hex(i) for _, i in pairs]))
+    mixed = _split(_llvm(str(inp), [hex(i) for _, i in pairs], "--no-inlines"))
+    ours = _split(_ours(str(exe), [hex(a) for a, _ in pairs], inlines=True))
+    alone = _split(_ours(str(exe), [hex(a) for a, _ in pairs]))
+    inlined = 0
+    for k, (a, _) in enumerate(pairs):
+        assert ours[k] == chains[k], hex(a)
+        frames = chains[k].split("\n")
+        assert alone[k] == "\n".join(frames[-2:]), hex(a)  # the procedure, its own line
+        if len(frames) > 2:  # quarantine_record inlined in verify_record
+            inlined += 1
+            assert frames[0] == "quarantine_record" and frames[-2] == "verify_record"
+            assert alone[k] != mixed[k]  # llvm's --no-inlines: verify_record, the callee's line
+    assert inlined >= 3
+    # The command line's default is llvm-symbolizer's: the inlined frames.
+    k = next(k for k, c in enumerate(chains) if len(c.split("\n")) > 2)
+    cli = subprocess.run([sys.executable, "-m", "unsplit", "symbolize", "--exe", str(exe)],
+                         input=hex(pairs[k][0]) + "\n", capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT / "plugin")}, check=True)
+    assert _split(cli.stdout) == [chains[k]]
