@@ -43,6 +43,7 @@ from unsplit.errors import UnsplitError
 
 from . import capabilities
 from . import state as state_mod
+from .report import report_internal
 
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
 
@@ -216,7 +217,7 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
             if pcs and module != exe and _no_pc_in_moved_code(debugger, path, pcs):
                 continue  # looked at again at the next stop
             _DONE.seen[key] = _give(debugger, target, module, path, notes)
-        except (OSError, UnsplitError, ValueError) as e:  # never stops the debugger
+        except (OSError, UnsplitError) as e:  # never stops the debugger
             _DONE.seen[key] = f"not given: {e}"
             notes.append(f"unsplit: CFI for LLDB's unwinder not given to {path}: {e}")
     return notes
@@ -358,10 +359,11 @@ class CfiSymbolsHook:
         self.target = target
 
     def handle_stop(self, exe_ctx: Any, stream: Any) -> bool:
+        target = exe_ctx.GetTarget()
         try:
-            target = exe_ctx.GetTarget()
             for note in sync(target.GetDebugger(), target):
                 stream.Print(note + "\n")
         except Exception as e:  # the session always survives
-            stream.Print(f"unsplit: CFI for LLDB's unwinder: {e}\n")
+            said = state_mod.for_debugger(target.GetDebugger().GetID()).reported
+            report_internal(e, said, stream.Print)
         return True
