@@ -33,7 +33,6 @@ import filecmp
 import os
 import shutil
 import sys
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,11 +149,7 @@ def _syncing(debugger: Any) -> Any:
             for note in sync(debugger, debugger.GetSelectedTarget()):
                 print(note, file=sys.stderr)
         except Exception as e:  # an exception here would end up in LLDB's C++ caller
-            message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} (set "
-                               "UNSPLIT_DEBUG=1 for the traceback)".split())
-            if os.environ.get("UNSPLIT_DEBUG"):
-                traceback.print_exception(e, file=sys.stderr)
-            print(message, file=sys.stderr)
+            report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
         return False
 
     return before_command

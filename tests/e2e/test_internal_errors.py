@@ -79,6 +79,19 @@ def test_lldb_stop_hook(lldb: Callable[..., Any], zoo: dict[str, Any]) -> None:
     assert "transfer" in session.backtrace()
 
 
+@expected
+def test_lldb_command_override(lldb: Callable[..., Any], zoo: dict[str, Any]) -> None:
+    """A bug in what runs before each of LLDB's unwinding commands (giving modules their CFI
+    first) is said once per session, not before every `bt`, and LLDB's `bt` still comes."""
+    f = facts(zoo, "bolt-all", "crash")
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    session.script("import unsplit_lldb_impl.cfi_symbols as c; "
+                   "c.sync = lambda *a, **k: {}['x']")
+    first, second = session.backtrace(), session.backtrace()
+    _said_once(first)
+    assert "internal error" not in second and "transfer" in second, second
+
+
 @pytest.mark.parametrize("version", ["gdb", "gdb-15"])
 def test_gdb_debug_file_at_load(version: str, zoo: dict[str, Any], tmp_path: Path) -> None:
     """A bug while the plugin gives a loading module its debug file: GDB 13 through its
