@@ -21,10 +21,13 @@ import pytest
 
 from ..conftest import ROOT, facts
 from .conftest import gdb_at_least
+from .driver_dap import DapSession
+from .driver_lldb import PLUGIN as LLDB_PLUGIN
 
 pytestmark = pytest.mark.e2e
 expected = pytest.mark.expect_internal_error  # the bug each test puts in
 
+LLDB_DAP = os.environ.get("UNSPLIT_LLDB_DAP", "lldb-dap-22")
 KEY_ERROR = "unsplit: internal error: KeyError: 'x' (set UNSPLIT_DEBUG=1 for the traceback)"
 GDB_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(.+?) \(", re.M)
 
@@ -66,17 +69,28 @@ def test_lldb_bb_break_resolver(lldb: Callable[..., Any], zoo: dict[str, Any]) -
 
 
 @expected
-def test_lldb_stop_hook(lldb: Callable[..., Any], zoo: dict[str, Any]) -> None:
-    """A bug in the stop hook that gives each new module its CFI (here on loading a core) is
-    said with its type (it printed `unsplit: CFI for LLDB's unwinder: 'x'`), and LLDB's
-    own backtrace still comes."""
-    session = lldb(ROOT / facts(zoo, "gcc-pgo", "crash")["binary"])
-    session.script("import unsplit_lldb_impl.cfi_symbols as c; c._give = lambda *a: {}['x']")
+def test_lldb_dap_stop_hook(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A bug in the stop hook that gives each new module its debug file in lldb-dap (an IDE)
+    is said in the debug console with its type (it read `unsplit: CFI for LLDB's unwinder:
+    'x'`), and the IDE still gets LLDB's own stack."""
     f = facts(zoo, "bolt-all", "crash")
-    loaded = session.command(f'target create --core "{ROOT / f["crash"]["core"]}" '
-                             f'"{ROOT / f["binary"]}"')
-    _said_once(loaded)
-    assert "transfer" in session.backtrace()
+    session = DapSession([LLDB_DAP], env={"UNSPLIT_CACHE": str(tmp_path / "cache")})
+    try:
+        session.request("initialize", adapterID="unsplit-test", clientID="unsplit-test",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        session.send("launch", program=str(ROOT / f["binary"]), args=f["crash"]["argv"][1:],
+                     initCommands=[f'command script import "{LLDB_PLUGIN}"',
+                                   "script import unsplit_lldb_impl.cfi_symbols as c; "
+                                   "c._give = lambda *a: {}['x']"])
+        session.wait("event", "initialized")
+        session.request("configurationDone")
+        thread = session.wait("event", "stopped")["body"]["threadId"]
+        frames = session.request("stackTrace", threadId=thread, startFrame=0,
+                                 levels=3)["stackFrames"]
+        assert len(frames) == 3, frames
+    finally:
+        session.close()
+    _said_once(session.transcript)
 
 
 @expected
