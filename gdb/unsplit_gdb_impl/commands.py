@@ -14,11 +14,10 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit import commands as core
-from unsplit.errors import UnsplitError
+from unsplit.errors import UnsplitError, internal_error
 from unsplit.session import Session
 
 from .host import GdbHost
-from .report import internal_message
 
 
 def _prefix_doc() -> str:
@@ -40,7 +39,7 @@ def run_guarded(session: Session, host: GdbHost, name: str, argument: str) -> No
     except Exception as e:
         if os.environ.get("UNSPLIT_DEBUG"):
             gdb.write("".join(traceback.format_exception(e)), gdb.STDERR)
-        raise gdb.GdbError(internal_message(e)) from None
+        raise gdb.GdbError(internal_error(e)) from None
     if text:
         gdb.write(text if text.endswith("\n") else text + "\n")
 

@@ -21,6 +21,8 @@ from unsplit.debuginfo.cache import Outcome, debug_file_for, max_code_bytes
 from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
+from .report import report_internal
+
 
 class DebugInfoLoader:
     def __init__(self, indexes: IndexCache) -> None:
@@ -50,6 +52,14 @@ class DebugInfoLoader:
             self.load(event.new_objfile)
 
     def load(self, objfile: Any) -> None:
+        """Give `objfile` its debug file if it needs one; a bug is reported, never raised into
+        GDB's loading of the file."""
+        try:
+            self._load(objfile)
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def _load(self, objfile: Any) -> None:
         name = getattr(objfile, "filename", None)
         if not name or objfile.owner is not None or not os.path.isfile(name):
             return  # a separate debug objfile, the vDSO, or gone
@@ -105,7 +115,7 @@ def register_missing_debug_handler(loader: DebugInfoLoader) -> bool:
             try:
                 return loader.missing_debug(objfile)
             except Exception as e:  # never break GDB's loading of a file
-                gdb.write(f"unsplit: debug info for {objfile.filename}: {e}\n")
+                report_internal(e, once=True)
                 return None
 
     missing.register_handler(None, Handler("unsplit"), replace=True)

@@ -28,7 +28,8 @@ stack has such a frame.)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -46,6 +47,23 @@ NAME = "unsplit"
 STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
 
 
+def _guarded(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A decorator method GDB calls as it prints the frame: a bug there is reported once and
+    the frame keeps what the decorator below gives (FrameDecorator's method), as a raise would
+    cost the user the rest of the backtrace (GDB stops printing it)."""
+    fallback = getattr(FrameDecorator, method.__name__)
+
+    @functools.wraps(method)
+    def guarded(self: Any) -> Any:
+        try:
+            return method(self)
+        except Exception as e:
+            report_internal(e, once=True)
+            return fallback(self)
+
+    return guarded
+
+
 class LineDecorator(FrameDecorator):
     """A frame named as GDB's own `bt` names it, with the core's line where GDB has none.
 
@@ -60,6 +78,7 @@ class LineDecorator(FrameDecorator):
         self._loc = loc
         self._has_line: bool | None = None
 
+    @_guarded
     def function(self) -> Any:
         return self.inferior_frame().name() or "??"
 
@@ -92,6 +111,7 @@ class LineDecorator(FrameDecorator):
         except gdb.error:
             return False
 
+    @_guarded
     def filename(self) -> Any:
         loc = self._core_line()
         if loc is not None:
@@ -113,10 +133,12 @@ class LineDecorator(FrameDecorator):
             base = getattr(base, "_base", None)
         return False
 
+    @_guarded
     def line(self) -> Any:
         loc = self._core_line()
         return super().line() if loc is None else loc.line
 
+    @_guarded
     def frame_args(self) -> Any:
         """The arguments wherever GDB has the function's DWARF, as GDB's own `bt` gives them;
         FrameDecorator gives them only where the pc has a line, and the first instruction of a
@@ -143,6 +165,7 @@ class MovedCodeDecorator(LineDecorator):
         self._shown = loc
         self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
 
+    @_guarded
     def function(self) -> str:
         # GDB names a function it has DWARF for without its parameters (they follow as
         # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line

@@ -1,4 +1,7 @@
-"""How the adapter reports its own bugs: one line, the traceback only with UNSPLIT_DEBUG=1."""
+"""How the adapter reports its own bugs: the core's one line (unsplit.errors.internal_error),
+the traceback only with UNSPLIT_DEBUG=1. Every handler GDB calls (commands, the frame filter and
+its decorators, stop and frame-command hooks, breakpoint and objfile events, the missing-debug
+handler) reports through here."""
 
 from __future__ import annotations
 
@@ -6,18 +9,14 @@ import os
 import traceback
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
+from unsplit.errors import internal_error
 
 _said: set[str] = set()
 
 
-def internal_message(e: BaseException) -> str:
-    return (f"unsplit: internal error: {type(e).__name__}: {e} "
-            "(set UNSPLIT_DEBUG=1 for the traceback)")
-
-
 def report_internal(e: BaseException, *, once: bool = False) -> None:
     """Print a bug from a hook (frame filter, stop handler), where raising would hurt the user."""
-    text = internal_message(e)
+    text = internal_error(e)
     if once and text in _said:
         return
     _said.add(text)

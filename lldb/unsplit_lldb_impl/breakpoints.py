@@ -32,6 +32,7 @@ from unsplit.render.breaks import BreakGroup, Placed
 from unsplit.session import Session
 
 from . import state as state_mod
+from .report import report_internal
 
 CLASS_NAME = "unsplit_lldb.SplitResolver"
 _TRUE = ("1", "true", "yes", "on")
@@ -66,6 +67,8 @@ class SplitResolver:
             self.spec = core.parse(self.location, self.all_fragments)
         except UnsplitError as e:
             self.error = str(e)  # shown by `breakpoint list`: LLDB has no other channel here
+        except Exception as e:  # a bug: said at once, and kept for `breakpoint list`
+            self.error = self._report(e)
 
     def __get_depth__(self) -> int:
         return int(lldb.eSearchDepthModule)
@@ -80,8 +83,13 @@ class SplitResolver:
         # Never raise: LLDB would print a traceback for every module it searches.
         try:
             self._resolve(sym_ctx.GetModule())
-        except Exception as e:  # one line, kept for `breakpoint list`
-            self.error = " ".join(f"{type(e).__name__}: {e}".split())
+        except Exception as e:  # a bug: said at once, and kept for `breakpoint list`
+            self.error = self._report(e)
+
+    def _report(self, e: Exception) -> str:
+        """Say the bug `e` once per debugger session (LLDB searches every module)."""
+        debugger_id = self.bkpt.GetTarget().GetDebugger().GetID()
+        return report_internal(e, state_mod.for_debugger(debugger_id).reported)
 
     def _resolve(self, module: Any) -> None:
         if self.spec is None or not module.IsValid():

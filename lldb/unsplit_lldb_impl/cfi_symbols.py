@@ -34,7 +34,6 @@ import filecmp
 import os
 import shutil
 import sys
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +44,7 @@ from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities
 from . import state as state_mod
+from .report import report_internal
 
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
 
@@ -156,11 +156,7 @@ def _syncing(debugger: Any) -> Any:
             for note in sync(debugger, debugger.GetSelectedTarget()):
                 print(note, file=sys.stderr)
         except Exception as e:  # an exception here would end up in LLDB's C++ caller
-            message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} (set "
-                               "UNSPLIT_DEBUG=1 for the traceback)".split())
-            if os.environ.get("UNSPLIT_DEBUG"):
-                traceback.print_exception(e, file=sys.stderr)
-            print(message, file=sys.stderr)
+            report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
         return False
 
     return before_command
@@ -230,7 +226,7 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
             if pcs and module != exe and _no_pc_in_moved_code(debugger, path, pcs):
                 continue  # looked at again at the next stop
             _DONE.seen[key] = _give(debugger, target, module, path, notes)
-        except (OSError, UnsplitError, ValueError) as e:  # never stops the debugger
+        except (OSError, UnsplitError) as e:  # never stops the debugger
             _DONE.seen[key] = f"not given: {e}"
             notes.append(f"unsplit: CFI for LLDB's unwinder not given to {path}: {e}")
     return notes
@@ -434,10 +430,11 @@ class CfiSymbolsHook:
         self.target = target
 
     def handle_stop(self, exe_ctx: Any, stream: Any) -> bool:
+        target = exe_ctx.GetTarget()
         try:
-            target = exe_ctx.GetTarget()
             for note in sync(target.GetDebugger(), target):
                 stream.Print(note + "\n")
         except Exception as e:  # the session always survives
-            stream.Print(f"unsplit: CFI for LLDB's unwinder: {e}\n")
+            said = state_mod.for_debugger(target.GetDebugger().GetID()).reported
+            report_internal(e, said, stream.Print)
         return True

@@ -7,8 +7,6 @@ everything taken from ``exe_ctx``. Errors end up in ``result`` as one line; LLDB
 
 from __future__ import annotations
 
-import os
-import traceback
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -19,6 +17,7 @@ from unsplit.errors import UnsplitError
 from . import cfi_symbols
 from . import state as state_mod
 from .host import LldbHost
+from .report import with_traceback
 
 PREFIX = "bb"
 PREFIX_SHORT_HELP = ("unsplit: debug hot/cold split code as if it had never been split "
@@ -41,11 +40,7 @@ def run_command(name: str, debugger: Any, command: str, exe_ctx: Any, result: An
         result.SetError(" ".join(str(e).split("\n")))
         return
     except Exception as e:
-        message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e}".split("\n"))
-        if os.environ.get("UNSPLIT_DEBUG"):
-            result.SetError(message + "\n" + traceback.format_exc())
-        else:
-            result.SetError(message + " (set UNSPLIT_DEBUG=1 for the traceback)")
+        result.SetError(with_traceback(e))
         return
     for note in host.notes:
         result.AppendWarning(note)

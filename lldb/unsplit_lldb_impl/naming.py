@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from typing import Any
 
 import lldb
@@ -25,6 +24,7 @@ from unsplit.index.names import names_procedure
 
 from . import state as state_mod
 from .formats import rewrite
+from .report import report_internal
 
 # setting -> the callback (in module unsplit_lldb) that replaces its function part
 CALLBACKS = {
@@ -235,10 +235,7 @@ def guarded_name(frame: Any, callback: str) -> str:
         return logical_name(frame, callback)
     except Exception as e:
         _report(frame, e)
-        try:
-            return str(frame.GetDisplayFunctionName() or "??")
-        except Exception:
-            return "??"
+        return str(frame.GetDisplayFunctionName() or "??")
 
 
 def guarded_line(frame: Any) -> str:
@@ -250,18 +247,6 @@ def guarded_line(frame: Any) -> str:
 
 
 def _report(frame: Any, e: Exception) -> None:
-    """A bug in a callback: one line on stderr, once per debugger session (a `bt` calls the
-    callbacks for every frame), the traceback too with UNSPLIT_DEBUG=1; the frame is then
-    named as LLDB names it."""
-    message = " ".join(f"unsplit: internal error: {type(e).__name__}: {e} "
-                       "(set UNSPLIT_DEBUG=1 for the traceback)".split())
-    try:
-        said = _context(frame)[0].reported
-    except Exception:  # the frame's debugger is out of reach: report for the process
-        said = state_mod.for_debugger(-1).reported
-    if message in said:
-        return
-    said.add(message)
-    if os.environ.get("UNSPLIT_DEBUG"):
-        traceback.print_exception(e, file=sys.stderr)
-    print(message, file=sys.stderr)
+    """A bug in a callback: said once per debugger session (a `bt` calls the callbacks for
+    every frame); the frame is then named as LLDB names it."""
+    report_internal(e, _context(frame)[0].reported)

@@ -37,6 +37,8 @@ import lldb
 from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 from unsplit.errors import UnsplitError, UsageError
 
+from .report import report_internal, with_traceback
+
 CLASS = "unsplit_lldb_impl.stepping.LogicalStep"
 _CALL = ("call", "callq", "bl", "blr")
 _RETURN = ("ret", "retq", "retn")
@@ -92,12 +94,14 @@ class LogicalStep:
                 self._start(StepPlan.from_json(args["plan"]))
             else:
                 self._begin_walk(args)
-        except (UnsplitError, ValueError, TypeError, KeyError) as e:
+        except UnsplitError as e:
             # Refused before anything ran: LLDB reports the exception as the command's error
             # and queues nothing, so the thread does not move.
             message = str(e) if str(e).startswith("bb ") else f"bb: {e}"
             print(f"error: {message}", file=sys.stderr)  # LLDB's own error does not say why
             raise UsageError(message) from None
+        except Exception as e:  # a bug: said, and nothing queued, as above
+            raise UsageError(report_internal(e)) from None
 
     # -- what LLDB asks ------------------------------------------------------------------
 
@@ -129,6 +133,8 @@ class LogicalStep:
             return self._should_stop()
         except UnsplitError as e:
             return self._fail(str(e))
+        except Exception as e:  # a bug: the step ends here and its stop reason says why
+            return self._fail(with_traceback(e))
 
     def _should_stop(self) -> bool:
         if self.child is not None:

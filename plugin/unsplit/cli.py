@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from unsplit import __version__, dependencies
-from unsplit.errors import UnsplitError
+from unsplit.errors import UnsplitError, internal_error
 from unsplit.index.demangle import LLVM
 from unsplit.tools import COMMANDS as TOOL_COMMANDS
 from unsplit.tools import tool_for
@@ -146,8 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug: one line unless asked for more
         if os.environ.get("UNSPLIT_DEBUG"):
             raise
-        print(f"unsplit: internal error: {type(e).__name__}: {e} "
-              "(set UNSPLIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(internal_error(e), file=sys.stderr)
         return 2
     try:
         if text:

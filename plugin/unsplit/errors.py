@@ -2,7 +2,8 @@
 
 Adapters convert an UnsplitError once, at the command boundary, into the debugger's own error
 (``gdb.GdbError``, ``SBCommandReturnObject.SetError``); anything else is a bug and is reported
-as one line that points at UNSPLIT_DEBUG=1.
+as one line that points at UNSPLIT_DEBUG=1 (:func:`internal_error`), by the command line and
+by every handler of both adapters alike.
 
 Bad input and bugs are told apart by where an error was raised, not by its type: a DecodeError,
 or any error raised inside the library that parses a file for us (pyelftools raises KeyError,
@@ -15,6 +16,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+DEBUG_HINT = "(set UNSPLIT_DEBUG=1 for the traceback)"
+
+
+def internal_error(e: BaseException) -> str:
+    """The one line that reports a bug of unsplit: the exception's type (a KeyError's message
+    alone reads ``'x'``) and message, and how to see the traceback."""
+    return " ".join(f"unsplit: internal error: {type(e).__name__}: {e} {DEBUG_HINT}".split())
 
 
 class UnsplitError(Exception):

@@ -1,7 +1,9 @@
 """End-to-end fixtures: the zoo (built once, cached) and real debugger sessions.
 
 `debugger` is parametrized over gdb and lldb, so one scenario table drives both; each session
-logs to a file that is printed when a test fails.
+logs to a file that is printed when a test fails. Every session a test made is checked once the
+test is over (``no_hidden_bugs``): a bug the plugin reported, or a traceback, fails the test
+unless it is marked ``expect_internal_error``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT
+from .driver_base import OPENED, bugs_shown
 
 
 def json_lines(text: str, starts: tuple[str, ...] = ("{",)) -> list[Any]:
@@ -82,6 +85,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@pytest.fixture(autouse=True)
+def no_hidden_bugs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test whose sessions showed a bug of the plugin (driver_base.BUG) anywhere in their
+    transcripts, also where the test's own assertions passed (a frame filter that crashed
+    leaves GDB's own frame, which may be what the test wanted to see). A test marked
+    ``expect_internal_error`` must show one instead. Autouse fixtures are set up first, so this
+    runs after every other fixture closed its sessions (their transcripts are whole)."""
+    first = len(OPENED)
+    yield
+    made, OPENED[first:] = OPENED[first:], []
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.passed:
+        return  # the test failed or was skipped: its own report says more
+    shown = [f"{type(s).__name__} #{i}: {bug}" for i, s in enumerate(made)
+             for bug in bugs_shown(s.transcript)]
+    if request.node.get_closest_marker("expect_internal_error") is not None:
+        assert shown, "marked expect_internal_error, but no session showed an internal error"
+        return
+    assert not shown, "a session showed a bug of the plugin:\n" + "\n".join(shown)
 
 
 def _sessions(request: pytest.FixtureRequest, tmp_path: Path, name: str

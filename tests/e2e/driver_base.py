@@ -5,11 +5,13 @@ command's output with the echo and the prompt stripped, ``run()`` starts the pro
 its output up to the next stop, ``backtrace()`` is ``bt``, ``alive()`` says whether the session
 still answers, ``close()`` (or leaving a ``with`` block) ends it. Every expect has a timeout; the
 whole transcript is kept in ``transcript`` (and copied to ``log`` when given) so a failing test
-can attach it. The verbs (``cont``, ``break_function``, ``register``, ...) are what each
-debugger spells its own way, both spellings side by side in SPELLING, so a test says what it
-does rather than branching on the debugger's name. A subclass sets the class attributes and
-has ``_start`` (spawn the debugger, load the plugin, the binary and the core), ``run``, and
-whatever of a verb is more than a spelling (LLDB's asynchronous stops, its thread selection).
+can attach it, and checked for the plugin's bugs once the test is over (``bugs_shown``, run
+by conftest.py for every session in ``OPENED``). The verbs (``cont``, ``break_function``,
+``register``, ...) are what each debugger spells its own way, both spellings side by side in
+SPELLING, so a test says what it does rather than branching on the debugger's name. A subclass
+sets the class attributes and has ``_start`` (spawn the debugger, load the plugin, the binary
+and the core), ``run``, and whatever of a verb is more than a spelling (LLDB's asynchronous
+stops, its thread selection).
 """
 
 from __future__ import annotations
@@ -25,6 +27,29 @@ import pexpect
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROMPT = "(bbtest) "
+
+# What a bug prints in a debugger: the plugin's own report (errors.py's contract), a Python
+# traceback (LLDB's script interpreter, UNSPLIT_DEBUG=1), GDB's report of a Python hook that
+# raised (`Python Exception <class 'KeyError'>: 'x'`).
+BUG = re.compile(r"unsplit: internal error|Traceback \(most recent call last\)|Python Exception")
+
+OPENED: list[Any] = []
+"""Every session a test made (a Driver, driver_mi.MiSession, driver_dap.DapSession), in order:
+conftest.py checks each one's transcript with bugs_shown when the test is over."""
+
+
+def bugs_shown(transcript: str) -> list[str]:
+    """The lines of ``transcript`` that show a bug of the plugin (BUG), each after the command
+    that made it (the driver's ``>>> `` line) and before the line after it."""
+    lines = transcript.splitlines()
+    shown = []
+    command = "(startup)"
+    for i, line in enumerate(lines):
+        if line.startswith(">>> "):
+            command = line
+        elif BUG.search(line):
+            shown.append("\n    ".join([command, *lines[i:i + 2]]))
+    return shown
 
 
 class Say(NamedTuple):
@@ -104,6 +129,7 @@ class Driver:
         self.args = list(args)
         self.timeout = timeout  # how long a command may take, unless it says otherwise
         self._log = _Tee(log)
+        OPENED.append(self)  # before the start: a bug while loading counts too
         self._start(plugin, startup_timeout)
 
     def _start(self, plugin: bool, startup_timeout: float) -> None:

@@ -12,19 +12,38 @@ import json
 import os
 import select
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from .driver_base import OPENED
+
 
 class DapSession:
     def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        # The adapter's stderr goes to a file: a pipe nobody reads would stop it when full.
+        self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE,
+                                     stderr=self._stderr,
                                      env={**os.environ, **(env or {})})
         self._pending = b""
         self._seq = 0
         self.messages: list[dict[str, Any]] = []  # everything received, in order
+        OPENED.append(self)
+
+    @property
+    def stderr(self) -> str:
+        """What the adapter wrote to its stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    @property
+    def transcript(self) -> str:
+        """What a user of the IDE could see: the adapter's output events, then its stderr."""
+        said = [str(m.get("body", {}).get("output", "")) for m in self.messages
+                if m.get("type") == "event" and m.get("event") == "output"]
+        return "".join(said) + "\n--- stderr ---\n" + self.stderr
 
     def _read(self, deadline: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -47,8 +66,8 @@ class DapSession:
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    err = b"" if self.proc.stderr is None else self.proc.stderr.read()
-                    raise EOFError(f"the adapter exited: {err.decode(errors='replace')}")
+                    self.proc.wait(10)
+                    raise EOFError(f"the adapter exited: {self.stderr}")
                 self._pending += chunk
 
     def send(self, command: str, **arguments: Any) -> int:
@@ -99,3 +118,16 @@ class DapSession:
             except (OSError, subprocess.TimeoutExpired, ValueError):
                 self.proc.kill()
                 self.proc.wait()
+        self._drain()
+
+    def _drain(self) -> None:
+        """Read the messages the adapter sent before it exited (output events among them)."""
+        assert self.proc.stdout is not None
+        if self.proc.stdout.closed:
+            return
+        try:
+            while True:
+                self._read(time.monotonic() + 5)
+        except (TimeoutError, EOFError):
+            pass
+        self.proc.stdout.close()

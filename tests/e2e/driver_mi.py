@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .driver_base import REPO
+from .driver_base import OPENED, REPO
 
 PLUGIN = os.path.join(REPO, "gdb", "unsplit_gdb.py")
 GDB = os.environ.get("UNSPLIT_GDB", "gdb")
@@ -80,7 +80,8 @@ class MiSession:
                                      stderr=subprocess.STDOUT, text=True, bufsize=1,
                                      env={**os.environ, **(env or {})})
         self._pending = b""
-        self.transcript: list[str] = []
+        self.lines: list[str] = []  # everything GDB printed (stdout and stderr), in order
+        OPENED.append(self)
         self.read_until(lambda line: line.startswith("(gdb)"), 60)
 
     def _line(self, deadline: float) -> str:
@@ -91,17 +92,21 @@ class MiSession:
         while b"\n" not in self._pending:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError("GDB/MI said nothing in time:\n" + "\n".join(self.transcript))
+                raise TimeoutError("GDB/MI said nothing in time:\n" + self.transcript)
             ready, _, _ = select.select([fd], [], [], left)
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    raise EOFError("GDB exited:\n" + "\n".join(self.transcript))
+                    raise EOFError("GDB exited:\n" + self.transcript)
                 self._pending += chunk
         raw, _, self._pending = self._pending.partition(b"\n")
         line = raw.decode(errors="replace").rstrip("\r")
-        self.transcript.append(line)
+        self.lines.append(line)
         return line
+
+    @property
+    def transcript(self) -> str:
+        return "\n".join(self.lines)
 
     def read_until(self, done: Any, timeout: float) -> list[str]:
         deadline = time.monotonic() + timeout
@@ -141,3 +146,20 @@ class MiSession:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+        self._drain()
+
+    def _drain(self) -> None:
+        """Keep what GDB printed after the last record read, up to its exit."""
+        assert self.proc.stdout is not None
+        if self.proc.stdout.closed:
+            return
+        fd = self.proc.stdout.fileno()
+        # A debuggee that outlived GDB may hold the pipe open: wait a little, not for ever.
+        while select.select([fd], [], [], 5)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self._pending += chunk
+        self.lines += self._pending.decode(errors="replace").splitlines()
+        self._pending = b""
+        self.proc.stdout.close()

@@ -27,6 +27,7 @@ pytestmark = [
 ]
 
 CHAIN = [("transfer", "crash site"), ("run", "run cold call"), ("main", "main cold call")]
+PLUGIN = str(ROOT / "plugin")  # `python -m unsplit` of this checkout (no install needed)
 
 
 def _plain_gdb_bt(binary: Path, core: Path, url: str | None, cache: Path) -> str:
@@ -50,7 +51,8 @@ def test_plain_gdb_names_bolted_core_frames_through_debuginfod(zoo: dict[str, An
     tree = tmp_path / "published"
     subprocess.run([sys.executable, "-m", "unsplit", "debuginfo", str(binary),
                     "--build-id-dir", str(tree)], check=True, capture_output=True, text=True,
-                   env={"UNSPLIT_CACHE": str(tmp_path / "unsplit-cache"), "PATH": "/usr/bin"})
+                   env={"UNSPLIT_CACHE": str(tmp_path / "unsplit-cache"), "PATH": "/usr/bin",
+                        "PYTHONPATH": PLUGIN})
     build_id = f["build_id"].removeprefix("0x")
     assert (tree / ".build-id" / build_id[:2] / f"{build_id[2:]}.debug").is_file()
 
@@ -87,7 +89,8 @@ def test_plugin_fetches_the_pre_bolt_input_from_debuginfod(zoo: dict[str, Any], 
     assert in_id[:-1] == f["build_id"].removeprefix("0x")[:-1]
     pc, site = f["crash"]["pc"], f["markers"]["crash.c"]["crash site"]
     env = {"PATH": "/usr/bin:/bin", "UNSPLIT_CACHE": str(tmp_path / "unsplit-cache"),
-           "HOME": str(tmp_path), "DEBUGINFOD_CACHE_PATH": str(tmp_path / "client-cache")}
+           "HOME": str(tmp_path), "DEBUGINFOD_CACHE_PATH": str(tmp_path / "client-cache"),
+           "PYTHONPATH": PLUGIN}
 
     def where(extra: dict[str, str]) -> str:
         out = subprocess.run([sys.executable, "-m", "unsplit", "where", "--exe", str(lonely), pc],

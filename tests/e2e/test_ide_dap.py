@@ -61,54 +61,78 @@ def _stopped_frames(session: DapSession, request: str, **arguments: Any) -> list
 
 def _check(frames: list[dict[str, Any]], f: dict[str, Any], tagged: bool) -> None:
     """The first frames are the crash chain: named by procedure (GDB's frame filter adds the
-    fragment tag, `transfer [cold.1]`; LLDB's names come from the DWARF file: `transfer`), in
-    crash.c, on the markers' lines."""
+    fragment tag the zoo's gdb probe recorded, `transfer [cold.1]`; LLDB's names come from the
+    DWARF file: `transfer`), in crash.c, on the markers' lines. Without the plugin both
+    adapters name these frames by their fragment symbols (`transfer.cold.1`), with no source
+    and no line (test_without_the_plugin_the_checks_fail)."""
     assert f["crash"]["expected_chain"] == [p for p, _ in CHAIN]
     markers = f["markers"]["crash.c"]
-    for frame, (procedure, marker) in zip(frames, CHAIN, strict=False):
-        name = frame["name"]
-        if tagged:
-            assert re.fullmatch(rf"{procedure}( \[\w+(\.\d+)?\])?", name), frame
-        else:
-            assert name == procedure, frame
+    for frame, (procedure, marker), fact in zip(frames, CHAIN, f["crash"]["frames"],
+                                                strict=False):
+        assert fact["procedure"] == procedure, fact
+        expected = f"{procedure} [{fact['fragment']}]" if tagged else procedure
+        assert frame["name"] == expected, frame
         source = frame.get("source") or {}
         assert source.get("path") and os.path.isfile(source["path"]), frame
         assert Path(source["path"]).name == "crash.c", frame
         assert frame["line"] == markers[marker], frame
 
 
-@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2", "bolt-cdsplit"])
-def test_lldb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
+def _gdb_dap(plugin: bool = True) -> list[str]:
+    argv = [gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off"]
+    return argv + (["-iex", f"source {GDB_PLUGIN}"] if plugin else [])
+
+
+def _lldb_dap_init(plugin: bool = True) -> list[str]:
     if shutil.which(LLDB_DAP) is None:
         pytest.fail(f"{LLDB_DAP} is not installed (setup.sh installs lldb-22, which has it)")
+    return [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2", "bolt-cdsplit"])
+def test_lldb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
+    init = _lldb_dap_init()
     f = facts(zoo, variant, "crash")
     assert not f["has_debug_info"]
     session = dap([LLDB_DAP])
     frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
-                             args=f["crash"]["argv"][1:],
-                             initCommands=[f'command script import "{LLDB_PLUGIN}"'])
+                             args=f["crash"]["argv"][1:], initCommands=init)
     _check(frames, f, tagged=False)
 
 
 def test_lldb_dap_core_of_crash_in_moved_code(dap: Any, zoo: dict[str, Any]) -> None:
-    if shutil.which(LLDB_DAP) is None:
-        pytest.fail(f"{LLDB_DAP} is not installed (setup.sh installs lldb-22, which has it)")
+    init = _lldb_dap_init()
     f = facts(zoo, "bolt-all", "crash")
     session = dap([LLDB_DAP])
     frames = _stopped_frames(session, "attach", program=str(ROOT / f["binary"]),
-                             coreFile=str(ROOT / f["crash"]["core"]),
-                             initCommands=[f'command script import "{LLDB_PLUGIN}"'])
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
     _check(frames, f, tagged=False)
 
 
 @pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
 def test_gdb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], variant: str) -> None:
     f = facts(zoo, variant, "crash")
-    session = dap([gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
-                   "-iex", f"source {GDB_PLUGIN}"])
+    session = dap(_gdb_dap())
     frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
                              args=f["crash"]["argv"][1:])
     _check(frames, f, tagged=True)
+
+
+@pytest.mark.parametrize("adapter", ["lldb-dap", "gdb"])
+def test_without_the_plugin_the_checks_fail(dap: Any, zoo: dict[str, Any], adapter: str) -> None:
+    """The premise of the checks above: each adapter alone does not pass them (it names the
+    frames `transfer.cold.1`, with no source or line), so what they see is the plugin's."""
+    f = facts(zoo, "bolt-all", "crash")
+    if adapter == "gdb":
+        frames = _stopped_frames(dap(_gdb_dap(plugin=False)), "launch",
+                                 program=str(ROOT / f["binary"]), args=f["crash"]["argv"][1:])
+    else:
+        frames = _stopped_frames(dap([LLDB_DAP]), "launch", program=str(ROOT / f["binary"]),
+                                 args=f["crash"]["argv"][1:],
+                                 initCommands=_lldb_dap_init(plugin=False))
+    assert len(frames) >= len(CHAIN) and frames[0]["name"].startswith("transfer.cold"), frames
+    with pytest.raises(AssertionError):
+        _check(frames, f, tagged=adapter == "gdb")
 
 
 def test_gdb_dap_sources_are_full_paths(dap: Any, tmp_path: Path) -> None:
@@ -123,11 +147,13 @@ def test_gdb_dap_sources_are_full_paths(dap: Any, tmp_path: Path) -> None:
     nm = subprocess.run(["nm", str(work / "crash")], capture_output=True, text=True,
                         check=True).stdout
     assert re.search(r" t transfer\.cold$", nm, re.M), nm  # the premise: GCC split transfer
-    session = dap([gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off",
-                   "-iex", f"source {GDB_PLUGIN}"])
-    frames = _stopped_frames(session, "launch", program=str(work / "crash"), args=["crash"],
-                             cwd=str(work))
-    assert frames[0]["name"].startswith("transfer"), frames[0]  # the crash, in transfer.cold
+    frames = _stopped_frames(dap(_gdb_dap()), "launch", program=str(work / "crash"),
+                             args=["crash"], cwd=str(work))
+    # The frames are the plugin's (GDB alone names them `transfer`, `run`, `main`, from the
+    # DWARF): the crash is in transfer.cold, called from the cold parts nm lists.
+    names = [f"{p} [cold]" if re.search(rf" t {p}\.cold$", nm, re.M) else p
+             for p in ("transfer", "run", "main")]
+    assert [f["name"] for f in frames[:3]] == names, frames[:3]
     sources = [f["source"]["path"] for f in frames[:3]]
     assert sources == [str(work / "crash.c")] * 3, frames[:3]
 

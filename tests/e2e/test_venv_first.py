@@ -10,6 +10,7 @@ installed, the venv must come before it too.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,30 @@ def test_the_venvs_pyelftools_wins(debugger: Callable[..., Any], zoo: dict[str, 
     # And the DWARF 5 line of the crash is read, through the venv's pyelftools.
     (loc,) = json_lines(session.command("bb where --json"))
     assert loc["line"] == f["markers"]["crash.c"]["crash site"], loc
+
+
+def test_this_checkouts_core_wins_over_an_editable_install(
+        debugger: Callable[..., Any], zoo: dict[str, Any], tmp_path: Path) -> None:
+    """The venv's editable install of unsplit (a .pth in its site-packages) may name another
+    checkout's plugin/ (git worktrees share one venv): the debugger runs the core of the
+    checkout whose adapter it loaded. A copy of the adapters and the core whose venv's .pth
+    names a decoy `unsplit` first, then the real venv (for pyelftools)."""
+    repo = tmp_path / "repo"
+    for part in ("plugin", "gdb", "lldb"):
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    decoy = tmp_path / "decoy"
+    (decoy / "unsplit").mkdir(parents=True)
+    (decoy / "unsplit" / "__init__.py").write_text("raise ImportError('the decoy unsplit')\n")
+    real = next((ROOT / ".venv" / "lib").glob("python3.*/site-packages"))
+    site = repo / ".venv" / "lib" / real.parent.name / "site-packages"
+    site.mkdir(parents=True)
+    (site / "__editable__.unsplit-0.1.0.pth").write_text(f"{decoy}\n{real.resolve()}\n")
+
+    f = facts(zoo, "gcc-pgo", "crash")
+    session = debugger(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]), plugin=False)
+    session.plugin_file = str(repo / Path(session.plugin_file).relative_to(ROOT))
+    loaded = session.load_plugin()
+    assert "decoy" not in loaded, loaded
+    out = session.script("import unsplit; print(unsplit.__file__)")
+    assert out.strip() == str(repo / "plugin" / "unsplit" / "__init__.py"), out
+    assert "is in transfer [cold]" in session.command("bb where")

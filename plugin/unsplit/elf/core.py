@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from unsplit.elf.binary import Binary
-from unsplit.errors import BinaryError, DecodeError
+from unsplit.errors import BinaryError, DecodeError, raised_by_reader
 from unsplit.host import LoadedModule
 
 NT_PRSTATUS, NT_AUXV, NT_FILE = 1, 6, 0x46494C45
@@ -404,8 +404,10 @@ def _bias_of(m: Mapping) -> int | None:
             if seg["p_type"] == "PT_LOAD" and seg["p_offset"] & ~0xFFF == m.offset:
                 start: int = seg["p_vaddr"]
                 return m.start - (start & ~0xFFF)
-    except Exception:  # a mapped file that is not a well-formed ELF: not a module
-        return None
+    except Exception as e:
+        if not raised_by_reader(e):
+            raise
+        return None  # a mapped file pyelftools cannot read: not a module
     finally:
         binary.close()
     return None
