@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from unsplit.errors import UnsplitError
 from unsplit.index.demangle import LLVM
 from unsplit.index.model import Location
 from unsplit.index.session_view import SessionView
@@ -48,7 +49,7 @@ class BreakGroup:
 def locate(session: SessionView, module: str, file_address: int, bias: int) -> Location | None:
     try:
         return session.index(module).locate(file_address, bias)
-    except Exception:  # an unreadable module: the message goes on without a line
+    except UnsplitError:  # an unreadable module: the message goes on without a line
         return None
 
 

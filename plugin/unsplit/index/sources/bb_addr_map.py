@@ -21,7 +21,7 @@ from typing import Any
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, reading
 from unsplit.formats import bb_addr_map as fmt
 from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
 from unsplit.index.sources import BaseSource
@@ -92,10 +92,8 @@ def map_sections(binary: Binary) -> list[MapSection]:
             continue
         link = sec["sh_link"]
         link_name = sections[link].name if 0 < link < len(sections) else ""
-        try:
+        with reading(sec.name, 0, "cannot read section contents"):
             data = bytes(sec.data())  # pyelftools decompresses SHF_COMPRESSED sections
-        except Exception as e:  # pyelftools raises assorted errors on bad compression headers
-            raise DecodeError(sec.name, 0, f"cannot read section contents: {e}") from None
         ms = MapSection(i, sec.name, sh_type, link, link_name, data)
         if is_rel:
             _attach_relocations(binary, ms, [sections[j] for j in relocs_for.get(i, [])])
