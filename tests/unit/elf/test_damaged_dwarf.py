@@ -231,6 +231,17 @@ def _rnglists_base_far(d: Damaged) -> str:
     return f".debug_info: at offset {cu.cu_offset:#x}"
 
 
+def _set_address_too_wide(d: Damaged) -> str:
+    """The first DW_LNE_set_address of the program told 16 bytes long: an address past 2^64
+    (was: OverflowError: int too big to convert, found by bench/fuzz.py)."""
+    stmt_list, _ = d.line_header()
+    data = d.section(".debug_line")[1]
+    header_length, = struct.unpack_from("<I", data, stmt_list + 8)  # DWARF 5, 32-bit
+    at = data.index(b"\x00\x09\x02", stmt_list + 12 + header_length)
+    d.patch(".debug_line", at + 1, b"\x11")
+    return ".debug_line: at offset 0x"
+
+
 CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _no_file_names), ("clang-mfs", _no_file_names),
     ("gcc-pgo", _line_range_zero), ("clang-mfs", _line_range_zero),
@@ -241,6 +252,7 @@ CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _range_past_2_64),
     ("clang-mfs", _addresses_past_2_64),
     ("clang-mfs", _rnglists_base_far),
+    ("gcc-pgo", _set_address_too_wide), ("clang-mfs", _set_address_too_wide),
 ]
 
 
