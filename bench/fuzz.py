@@ -13,12 +13,17 @@ through their bytes-in APIs (the DWARF readers through a Binary whose one sectio
     ok      decoded (possibly with errors reported inside the result: bb maps, ESL programs)
     warned  (DWARF, CLI) answered, with a warning naming the damaged section and offset
     clean   an UnsplitError: the one-line error the user sees
-    crash   anything else (or more than 10 s, or memory exhausted): a bug
+    crash   anything else (or more than 10 s, or memory exhausted): a bug; and a bug that a
+            handler swallowed: an UnsplitError made while a builtin error raised in unsplit's
+            own frames was being handled, or a warning that names a Python exception type
+            (bench/fuzz_probe.py)
 
-then --cli damaged ELF files (default 300) go through the CLI commands as subprocesses
-(`where`, `lines`, `bbmap`, `blocks`, `symbolize` with addresses on stdin): ok is exit status
-0 or 1 without a traceback,
-crash is status 2 ("internal error"), a traceback, or a signal.
+then --cli damaged ELF files and cores (default 300) go through the CLI commands as
+subprocesses (`where`, `lines`, `bbmap`, `blocks`, `symbolize` with addresses on stdin on
+damaged sections of a binary; `frames` and `lldb-cfi --print` on a damaged core, or on a core
+with a damaged binary), with the probe installed: ok is exit status 0 or 1 without a
+traceback; crash is status 2 ("internal error"), a traceback, a signal, or a bug the probe
+saw swallowed.
 
 The counts are printed as a table and saved to bench/results/fuzz.json; the first input of each
 distinct crash (exception type and the line that raised it) is written to --crashers (default
@@ -35,6 +40,7 @@ import multiprocessing
 import os
 import random
 import resource
+import shutil
 import signal
 import struct
 import subprocess
@@ -50,6 +56,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
+import fuzz_probe  # noqa: E402
 from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DWARFInfo  # noqa: E402
 from saving import save  # noqa: E402
 from unsplit.debug import cfi  # noqa: E402
@@ -57,7 +64,7 @@ from unsplit.elf import core as corefile  # noqa: E402
 from unsplit.elf import dwarf_lines as lines  # noqa: E402
 from unsplit.elf.binary import Binary  # noqa: E402
 from unsplit.errors import UnsplitError  # noqa: E402
-from unsplit.formats import bat, bb_addr_map, esl, mip  # noqa: E402
+from unsplit.formats import bat, bat_scan, bb_addr_map, bb_addr_map_flat, esl, mip  # noqa: E402
 from unsplit.formats import split_info as si  # noqa: E402
 from unsplit.index.inlines import InlineChains  # noqa: E402
 from unsplit.index.sources.mip import map_procedures  # noqa: E402
@@ -212,12 +219,21 @@ def _zoo(variant: str, program: str = "crash") -> Binary:
 
 def _bat_run(data: bytes) -> object:
     table = bat.decode_note(data)
+    _bat_questions(table)
+    # The fast first pass the index uses (it hands anything unusual to the full decoder).
+    desc, base = bat.note_descriptor(data, bat.SECTION)
+    scanned = bat_scan.scan(desc, base)
+    if isinstance(scanned, bat_scan.BatScan):
+        _bat_questions(bat_scan.table(scanned, lambda at, n: desc[at:at + n], base))
+    return table
+
+
+def _bat_questions(table: bat.BatTable) -> None:
     for address, m in list(table.maps.items())[:64]:
         list(m.entries())
         m.translate(3)
         table.parent_of(address)
         table.split_fragments(address)
-    return table
 
 
 def _bb_run(data: bytes) -> object:
@@ -225,6 +241,7 @@ def _bb_run(data: bytes) -> object:
     for f in found.functions:
         list(f.entries())
     bb_addr_map.scan(data)
+    list(bb_addr_map_flat.iter_functions(data))  # the columns reader the index uses
     return found
 
 
@@ -302,7 +319,10 @@ class _DwarfTarget:
             if not data:
                 sys.exit(f"fuzz: {variant}/crash has no {section}")
             out.append(data)
-            self.run(len(out) - 1, data)  # parses the undamaged CUs once (see _dwarf_with)
+            try:  # parses the undamaged CUs once (see _dwarf_with)
+                self.run(len(out) - 1, data)
+            except Exception:  # a bug this meets meets the inputs too: counted
+                pass  # there (raised here, it would stop the worker before any input)
         return out
 
     def run(self, case: int, data: bytes) -> object:
@@ -421,14 +441,6 @@ def _alarm(_signum: int, _frame: Any) -> None:
     raise _Hang(f"more than {TIMEOUT} s")
 
 
-def _where(e: BaseException) -> str:
-    """The innermost frame of unsplit's own code that the exception went through."""
-    frames = traceback.extract_tb(e.__traceback__)
-    own = [f for f in frames if "/unsplit/" in f.filename] or frames
-    f = own[-1] if own else None
-    return "?" if f is None else f"{Path(f.filename).name}:{f.lineno}"
-
-
 @dataclass
 class Tally:
     ok: int = 0
@@ -463,25 +475,39 @@ def _chunk(job: tuple[str, int, int, int]) -> tuple[str, Tally, dict[str, dict[s
         case = k % len(seeds)
         kind, data = damage(seeds[case], rng)
         signal.alarm(TIMEOUT)
+        fuzz_probe.SWALLOWED.clear()
+        outcome = "crash"
         try:
-            if isinstance(target.run(case, data), Degraded):
-                tally.warned += 1
+            found = target.run(case, data)
+            if isinstance(found, Degraded):
+                fuzz_probe.check_warnings(found)
+                outcome = "warned"
             else:
-                tally.ok += 1
+                outcome = "ok"
         except UnsplitError:
-            tally.clean += 1
+            outcome = "clean"
         except (Exception, _Hang) as e:  # every other exception is the finding
-            tally.crash += 1
-            key = f"{type(e).__name__} at {_where(e)}"
-            if key not in crashes:
-                crashes[key] = {"input": k, "case": case, "damage": kind,
-                                "message": str(e)[:300],
-                                "traceback": traceback.format_exc()[-3000:],
-                                "data": data.hex() if len(data) < 1 << 20 else None}
-            crashes[key]["count"] = crashes[key].get("count", 0) + 1
+            key = f"{type(e).__name__} at {fuzz_probe.where(e)}"
+            _found(crashes, key, k, case, kind, data, str(e), traceback.format_exc())
         finally:
             signal.alarm(0)
+        if outcome != "crash" and fuzz_probe.SWALLOWED:  # a bug that ended as an error or a
+            outcome = "crash"  # warning
+            said = fuzz_probe.SWALLOWED[0]
+            _found(crashes, f"swallowed {said.split(':', 2)[0]}", k, case, kind, data, said,
+                   "\n".join(fuzz_probe.SWALLOWED))
+        setattr(tally, outcome, getattr(tally, outcome) + 1)
     return name, tally, crashes
+
+
+def _found(crashes: dict[str, dict[str, Any]], key: str, k: int, case: int, kind: str,
+           data: bytes, message: str, trace: str) -> None:
+    """Count one crash; keep the first input of each kind (`key`)."""
+    if key not in crashes:
+        crashes[key] = {"input": k, "case": case, "damage": kind, "message": message[:300],
+                        "traceback": trace[-3000:],
+                        "data": data.hex() if len(data) < 1 << 20 else None}
+    crashes[key]["count"] = crashes[key].get("count", 0) + 1
 
 
 _TARGETS: list[Target] = []
@@ -491,6 +517,7 @@ _SEEDS: dict[str, list[bytes]] = {}
 def _init_worker(only: list[str]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
     signal.signal(signal.SIGALRM, _alarm)
+    fuzz_probe.install()
     _TARGETS[:] = [t for t in targets() if not only or t.name in only]
     _SEEDS.update({t.name: t.seeds() for t in _TARGETS})
 
@@ -523,7 +550,10 @@ def decoders(count: int, jobs: int, only: list[str], seed: int) -> dict[str, Any
 
 # --- the CLI on damaged ELF files -------------------------------------------------------------
 
-_CLI_CASES = [  # (variant, program, sections to damage, commands: {exe} is the damaged file)
+_CLI_CASES = [  # (variant, program, what to damage, commands). A section name damages the
+    # binary ({exe} is the damaged copy); "core:notes", "core:headers" (ELF and program
+    # headers) and "core:memory" (a writable PT_LOAD: stacks, the heap) damage a copy of the
+    # program's core ({core}) and leave the binary whole.
     ("bolt-all-dbg", "crash", [".note.bolt_bat", ".debug_line", ".debug_info", ".debug_abbrev",
                                ".debug_str", ".eh_frame", ".symtab"],
      [["where", "--exe", "{exe}", "--json", "{addr}"], ["symbolize", "--exe", "{exe}"],
@@ -536,10 +566,19 @@ _CLI_CASES = [  # (variant, program, sections to damage, commands: {exe} is the 
                           ".debug_str", ".debug_rnglists", ".eh_frame", ".symtab"],
      [["where", "--exe", "{exe}", "--json", "{addr}"], ["lines", "{exe}"],
       ["symbolize", "--exe", "{exe}", "--inlines"]]),
+    ("bolt-all", "crash", ["core:notes", "core:headers", "core:memory", ".eh_frame",
+                           ".eh_frame_hdr", ".symtab", ".strtab", ".note.bolt_bat"],
+     [["frames", "{core}", "--exe", "{exe}", "--json"], ["lldb-cfi", "--print", "{exe}"]]),
+    ("clang-mfs", "crash", ["core:notes", "core:headers", "core:memory", ".eh_frame",
+                            ".debug_info", ".debug_line"],
+     [["frames", "{core}", "--exe", "{exe}"]]),
 ]
 
 
-def _section_span(path: Path, name: str) -> tuple[int, int] | None:
+def _section_span(path: Path, name: str, rng: random.Random) -> tuple[int, int] | None:
+    """(file offset, size) of what `name` damages (see _CLI_CASES); None when there is none."""
+    if name.startswith("core:"):
+        return _core_span(path.read_bytes(), name[5:], rng)
     b = Binary(str(path))
     try:
         sec = b.section(name)
@@ -550,76 +589,104 @@ def _section_span(path: Path, name: str) -> tuple[int, int] | None:
         b.close()
 
 
-def cli(count: int, seed: int) -> dict[str, Any]:
+def _core_span(d: bytes, part: str, rng: random.Random) -> tuple[int, int] | None:
+    phoff, = struct.unpack_from("<Q", d, 32)
+    _, phnum = struct.unpack_from("<HH", d, 54)
+    if part == "headers":
+        return 0, phoff + 56 * phnum
+    segments = [struct.unpack_from("<IIQQQQ", d, phoff + 56 * i) for i in range(phnum)]
+    if part == "notes":
+        found = [(offset, filesz) for p_type, _, offset, _, _, filesz in segments if p_type == 4]
+    else:  # writable PT_LOADs with contents
+        found = [(offset, filesz) for p_type, flags, offset, _, _, filesz in segments
+                 if p_type == 1 and flags & 2 and filesz]
+    return found[rng.randrange(len(found))] if found else None
+
+
+_CRASH_SAID = ("Traceback", "internal error", "unsplit-fuzz: swallowed")
+
+
+def cli(count: int, seed: int, crashers: Path) -> dict[str, Any]:
     rng = random.Random(f"{seed}:cli")
     tally = Tally()
     crashes: dict[str, dict[str, Any]] = {}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "plugin")}
     env.pop("UNSPLIT_DEBUG", None)
-    runs = 0
+    runs = files = 0
+    probe = str(ROOT / "bench" / "fuzz_probe.py")
     with tempfile.TemporaryDirectory(prefix="unsplit-fuzz-") as tmp:
+        env["UNSPLIT_CACHE"] = str(Path(tmp) / "cache")
         for k in range(count):
             variant, program, sections, commands = _CLI_CASES[k % len(_CLI_CASES)]
             src = ZOO / variant / program
             facts = json.loads((ZOO / variant / f"{program}.facts.json").read_text())
             section = sections[rng.randrange(len(sections))]
-            span = _section_span(src, section)
+            target = ZOO / variant / f"{program}.core" if section.startswith("core:") else src
+            span = _section_span(target, section, rng)
             if span is None:
                 continue
-            whole = bytearray(src.read_bytes())
+            files += 1
+            whole = bytearray(target.read_bytes())
             at, size = span
             kind, damaged = damage(bytes(whole[at:at + size]), rng)
             damaged = damaged[:size].ljust(size, b"\0")  # the section keeps its place
             whole[at:at + size] = damaged
             exe = Path(tmp) / f"{variant}-{k}"
-            exe.write_bytes(whole)
-            exe.chmod(0o755)
+            core = Path(tmp) / f"{variant}-{k}.core"
+            if target == src:
+                exe.write_bytes(whole)
+                exe.chmod(0o755)
+                core.write_bytes(target.with_suffix(".core").read_bytes()
+                                 if (ZOO / variant / f"{program}.core").exists() else b"")
+            else:
+                exe.write_bytes(src.read_bytes())
+                exe.chmod(0o755)
+                core.write_bytes(whole)
             frame = facts["crash"]["frames"][0]
             addr, proc = frame["link_pc"] if "link_pc" in frame else frame["pc"], \
                 frame["procedure"]
             for command in commands:
-                argv = [a.format(exe=exe, addr=addr, proc=proc) for a in command]
+                argv = [a.format(exe=exe, core=core, addr=addr, proc=proc) for a in command]
                 stdin = f"{addr}\n0x{int(addr, 16) - 1:x}\n" if command[0] == "symbolize" else ""
-                p = subprocess.run([sys.executable, "-m", "unsplit", *argv], env=env,
+                p = subprocess.run([sys.executable, probe, "unsplit", *argv], env=env,
                                    input=stdin, capture_output=True, text=True, timeout=120)
                 runs += 1
-                bad = p.returncode not in (0, 1) or "Traceback" in p.stderr
-                if bad:
+                warnings = [line for line in (p.stdout + p.stderr).splitlines()
+                            if "warning" in line]
+                said = [line for line in p.stderr.splitlines()
+                        if any(w in line for w in _CRASH_SAID)]
+                said += [f"a warning names a Python exception: {w}" for w in warnings
+                         if fuzz_probe.TYPE_NAMED.search(w)]
+                if p.returncode not in (0, 1) or said:
                     tally.crash += 1
-                    last = (p.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
-                    kind_of = last.split(":")[2] if last.count(":") > 2 else last
-                    key = f"{command[0]} on {section}: {kind_of.strip()}"
-                    crashes.setdefault(key, {"input": k, "damage": kind, "section": section,
-                                             "variant": variant, "stderr": last, "count": 0})
+                    last = (said or p.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+                    key = f"{command[0]} on {section}: {last.split(': ', 1)[-1][:120]}"
+                    if key not in crashes:  # keep what reproduces it
+                        crashers.mkdir(parents=True, exist_ok=True)
+                        kept = crashers / f"cli-{len(crashes)}"
+                        shutil.copy(exe, kept.with_suffix(".exe"))
+                        shutil.copy(core, kept.with_suffix(".core"))
+                        kept.with_suffix(".txt").write_text(
+                            f"{key}\n{' '.join(argv)}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+                        crashes[key] = {"input": k, "damage": kind, "section": section,
+                                        "variant": variant, "stderr": last, "count": 0,
+                                        "returncode": p.returncode, "argv": argv}
                     crashes[key]["count"] += 1
-                elif p.returncode == 0 and "warning:" in p.stdout + p.stderr:
+                elif p.returncode == 0 and warnings:
                     tally.warned += 1
                 elif p.returncode == 0:
                     tally.ok += 1
                 else:
                     tally.clean += 1
             exe.unlink()
-    return {"tally": tally, "crashes": crashes, "runs": runs}
+            core.unlink()
+    return {"tally": tally, "crashes": crashes, "runs": runs, "files": files}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--count", type=int, default=100_000, help="damaged inputs per decoder")
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
-    ap.add_argument("--cli", type=int, default=300, help="damaged ELF files through the CLI")
-    ap.add_argument("--only", default="", help="comma-separated decoder names")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--crashers", type=Path, default=ROOT / "bench" / "results" / "crashers")
-    args = ap.parse_args()
-    only = [n for n in args.only.split(",") if n]
-    print(f"  {'decoder':<18} {'ok':>8} {'warned':>8} {'clean':>8} {'crash':>6}")
-    results = decoders(args.count, args.jobs, only, args.seed) if args.count else {}
-    if args.cli:
-        print(f"CLI: {args.cli} damaged ELF files ...", flush=True)
-        results["cli"] = cli(args.cli, args.seed)
-        t = results["cli"]["tally"]
-        print(f"  {'cli (runs)':<18} {t.ok:>8} {t.warned:>8} {t.clean:>8} {t.crash:>6}")
-    args.crashers.mkdir(parents=True, exist_ok=True)
+def _report(results: dict[str, Any], crashers: Path) -> dict[str, Any]:
+    """Print each distinct crash and write its first input (and traceback) to `crashers`;
+    the summary saved in bench/results/fuzz.json."""
+    crashers.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {}
     for name, r in results.items():
         t = r["tally"]
@@ -627,14 +694,42 @@ def main() -> None:
                          "crashes": {k: {kk: vv for kk, vv in c.items()
                                          if kk not in ("data", "traceback")}
                                      for k, c in r["crashes"].items()}}
+        if "runs" in r:
+            summary[name]["runs"] = r["runs"]
         for i, (key, c) in enumerate(r["crashes"].items()):
             print(f"  CRASH {name}: {key} x{c['count']}: {c.get('message') or c.get('stderr')}")
-            stem = args.crashers / f"{name}-{i}"
+            stem = crashers / f"{name}-{i}"
             if c.get("data"):
                 stem.with_suffix(".bin").write_bytes(bytes.fromhex(c["data"]))
             if c.get("traceback"):
                 stem.with_suffix(".txt").write_text(f"{key}\n{c['traceback']}")
-    save("fuzz", {"count": args.count, "cli": args.cli, "seed": args.seed, "results": summary})
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--count", type=int, default=100_000, help="damaged inputs per decoder")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes")
+    ap.add_argument("--cli", type=int, default=300,
+                    help="damaged ELF files and cores through the CLI")
+    ap.add_argument("--only", default="", help="comma-separated decoder names")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--crashers", type=Path, default=ROOT / "bench" / "results" / "crashers")
+    args = ap.parse_args()
+    only = [n for n in args.only.split(",") if n]
+    print(f"  {'decoder':<18} {'ok':>8} {'warned':>8} {'clean':>8} {'crash':>6}")
+    summary: dict[str, Any] = {}
+    if args.count:  # reported before the CLI runs: its crashers are kept whatever happens next
+        summary.update(_report(decoders(args.count, args.jobs, only, args.seed), args.crashers))
+    if args.cli:
+        print(f"CLI: {args.cli} damaged ELF files and cores ...", flush=True)
+        found = cli(args.cli, args.seed, args.crashers)
+        t = found["tally"]
+        print(f"  {'cli (runs)':<18} {t.ok:>8} {t.warned:>8} {t.clean:>8} {t.crash:>6}"
+              f"   ({found['runs']} runs of {found['files']} files)")
+        summary.update(_report({"cli": found}, args.crashers))
+    save("fuzz", {"count": args.count, "cli": args.cli, "seed": args.seed, "only": only,
+                  "results": summary})
 
 
 if __name__ == "__main__":

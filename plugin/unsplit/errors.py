@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 DEBUG_HINT = "(set UNSPLIT_DEBUG=1 for the traceback)"
 
@@ -75,10 +75,9 @@ def raised_by_reader(error: BaseException) -> bool:
 
 
 @contextmanager
-def reading(section: str, offset: int | Callable[[], int], what: str) -> Iterator[None]:
-    """Around calls into pyelftools: an error it raises becomes DecodeError(section, offset,
-    what and its message), `offset` called for only then; an UnsplitError passes as it is; an
-    error raised in our own frames (a bug) propagates unchanged."""
+def reader_errors(convert: Callable[[str], UnsplitError]) -> Iterator[None]:
+    """Around calls into pyelftools: an error it raises becomes convert(what it said); an
+    UnsplitError passes as it is; an error raised in our own frames (a bug) propagates."""
     try:
         yield
     except UnsplitError:
@@ -86,8 +85,18 @@ def reading(section: str, offset: int | Callable[[], int], what: str) -> Iterato
     except Exception as e:
         if not raised_by_reader(e):
             raise
+        raise convert(reader_message(e)) from None
+
+
+def reading(section: str, offset: int | Callable[[], int], what: str
+            ) -> AbstractContextManager[None]:
+    """reader_errors, as DecodeError(section, offset, what and pyelftools' message); `offset`
+    is called for only when there is an error."""
+    def convert(message: str) -> UnsplitError:
         at = offset() if callable(offset) else offset
-        raise DecodeError(section, at, f"{what}: {reader_message(e)}") from None
+        return DecodeError(section, at, f"{what}: {message}")
+
+    return reader_errors(convert)
 
 
 def reader_message(error: BaseException) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from unsplit.errors import BinaryError, DecodeError
+from unsplit.errors import BinaryError, DecodeError, reader_errors
 
 if TYPE_CHECKING:
     from elftools.elf.sections import Section
@@ -165,6 +165,8 @@ class FunctionColumns(_StrtabNames):
     locals: bytes  # 1 for STB_LOCAL
     files: array[int]  # name offset of the STT_FILE before a local one, else -1
     strtab: bytes
+    table: str = ".symtab"
+    past_end: int = 0  # function symbols left out: their value + size passes 2^64 (damaged)
 
     def symbol(self, i: int) -> FunctionSymbol:
         file = self.files[i]
@@ -209,13 +211,10 @@ class Binary:
         return self._pyelftools()
 
     def _pyelftools(self) -> Any:
-        from elftools.common.exceptions import ELFError
         from elftools.elf.elffile import ELFFile
 
-        try:
+        with reader_errors(lambda said: BinaryError(f"{self.path}: not an ELF file ({said})")):
             return ELFFile(self._stream)
-        except (ELFError, ValueError) as e:
-            raise BinaryError(f"{self.path}: not an ELF file ({e})") from None
 
     @property
     def elf_type(self) -> str:
@@ -595,6 +594,7 @@ def _symbol_columns(binary: Binary, table: str) -> SymbolColumns:
 
 
 _U32 = "I" if array("I").itemsize == 4 else "L"
+_ADDRESS_END = (1 << 64) - 1  # the last end an array("Q") of ends holds
 
 
 def _function_columns(binary: Binary, table: str) -> FunctionColumns:
@@ -606,11 +606,15 @@ def _function_columns(binary: Binary, table: str) -> FunctionColumns:
     out_files = array("q")
     local_flags = bytearray()
     current_file = -1
+    past_end = 0
     for i, info in enumerate(cols.infos):
         kind = info & 0xF
         if kind == _STT_FUNC or (kind == _STT_NOTYPE and _is_split_label_at(cols.strtab,
                                                                            names[i])):
             if values[i] and sizes[i] and names[i]:
+                if values[i] + sizes[i] > _ADDRESS_END:
+                    past_end += 1
+                    continue
                 local = info >> 4 == _STB_LOCAL
                 out_values.append(values[i])
                 out_sizes.append(sizes[i])
@@ -620,7 +624,7 @@ def _function_columns(binary: Binary, table: str) -> FunctionColumns:
         elif kind == _STT_FILE and names[i]:
             current_file = names[i]
     return FunctionColumns(out_values, out_sizes, out_names, bytes(local_flags), out_files,
-                           cols.strtab)
+                           cols.strtab, table, past_end)
 
 
 _IS_FILE = bytes(int(info & 0xF == _STT_FILE) for info in range(256))
@@ -650,7 +654,8 @@ def _read_functions(binary: Binary, table: str) -> list[FunctionSymbol]:
     for sym in binary.symbol_entries(table):
         if sym.type == _STT_FILE:
             current_file = sym.name
-        elif sym.value and sym.size and (sym.type == _STT_FUNC or _is_split_label(sym)):
+        elif sym.value and sym.size and (sym.type == _STT_FUNC or _is_split_label(sym)) \
+                and sym.value + sym.size <= _ADDRESS_END:  # else damaged: FunctionColumns
             local = sym.bind == _STB_LOCAL
             out.append(FunctionSymbol(sym.name, sym.value, sym.size, local,
                                       current_file if local else None))

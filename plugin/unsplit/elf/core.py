@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from unsplit.elf.binary import Binary
-from unsplit.errors import BinaryError, DecodeError, raised_by_reader
+from unsplit.errors import BinaryError, DecodeError, UnsplitError, reading
 from unsplit.host import LoadedModule
 
 NT_PRSTATUS, NT_AUXV, NT_FILE = 1, 6, 0x46494C45
@@ -175,12 +175,12 @@ class Core:
         for n_type, offset, desc in self._notes:
             if n_type != NT_FILE:
                 continue
-            try:
-                count, page = struct.unpack_from("<QQ", desc, 0)
-                triples = struct.unpack_from(f"<{3 * count}Q", desc, 16)
-            except struct.error:
-                raise self._error(offset, "NT_FILE is shorter than its entry count says") \
-                    from None
+            if len(desc) < 16:
+                raise self._error(offset, "NT_FILE is shorter than its header")
+            count, page = struct.unpack_from("<QQ", desc, 0)
+            if len(desc) < 16 + 24 * count:
+                raise self._error(offset, "NT_FILE is shorter than its entry count says")
+            triples = struct.unpack_from(f"<{3 * count}Q", desc, 16)
             names = desc[16 + 24 * count:].split(b"\0")
             if len(names) < count:
                 raise self._error(offset, f"NT_FILE has {len(names)} names for {count} entries")
@@ -400,14 +400,13 @@ def _bias_of(m: Mapping) -> int | None:
     except BinaryError:
         return None
     try:
-        for seg in binary.elf.iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_offset"] & ~0xFFF == m.offset:
-                start: int = seg["p_vaddr"]
-                return m.start - (start & ~0xFFF)
-    except Exception as e:
-        if not raised_by_reader(e):
-            raise
-        return None  # a mapped file pyelftools cannot read: not a module
+        with reading(m.path, 0, "program headers"):
+            for seg in binary.elf.iter_segments():
+                if seg["p_type"] == "PT_LOAD" and seg["p_offset"] & ~0xFFF == m.offset:
+                    start: int = seg["p_vaddr"]
+                    return m.start - (start & ~0xFFF)
+    except UnsplitError:  # a mapped file that is not a well-formed ELF: not a module
+        return None
     finally:
         binary.close()
     return None

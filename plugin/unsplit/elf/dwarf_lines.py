@@ -382,7 +382,10 @@ def _run_program(data: bytes, at: int, end: int, header: Any, names: list[tuple[
                 yield address, None
                 sequence.clear()
                 address, file, line, column, stmt = 0, 1, 1, 0, default_stmt
-            elif sub == 2:  # DW_LNE_set_address
+            elif sub == 2:  # DW_LNE_set_address: an address of 1, 2, 4 or 8 bytes, as LLVM
+                if size - 1 not in (1, 2, 4, 8):  # reads one
+                    raise DecodeError(".debug_line", i, f"DW_LNE_set_address with a "
+                                      f"{size - 1}-byte address")
                 address = int.from_bytes(data[i + 1:i + size], order)
             elif sub == 3 and version < 5:  # DW_LNE_define_file: a file past the header's
                 nul = data.find(0, i + 1, i + size)

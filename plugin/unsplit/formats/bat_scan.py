@@ -94,7 +94,7 @@ def scan(desc: bytes, base: int = 0, section: str = bat.SECTION) -> BatScan | ba
     """
     try:
         found = _scan(desc)
-    except (_Unusual, IndexError):
+    except _Unusual:
         return bat.decode_current(desc, base, section)
     if len(set(found.addresses)) != len(found.addresses):  # its error names the record
         return bat.decode_current(desc, base, section)
@@ -102,6 +102,8 @@ def scan(desc: bytes, base: int = 0, section: str = bat.SECTION) -> BatScan | ba
 
 
 def _uleb(d: bytes, pos: int) -> tuple[int, int]:
+    if pos >= len(d):
+        raise _Unusual
     c = d[pos]
     if c < 0x80:
         return c, pos + 1
@@ -113,6 +115,8 @@ def _long_uleb(d: bytes, pos: int, first: int) -> tuple[int, int]:
     """The rest of a ULEB128 whose first byte ``first`` (>= 0x80) ended at ``pos``."""
     value, shift = first & 0x7F, 7
     while True:
+        if pos >= len(d):
+            raise _Unusual
         c = d[pos]
         pos += 1
         value |= (c & 0x7F) << shift
@@ -128,9 +132,11 @@ def _skip_leb(d: bytes, pos: int, signed: bool) -> int:
     """Past the rest of a LEB128 whose first byte was >= 0x80 (at ``pos - 1``). Ten-byte
     ones are common (a block-index delta that goes back wraps around 2**64) and are checked
     as the full decoder checks them."""
-    start = pos
-    while d[pos] >= 0x80:
+    start, end = pos, len(d)
+    while pos < end and d[pos] >= 0x80:
         pos += 1
+    if pos >= end:
+        raise _Unusual
     if pos - start >= 8:
         _, end = leb128(d, start - 1, "", signed, 64)
         return end
@@ -181,7 +187,9 @@ def _scan(d: bytes) -> BatScan:
                 pos += mask_bytes
                 total = 0  # the output offsets' unwrapped sum: past 2**32 they could wrap
                 acc = 0  # only its low bit matters: BRANCHENTRY
-                for j in range(n):
+                for j in range(n):  # every read checked against the end (the full decoder says
+                    if pos >= end:  # what is wrong)
+                        raise _Unusual
                     c = d[pos]
                     pos += 1
                     if c < 0x80:
@@ -192,6 +200,8 @@ def _scan(d: bytes) -> BatScan:
                     if j < eq:
                         acc = (mask >> j) & 1
                     else:  # an SLEB128 whose low bit is its first byte's, whatever its length
+                        if pos >= end:
+                            raise _Unusual
                         c = d[pos]
                         pos += 1
                         acc ^= c & 1
@@ -199,6 +209,8 @@ def _scan(d: bytes) -> BatScan:
                             pos = _skip_leb(d, pos, True)
                     if not acc:  # a block entry: its hash and block-index delta
                         pos += 9
+                        if pos > end:
+                            raise _Unusual
                         if d[pos - 1] >= 0x80:
                             pos = _skip_leb(d, pos, False)
                 if total > _M32:

@@ -109,7 +109,7 @@ def iter_functions(
     while pos < len(data):
         try:
             function, end = reader.function(pos)
-        except (_Slow, IndexError):
+        except _Slow:
             function, end = _strict(data, section, pos, address_size, little_endian,
                                     relocations)
         yield function
@@ -158,14 +158,17 @@ def flatten(fm: fmt.FunctionMap) -> FlatFunction:
 
 
 class _Fast:
-    """The usual case of one record, or _Slow. IndexError (reading past the data) also
-    hands the record to the strict reader, which words the truncation."""
+    """The usual case of one record, or _Slow (which hands the record to the strict reader,
+    which words what is wrong). Reads are checked without a test per byte: the data is
+    followed by _GUARD zero bytes, which no loop of one block or one successor reads past,
+    and each such loop starts by checking that it is still before `end` (the data's)."""
 
-    __slots__ = ("addr_size", "data", "order", "relocs")
+    __slots__ = ("addr_size", "data", "end", "order", "relocs")
 
     def __init__(self, data: bytes, address_size: int, order: ByteOrder,
                  relocations: Mapping[int, int] | None) -> None:
-        self.data = data
+        self.data = data + bytes(_GUARD)
+        self.end = len(data)
         self.addr_size = address_size
         self.order = order
         self.relocs = relocations
@@ -192,12 +195,14 @@ class _Fast:
                 raise _Slow
         ranges = []
         for _ in range(num_ranges):
+            if pos > self.end:
+                raise _Slow
             rng, pos = self.bb_range(pos, feature)
             ranges.append(rng)
         pgo = None
         if feature & _PGO:
             pgo, pos = self.pgo(pos, feature, sum(len(r.ids) for r in ranges))
-        if pos > len(data):
+        if pos > self.end:
             raise _Slow
         return FlatFunction(version, feature, tuple(ranges), pgo, start), pos
 
@@ -205,7 +210,7 @@ class _Fast:
         data = self.data
         at = pos
         end = pos + self.addr_size
-        if end > len(data):
+        if end > self.end:
             raise _Slow
         base = int.from_bytes(data[pos:end], self.order)
         if self.relocs is not None:
@@ -224,7 +229,7 @@ class _Fast:
         # byte columns; the offset field is the gap after the previous block (§3.3).
         stop = pos + 4 * num_blocks
         chunk = data[pos:stop]
-        if len(chunk) == 4 * num_blocks and (not chunk or max(chunk) < 0x80) and \
+        if stop <= self.end and (not chunk or max(chunk) < 0x80) and \
                 (not chunk or max(chunk[3::4]) <= _KNOWN_METADATA):
             block_sizes = chunk[2::4]
             ends = list(accumulate(map(add, chunk[1::4], block_sizes)))
@@ -237,8 +242,10 @@ class _Fast:
         sizes: list[int] = []
         mds: list[int] = []
         prev_end = 0
-        last_quick = len(data) - 4
+        last_quick = self.end - 4
         for _ in range(num_blocks):
+            if pos > self.end:
+                raise _Slow
             if pos <= last_quick:  # the usual block: four one-byte numbers, known bits
                 bid, gap, size, md = data[pos], data[pos + 1], data[pos + 2], data[pos + 3]
                 if (bid | gap | size) < 0x80 and md <= _KNOWN_METADATA:
@@ -291,6 +298,8 @@ class _Fast:
         hashes: list[int] | None = [] if hashed else None
         prev_end = 0
         for _ in range(num_blocks):
+            if pos > self.end:
+                raise _Slow
             bid, pos = _uleb(data, pos, _U32)
             gap, pos = _uleb(data, pos, _U32)
             last = 0
@@ -298,6 +307,8 @@ class _Fast:
                 n, pos = _uleb(data, pos, _U32)
                 cs = []
                 for _ in range(n):
+                    if pos > self.end:
+                        raise _Slow
                     delta, pos = _uleb(data, pos, _U32)
                     last = (last + delta) & _U32
                     cs.append(last)
@@ -308,7 +319,7 @@ class _Fast:
             if md & ~_KNOWN_METADATA:
                 raise _Slow
             if hashes is not None:
-                if pos + 8 > len(data):
+                if pos + 8 > self.end:
                     raise _Slow
                 hashes.append(int.from_bytes(data[pos:pos + 8], self.order))
                 pos += 8
@@ -338,6 +349,8 @@ class _Fast:
             post = [] if post_link else None
             succs = [] if prob_on else None
             for _ in range(total_blocks):
+                if pos > self.end:
+                    raise _Slow
                 if freqs is not None:
                     value = data[pos]
                     if value < 0x80:
@@ -356,6 +369,8 @@ class _Fast:
                         n, pos = _uleb(data, pos, _U64)
                     flat = []
                     for _ in range(n):
+                        if pos > self.end:
+                            raise _Slow
                         b = data[pos]
                         if b < 0x80:
                             flat.append(b)
@@ -383,7 +398,10 @@ class _Fast:
         succs: list[Sequence[int]] = []
         add_freq = freqs.append
         add_succs = succs.append
+        end = self.end
         for _ in range(total_blocks):
+            if pos > end:
+                raise _Slow
             value = data[pos]
             if value < 0x80:
                 pos += 1
@@ -401,6 +419,8 @@ class _Fast:
                 n, pos = _uleb(data, pos, _U64)
             flat: list[int] = []
             for _ in range(n):
+                if pos > end:
+                    raise _Slow
                 sid = data[pos]
                 if sid < 0x80:
                     pos += 1
@@ -416,9 +436,14 @@ class _Fast:
         return freqs, succs, pos
 
 
+# Zero bytes after the data: the most one block's or one successor's fields take (four
+# ULEB128s of at most ten bytes each, and a hash), so a loop checked before each reads no further.
+_GUARD = 64
+
+
 def _uleb(data: bytes, pos: int, limit: int) -> tuple[int, int]:
-    """(value, end) of a ULEB128 within `limit`; anything else (too big, too long, past the
-    end: IndexError) is the strict reader's to word. Unrolled to five bytes (every uint32)."""
+    """(value, end) of a ULEB128 within `limit`; anything else (too big, too long) is the
+    strict reader's to word. Unrolled to five bytes (every uint32); at most ten read."""
     b0 = data[pos]
     if b0 < 0x80:
         return b0, pos + 1

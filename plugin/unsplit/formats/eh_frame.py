@@ -440,7 +440,7 @@ def apply_instruction(instr: Any, state: RuleState, initial: RuleState | None, c
     elif op in (DW_CFA.nop, DW_CFA.GNU_args_size):
         pass
     else:
-        raise DecodeError(*where, f"CFI instruction {op:#04x} in a CIE's initial instructions")
+        raise DecodeError(*where, f"CFI instruction {int(op):#04x} in a CIE's initial instructions")
     return RuleState(cfa, rules)
 
 

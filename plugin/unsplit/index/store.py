@@ -227,7 +227,7 @@ def decode(data: bytes) -> tuple[dict[str, Any], dict[str, array[int] | bytes]]:
         raise BadIndexFile("head runs past the end")
     try:
         head = json.loads(data[_PREFIX.size: _PREFIX.size + head_len])
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:  # the decoders' answers
         raise BadIndexFile(f"head is not JSON ({e})") from None
     if not isinstance(head, dict) or not isinstance(head.get("arrays"), list):
         raise BadIndexFile("head has no array list")
@@ -308,14 +308,22 @@ def _procedures(raw: Any) -> list[Procedure]:
         raise BadIndexFile("bad procedure list")
     out = []
     for item in raw:
-        try:
-            name, frags = item
-            fragments = [Fragment(name, str(fn), int(start), int(end),
-                                  None if sym is None else str(sym), int(logical), str(source))
-                         for fn, start, end, sym, logical, source in frags]
-        except (TypeError, ValueError) as e:
-            raise BadIndexFile(f"bad procedure entry ({e})") from None
-        if not isinstance(name, str) or not fragments:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)
+                and isinstance(item[1], list) and item[1]):
             raise BadIndexFile("bad procedure entry")
-        out.append(Procedure(name, fragments))
+        name, frags = item
+        out.append(Procedure(name, [_fragment(name, f) for f in frags]))
     return out
+
+
+# name, start, end, symbol, logical start, source
+_FRAGMENT_FIELDS: tuple[type | tuple[type, ...], ...] = (str, int, int, (str, type(None)), int,
+                                                         str)
+
+
+def _fragment(procedure: str, raw: Any) -> Fragment:
+    if not (isinstance(raw, list) and len(raw) == len(_FRAGMENT_FIELDS) and all(
+            isinstance(v, t) for v, t in zip(raw, _FRAGMENT_FIELDS, strict=True))):
+        raise BadIndexFile(f"bad fragment entry of {procedure}")
+    name, start, end, symbol, logical, source = raw
+    return Fragment(procedure, name, start, end, symbol, logical, source)

@@ -1,25 +1,33 @@
 """Damaged DWARF through the CLI: each crasher the fuzz campaign (bench/fuzz.py) found, rebuilt
 here from a zoo binary by damaging the one structure it hit. Every one must answer (exit 0),
-give no line where it cannot read one, and say so in one warning naming the section and offset;
-none may be an internal error. The structures are found with a hand parser of the DWARF 5 line
-header and pyelftools' attribute offsets, never through unsplit."""
+give no line where it cannot read one, and say so in one warning naming the section and offset
+(never a Python exception type); none may be an internal error. The structures are found with a
+hand parser of the DWARF 5 line header and pyelftools' attribute offsets, never through unsplit.
+A bug of ours in those readers (put there by monkeypatching) must surface, never as a warning."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import struct
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
 from unsplit import cli
+from unsplit.elf import dwarf_lines
+from unsplit.elf.binary import Binary
+from unsplit.formats import die_scan
+from unsplit.index.inlines import InlineChains
 
-from ...conftest import ROOT, facts
+from ...conftest import PYTHON_ERROR, ROOT, facts
 
 FAR = b"\xf0\xff\xff\xff"  # an offset into a string section far past its end
 
@@ -136,6 +144,7 @@ def _one_warning(loc: dict[str, Any], section: str) -> str:
     warnings = [w for w in loc.get("warnings", []) if section in w]
     assert len(warnings) == 1, loc
     assert warnings[0].startswith(f"{section}: at offset 0x"), warnings
+    assert not PYTHON_ERROR.search(warnings[0]), warnings  # pyelftools' words, not a type
     return warnings[0]
 
 
@@ -222,6 +231,17 @@ def _rnglists_base_far(d: Damaged) -> str:
     return f".debug_info: at offset {cu.cu_offset:#x}"
 
 
+def _set_address_too_wide(d: Damaged) -> str:
+    """The first DW_LNE_set_address of the program told 16 bytes long: an address past 2^64
+    (was: OverflowError: int too big to convert, found by bench/fuzz.py)."""
+    stmt_list, _ = d.line_header()
+    data = d.section(".debug_line")[1]
+    header_length, = struct.unpack_from("<I", data, stmt_list + 8)  # DWARF 5, 32-bit
+    at = data.index(b"\x00\x09\x02", stmt_list + 12 + header_length)
+    d.patch(".debug_line", at + 1, b"\x11")
+    return ".debug_line: at offset 0x"
+
+
 CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _no_file_names), ("clang-mfs", _no_file_names),
     ("gcc-pgo", _line_range_zero), ("clang-mfs", _line_range_zero),
@@ -232,6 +252,7 @@ CASES: list[tuple[str, Damage]] = [
     ("gcc-pgo", _range_past_2_64),
     ("clang-mfs", _addresses_past_2_64),
     ("clang-mfs", _rnglists_base_far),
+    ("gcc-pgo", _set_address_too_wide), ("clang-mfs", _set_address_too_wide),
 ]
 
 
@@ -268,6 +289,7 @@ def test_symbolize_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
     assert out.split("\n")[0] == procedure, out
     warnings = [w for w in err.splitlines() if w.startswith("unsplit: warning: ")]
     assert len(warnings) == 1 and said in warnings[0], err
+    assert not PYTHON_ERROR.search(err), err
 
 
 def test_lines_on_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
@@ -281,3 +303,85 @@ def test_lines_on_damaged_dwarf(zoo: dict[str, Any], tmp_path: Path,
     assert json.loads(out) == []  # its one CU is the damaged one
     warnings = [w for w in err.splitlines() if w.startswith("warning: ")]
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: {said}"), err
+    assert not PYTHON_ERROR.search(err), err
+
+
+# -- a bug of ours in the DWARF readers surfaces ------------------------------------------------
+
+
+def _bug(*_args: object, **_kwargs: object) -> Any:
+    raise AttributeError("'NoneType' object has no attribute 'a bug'")
+
+
+def _crash_pc(zoo: dict[str, Any], variant: str) -> tuple[str, int]:
+    f = facts(zoo, variant, "crash")
+    return str(ROOT / f["binary"]), int(f["crash"]["frames"][0]["link_pc"], 16)
+
+
+def test_a_bug_in_the_subprogram_scan_surfaces(zoo: dict[str, Any],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """die_scan.offsets_with failing as a bug fails the inline chain (it once became the
+    warning 'DIEs of the CU at …: AttributeError: …' and the frame lost its inlined calls)."""
+    path, pc = _crash_pc(zoo, "gcc-pgo")
+    monkeypatch.setattr(die_scan, "offsets_with", _bug)
+    with closing(Binary(path)) as b:
+        chains = InlineChains(dwarf_lines.DwarfLines(b))
+        with pytest.raises(AttributeError, match="a bug"):
+            chains.chain(pc)
+        assert chains.lines.warnings == []
+
+
+def test_a_bug_in_the_subprogram_scan_is_an_internal_error(
+        zoo: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """What the user sees of it: `unsplit symbolize --inlines` says internal error (status 2)."""
+    path, pc = _crash_pc(zoo, "gcc-pgo")
+    monkeypatch.setattr(die_scan, "offsets_with", _bug)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"{pc:#x}\n"))
+    monkeypatch.delenv("UNSPLIT_DEBUG", raising=False)
+    rc = cli.main(["symbolize", "--exe", path, "--inlines"])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "internal error: AttributeError" in err, err
+    assert "warning" not in err, err
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs"])
+def test_a_bug_in_the_line_program_reader_surfaces(zoo: dict[str, Any], variant: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path, pc = _crash_pc(zoo, variant)
+    monkeypatch.setattr(dwarf_lines, "_run_program", _bug)
+    with closing(Binary(path)) as b:
+        lines = dwarf_lines.DwarfLines(b)
+        with pytest.raises(AttributeError, match="a bug"):
+            lines.lookup(pc)
+        assert lines.warnings == []
+
+
+def test_a_bug_in_the_file_name_reader_surfaces(zoo: dict[str, Any],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line table header's file names: a bug joining them (os.path as the reader sees it)."""
+    path, pc = _crash_pc(zoo, "gcc-pgo")
+    broken = SimpleNamespace(path=SimpleNamespace(isabs=os.path.isabs, join=os.path.join,
+                                                  normpath=_bug))
+    monkeypatch.setattr(dwarf_lines, "os", broken)
+    with closing(Binary(path)) as b:
+        lines = dwarf_lines.DwarfLines(b)
+        cu = lines.cu_offset_at(pc)
+        assert cu is not None
+        with pytest.raises(AttributeError, match="a bug"):
+            lines.file_paths(cu)
+        assert lines.warnings == []
+
+
+def test_a_bug_in_the_cu_ranges_reader_surfaces(zoo: dict[str, Any],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """clang writes no .debug_aranges: each CU's own ranges are read, where a bug of ours must
+    not become 'ranges of the CU at …' and a missing line."""
+    path, pc = _crash_pc(zoo, "clang-mfs")
+    monkeypatch.setattr(dwarf_lines, "_cu_ranges", _bug)
+    with closing(Binary(path)) as b:
+        assert b.section_data(".debug_aranges") is None
+        lines = dwarf_lines.DwarfLines(b)
+        with pytest.raises(AttributeError, match="a bug"):
+            lines.lookup(pc)
+        assert lines.warnings == []

@@ -4,6 +4,7 @@ damaged .debug_info is one DecodeError naming the section and offset."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from pathlib import Path
@@ -95,3 +96,44 @@ def test_damaged_info_is_one_decode_error(zoo: dict[str, Any]) -> None:
         die_scan.offsets_with(bytes(unknown), unit, abbrevs, *wanted)
     with pytest.raises(DecodeError, match=r"^\.debug_abbrev: "):
         die_scan.abbreviations(abbrev[:5], 0)
+
+
+def _first_unit(zoo: dict[str, Any]) -> tuple[bytes, die_scan.Unit, dict[int, die_scan.Abbrev]]:
+    binary = ROOT / facts(zoo, "clang-mfs", "except")["binary"]
+    with binary.open("rb") as f:
+        dwarf = ELFFile(f).get_dwarf_info()
+        info = dwarf.debug_info_sec.stream.getvalue()
+        abbrev = dwarf.debug_abbrev_sec.stream.getvalue()
+        cu = next(dwarf.iter_CUs())
+        return info, _unit(cu), die_scan.abbreviations(abbrev, cu["debug_abbrev_offset"])
+
+
+@pytest.mark.parametrize("keep", range(1, 200, 7))
+def test_every_cut_is_a_decode_error_at_the_unit(zoo: dict[str, Any], keep: int) -> None:
+    """A unit and its section cut anywhere inside its DIEs: one DecodeError (every read is
+    checked against the unit's end), or the DIEs before the cut when it falls between two."""
+    info, unit, abbrevs = _first_unit(zoo)
+    end = unit.die_start + keep
+    cut = dataclasses.replace(unit, end=end)
+    try:
+        found = die_scan.offsets_with(info[:end], cut, abbrevs, die_scan.DW_TAG_subprogram,
+                                      frozenset((die_scan.DW_AT_low_pc,)))
+    except DecodeError as e:
+        assert str(e).startswith(".debug_info: at offset 0x"), e
+    else:
+        assert all(unit.die_start <= d < end for d in found)
+
+
+def test_a_bug_skipping_an_attribute_surfaces(zoo: dict[str, Any],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An IndexError of ours is a bug, not 'a DIE runs past the end of the section' (the scan
+    once caught every IndexError as that)."""
+    info, unit, abbrevs = _first_unit(zoo)
+
+    def bug(*_args: object) -> int:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(die_scan, "_skip", bug)
+    with pytest.raises(IndexError):
+        die_scan.offsets_with(info, unit, abbrevs, die_scan.DW_TAG_subprogram,
+                              frozenset((die_scan.DW_AT_low_pc,)))

@@ -92,10 +92,8 @@ def map_sections(binary: Binary) -> list[MapSection]:
             continue
         link = sec["sh_link"]
         link_name = sections[link].name if 0 < link < len(sections) else ""
-        # pyelftools decompresses SHF_COMPRESSED sections, and raises assorted errors on bad
-        # compression headers
         with reading(sec.name, 0, "cannot read section contents"):
-            data = bytes(sec.data())
+            data = bytes(sec.data())  # pyelftools decompresses SHF_COMPRESSED sections
         ms = MapSection(i, sec.name, sh_type, link, link_name, data)
         if is_rel:
             _attach_relocations(binary, ms, [sections[j] for j in relocs_for.get(i, [])])

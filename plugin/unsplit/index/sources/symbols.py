@@ -203,3 +203,12 @@ class SymbolsSource(BaseSource):
 
     def plain(self) -> PlainFunctions:
         return plain(self.binary) if self._stored is None else self._stored.plain
+
+    def problems(self) -> list[str]:
+        if self._stored is not None:  # a file with problems is never stored
+            return []
+        cols = self.binary.function_columns
+        if not cols.past_end:
+            return []
+        return [f"{cols.table}: {cols.past_end} function symbol(s) whose value + size passes "
+                "2^64 ignored"]
