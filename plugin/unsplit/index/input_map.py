@@ -162,6 +162,8 @@ class InputMap:
                     reached = top
                 found.append((int(start), int(end)))
             i += 1
+        if covered == hi - lo:  # all of it placed: nothing to count
+            return Placed(merge(found), 0)
         return Placed(merge(found), self._function_bytes(lo, hi) - covered)
 
     def _function_bytes(self, lo: int, hi: int) -> int:
@@ -209,6 +211,8 @@ def _padding(runs: list[tuple[int, int, int, int]], bolted: dict[int, int],
 
 def merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Ranges by address, overlapping and touching ones joined."""
+    if len(ranges) < 2:
+        return ranges
     ranges.sort()
     out: list[tuple[int, int]] = []
     for start, end in ranges:
