@@ -40,6 +40,11 @@ DEBUG_FILE_GDB = ["bolt-all", "bolt-cdsplit"]
 # (test_debuginfod.py).
 DEBUG_FILE = ["bolt-all", "bolt-random2"]
 
+# ... and the pre-BOLT input's variables, parameters and return values in moved code through
+# the debug file, against plain GDB (and LLDB, on the first two) on the input
+# (test_debuginfo_variables.py): a split at every block, a profile's, reordered blocks.
+DEBUG_FILE_VARIABLES = ["bolt-all", "bolt-cdsplit", "bolt-reverse"]
+
 # `bb break`: a GCC fragment, clang's with a PGO basic-block map, BOLT with and without DWARF
 # and with its own split (test_break.py); LLDB's own breakpoint resolver on them
 # (test_break_lldb.py, without bolt-all-dbg).

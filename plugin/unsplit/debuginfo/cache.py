@@ -17,7 +17,7 @@ from unsplit.index import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.index.store import cache_root
 
-FORMAT_VERSION = 2  # bump when the files' content changes: old ones are then not reused
+FORMAT_VERSION = 3  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:
@@ -129,13 +129,14 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
         index = indexes.get(module)
-        from unsplit.debuginfo.synthesize import build, has_own_dwarf
+        from unsplit.debuginfo.debug_file import make
+        from unsplit.debuginfo.synthesize import has_own_dwarf
 
         if not index.moved_fragments():
             return Outcome(module, None, "not split")
         if has_own_dwarf(index):
             return Outcome(module, None, "has DWARF")
-        data, _ = build(index)
+        data = make(index).data
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from unsplit import __version__
@@ -94,11 +95,25 @@ def has_own_dwarf(index: ModuleIndex) -> bool:
 
 def build(index: ModuleIndex) -> tuple[bytes, Summary]:
     """The debug file's bytes for the module `index` describes, and what went into it."""
+    data, summary = sections(index)
+    with open(index.binary.path, "rb") as f:
+        module = f.read()
+    return write_debug_file(module, index.binary.path, data), summary
+
+
+def sections(index: ModuleIndex, keep: Callable[[Procedure], bool] | None = None,
+             after: Mapping[str, int] | None = None) -> tuple[list[tuple[str, bytes]], Summary]:
+    """The DWARF sections describing the module's procedures (those `keep` says, else all),
+    to be appended to sections of the sizes `after` gives (offsets in them count from
+    there), and what went into them."""
+    at = dict(after or {})
     summary = Summary()
     units: dict[str | None, _Unit] = {}
-    line_strings = StringTable()
+    line_strings = StringTable(at.get(".debug_line_str", 0))
     walker = CodeWalker(index)
     for proc, spans in _disjoint(index):
+        if keep is not None and not keep(proc):
+            continue
         walked = [walker.walk(start, end) for start, end in spans]
         sequences = [rows for rows, _ in walked]
         name = _unit_name(index, proc, sequences)
@@ -117,10 +132,8 @@ def build(index: ModuleIndex) -> tuple[bytes, Summary]:
             for (start, end), rows in zip(spans[1:], sequences[1:], strict=True):
                 summary.uncovered_bytes += _uncovered(rows, start, end)
     data = _encode(index, [units[k] for k in sorted(units, key=lambda n: (n is None, n or ""))],
-                   line_strings, summary)
-    with open(index.binary.path, "rb") as f:
-        module = f.read()
-    return write_debug_file(module, index.binary.path, data), summary
+                   line_strings, summary, at)
+    return data, summary
 
 
 def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]]]:
@@ -175,10 +188,13 @@ def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[Row]]) 
 
 
 def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
-            summary: Summary) -> list[tuple[str, bytes]]:
-    abbrevs, ranges, strings, aranges = AbbrevTable(), RangeLists(), StringTable(), ArangesWriter()
-    info = InfoWriter(abbrevs)
+            summary: Summary, at: dict[str, int]) -> list[tuple[str, bytes]]:
+    abbrevs, aranges = AbbrevTable(), ArangesWriter()
+    ranges = RangeLists(at.get(".debug_rnglists", 0))
+    strings = StringTable(at.get(".debug_str", 0))
+    info = InfoWriter(abbrevs, at.get(".debug_info", 0), at.get(".debug_abbrev", 0))
     lines = bytearray()
+    line_base = at.get(".debug_line", 0)
     producer = strings.offset(f"unsplit {__version__} debuginfo")
     for unit in units:
         unit_spans = _merge([s for _, spans, _ in unit.procedures for s in spans])
@@ -192,7 +208,8 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
                 (A.DW_AT_name, A.DW_FORM_strp, strings.offset(unit.name)),
                 (A.DW_AT_comp_dir, A.DW_FORM_line_strp, line_strings.offset(unit.comp_dir))]
             if unit.rows and unit.program is not None:
-                attributes.append((A.DW_AT_stmt_list, A.DW_FORM_sec_offset, len(lines)))
+                attributes.append((A.DW_AT_stmt_list, A.DW_FORM_sec_offset,
+                                   line_base + len(lines)))
         attributes += [(A.DW_AT_low_pc, A.DW_FORM_addr, 0),
                        (A.DW_AT_ranges, A.DW_FORM_sec_offset, ranges.add(unit_spans))]
         unit_offset = info.begin_unit()

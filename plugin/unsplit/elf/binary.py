@@ -450,6 +450,15 @@ class Binary:
         data = self._stream.read(1)
         return data[0] if data else None
 
+    def code_bytes(self, address: int, size: int) -> bytes:
+        """The bytes from file address `address` of an executable section, up to `size` and no
+        further than the section's end (b"" outside code)."""
+        i = bisect_right(self._code_sections, (address, 1 << 64)) - 1
+        if i < 0 or address >= self._code_sections[i][1]:
+            return b""
+        start, end, offset = self._code_sections[i]
+        return self.read_at(offset + address - start, min(size, end - address))
+
     @cached_property
     def _code_sections(self) -> list[tuple[int, int, int]]:
         """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""

@@ -10,7 +10,8 @@ in bench/realworld_cpp.py); skipping each attribute by its form finds them in 0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from unsplit.errors import DecodeError
@@ -69,6 +70,143 @@ def abbreviations(data: bytes | memoryview, offset: int) -> dict[int, Abbrev]:
                 pos = _skip(data, pos, _SLEB, _NO_UNIT, offset, end)
             specs.append((attribute, form))
         out[code] = (tag, specs)
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """One abbreviation declaration (§7.5.3) and where each of its attribute specifications
+    lies in .debug_abbrev (a writer that patches the table in place needs them)."""
+
+    code: int
+    tag: int
+    children: bool
+    specs: tuple[tuple[int, int], ...]  # (attribute, form)
+    spec_at: tuple[int, ...]  # offset of each specification's attribute code
+
+
+def declarations(data: bytes | memoryview, offset: int) -> dict[int, Declaration]:
+    """The abbreviation table at `offset` of .debug_abbrev, with the place of every
+    specification; DecodeError where it does not parse."""
+    out: dict[int, Declaration] = {}
+    pos, end = offset, len(data)
+    while True:
+        code, pos = _uleb(data, pos, end, _ABBREV)
+        if code == 0:
+            return out
+        tag, pos = _uleb(data, pos, end, _ABBREV)
+        if pos >= end:
+            raise DecodeError(_ABBREV, pos, "the table runs past the end of the section")
+        children = data[pos] != 0
+        pos += 1
+        specs, at = [], []
+        while True:
+            where = pos
+            attribute, pos = _uleb(data, pos, end, _ABBREV)
+            form, pos = _uleb(data, pos, end, _ABBREV)
+            if attribute == 0 and form == 0:
+                break
+            if form == DW_FORM_implicit_const:
+                pos = _skip(data, pos, _SLEB, _NO_UNIT, offset, end)
+            specs.append((attribute, form))
+            at.append(where)
+        if code in out:
+            raise DecodeError(_ABBREV, offset, f"abbreviation {code} declared twice")
+        out[code] = Declaration(code, tag, children, tuple(specs), tuple(at))
+
+
+_SITE = 1 << 24  # a plan step at or above it records a site of kind (step - _SITE)
+
+
+@dataclass(slots=True)
+class Sites:
+    """Attribute values a caller asked for, in DIE order: where each value starts in the
+    section, what kind the caller gave it, and the offset of its DIE (three flat arrays)."""
+
+    positions: array[int]
+    kinds: array[int]
+    dies: array[int]
+
+
+def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration],
+          kinds_of: Callable[[Declaration], list[int]]) -> Sites:
+    """Every value of the unit's DIEs whose specification `kinds_of` gives a kind other than
+    0 (it is asked once per declaration, for one kind per specification); DecodeError where
+    the bytes do not parse. A DIE whose declaration asks for nothing is skipped by its
+    forms, as offsets_with does."""
+    plans: dict[int, list[int]] = {}
+    for code, decl in decls.items():
+        kinds = kinds_of(decl)
+        plan: list[int] = []
+        for (_, form), kind in zip(decl.specs, kinds, strict=True):
+            if kind:
+                plan.append(_SITE + kind)
+            plan += _plan(unit, [form], code) or [0]
+        plans[code] = _merged(plan) if any(kinds) else _plan(unit, [f for _, f in decl.specs],
+                                                              code)
+    found = Sites(array("Q"), array("H"), array("Q"))
+    positions, kinds_out, dies = found.positions, found.kinds, found.dies
+    pos, end = unit.die_start, unit.end
+    if end > len(data):
+        raise DecodeError(SECTION, unit.die_start, "the unit runs past the end of the section")
+    while pos < end:  # every read below is checked against `end`
+        die = pos
+        code = data[pos]
+        pos += 1
+        if code & 0x80:
+            code, pos = _uleb(data, pos - 1, end)
+        if code == 0:
+            continue
+        steps = plans.get(code)
+        if steps is None:
+            raise DecodeError(SECTION, die, f"no abbreviation {code} in the unit's table")
+        for step in steps:
+            if step >= _SITE:
+                positions.append(pos)
+                kinds_out.append(step - _SITE)
+                dies.append(die)
+            elif step >= 0:
+                pos += step
+            else:
+                pos = _skip(data, pos, step, unit, die, end)
+    if pos > end:
+        raise DecodeError(SECTION, end, "the last DIE runs past the end of its unit")
+    return found
+
+
+def _merged(plan: list[int]) -> list[int]:
+    """Adjacent fixed skips added up (site markers and variable skips kept in place)."""
+    out: list[int] = []
+    for step in plan:
+        if 0 <= step < _SITE and out and 0 <= out[-1] < _SITE:
+            out[-1] += step
+        elif step != 0:
+            out.append(step)
+    return out
+
+
+def form_size(form: int, unit: Unit) -> int | None:
+    """The size of a value of `form` in `unit` when it is fixed, else None (LEB128, strings,
+    blocks, DW_FORM_indirect); DecodeError for a form DWARF 5 does not define."""
+    kind = _FORMS.get(form)
+    if kind is None:
+        raise DecodeError(SECTION, unit.die_start, f"form {form:#x} unknown")
+    if kind == _ADDRESS:
+        return unit.address_size
+    if kind == _OFFSET:
+        return unit.offset_size
+    if kind == _REF_ADDR:
+        return unit.address_size if unit.version <= 2 else unit.offset_size
+    return kind if kind >= 0 else None
+
+
+def skip_value(data: bytes | memoryview, pos: int, form: int, unit: Unit) -> int:
+    """The offset just past a value of `form` at `pos` (DecodeError past the data's end)."""
+    end = len(data)
+    for step in _plan(unit, [form], 0):
+        pos = step + pos if step >= 0 else _skip(data, pos, step, unit, pos, end)
+    if pos > end:
+        raise DecodeError(SECTION, end, "a value runs past the end of the section")
+    return pos
 
 
 def offsets_with(data: bytes | memoryview, unit: Unit, abbrevs: Mapping[int, Abbrev], tag: int,

@@ -147,6 +147,13 @@ def function_address(input_binary: Binary, name: str, unit: str | None = None) -
     return None if entry is None else entry[0]
 
 
+def function_extent(input_binary: Binary, name: str, unit: str | None = None
+                    ) -> tuple[int, int] | None:
+    """(address, size) of function ``name`` in the input binary, chosen as
+    :func:`function_address` chooses it."""
+    return _function(input_binary, name, unit)
+
+
 def output_unit(binary: Binary, name: str, address: int) -> str | None:
     """The STT_FILE of the local function symbol ``name`` at ``address`` of a BOLTed binary:
     BOLT keeps each symbol in its file's group (spec §6.1), so this names the input's unit."""

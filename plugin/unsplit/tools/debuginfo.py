@@ -1,6 +1,8 @@
 """`unsplit debuginfo BINARY [--input PRE_BOLT] (-o FILE | --build-id-dir DIR) [--json]`: a
-separate debug file (DWARF 5) that tells debuggers and symbolizers what unsplit knows of a split
-module: each procedure whole over its fragments, and the lines of its code.
+separate debug file that tells debuggers and symbolizers what unsplit knows of a split module.
+A BOLT output whose pre-BOLT input has DWARF gets that DWARF, every code address moved through
+BAT: functions, scopes, variables, parameters, call sites and lines, as before BOLT. Any other
+split module gets DWARF 5 naming each procedure whole over its fragments, and its lines.
 
 ``--build-id-dir DIR`` writes ``DIR/.build-id/xx/rest.debug``, the layout GDB's
 ``debug-file-directory``, LLDB's ``target.debug-file-search-paths`` and ``debuginfod -F DIR``
@@ -26,7 +28,8 @@ def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> str:
-    from unsplit.debuginfo.synthesize import build, has_own_dwarf
+    from unsplit.debuginfo.debug_file import make
+    from unsplit.debuginfo.synthesize import has_own_dwarf
     from unsplit.index import prebolt
     from unsplit.index.module_index import ModuleIndex
 
@@ -40,32 +43,52 @@ def _run(args: argparse.Namespace) -> str:
         report["skipped"] = "its own DWARF already describes its moved code"
     else:
         path = args.output or output_path(index.binary.build_id, args.build_id_dir, args.binary)
-        data, summary = build(index)
+        made = make(index)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
-            f.write(data)
+            f.write(made.data)
         os.replace(tmp, path)  # a reader never sees half a file
-        report.update(written=path, units=summary.units, procedures=summary.procedures,
-                      split_procedures=summary.split_procedures, line_rows=summary.rows,
-                      split_without_lines=summary.without_lines,
-                      moved_bytes_without_lines=summary.uncovered_bytes,
-                      warnings=index.warnings)
+        report.update(written=path, **made.report(), warnings=index.warnings)
     if args.json:
         return json.dumps(report)
     if report["written"] is None:
         return f"{args.binary}: {report['skipped']}; nothing written"
-    text = [f"{args.binary}: wrote {report['written']}: {report['procedures']} procedures "
-            f"({report['split_procedures']} split) in {report['units']} units, "
-            f"{report['line_rows']} line rows"]
-    if summary.without_lines:
-        text.append(f"no source of lines describes {len(summary.without_lines)} split "
-                    f"procedures (subprograms and ranges only): "
-                    + ", ".join(summary.without_lines))
-    elif summary.uncovered_bytes:
-        text.append(f"{summary.uncovered_bytes} bytes of moved code have no line (line 0)")
+    text = _translated(report) if report["made_from"] == "input DWARF" else _synthesized(report)
     text += [f"warning: {w}" for w in index.warnings]
     return "\n".join(text)
+
+
+def _translated(report: dict[str, Any]) -> list[str]:
+    text = [f"{report['binary']}: wrote {report['written']}: the DWARF of {report['input']} "
+            f"({report['units']} units), through BAT ({report['input_functions_placed']} "
+            "functions moved)"]
+    dropped = report["dropped"]
+    if dropped:
+        text.append("BAT gives no place to: " + ", ".join(f"{n} {what}" for what, n in
+                                                          dropped.items()))
+    lines = report["units_left_out"] + report["damaged"]
+    text += lines[:_SHOWN]
+    if len(lines) > _SHOWN:
+        text.append(f"... and {len(lines) - _SHOWN} more (--json lists them all)")
+    return text
+
+
+_SHOWN = 10
+
+
+def _synthesized(report: dict[str, Any]) -> list[str]:
+    text = [f"{report['binary']}: wrote {report['written']}: {report['procedures']} procedures "
+            f"({report['split_procedures']} split) in {report['units']} units, "
+            f"{report['line_rows']} line rows"]
+    without = report["split_without_lines"]
+    if without:
+        text.append(f"no source of lines describes {len(without)} split procedures "
+                    "(subprograms and ranges only): " + ", ".join(without))
+    elif report["moved_bytes_without_lines"]:
+        text.append(f"{report['moved_bytes_without_lines']} bytes of moved code have no line "
+                    "(line 0)")
+    return text
 
 
 def add_cli(subparsers: Any) -> None:

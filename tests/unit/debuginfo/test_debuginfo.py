@@ -6,6 +6,7 @@ unsplit), and pyelftools reads it back."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 from elftools.elf.elffile import ELFFile
+
+from fixtures.toolbox import fragment_name
 
 from ... import bolt_truth
 from ...conftest import ROOT, facts
@@ -50,7 +53,10 @@ def _moved_instructions(f: dict[str, Any]) -> list[int]:
 
 def _symbolize(debug: Path, addresses: list[int]) -> list[tuple[str, str, int]]:
     """(outermost function's linkage name, innermost file, innermost line) by llvm-symbolizer-22
-    on the debug file alone; line 0 ("no source", DWARF 5 §6.2.2) is ("??", 0)."""
+    on the debug file alone; line 0 ("no source", DWARF 5 §6.2.2) is ("??", 0). The file
+    carries the module's symbol table, whose name llvm-symbolizer prefers: a fragment's
+    symbol (`transfer.cold.1`), as on BOLT's own twin with DWARF, stands for its procedure
+    (the fixtures' grammar, fixtures/toolbox.fragment_name)."""
     text = bolt_truth.run("llvm-symbolizer-22", "--obj", debug, "--inlines", "--no-demangle",
                           stdin="".join(f"{a:#x}\n" for a in addresses))
     out = []
@@ -58,7 +64,7 @@ def _symbolize(debug: Path, addresses: list[int]) -> list[tuple[str, str, int]]:
         lines = block.split("\n")
         file, line, _ = lines[1].rsplit(":", 2)
         number = int(line) if line.isdigit() else 0
-        out.append((lines[-2], file if number else "??", number))
+        out.append((fragment_name(lines[-2])[0], file if number else "??", number))
     return out
 
 
@@ -131,7 +137,9 @@ def test_lines_are_the_inputs_by_perf2bolt(zoo: dict[str, Any], variant: str,
 def test_pyelftools_reads_it_back(zoo: dict[str, Any], tmp_path: Path) -> None:
     """The file is an ELF whose sections keep the module's addresses (loaded ones SHT_NOBITS),
     whose build-id is the module's, and whose DWARF pyelftools decodes: a subprogram per split
-    procedure with every fragment in its ranges, and line rows inside them."""
+    procedure with every fragment in its ranges, the entry fragment's first, and line rows
+    inside them (the input's DWARF moved through BAT; a unit of names for what the input's
+    DWARF does not describe)."""
     f = facts(zoo, "bolt-random2", "crash")
     binary = ROOT / f["binary"]
     debug = tmp_path / "out.debug"
@@ -152,16 +160,25 @@ def test_pyelftools_reads_it_back(zoo: dict[str, Any], tmp_path: Path) -> None:
         dwarf = ours.get_dwarf_info(relocate_dwarf_sections=False)
         subprograms: dict[str, list[tuple[int, int]]] = {}
         rows = []
+        rnglists = dwarf.range_lists()
         for cu in dwarf.iter_CUs():
             assert cu.header["version"] == 5
-            for die in cu.get_top_DIE().iter_children():
-                if die.tag != "DW_TAG_subprogram":
-                    continue
-                name = die.attributes["DW_AT_linkage_name"].value.decode()
+            top = cu.get_top_DIE()
+            for die in top.iter_children():
+                if die.tag != "DW_TAG_subprogram" or "DW_AT_name" not in die.attributes or not (
+                        {"DW_AT_ranges", "DW_AT_low_pc"} & set(die.attributes)):
+                    continue  # no code: a declaration, an abstract instance
+                name = die.attributes.get("DW_AT_linkage_name",
+                                          die.attributes["DW_AT_name"]).value.decode()
                 if "DW_AT_ranges" in die.attributes:
+                    ranges = die.attributes["DW_AT_ranges"]
+                    at = ranges.value
+                    if ranges.form == "DW_FORM_rnglistx":  # DWARF 5 §7.28: base + offsets[i]
+                        base = top.attributes["DW_AT_rnglists_base"].value
+                        rnglists.stream.seek(base + 4 * at)
+                        at = base + int.from_bytes(rnglists.stream.read(4), "little")
                     spans = [(r.begin_offset, r.end_offset) for r in
-                             dwarf.range_lists().get_range_list_at_offset(
-                                 die.attributes["DW_AT_ranges"].value, cu=cu)]
+                             rnglists.get_range_list_at_offset(at, cu=cu)]
                 else:
                     low = die.attributes["DW_AT_low_pc"].value
                     spans = [(low, low + die.attributes["DW_AT_high_pc"].value)]
@@ -218,7 +235,8 @@ def test_not_an_elf_file_is_one_line(tmp_path: Path) -> None:
 
 def _frames(path: Path, addresses: list[int]) -> list[list[tuple[str, str, int]]]:
     """llvm-symbolizer-22 --inlines: per address, (function, file base name, line) per frame,
-    innermost first."""
+    innermost first. A fragment symbol's name (demangled: `helper(int, int) (.cold)`), which
+    llvm-symbolizer prefers for the outermost frame, stands for its procedure."""
     text = bolt_truth.run("llvm-symbolizer-22", "--obj", path, "--inlines", "--basenames",
                           stdin="".join(f"{a:#x}\n" for a in addresses))
     out = []
@@ -227,6 +245,7 @@ def _frames(path: Path, addresses: list[int]) -> list[list[tuple[str, str, int]]
         frames = []
         for name, where in zip(lines[::2], lines[1::2], strict=True):
             file, line, _ = where.rsplit(":", 2)
+            name = fragment_name(re.sub(r" \(\.(cold|warm)(\.\d+)?\)$", "", name))[0]
             frames.append((name, file, int(line) if line.isdigit() else 0))
         out.append(frames)
     return out

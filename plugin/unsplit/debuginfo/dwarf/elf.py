@@ -1,16 +1,21 @@
 """The separate debug file's ELF container, shaped as ``objcopy --only-keep-debug`` makes it
 (System V gABI, ELF-64): the module's ELF header and program headers, its section headers with
 SHT_NOBITS for everything loaded (so each section keeps its address and size, and debuggers
-match the file to the module), its SHT_NOTE sections' bytes (the build-id), then the new
-``.debug_*`` sections. No code, no data, no symbol table."""
+match the file to the module), its SHT_NOTE sections' bytes (the build-id), its symbol table
+(LLDB reads one symbol file per module: without the module's symbols there it names `main`
+`___lldb_unnamed_symbol_…`, and cannot find a call's callee to evaluate DW_OP_entry_value),
+then the new ``.debug_*`` sections. No code, no data."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from unsplit.errors import BinaryError
 
-SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB = 8, 7, 1, 3
+SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB, SHT_SYMTAB = 8, 7, 1, 3, 2
+SHN_LORESERVE = 0xFF00
+_SYM = struct.Struct("<IBBHQQ")
 SHF_ALLOC = 0x2
 PT_NOTE = 4
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -68,6 +73,9 @@ def write_debug_file(module: bytes, path_for_errors: str,
         else:
             h[1], h[4] = SHT_NOBITS, len(out)
         sections.append(h)
+    symtab = next((i for i in range(1, e_shnum) if headers[i][1] == SHT_SYMTAB), None)
+    if symtab is not None:
+        _copy_symbols(module, headers, symtab, new_index, sections, out, name_of, add_name)
     for name, data in debug_sections:
         sections.append([add_name(name), SHT_PROGBITS, 0, 0, len(out), len(data), 0, 0, 1, 0])
         out += data
@@ -90,3 +98,31 @@ def write_debug_file(module: bytes, path_for_errors: str,
                     ph_offset if phdrs else 0, shoff, e_flags, 64, _PHDR.size if phdrs else 0,
                     len(phdrs), _SHDR.size, len(sections), shstrndx)
     return bytes(out)
+
+
+def _copy_symbols(module: bytes, headers: list[list[int]], symtab: int, new_index: dict[int, int],
+                  sections: list[list[int]], out: bytearray, name_of: Callable[[list[int]], str],
+                  add_name: Callable[[str], int]) -> None:
+    """Appends the module's symbol table and its string table as they are (fragment symbols
+    `foo.cold.1` too: LLDB then sets `breakpoint set -n foo` at the entry alone, as on BOLT's
+    own --update-debug-sections output), each symbol's section number made this file's (a
+    section not kept here, a debug section, leaves it undefined)."""
+    h = headers[symtab]
+    link = h[6]
+    if h[9] != _SYM.size or not 0 < link < len(headers):
+        return
+    strtab = headers[link]
+    names = module[strtab[4]:strtab[4] + strtab[5]]
+    table = bytearray(module[h[4]:h[4] + h[5] - h[5] % _SYM.size])
+    for at in range(0, len(table), _SYM.size):
+        name, info, other, shndx, value, size = _SYM.unpack_from(table, at)
+        if 0 < shndx < SHN_LORESERVE:
+            _SYM.pack_into(table, at, name, info, other, new_index.get(shndx, 0), value, size)
+    while len(out) % 8:
+        out.append(0)
+    sections.append([add_name(name_of(h)), SHT_SYMTAB, 0, 0, len(out), len(table),
+                     len(sections) + 1, h[7], 8, _SYM.size])
+    out += table
+    sections.append([add_name(name_of(strtab)), SHT_STRTAB, 0, 0, len(out), len(names), 0, 0,
+                     1, 0])
+    out += names

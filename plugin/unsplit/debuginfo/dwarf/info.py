@@ -18,16 +18,18 @@ Value = int | bytes
 class InfoWriter:
     """Appends units and DIEs to one .debug_info; DIE offsets are section offsets."""
 
-    def __init__(self, abbrevs: AbbrevTable) -> None:
+    def __init__(self, abbrevs: AbbrevTable, start: int = 0, abbrev_offset: int = 0) -> None:
         self.abbrevs = abbrevs
         self.data = bytearray()
+        self.start = start  # where these units go in .debug_info
+        self.abbrev_offset = abbrev_offset  # where `abbrevs` goes in .debug_abbrev
         self._unit_start = 0
 
     def begin_unit(self) -> int:
         """Starts a DWARF 5 compile unit (32-bit format, 8-byte addresses); returns its offset."""
         self._unit_start = len(self.data)
-        self.data += struct.pack("<IHBBI", 0, 5, DW_UT_compile, 8, 0)  # abbrev table at 0
-        return self._unit_start
+        self.data += struct.pack("<IHBBI", 0, 5, DW_UT_compile, 8, self.abbrev_offset)
+        return self.start + self._unit_start
 
     def end_unit(self) -> None:
         self.data += b"\0"  # closes the compile unit DIE's children

@@ -15,12 +15,13 @@ DW_RLE_start_length = 0x07
 class RangeLists:
     HEADER = 12  # unit_length, version, address_size, segment_selector_size, offset_entry_count
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start  # where the contribution goes in the section
         self.data = bytearray(struct.pack("<IHBBI", 0, 5, 8, 0, 0))
 
     def add(self, ranges: list[tuple[int, int]]) -> int:
         """Writes [start, end) ranges as one list; returns its section offset."""
-        offset = len(self.data)
+        offset = self.start + len(self.data)
         for start, end in ranges:
             self.data += bytes([DW_RLE_start_length]) + struct.pack("<Q", start) + \
                 uleb(end - start)

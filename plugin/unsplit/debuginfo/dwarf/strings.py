@@ -7,14 +7,15 @@ from __future__ import annotations
 class StringTable:
     """Each distinct string stored once; ``offset`` returns where it begins."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: int = 0) -> None:
+        self.start = start  # where the table goes in its section (after what is there)
         self.data = bytearray()
         self._offsets: dict[str, int] = {}
 
     def offset(self, text: str) -> int:
         found = self._offsets.get(text)
         if found is None:
-            found = len(self.data)
+            found = self.start + len(self.data)
             self.data += text.encode("utf-8", "surrogateescape") + b"\0"
             self._offsets[text] = found
         return found

@@ -1,0 +1,116 @@
+"""The debug file of a BOLTed module whose pre-BOLT input has DWARF: the input's whole DWARF
+(units, types, functions, scopes, variables, call sites, lines) with every code address moved
+to where BOLT put that code (unsplit.index.input_map), as BOLT's own --update-debug-sections
+would have written it. Strings and string offsets are the input's. Procedures no input unit
+describes (startup code, assembly) get a unit of names and lines (unsplit.debuginfo.synthesize)
+after the input's."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from unsplit.debuginfo import synthesize
+from unsplit.debuginfo.dwarf.aranges import ArangesWriter
+from unsplit.debuginfo.dwarf.elf import write_debug_file
+from unsplit.debuginfo.translate.lists import Mover
+from unsplit.debuginfo.translate.strings import own_strings
+from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
+from unsplit.elf.binary import Binary
+from unsplit.index import prebolt
+from unsplit.index.input_map import InputMap, merge
+from unsplit.index.model import Procedure
+from unsplit.index.module_index import ModuleIndex
+
+COPIED = (".debug_str", ".debug_line_str", ".debug_str_offsets")
+READ = (".debug_info", ".debug_types", ".debug_abbrev", ".debug_addr", ".debug_line",
+        ".debug_rnglists", ".debug_loclists", ".debug_ranges", ".debug_loc", *COPIED)
+
+
+@dataclass
+class Summary:
+    """What was written and what BAT gave no place to."""
+
+    input: str
+    units: int = 0
+    functions: int = 0  # input functions BAT places
+    described: int = 0  # procedures no input unit describes, given a unit of names
+    left_out: list[str] = field(default_factory=list)  # units, one line each
+    dropped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # lists and line tables left out
+    unplaced_functions: list[str] = field(default_factory=list)
+
+
+def input_with_dwarf(index: ModuleIndex) -> tuple[Binary, Binary] | None:
+    """The module's pre-BOLT input and the file holding its DWARF, when both exist."""
+    found = prebolt.input_for(index.binary)
+    if found is None:
+        return None
+    dwarf = found.dwarf_binary
+    return None if dwarf is None else (found, dwarf)
+
+
+def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary) -> tuple[bytes, Summary]:
+    """The debug file's bytes, and what went into it."""
+    imap = InputMap.of(index.binary, input_binary)
+    if imap is None:
+        raise ValueError(f"{index.binary.path} has no BAT")
+    inputs = {name: data for name in READ if (data := dwarf.section_data(name)) is not None}
+    mover = Mover(imap)
+    rewriter = UnitRewriter(inputs, mover)
+    info = rewriter.section(".debug_info")
+    types = rewriter.section(".debug_types") if ".debug_types" in inputs else None
+    addr, unplaced = rewriter.addr.write(imap, info.data)
+    mover.dropped["addresses"] += unplaced
+    sections: list[tuple[str, bytes]] = [(".debug_abbrev", bytes(rewriter.abbrev))]
+    info_bytes, aranges = _kept(info)
+    sections.append((".debug_info", info_bytes))
+    if types is not None:
+        sections.append((".debug_types", _kept(types)[0]))
+    if ".debug_str" in inputs and ".debug_str_offsets" in inputs:
+        strings, offsets, problems = own_strings(inputs[".debug_str"],
+                                                 inputs[".debug_str_offsets"])
+        inputs = {**inputs, ".debug_str": strings, ".debug_str_offsets": offsets}
+        mover.warnings += problems
+    sections += [(name, inputs[name]) for name in COPIED if name in inputs]
+    sections.append((".debug_line", bytes(rewriter.lines.out)))
+    if addr:
+        sections.append((".debug_addr", addr))
+    sections += [(name, bytes(data)) for name, data in rewriter.outputs.items() if data]
+    sections.append((".debug_aranges", aranges))
+    covered = merge([r for _, ranges in info.aranges for r in ranges])
+    extra, names = synthesize.sections(index, lambda p: not _covered(covered, p),
+                                       {name: len(data) for name, data in sections})
+    by_name = dict(sections)
+    for name, data in extra:
+        by_name[name] = by_name.get(name, b"") + data
+    with open(index.binary.path, "rb") as f:
+        module = f.read()
+    summary = Summary(input_binary.path, rewriter.units, imap.functions, names.procedures,
+                      rewriter.left_out, {k: v for k, v in sorted(mover.dropped.items()) if v},
+                      mover.warnings, imap.unplaced)
+    return write_debug_file(module, index.binary.path, list(by_name.items())), summary
+
+
+def _covered(ranges: list[tuple[int, int]], proc: Procedure) -> bool:
+    """Whether a unit of the input covers the procedure's entry."""
+    entry = proc.fragments[0].start
+    i = bisect_right(ranges, (entry, 1 << 64)) - 1
+    return i >= 0 and entry < ranges[i][1]
+
+
+def _kept(done: Rewritten) -> tuple[bytes, bytes]:
+    """The section without the units left out, and .debug_aranges for its units (offsets as
+    they are in it)."""
+    for at, size, table in done.addr_bases:
+        done.data[at:at + size] = table.new_base.to_bytes(size, "little")
+    new_offset: dict[int, int] = {}
+    out = bytearray()
+    for start, end in done.kept:
+        new_offset[start] = len(out)
+        out += done.data[start:end]
+    aranges = ArangesWriter()
+    for unit, ranges in done.aranges:
+        if unit in new_offset and ranges:
+            aranges.add(new_offset[unit], merge(list(ranges)))
+    return bytes(out), aranges.finish()

@@ -1,0 +1,98 @@
+"""Line tables moved through the input map, row by row: each input row stands for the bytes
+up to the next row's address; those bytes' output ranges each begin with it (the rows of one
+address all where the first byte went, the last of them, the one in effect, at the others),
+and the rows, sorted by output address, make one sequence per run of touching ranges. The
+header (file and directory tables: DW_AT_decl_file and DW_AT_call_file numbers) is the
+input's, byte for byte."""
+
+from __future__ import annotations
+
+from unsplit.debuginfo.translate.lists import Mover
+from unsplit.errors import DecodeError
+from unsplit.formats import line_program
+from unsplit.formats.line_program import PROGRAM_FLAGS_ONCE, ProgramWriter, Row
+
+
+class LineTables:
+    """The new .debug_line, each input program moved once (units may share one)."""
+
+    def __init__(self, data: bytes, mover: Mover) -> None:
+        self.data = data
+        self.mover = mover
+        self.out = bytearray()
+        self._done: dict[int, int] = {}
+
+    def forget_after(self, size: int) -> None:
+        """Drops the programs written from `size` on (a unit left out wrote them)."""
+        del self.out[size:]
+        self._done = {k: v for k, v in self._done.items() if v < size}
+
+    def moved(self, offset: int, where: str) -> int:
+        """The new offset of the input program at `offset`; DecodeError when its header does
+        not decode (rows that do not are dropped, and said)."""
+        found = self._done.get(offset)
+        if found is not None:
+            return found
+        header = line_program.read_header(self.data, offset)
+        try:
+            sequences = line_program.sequences(self.data, header)
+        except DecodeError as e:
+            self.mover.warnings.append(f"{where}: line table at .debug_line+{offset:#x}: "
+                                       f"{e.message}: its rows are left out")
+            sequences = []
+        segments = self._segments(sequences)
+        writer = ProgramWriter(header)
+        last = -1
+        imap = self.mover.imap
+        for start, end, rows in segments:
+            if start < last:
+                if end <= last:
+                    continue  # code placed twice: the first place's rows stand
+                start = last
+            elif start > last >= 0:
+                writer.end_sequence(last)
+            elif start == last and imap.rebuilt_jump(start):
+                last = end  # the row before goes on (BOLT's own table does the same)
+                continue
+            for row in rows:
+                writer.row((start, *row[1:]))
+            last = end
+        if last >= 0:
+            writer.end_sequence(last)
+        new = self._done[offset] = len(self.out)
+        self.out += writer.program(self.data)
+        return new
+
+    def _segments(self, sequences: list[tuple[list[Row], int]]
+                  ) -> list[tuple[int, int, list[Row]]]:
+        """(output start, output end, rows) of every placed run of input rows, by start."""
+        imap = self.mover.imap
+        out: list[tuple[int, int, list[Row]]] = []
+        dropped = 0
+        for rows, end in sequences:
+            n = len(rows)
+            i = 0
+            while i < n:
+                address = rows[i][0]
+                j = i + 1
+                while j < n and rows[j][0] == address:
+                    j += 1
+                following = rows[j][0] if j < n else end
+                if following > address:
+                    placed = imap.place(address, following)
+                    if placed.missing and not placed.ranges:
+                        dropped += j - i
+                    entry = imap.start(address)
+                    for start, stop in placed.ranges:
+                        group = rows[i:j] if start == entry else [_elsewhere(rows[j - 1])]
+                        out.append((start, stop, group))
+                i = j
+        self.mover.dropped["line rows"] += dropped
+        out.sort(key=lambda s: s[0])
+        return out
+
+
+def _elsewhere(row: Row) -> Row:
+    """A row carried to a second output range: a prologue does not end there again."""
+    address, file, line, column, flags, isa, disc = row
+    return (address, file, line, column, flags & ~PROGRAM_FLAGS_ONCE, isa, disc)

@@ -1,0 +1,177 @@
+"""Range and location lists moved through the input map: each input list read
+(unsplit.formats.dwarf_lists), each entry's range placed (a range BOLT split becomes several
+entries; what has no place is dropped and counted), DW_OP_addr operands moved, and written as
+absolute entries. A DWARF 5 unit gets its own contribution to .debug_rnglists and
+.debug_loclists (its offsets array kept, so DW_FORM_rnglistx and DW_FORM_loclistx values stay
+as they are); DWARF 4 units share .debug_ranges and .debug_loc. A list that does not decode is
+written empty, with one line saying which and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from unsplit.errors import DecodeError
+from unsplit.formats import dwarf_lists as L
+from unsplit.formats import dwarf_ops
+from unsplit.index.input_map import InputMap, merge
+
+
+class Mover:
+    """What moving addresses and lists needs from the whole file: the map, the counts of
+    what was dropped, and the lines said about damaged input."""
+
+    def __init__(self, imap: InputMap) -> None:
+        self.imap = imap
+        self.dropped: Counter[str] = Counter()
+        self.warnings: list[str] = []
+
+    def address(self, address: int) -> int:
+        """A code or data address moved (0, counted, for input code with no place)."""
+        new = self.imap.start(address)
+        if new is None:
+            self.dropped["addresses"] += 1
+            return 0
+        return new
+
+    def expression(self, expr: bytes, offset_size: int, where: str) -> bytes:
+        """`expr` with the operand of each DW_OP_addr moved (an expression that does not
+        decode is kept as it is, and said)."""
+        if dwarf_ops.DW_OP_addr not in expr:
+            return expr
+        try:
+            places = dwarf_ops.address_operands(expr, 8, offset_size)
+        except DecodeError as e:
+            self.warnings.append(f"{where}: {e.message}: kept as it is")
+            return expr
+        out = bytearray(expr)
+        for at in places:
+            old = int.from_bytes(out[at:at + 8], "little")
+            out[at:at + 8] = self.address(old).to_bytes(8, "little")
+        return bytes(out)
+
+    def ranges(self, entries: list[L.Entry]) -> list[tuple[int, int]]:
+        """Where input ranges went, the range holding the first one's start first (a
+        function's or inlined call's entry: GDB and LLDB take the first range's start)."""
+        found: list[tuple[int, int]] = []
+        for begin, end, _ in entries:
+            placed = self.imap.place(begin, end)
+            found += placed.ranges
+            self.dropped["range bytes"] += placed.missing
+        out = merge(found)
+        if entries and len(out) > 1:
+            entry = self.imap.start(entries[0][0])
+            for i, (start, end) in enumerate(out):
+                if entry is not None and start <= entry < end:
+                    out.insert(0, out.pop(i))
+                    break
+        return out
+
+    def locations(self, entries: list[L.Entry], offset_size: int, where: str) -> list[L.Entry]:
+        out: list[L.Entry] = []
+        for begin, end, expr in entries:
+            moved = self.expression(bytes(expr), offset_size, where)
+            if begin == L.DEFAULT:
+                out.append((begin, end, moved))
+                continue
+            placed = self.imap.place(begin, end)
+            self.dropped["location bytes"] += placed.missing
+            if placed.missing and not placed.ranges:
+                self.dropped["location entries"] += 1
+            out += [(s, t, moved) for s, t in placed.ranges]
+        return out
+
+
+class UnitLists:
+    """One unit's lists: where the new ones go and the memo of those already written."""
+
+    def __init__(self, mover: Mover, version: int, offset_size: int, base_address: int,
+                 address_at: L.AddressAt, inputs: dict[str, bytes],
+                 outputs: dict[str, bytearray], unit_name: str) -> None:
+        self.mover = mover
+        self.version = version
+        self.offset_size = offset_size
+        self.base_address = base_address
+        self.address_at = address_at
+        self.inputs = inputs
+        self.outputs = outputs
+        self.unit_name = unit_name
+        self.rng_name, self.loc_name = (".debug_rnglists", ".debug_loclists") if version >= 5 \
+            else (".debug_ranges", ".debug_loc")
+        self._starts: dict[str, int] = {}  # section -> where this unit's contribution starts
+        self._done: dict[tuple[str, int], int] = {}
+        self.indexed_ranges: list[list[tuple[int, int]]] = []  # by DW_FORM_rnglistx index
+        self.placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+
+    def _contribution(self, name: str, offsets: int = 0) -> int:
+        """Starts this unit's DWARF 5 contribution to `name` (room for `offsets`); its base."""
+        out = self.outputs[name]
+        if name not in self._starts:
+            self._starts[name] = len(out)
+            out += L.lists_header(5, 8, [0] * offsets, 0)
+        return self._starts[name] + 12
+
+    def finish(self) -> None:
+        """Fills in the length of each contribution this unit started."""
+        for name, start in self._starts.items():
+            out = self.outputs[name]
+            out[start:start + 4] = (len(out) - start - 4).to_bytes(4, "little")
+
+    def ranges_table(self, old_base: int) -> int:
+        """The unit's DW_AT_rnglists_base: every list of its offsets array moved; the new
+        base (DW_FORM_rnglistx values keep their meaning)."""
+        return self._table(self.rng_name, old_base, False)
+
+    def locations_table(self, old_base: int) -> int:
+        return self._table(self.loc_name, old_base, True)
+
+    def _table(self, name: str, old_base: int, locations: bool) -> int:
+        data = self.inputs.get(name, b"")
+        header = L.read_lists_header(data, old_base, name)
+        offsets = L.offsets_array(data, header)
+        base = self._contribution(name, len(offsets))
+        out = self.outputs[name]
+        for i, relative in enumerate(offsets):
+            new = self.list_at(name, old_base + relative, locations)
+            out[base + 4 * i:base + 4 * i + 4] = (new - base).to_bytes(4, "little")
+            if not locations:
+                self.indexed_ranges.append(self.placed[new])
+        return base
+
+    def list_at(self, name: str, offset: int, locations: bool) -> int:
+        """The list at `offset` of input section `name`, moved; its new offset."""
+        key = (name, offset)
+        found = self._done.get(key)
+        if found is not None:
+            return found
+        data = self.inputs.get(name, b"")
+        where = f"{self.unit_name}: list at {name}+{offset:#x}"
+        try:
+            if self.version >= 5:
+                entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
+                                         self.address_at)
+            else:
+                entries = L.read_v4_list(data, offset, name, locations, 8, self.base_address)
+        except DecodeError as e:
+            self.mover.warnings.append(f"{where}: {e.message}: left out")
+            entries = []
+        if locations:
+            moved = self.mover.locations(entries, self.offset_size, where)
+            new = self.write(name, moved, True)
+        else:
+            ranges = self.mover.ranges(entries)
+            new = self.write(name, [(s, e, b"") for s, e in ranges], False)
+            self.placed[new] = ranges
+        self._done[key] = new
+        return new
+
+    def write(self, name: str, entries: list[L.Entry], locations: bool) -> int:
+        """Appends a list to this unit's part of `name`; its offset in the section."""
+        if self.version >= 5:
+            self._contribution(name)
+            data = L.encode_v5_list(entries, locations)
+        else:
+            data = L.encode_v4_list(entries, locations)
+        out = self.outputs[name]
+        offset = len(out)
+        out += data
+        return offset

@@ -1,0 +1,218 @@
+"""Range and location lists: .debug_rnglists and .debug_loclists (DWARF 5 §2.17.3, §2.6.2,
+§7.28-§7.29, entry kinds Tables 7.30 and 7.31), .debug_ranges and .debug_loc (DWARF 4
+§2.17.3, §2.6.2). A list decodes to absolute [begin, end) entries, whatever base address and
+address-index entries it was written with; one encodes them back as absolute entries (a
+base address selection first in DWARF 4: the unit's base then does not matter).
+
+The unit header of a DWARF 5 contribution (§7.28: unit_length, version, address_size,
+segment_selector_size, offset_entry_count, then the offsets) is read and written here too."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import encode_uleb128 as uleb
+
+DEFAULT = -1  # begin of a DW_LLE_default_location entry (no range: §2.6.2)
+# One entry: begin, end, and for a location list its expression (b"" in a range list).
+Entry = tuple[int, int, bytes]
+AddressAt = Callable[[int], int]  # an address index (DW_FORM_addrx...) -> the address
+
+# §7.29 Table 7.31 (DW_LLE_*) and §7.28 Table 7.30 (DW_RLE_*): the codes that differ.
+_LLE_END, _LLE_BASEX, _LLE_STARTX_ENDX, _LLE_STARTX_LENGTH, _LLE_OFFSET_PAIR = 0, 1, 2, 3, 4
+_LLE_DEFAULT, _LLE_BASE, _LLE_START_END, _LLE_START_LENGTH, _LLE_GNU_VIEW_PAIR = 5, 6, 7, 8, 9
+_RLE_BASE, _RLE_START_END, _RLE_START_LENGTH = 5, 6, 7
+
+
+@dataclass(frozen=True, slots=True)
+class ListsHeader:
+    """A DWARF 5 contribution to .debug_rnglists or .debug_loclists (§7.28, §7.29)."""
+
+    offset: int  # of its unit_length
+    end: int
+    version: int
+    address_size: int
+    offset_size: int
+    offset_entries: int
+    base: int  # where its offsets array begins: what DW_AT_*lists_base names
+
+
+def read_lists_header(data: bytes, base: int, section: str) -> ListsHeader:
+    """The header of the contribution whose offsets array begins at `base` (a unit's
+    DW_AT_rnglists_base or DW_AT_loclists_base)."""
+    for offset_size, size in ((4, 12), (8, 20)):
+        start = base - size
+        if start < 0:
+            continue
+        length = int.from_bytes(data[start:start + 4], "little")
+        if (offset_size == 4) != (length != 0xFFFFFFFF):
+            continue
+        at = start + 4 if offset_size == 4 else start + 12
+        if offset_size == 8:
+            length = int.from_bytes(data[start + 4:start + 12], "little")
+        end = at + length
+        version, address_size, segment, count = struct.unpack_from("<HBBI", data, at)
+        if version != 5 or end > len(data) or segment != 0 or base + count * offset_size > end:
+            raise DecodeError(section, start, "no contribution header (version 5, segment "
+                              "selector size 0) before the unit's base")
+        return ListsHeader(start, end, version, address_size, offset_size, count, base)
+    raise DecodeError(section, base, "no contribution header before the unit's base")
+
+
+def offsets_array(data: bytes, header: ListsHeader) -> list[int]:
+    """The contribution's offsets, each relative to its base (§7.28)."""
+    n, size, base = header.offset_entries, header.offset_size, header.base
+    return [int.from_bytes(data[base + i * size:base + (i + 1) * size], "little")
+            for i in range(n)]
+
+
+def lists_header(version: int, address_size: int, offsets: list[int], length: int) -> bytes:
+    """A 32-bit DWARF contribution header and offsets array for `length` bytes of lists."""
+    body = struct.pack("<HBBI", version, address_size, 0, len(offsets)) + \
+        b"".join(struct.pack("<I", o) for o in offsets)
+    return struct.pack("<I", len(body) + length) + body
+
+
+def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
+                 base_address: int, address_at: AddressAt) -> list[Entry]:
+    """The list at `pos` of .debug_rnglists (`locations` False) or .debug_loclists."""
+    out: list[Entry] = []
+    base = base_address
+    size = len(data)
+    start = pos
+    while True:
+        if pos >= size:
+            raise DecodeError(section, start, "the list runs past the end of the section")
+        kind = data[pos]
+        at = pos
+        pos += 1
+        if kind == _LLE_END:
+            return out
+        begin = end = -2
+        if kind == _LLE_BASEX:
+            index, pos = _uleb(data, pos, section)
+            base = address_at(index)
+            continue
+        if locations and kind == _LLE_GNU_VIEW_PAIR:
+            _, pos = _uleb(data, pos, section)
+            _, pos = _uleb(data, pos, section)
+            continue
+        if kind == _LLE_STARTX_ENDX:
+            a, pos = _uleb(data, pos, section)
+            b, pos = _uleb(data, pos, section)
+            begin, end = address_at(a), address_at(b)
+        elif kind == _LLE_STARTX_LENGTH:
+            a, pos = _uleb(data, pos, section)
+            n, pos = _uleb(data, pos, section)
+            begin = address_at(a)
+            end = begin + n
+        elif kind == _LLE_OFFSET_PAIR:
+            a, pos = _uleb(data, pos, section)
+            b, pos = _uleb(data, pos, section)
+            begin, end = base + a, base + b
+        elif locations and kind == _LLE_DEFAULT:
+            begin = end = DEFAULT
+        elif kind == (_LLE_BASE if locations else _RLE_BASE):
+            base = _address(data, pos, address_size, section)
+            pos += address_size
+            continue
+        elif kind == (_LLE_START_END if locations else _RLE_START_END):
+            begin = _address(data, pos, address_size, section)
+            end = _address(data, pos + address_size, address_size, section)
+            pos += 2 * address_size
+        elif kind == (_LLE_START_LENGTH if locations else _RLE_START_LENGTH):
+            begin = _address(data, pos, address_size, section)
+            n, pos = _uleb(data, pos + address_size, section)
+            end = begin + n
+        else:
+            raise DecodeError(section, at, f"list entry kind {kind:#x} unknown")
+        expr = b""
+        if locations:
+            n, pos = _uleb(data, pos, section)
+            if pos + n > size:
+                raise DecodeError(section, pos, "an expression runs past the end of the "
+                                  "section")
+            expr = data[pos:pos + n]
+            pos += n
+        out.append((begin, end, expr))
+
+
+def read_v4_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
+                 base_address: int) -> list[Entry]:
+    """The list at `pos` of .debug_ranges (`locations` False) or .debug_loc."""
+    out: list[Entry] = []
+    base = base_address
+    top = (1 << (8 * address_size)) - 1
+    while True:
+        if pos + 2 * address_size > len(data):
+            raise DecodeError(section, pos, "the list runs past the end of the section")
+        begin = _address(data, pos, address_size, section)
+        end = _address(data, pos + address_size, address_size, section)
+        pos += 2 * address_size
+        if begin == 0 and end == 0:
+            return out
+        if begin == top:
+            base = end
+            continue
+        expr = b""
+        if locations:
+            if pos + 2 > len(data):
+                raise DecodeError(section, pos, "the list runs past the end of the section")
+            n = int.from_bytes(data[pos:pos + 2], "little")
+            if pos + 2 + n > len(data):
+                raise DecodeError(section, pos, "an expression runs past the end of the section")
+            expr = data[pos + 2:pos + 2 + n]
+            pos += 2 + n
+        out.append((base + begin, base + end, expr))
+
+
+def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
+    """DW_LLE_start_length / DW_RLE_start_length entries (8-byte addresses) and the end."""
+    out = bytearray()
+    for begin, end, expr in entries:
+        if begin == DEFAULT:
+            out += bytes([_LLE_DEFAULT]) + uleb(len(expr)) + expr
+            continue
+        out += bytes([_LLE_START_LENGTH if locations else _RLE_START_LENGTH])
+        out += struct.pack("<Q", begin) + uleb(end - begin)
+        if locations:
+            out += uleb(len(expr)) + expr
+    out.append(_LLE_END)
+    return bytes(out)
+
+
+def encode_v4_list(entries: list[Entry], locations: bool) -> bytes:
+    """A base address selection of 0, absolute (begin, end) entries and the end (8-byte
+    addresses); DW_LLE_default_location has no DWARF 4 form and is left out."""
+    out = bytearray(struct.pack("<QQ", (1 << 64) - 1, 0))
+    for begin, end, expr in entries:
+        if begin == DEFAULT:
+            continue
+        out += struct.pack("<QQ", begin, end)
+        if locations:
+            out += struct.pack("<H", len(expr)) + expr
+    out += struct.pack("<QQ", 0, 0)
+    return bytes(out)
+
+
+def _address(data: bytes, pos: int, size: int, section: str) -> int:
+    if pos + size > len(data):
+        raise DecodeError(section, pos, "an address runs past the end of the section")
+    return int.from_bytes(data[pos:pos + size], "little")
+
+
+def _uleb(data: bytes, pos: int, section: str) -> tuple[int, int]:
+    value = shift = 0
+    start = pos
+    while True:
+        if pos >= len(data):
+            raise DecodeError(section, start, "a LEB128 number runs past the end")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7

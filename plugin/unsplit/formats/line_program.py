@@ -1,0 +1,260 @@
+"""Line number programs of .debug_line, versions 2 to 5 (DWARF 5 §6.2; §6.2.4 the header,
+§6.2.5 the opcodes): a program's rows, decoded as tuples, and rows encoded back into a program
+for the same header. The header itself (its file and directory tables) is not decoded: a
+writer that keeps a unit's file numbers copies it whole, and only needs where it ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import encode_sleb128 as sleb
+from unsplit.formats.leb128 import encode_uleb128 as uleb
+
+SECTION = ".debug_line"
+# A row: address, file, line, column, flags, isa, discriminator.
+Row = tuple[int, int, int, int, int, int, int]
+IS_STMT, BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN = 1, 2, 4, 8
+PROGRAM_FLAGS_ONCE = PROLOGUE_END | EPILOGUE_BEGIN  # mark one place in a function
+_MASK = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LineHeader:
+    """What running and writing a program needs of its header."""
+
+    offset: int  # of its unit_length
+    end: int  # just past the program
+    version: int
+    offset_size: int
+    header_start: int  # of the version field: the header is copied from here...
+    program_start: int  # ...to here
+    min_inst_length: int
+    default_is_stmt: bool
+    line_base: int
+    line_range: int
+    opcode_base: int
+    opcode_lengths: bytes  # of the standard opcodes 1 .. opcode_base - 1
+
+
+def read_header(data: bytes, offset: int) -> LineHeader:
+    """The header of the program at `offset` (a unit's DW_AT_stmt_list)."""
+    if offset + 4 > len(data):
+        raise DecodeError(SECTION, offset, "the program's header runs past the end")
+    length = int.from_bytes(data[offset:offset + 4], "little")
+    offset_size, pos = 4, offset + 4
+    if length == 0xFFFFFFFF:
+        length = int.from_bytes(data[pos:pos + 8], "little")
+        offset_size, pos = 8, pos + 8
+    end = pos + length
+    header_start = pos
+    if end > len(data):
+        raise DecodeError(SECTION, offset, f"the program's length {length:#x} runs past the "
+                          "end of the section")
+    version = int.from_bytes(data[pos:pos + 2], "little")
+    if not 2 <= version <= 5:
+        raise DecodeError(SECTION, offset, f"line table version {version} (2 to 5 are read)")
+    pos += 2
+    if version >= 5:
+        pos += 2  # address_size, segment_selector_size
+    header_length = int.from_bytes(data[pos:pos + offset_size], "little")
+    pos += offset_size
+    program_start = pos + header_length
+    if pos + 6 > end:
+        raise DecodeError(SECTION, offset, "the header is longer than the program")
+    min_inst = data[pos]
+    pos += 2 if version >= 4 else 1  # maximum_operations_per_instruction (VLIW) is not used
+    default_is_stmt, line_base, line_range, opcode_base = (
+        data[pos] != 0, int.from_bytes(data[pos + 1:pos + 2], "little", signed=True),
+        data[pos + 2], data[pos + 3])
+    lengths = data[pos + 4:pos + 4 + max(opcode_base - 1, 0)]
+    if program_start > end or pos + 4 + len(lengths) > program_start:
+        raise DecodeError(SECTION, offset, "the header is longer than the program")
+    if line_range == 0 or opcode_base == 0 or min_inst == 0:
+        raise DecodeError(SECTION, offset, "line_range, opcode_base or minimum_instruction_"
+                          "length 0 in the header")
+    return LineHeader(offset, end, version, offset_size, header_start, program_start,
+                      min_inst, default_is_stmt, line_base, line_range, opcode_base,
+                      bytes(lengths))
+
+
+def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
+    """Each sequence of the program: its rows in program order and its end address."""
+    out: list[tuple[list[Row], int]] = []
+    min_len, line_base, line_range, opcode_base = (h.min_inst_length, h.line_base,
+                                                   h.line_range, h.opcode_base)
+    lengths = h.opcode_lengths
+    const_add = min_len * ((255 - opcode_base) // line_range)
+    stmt0 = IS_STMT if h.default_is_stmt else 0
+    address, file, line, column, flags, isa, disc = 0, 1, 1, 0, stmt0, 0, 0
+    rows: list[Row] = []
+    pos, end = h.program_start, h.end
+    # every read below is checked against `end`
+    while pos < end:
+        op = data[pos]
+        pos += 1
+        if op >= opcode_base:
+            adjusted = op - opcode_base
+            address = (address + min_len * (adjusted // line_range)) & _MASK
+            line += line_base + adjusted % line_range
+            rows.append((address, file, line, column, flags, isa, disc))
+            flags &= IS_STMT
+            disc = 0
+        elif op == 0:
+            size, pos = _uleb(data, pos, end)
+            if size and pos >= end:
+                raise DecodeError(SECTION, pos, "an extended opcode runs past the end")
+            sub = data[pos] if size else 0
+            if sub == 1:  # DW_LNE_end_sequence
+                out.append((rows, address))
+                rows = []
+                address, file, line, column, flags, isa, disc = 0, 1, 1, 0, stmt0, 0, 0
+            elif sub == 2:  # DW_LNE_set_address
+                address = int.from_bytes(data[pos + 1:pos + size], "little")
+            elif sub == 4:  # DW_LNE_set_discriminator
+                disc = _uleb(data, pos + 1, end)[0]
+            pos += size
+        elif op == 1:  # DW_LNS_copy
+            rows.append((address, file, line, column, flags, isa, disc))
+            flags &= IS_STMT
+            disc = 0
+        elif op == 2:
+            n, pos = _uleb(data, pos, end)
+            address = (address + min_len * n) & _MASK
+        elif op == 3:
+            n, pos = _sleb(data, pos, end)
+            line += n
+        elif op == 4:
+            file, pos = _uleb(data, pos, end)
+        elif op == 5:
+            column, pos = _uleb(data, pos, end)
+        elif op == 6:
+            flags ^= IS_STMT
+        elif op == 7:
+            flags |= BASIC_BLOCK
+        elif op == 8:
+            address = (address + const_add) & _MASK
+        elif op == 9:
+            address = (address + int.from_bytes(data[pos:pos + 2], "little")) & _MASK
+            pos += 2
+        elif op == 10:
+            flags |= PROLOGUE_END
+        elif op == 11:
+            flags |= EPILOGUE_BEGIN
+        elif op == 12:
+            isa, pos = _uleb(data, pos, end)
+        else:
+            for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
+                _, pos = _uleb(data, pos, end)
+    if pos > end:
+        raise DecodeError(SECTION, end, "the last opcode runs past the end of the program")
+    return out
+
+
+class ProgramWriter:
+    """Rows encoded for a program with header `h`'s parameters (special opcodes where they
+    fit), one sequence after another; 8-byte addresses."""
+
+    def __init__(self, h: LineHeader) -> None:
+        self.h = h
+        self.out = bytearray()
+        self._open = False
+        self._state = (0, 1, 1, 0, IS_STMT if h.default_is_stmt else 0, 0)
+
+    def row(self, row: Row) -> None:
+        address, file, line, column, flags, isa, disc = row
+        h, out = self.h, self.out
+        if not self._open:
+            out += b"\x00\x09\x02" + address.to_bytes(8, "little")
+            self._state = (address, 1, 1, 0, IS_STMT if h.default_is_stmt else 0, 0)
+            self._open = True
+        at, f, ln, col, stmt, cur_isa = self._state
+        if file != f:
+            out.append(4)
+            out += uleb(file)
+        if column != col:
+            out.append(5)
+            out += uleb(column)
+        if (flags ^ stmt) & IS_STMT:
+            out.append(6)
+        if flags & BASIC_BLOCK:
+            out.append(7)
+        if flags & PROLOGUE_END and h.opcode_base > 10:
+            out.append(10)
+        if flags & EPILOGUE_BEGIN and h.opcode_base > 11:
+            out.append(11)
+        if isa != cur_isa and h.opcode_base > 12:
+            out.append(12)
+            out += uleb(isa)
+        if disc:
+            d = uleb(disc)
+            out += b"\x00" + uleb(len(d) + 1) + b"\x04" + d
+        advance = address - at
+        if advance < 0 or advance % h.min_inst_length:
+            out += b"\x00\x09\x02" + address.to_bytes(8, "little")
+            advance = 0
+        advance //= h.min_inst_length
+        delta = line - ln
+        if not h.line_base <= delta < h.line_base + h.line_range:
+            out.append(3)
+            out += sleb(delta)
+            delta = 0
+        special = (delta - h.line_base) + h.line_range * advance + h.opcode_base
+        if special <= 255:
+            out.append(special)
+        else:
+            out.append(2)
+            out += uleb(advance)
+            if delta:
+                out.append(3)
+                out += sleb(delta)
+            out.append(1)
+        self._state = (address, file, line, column, flags & IS_STMT, isa)
+
+    def end_sequence(self, end: int) -> None:
+        if not self._open:
+            return
+        at = self._state[0]
+        if end > at and not (end - at) % self.h.min_inst_length:
+            self.out.append(2)
+            self.out += uleb((end - at) // self.h.min_inst_length)
+        elif end != at:
+            self.out += b"\x00\x09\x02" + end.to_bytes(8, "little")
+        self.out += b"\x00\x01\x01"
+        self._open = False
+
+    def program(self, data: bytes) -> bytes:
+        """The whole program: `data`'s header for it (unit_length recomputed), then the rows."""
+        h = self.h
+        header = data[h.header_start:h.program_start]
+        length = len(header) + len(self.out)
+        size = length.to_bytes(4, "little") if h.offset_size == 4 else \
+            b"\xff\xff\xff\xff" + length.to_bytes(8, "little")
+        return size + header + bytes(self.out)
+
+
+def _uleb(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end:
+            raise DecodeError(SECTION, pos, "a LEB128 number runs past the end of the program")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _sleb(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end:
+            raise DecodeError(SECTION, pos, "a LEB128 number runs past the end of the program")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (value - (1 << shift) if byte & 0x40 else value), pos

@@ -1,0 +1,65 @@
+"""Code that only serves a layout: no-operation padding, as the x86-64 (Intel SDM vol. 2B,
+"NOP": 0x90 and 0F 1F /0 with its ModRM forms, with 66/2E prefixes) and AArch64 (Arm ARM C6.2,
+NOP = 0xd503201f) toolchains emit it, and a direct unconditional jump (x86-64 EB/E9, AArch64
+B). BOLT drops padding and jumps to what becomes the next block when it lays code out again,
+so input bytes with no output place that are only those are no loss."""
+
+from __future__ import annotations
+
+EM_X86_64, EM_AARCH64 = 62, 183
+_AARCH64_NOP = bytes.fromhex("1f2003d5")
+
+
+def layout_only(code: bytes, machine: int, before: bytes = b"") -> bool:
+    """Whether `code` is nops (the end of a nop that starts in the last bytes of `before`
+    counts) or one direct unconditional jump."""
+    if _jump(code, machine):
+        return True
+    return any(all_nops(before[len(before) - k:] + code if k else code, machine)
+               for k in range(min(len(before), 14) + 1))
+
+
+def _jump(code: bytes, machine: int) -> bool:
+    if machine == EM_AARCH64:
+        return len(code) == 4 and code[3] >> 2 == 0b000101
+    if machine == EM_X86_64:
+        return (len(code) == 2 and code[0] == 0xEB) or (len(code) == 5 and code[0] == 0xE9)
+    return False
+
+
+def all_nops(code: bytes, machine: int) -> bool:
+    """Whether `code` decodes, to its last byte, as no-operation instructions."""
+    if machine == EM_AARCH64:
+        return len(code) % 4 == 0 and code == _AARCH64_NOP * (len(code) // 4)
+    if machine != EM_X86_64:
+        return False
+    pos, end = 0, len(code)
+    while pos < end:
+        size = _x86_nop(code, pos)
+        if not size:
+            return False
+        pos += size
+    return pos == end
+
+
+def _x86_nop(code: bytes, pos: int) -> int:
+    """The size of the nop at `pos`, or 0."""
+    start, end = pos, len(code)
+    while pos < end and code[pos] in (0x66, 0x2E) and pos - start < 14:
+        pos += 1
+    if pos < end and code[pos] == 0x90:
+        return pos + 1 - start
+    if pos + 2 >= end or code[pos] != 0x0F or code[pos + 1] != 0x1F:
+        return 0
+    modrm = code[pos + 2]
+    mod, reg, rm = modrm >> 6, (modrm >> 3) & 7, modrm & 7
+    if reg != 0:
+        return 0
+    pos += 3
+    if mod != 3 and rm == 4:
+        pos += 1  # SIB
+    if mod == 1:
+        pos += 1
+    elif mod == 2 or (mod == 0 and rm == 5):
+        pos += 4
+    return pos - start if pos <= end else 0

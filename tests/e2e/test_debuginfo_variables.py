@@ -1,0 +1,194 @@
+"""Variables, parameters and return values in moved code of BOLT outputs without DWARF, with
+nothing done but loading the plugin: GDB's `info args`, `info locals`, `print`, the arguments
+`bt` shows and `finish`'s value, and LLDB's `frame variable`, `bt` and `thread step-out`'s
+value, are what plain GDB and LLDB show on the pre-BOLT input stopped at the same event (the
+same line's first hit, or the crash). The plugin's debug file carries the input's DWARF
+through BAT (unsplit.debuginfo.translate). LLDB's command line gets it where the user opts in
+(UNSPLIT_LLDB_DEBUGINFO=1: else it gets the Breakpad CFI file, one symbol file per module)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+from ..variants import DEBUG_FILE_VARIABLES
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+]
+
+# program -> (its argument, the marker of the line to stop at (None: run to the crash), the
+# commands whose output must match, and the procedure whose moved code the stop is in: in a
+# fragment other than its entry wherever BOLT split it, but for `except`, whose handler BOLT
+# keeps with the code that throws to it: there C++ values in code BOLT moved)
+SCENARIOS: dict[str, tuple[str, str | None, list[str], str | None]] = {
+    "crash": ("crash", None, ["bt", "info args", "info locals", "print amount", "print *a",
+                              "up", "info args", "info locals", "up", "info locals"],
+              "transfer"),
+    "loop": ("error", "cold error result", ["bt", "info args", "info locals", "print sum",
+                                            "print i", "finish"], "checksum"),
+    "switch": ("rare", "case 7 rare", ["bt", "info args", "print acc", "finish"], "step"),
+    "recurse": ("deep", "cold limit update", ["bt", "info args", "info locals", "up",
+                                              "info args", "finish"], "walk"),
+    "except": ("throw", "cold catch update", ["bt", "info args", "info locals", "print i",
+                                              "print e.what()", "print total", "finish"], None),
+}
+
+
+def _gdb(binary: Path, argument: str, stop: tuple[str, int] | None, commands: list[str],
+         plugin: bool, cache: Path) -> str:
+    argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+            "set width 0", "-iex", "set print frame-info source-and-location"]
+    if plugin:
+        argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+    if stop is not None:
+        argv += ["-ex", f"break {stop[0]}:{stop[1]}"]
+    argv += ["-ex", "run"]
+    for command in commands:
+        argv += ["-ex", f"echo <<{command}>>\\n", "-ex", command]
+    argv += ["--args", str(binary), argument]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "UNSPLIT_CACHE": str(cache)}, cwd=ROOT)
+    return run.stdout
+
+
+# program -> LLDB's commands at the same stops (no `thread step-out` at a crash).
+LLDB_COMMANDS = {
+    "crash": ["frame variable", "bt", "up", "frame variable", "up", "frame variable"],
+    "loop": ["frame variable", "bt", "thread step-out", "frame variable"],
+    "switch": ["frame variable", "bt", "thread step-out"],
+    "recurse": ["frame variable", "bt", "up", "frame variable", "thread step-out"],
+    "except": ["frame variable", "bt", "expression e.what()", "thread step-out"],
+}
+
+
+def _lldb(binary: Path, argument: str, stop: tuple[str, int] | None, commands: list[str],
+          plugin: bool, cache: Path) -> str:
+    argv = ["lldb-22", "--no-lldbinit", "-b", "-O", "settings set use-color false"]
+    if plugin:
+        argv += ["-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+    argv += ["-o", f"target create {binary}"]
+    if plugin:
+        argv += ["-o", "bb debuginfo status"]  # the plugin's first chance to give the file
+    if stop is not None:
+        argv += ["-o", f"breakpoint set -f {stop[0]} -l {stop[1]}"]
+    argv += ["-o", f"process launch -- {argument}"]
+    for command in ["register read pc", *commands]:  # after a crash: -k (batch mode's rule)
+        argv += ["-o" if stop is not None else "-k", command]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env={
+        **os.environ, "UNSPLIT_CACHE": str(cache), "UNSPLIT_LLDB_DEBUGINFO": "1"})
+    return run.stdout
+
+
+def _lldb_answers(text: str, commands: list[str]) -> dict[str, str]:
+    """Each command's output (LLDB echoes each as `(lldb) COMMAND`), without code addresses,
+    process ids and the plugin's fragment tags."""
+    out: dict[str, str] = {}
+    wanted = ["register read pc", *commands]
+    parts = re.split(r"^\(lldb\) (.*)$", text, flags=re.M)
+    n = 0
+    for i in range(1, len(parts) - 1, 2):
+        if n < len(wanted) and parts[i] == wanted[n]:
+            body = re.sub(r"(frame #\d+: )0x[0-9a-f]+ ", r"\1", parts[i + 1])
+            body = re.sub(r"^ *(->)? *0x[0-9a-f]+ <\+\d+>:.*$\n?", "", body, flags=re.M)
+            body = re.sub(r"Process \d+", "Process", body)
+            body = re.sub(r" \[(cold|warm|hot)[.\d]*\](?: ?\+ ?0x[0-9a-f]+)?", "", body)
+            out[f"{n}: {wanted[n]}"] = body.strip()
+            n += 1
+    return out
+
+
+def _answers(text: str) -> dict[str, str]:
+    """Each command's output, without what differs between the two binaries whatever their
+    debug info: code addresses in frame lines, and the plugin's fragment tag in `bt`."""
+    out: dict[str, str] = {}
+    parts = re.split(r"^<<(.*)>>$", text, flags=re.M)
+    for i in range(1, len(parts) - 1, 2):
+        body = re.sub(r"^(#\d+\s+)0x[0-9a-f]+ in ", r"\1", parts[i + 1], flags=re.M)
+        body = re.sub(r" \[(cold|warm|hot)[.\d]*\]", "", body)
+        body = re.sub(r"^Run till exit from .*\n", "", body, flags=re.M)
+        out[f"{i // 2}: {parts[i]}"] = body.strip()
+    return out
+
+
+def _same_stack(f: dict[str, Any], program: str, tmp_path: Path) -> tuple[Path, Path]:
+    """The BOLT output and its input under paths of one length (`o/` holds the output and
+    its `input/`, `i/` the input): the program's name on the stack is as long in both runs,
+    so are the stack addresses the two print."""
+    ours, theirs = tmp_path / "o" / program, tmp_path / "i" / program
+    ours.parent.mkdir()
+    theirs.parent.mkdir()
+    ours.symlink_to(ROOT / f["binary"])
+    (ours.parent / "input").symlink_to((ROOT / f["input"]).parent)
+    theirs.symlink_to(ROOT / f["input"])
+    return ours, theirs
+
+
+def _stop(f: dict[str, Any], marker: str | None, program: str) -> tuple[str, int] | None:
+    if marker is None:
+        return None
+    (source, lines), = ((s, m) for s, m in f["markers"].items() if marker in m)
+    return source, lines[marker]
+
+
+@pytest.mark.parametrize("program", sorted(SCENARIOS))
+@pytest.mark.parametrize("variant", DEBUG_FILE_VARIABLES)
+def test_gdb_shows_the_inputs_variables_in_moved_code(zoo: dict[str, Any], variant: str,
+                                                      program: str, tmp_path: Path) -> None:
+    argument, marker, commands, procedure = SCENARIOS[program]
+    f = facts(zoo, variant, program)
+    assert not f["has_debug_info"]
+    stop = _stop(f, marker, program)
+    binary, original = _same_stack(f, program, tmp_path)
+    ours = _gdb(binary, argument, stop, ["print/x $pc", *commands], True, tmp_path / "cache")
+    theirs = _gdb(original, argument, stop, ["print/x $pc", *commands], False,
+                  tmp_path / "cache")
+    assert "unsplit: debug info for split module" in ours, ours
+    mine, expected = _answers(ours), _answers(theirs)
+    # The stop is in moved code: not where the input had it, and where BOLT split the
+    # procedure, not in its entry fragment (facts.json).
+    pc = int(mine.pop("0: print/x $pc").split("= ")[1], 16)
+    assert pc != int(expected.pop("0: print/x $pc").split("= ")[1], 16)
+    if procedure is not None:
+        (fragment,) = [g for g in f["split_functions"][procedure]["fragments"]
+                       if int(g["start"], 16) <= pc < int(g["end"], 16)]
+        assert fragment["fragment"] != "hot", fragment
+    assert list(mine) == list(expected)
+    for command in expected:
+        assert mine[command] == expected[command], f"{command}\n--- ours\n{ours}\n--- plain " \
+                                                   f"GDB on the input\n{theirs}"
+    assert "No symbol" not in ours and "No arguments." not in ours, ours
+
+
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="lldb-22 is not installed")
+@pytest.mark.parametrize("program", sorted(SCENARIOS))
+@pytest.mark.parametrize("variant", DEBUG_FILE_VARIABLES[:2])
+def test_lldb_shows_the_inputs_variables_in_moved_code(zoo: dict[str, Any], variant: str,
+                                                       program: str, tmp_path: Path) -> None:
+    argument, marker, _, procedure = SCENARIOS[program]
+    commands = LLDB_COMMANDS[program]
+    f = facts(zoo, variant, program)
+    stop = _stop(f, marker, program)
+    binary, original = _same_stack(f, program, tmp_path)
+    ours = _lldb(binary, argument, stop, commands, True, tmp_path / "cache")
+    theirs = _lldb(original, argument, stop, commands, False, tmp_path / "cache")
+    mine, expected = _lldb_answers(ours, commands), _lldb_answers(theirs, commands)
+    pc = int(re.findall(r"= (0x[0-9a-f]+)", mine.pop("0: register read pc"))[0], 16)
+    assert pc != int(re.findall(r"= (0x[0-9a-f]+)",
+                                expected.pop("0: register read pc"))[0], 16)
+    if procedure is not None:
+        (fragment,) = [g for g in f["split_functions"][procedure]["fragments"]
+                       if int(g["start"], 16) <= pc < int(g["end"], 16)]
+        assert fragment["fragment"] != "hot", fragment
+    assert list(mine) == list(expected), ours
+    for command in expected:
+        assert mine[command] == expected[command], f"{command}\n--- ours\n{ours}\n--- plain " \
+                                                   f"LLDB on the input\n{theirs}"
