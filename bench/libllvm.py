@@ -22,9 +22,12 @@ Then, in one run, so that every ratio compares figures taken under the same load
               first session left. Ratios are to the plain session of the same debugger.
     where     `unsplit where --exe LIB ADDR` of a cold-fragment address: empty cache, warm cache
     symbolize `unsplit symbolize --exe LIB` of 2,000 addresses in split functions (every
-              fragment kind), empty cache and warm cache (wall time and peak RSS of the process)
+              fragment kind), empty cache and warm cache
+    The CLI figures: wall time and CPU time (user + system) of the process, the least of
+    --repeat runs each, and its peak RSS. "empty": the cache directory removed before each
+    run; "warm": the cache the runs before left.
 
-The CLI runs from compiled bytecode, as an installed plugin does (see _bytecode).
+The CLI runs from compiled bytecode, as an installed plugin does (bench/bytecode.py).
 
 Goals: bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
 empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/results/libllvm.json.
@@ -43,13 +46,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "plugin"))
 
+from bytecode import bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
@@ -218,13 +222,11 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, A
     """One debugger session on the core: its wall time up to the end of `bt`, the `bt` alone,
     and the debugger's peak RSS."""
     os.environ["UNSPLIT_CACHE"] = str(cache)
-    # The plugin runs from compiled bytecode, as an installed plugin does (see _bytecode): with
-    # PYTHONDONTWRITEBYTECODE=1 (this workplace's shells set it) every session compiles every
-    # module it imports again, ~0.15 s of lldb's 0.7 s plain session.
-    if not _BYTECODE:
-        _BYTECODE.update(_bytecode())
+    # The plugin runs from compiled bytecode, as an installed plugin does (bench/bytecode.py):
+    # with PYTHONDONTWRITEBYTECODE=1 every session compiles every module it imports again,
+    # ~0.15 s of lldb's 0.7 s plain session.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = _BYTECODE["PYTHONPYCACHEPREFIX"]
+    os.environ["PYTHONPYCACHEPREFIX"] = bytecode_env()["PYTHONPYCACHEPREFIX"]
     start = time.perf_counter()
     with DRIVERS[name](OPT, core=str(CORE), plugin=plugin, startup_timeout=900) as session:
         seconds, frames, cold, text = _timed_bt(session, depth)
@@ -235,53 +237,41 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, A
             "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
 
 
-def _bytecode() -> dict[str, str]:
-    """The environment that runs the plugin from compiled bytecode, as an installed package
-    runs: its modules compiled once into a private prefix (a shell with
-    PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module on every run, 0.15 s)."""
-    prefix = Path(tempfile.gettempdir()) / f"unsplit-bench-pyc-{os.getuid()}"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(prefix)
-    subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "plugin" / "unsplit"),
-                    str(ROOT / "gdb"), str(ROOT / "lldb")], env=env,
-                   check=True, stdout=subprocess.DEVNULL)
-    return env
+class CliRun(NamedTuple):
+    seconds: float  # wall
+    cpu: float  # user + system seconds (GNU time): what the machine's other load adds least to
+    rss: float  # peak resident set, MB (GNU time)
+    stdout: str
 
 
-def _run_cli(args: list[str], cache: Path, stdin: str | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB, from GNU time) and stdout of `unsplit ARGS`, cache root
-    `cache`."""
-    if not _BYTECODE:
-        _BYTECODE.update(_bytecode())
-    env = dict(_BYTECODE, PYTHONPATH=str(ROOT / "plugin"), UNSPLIT_CACHE=str(cache))
+def _run_cli(args: list[str], cache: Path, stdin: str | None = None) -> CliRun:
+    """One run of `unsplit ARGS`, cache root `cache`."""
+    env = bytecode_env(PYTHONPATH=str(ROOT / "plugin"), UNSPLIT_CACHE=str(cache))
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
         start = time.perf_counter()
-        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, PY, "-m",
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", report.name, PY, "-m",
                                "unsplit", *args], input=stdin, capture_output=True, text=True,
                               env=env)
         seconds = time.perf_counter() - start
-        rss = int(report.read().split()[-1]) / 1024
+        rss, user, system = report.read().split()[-3:]
     if proc.returncode:
         raise RuntimeError(f"unsplit {' '.join(args[:2])}: exit {proc.returncode}: "
                            f"{proc.stderr.strip()[-300:]}")
-    return seconds, rss, proc.stdout
-
-
-_BYTECODE: dict[str, str] = {}
+    return CliRun(seconds, float(user) + float(system), int(rss) / 1024, proc.stdout)
 
 
 def _best_cli(args: list[str], cache: Path, kind: str, repeat: int,
-              stdin: str | None = None) -> tuple[float, float, str]:
-    """The fastest of ``repeat`` runs of `unsplit ARGS` (the machine is shared); ``kind``
-    "empty" clears the cache before each run, "warm" uses the cache as the runs leave it."""
-    best: tuple[float, float, str] | None = None
+              stdin: str | None = None) -> CliRun:
+    """The fastest of ``repeat`` runs of `unsplit ARGS` (the machine is shared; its CPU time the
+    least of theirs); ``kind`` "empty" clears the cache before each run, "warm" uses the cache
+    as the runs leave it."""
+    runs = []
     for _ in range(max(repeat, 1)):
         if kind == "empty":
             shutil.rmtree(cache, ignore_errors=True)
-        run = _run_cli(args, cache, stdin)
-        best = run if best is None or run[0] < best[0] else best
-    assert best is not None
-    return best
+        runs.append(_run_cli(args, cache, stdin))
+    best = min(runs, key=lambda r: r.seconds)
+    return best._replace(cpu=min(r.cpu for r in runs))
 
 
 def cold_addresses(count: int, seed: int = 15) -> list[int]:
@@ -323,22 +313,24 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         cache = Path(tmp) / "cache-cli"
         address = hex(cold_addresses(1)[0])
         for kind in ("empty", "warm"):
-            seconds, rss, text = _best_cli(["where", "--exe", str(LIB), address], cache, kind,
-                                           args.repeat)
-            out[f"where_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
-                                    "answer": text.splitlines()[0]}
-            print(f"where      {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  {text.splitlines()[0]}",
-                  flush=True)
+            run = _best_cli(["where", "--exe", str(LIB), address], cache, kind, args.repeat)
+            answer = run.stdout.splitlines()[0]
+            out[f"where_{kind}"] = {"seconds": run.seconds, "cpu_s": run.cpu,
+                                    "peak_rss_mb": run.rss, "answer": answer}
+            print(f"where      {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
+                  f"{run.rss:6.1f} MB  {answer}", flush=True)
         shutil.rmtree(cache)
         addresses = "\n".join(hex(a) for a in cold_addresses(SYMBOLIZE_COUNT)) + "\n"
         for kind in ("empty", "warm"):
-            seconds, rss, text = _best_cli(["symbolize", "--exe", str(LIB)], cache, kind,
-                                           args.repeat, addresses)
-            named = sum(1 for line in text.split("\n\n") if line and not line.startswith("??"))
-            out[f"symbolize_{kind}"] = {"seconds": seconds, "peak_rss_mb": rss,
-                                        "addresses": SYMBOLIZE_COUNT, "named": named}
-            print(f"symbolize  {kind:5} {seconds:6.2f} s  {rss:6.1f} MB  "
-                  f"{named}/{SYMBOLIZE_COUNT} named", flush=True)
+            run = _best_cli(["symbolize", "--exe", str(LIB)], cache, kind, args.repeat,
+                            addresses)
+            named = sum(1 for line in run.stdout.split("\n\n")
+                        if line and not line.startswith("??"))
+            out[f"symbolize_{kind}"] = {"seconds": run.seconds, "cpu_s": run.cpu,
+                                        "peak_rss_mb": run.rss, "addresses": SYMBOLIZE_COUNT,
+                                        "named": named}
+            print(f"symbolize  {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
+                  f"{run.rss:6.1f} MB  {named}/{SYMBOLIZE_COUNT} named", flush=True)
         start = time.perf_counter()
         subprocess.run(["llvm-symbolizer-22", f"--obj={LIB}"], input=addresses, text=True,
                        capture_output=True, check=True)

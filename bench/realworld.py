@@ -23,7 +23,8 @@ and every build is compared with independent oracles (none of them imports the p
                with inlined frames) on every instruction (llvm-objdump-22 -d) of every moved
                fragment: function (the outermost frame's: the logical procedure, llvm's name
                with .cold/.cold.N/.warm/.__part.N stripped) and file:line (the innermost
-               frame's) agreement, and the time of both. The
+               frame's) agreement, and the time of both: ours twice, on an empty unsplit cache
+               and then on the cache that run left (warm), the same answers both times. The
                oracle of a build without DWARF is llvm-symbolizer on its twin with DWARF
                (clang-mfs for clang-mfs-nodwarf, bolt-dbg for bolt; the twins' fragment
                symbols are checked to be at the same addresses).
@@ -31,12 +32,17 @@ and every build is compared with independent oracles (none of them imports the p
     where      `unsplit where --json` on the first, a middle and the last instruction of every
                moved fragment: exit 0, never a traceback, the procedure named.
     gdb/lldb   the probe workload (bench/realworld/probe.lua: the rare paths training never
-               took) stopped at the first cold fragment it enters (a breakpoint on every
-               fragment start) and in luaG_errormsg (called from moved error paths): `bt` with
-               the plugin loaded must name every frame in moved code `proc [cold…]` and give
-               every frame in the program's own code (hot part too) a line wherever the
-               oracle has one, and LLDB's own frame list must hold no pc twice in a row.
+               took) with a breakpoint on every moved fragment's start, stopped at the first
+               one it reaches, and in luaG_errormsg (called from moved error paths): `bt` with
+               the plugin loaded must name every frame in moved code (a fragment, from nm,
+               holds its pc) `proc [cold…]` and every other frame in the program's own code
+               by the symbol that holds its pc, give each of those frames a line wherever the
+               oracle has one, and LLDB's own frame list must hold no pc twice in a row and,
+               stopped where GDB stopped, GDB's caller chain. bench/realworld_cpp.py runs the
+               same checks at every stop of its probes.
 
+Each build gets an unsplit cache directory of its own, empty when its checks start (symbolize
+fills it; where, bbmap and the debuggers then find it warm); no user cache is read.
 Disagreements are classified; each class that is an oracle's quirk or out of scope says why
 (the NOTES column). Results go to bench/results/realworld.json.
 """
@@ -53,6 +59,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from bisect import bisect_left
 from collections import Counter
@@ -342,18 +349,23 @@ def _stream(cmd: list[str], addrs: list[int], env: dict[str, str] | None = None
 
 
 UNSPLIT = [PY, "-m", "unsplit"]
-UNSPLIT_ENV = {"PYTHONPATH": str(ROOT / "plugin")}
+
+
+def unsplit_env(cache: Path) -> dict[str, str]:
+    """The environment of an `unsplit` process: this checkout's plugin, cache root `cache`."""
+    return {"PYTHONPATH": str(ROOT / "plugin"), "UNSPLIT_CACHE": str(cache)}
 
 
 def llvm_symbolize(binary: Path, addrs: list[int]) -> tuple[list[dict[str, Any]], float]:
     return _stream(["llvm-symbolizer-22", f"--obj={binary}", "--output-style=JSON"], addrs)
 
 
-def unsplit_symbolize(b: Build, addrs: list[int]) -> tuple[list[dict[str, Any]], float]:
+def unsplit_symbolize(b: Build, addrs: list[int], cache: Path
+                      ) -> tuple[list[dict[str, Any]], float]:
     cmd = [*UNSPLIT, "symbolize", "--exe", str(b.binary), "--json"]
     if b.pre_bolt is not None:
         cmd += ["--input", str(b.pre_bolt)]
-    return _stream(cmd, addrs, UNSPLIT_ENV)
+    return _stream(cmd, addrs, unsplit_env(cache))
 
 
 def _first(answer: dict[str, Any]) -> dict[str, Any]:
@@ -389,9 +401,16 @@ def classify(b: Build, ours: dict[str, Any], truth: dict[str, Any]) -> str | Non
     return "line"
 
 
-def compare_symbolize(b: Build, frags: list[Fragment]) -> dict[str, Any]:
+def compare_symbolize(b: Build, frags: list[Fragment], cache: Path) -> dict[str, Any]:
+    """`unsplit symbolize` against the oracle, timed twice: on an empty cache directory
+    (`cache`, emptied first), then on the one that run left (warm)."""
     addrs = [a for f in frags for a in f.insns]
-    ours, t_ours = unsplit_symbolize(b, addrs)
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    ours, t_ours = unsplit_symbolize(b, addrs, cache)
+    again, t_warm = unsplit_symbolize(b, addrs, cache)
+    if again != ours:
+        raise BuildError(f"{b.name}: unsplit symbolize answered otherwise from a warm cache")
     _, t_llvm = llvm_symbolize(b.binary, addrs)
     truth, _ = llvm_symbolize(b.lines_oracle, addrs)
     expected = {a: f.procedure for f in frags for a in f.insns}
@@ -420,7 +439,9 @@ def compare_symbolize(b: Build, frags: list[Fragment]) -> dict[str, Any]:
         "oracle_names_the_symbol_procedure": oracle_func_ok / n if n else 1.0,
         "disagreements": dict(classes),
         "examples": {k: v[:5] for k, v in examples.items()},
-        "unsplit_s": t_ours, "llvm_s": t_llvm, "ratio": t_ours / t_llvm if t_llvm else 0.0,
+        "unsplit_empty_s": t_ours, "unsplit_warm_s": t_warm, "llvm_s": t_llvm,
+        "ratio_empty": t_ours / t_llvm if t_llvm else 0.0,
+        "ratio_warm": t_warm / t_llvm if t_llvm else 0.0,
     }
 
 
@@ -442,9 +463,9 @@ def readobj_functions(binary: Path) -> list[dict[str, Any]]:
     return found
 
 
-def compare_bbmap(b: Build) -> dict[str, Any]:
+def compare_bbmap(b: Build, cache: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
-    ours = json.loads(run([*UNSPLIT, "bbmap", str(b.binary), "--json"], env=UNSPLIT_ENV))
+    ours = json.loads(run([*UNSPLIT, "bbmap", str(b.binary), "--json"], env=unsplit_env(cache)))
     t_ours = time.perf_counter() - t0
     t0 = time.perf_counter()
     theirs = readobj_functions(b.binary)
@@ -473,7 +494,7 @@ def where_probes(binary: Path, frags: list[Fragment]) -> list[tuple[int, str, st
     return probes
 
 
-def compare_where(b: Build, frags: list[Fragment]) -> dict[str, Any]:
+def compare_where(b: Build, frags: list[Fragment], cache: Path) -> dict[str, Any]:
     probes = where_probes(b.binary, frags)
     wrong: list[str] = []
     crashes: list[str] = []
@@ -485,7 +506,7 @@ def compare_where(b: Build, frags: list[Fragment]) -> dict[str, Any]:
         if b.pre_bolt is not None:
             cmd += ["--input", str(b.pre_bolt)]
         proc = subprocess.run([*cmd, *(hex(a) for a, _, _ in chunk)], capture_output=True,
-                              text=True, env={**os.environ, **UNSPLIT_ENV}, check=False,
+                              text=True, env={**os.environ, **unsplit_env(cache)}, check=False,
                               timeout=600)
         if proc.returncode != 0 or "Traceback" in proc.stderr or "internal error" in proc.stderr:
             crashes.append(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
@@ -505,10 +526,33 @@ def compare_where(b: Build, frags: list[Fragment]) -> dict[str, Any]:
 
 GDB_PLUGIN = ROOT / "gdb" / "unsplit_gdb.py"
 LLDB_PLUGIN = ROOT / "lldb" / "unsplit_lldb.py"
-ERROR_FUNCTION = "luaG_errormsg"  # every Lua error goes through it, moved error paths too
 _GDB_FRAME = re.compile(r"^#(\d+)\s+(?:(0x[0-9a-f]+) in )?(.*)$")
 _LLDB_FRAME = re.compile(r"^\s*\*?\s*frame #(\d+): (0x[0-9a-f]+) (.*)$")
 _AT_LINE = re.compile(r" at \S+:\d+")
+_STOP = "UNSPLIT-STOP"
+
+
+def c_named(name: str, fragment: str | None, text: str) -> bool:
+    """Whether a frame's text names function symbol `name` (in moved code: as `name [fragment`)
+    the way a debugger names a C function: the symbol itself."""
+    want = name if fragment is None else f"{name} [{fragment}"
+    return re.search(rf"(?<![\w.]){re.escape(want)}\b", text) is not None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the debuggers run: the program's arguments and directory, the stops looked at (a
+    breakpoint on every moved fragment's start, `stops` of them per session; and, when there is
+    one, the function every error goes through), and how a frame names a function symbol."""
+
+    args: list[str]
+    cwd: Path
+    stops: int
+    error_function: str | None
+    named: Callable[[str, str | None, str], bool] = c_named
+
+
+LUA = Workload([str(PROBE)], HERE, 1, "luaG_errormsg")  # every Lua error goes through it
 
 
 # Each debugger's own frame list, machine-readable: [number, pc, inlined, artificial].
@@ -516,9 +560,11 @@ _GDB_FRAMES = ('exec("import json\\nf = gdb.newest_frame()\\nout = []\\n'
                'while f is not None:\\n out.append([f.level(), f.pc(), '
                'f.type() == gdb.INLINE_FRAME, False])\\n f = f.older()\\n'
                'print(\'UNSPLIT-FRAMES\', json.dumps(out))")')
-_LLDB_FRAMES = ("import json; print('UNSPLIT-FRAMES', json.dumps([[f.GetFrameID(), f.GetPC(), "
-                "f.IsInlined(), f.IsArtificial()] for f in lldb.debugger.GetSelectedTarget()"
-                ".GetProcess().GetSelectedThread()]))")
+# (LLDB keeps the threads of a process that exited: a block printed after the exit lists none.)
+_LLDB_FRAMES = ("import json; _p = lldb.debugger.GetSelectedTarget().GetProcess(); "
+                "print('UNSPLIT-FRAMES', json.dumps([[f.GetFrameID(), f.GetPC(), f.IsInlined(), "
+                "f.IsArtificial()] for f in _p.GetSelectedThread()] "
+                "if _p.GetState() == lldb.eStateStopped else []))")
 
 
 @dataclass
@@ -528,23 +574,32 @@ class Frame:
     text: str
 
 
-def _run_debugger(cmd: list[str], timeout: float = 300) -> str:
+def _run_debugger(cmd: list[str], work: Workload, cache: Path, timeout: float = 600) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                           stdin=subprocess.DEVNULL, timeout=timeout, check=False,
-                          cwd=HERE, env={**os.environ, "UNSPLIT_CACHE": str(CACHE / "unsplit")})
+                          cwd=work.cwd, env={**os.environ, "UNSPLIT_CACHE": str(cache)})
     return proc.stdout + proc.stderr
 
 
-def _gdb_stop(b: Build, stop: str, frags: list[Fragment]) -> str:
-    """GDB (with the plugin) stopped at `stop`: its `bt`, `bb where` and the pc, printed."""
+def _stops(work: Workload, stop: str) -> int:
+    return 1 if stop == "error" else work.stops
+
+
+def _gdb_stop(b: Build, stop: str, frags: list[Fragment], work: Workload, cache: Path) -> str:
+    """GDB (with the plugin) run to `stop`: at each of its stops (continued between them) the
+    pc, GDB's own frame list, `bt` and `bb where`, printed after an UNSPLIT-STOP line."""
+    # (GDB's shell starts the program: with startup-with-shell off, GDB passes the arguments
+    # as it quoted them for a shell, backslashes and all.)
     head = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
-            "-iex", "set startup-with-shell off", "-iex", "set pagination off",
-            "-ex", f"source {GDB_PLUGIN}"]
-    tail = ["-ex", "python print('UNSPLIT-PC', hex(gdb.selected_frame().pc()))",
-            "-ex", "python " + _GDB_FRAMES,
-            "-ex", "python print('UNSPLIT-BT-BEGIN')", "-ex", "bt",
-            "-ex", "python print('UNSPLIT-BT-END')", "-ex", "bb where",
-            "--args", str(b.binary), str(PROBE)]
+            "-iex", "set pagination off", "-ex", f"source {GDB_PLUGIN}"]
+    live = "if gdb.selected_inferior().pid: "  # a block after the program ended prints nothing
+    block = ["-ex", f"python print('{_STOP}')",
+             "-ex", f"python {live}print('UNSPLIT-PC', hex(gdb.selected_frame().pc()))",
+             "-ex", f"python {live}" + _GDB_FRAMES,
+             "-ex", "python print('UNSPLIT-BT-BEGIN')", "-ex", "bt",
+             "-ex", "python print('UNSPLIT-BT-END')", "-ex", "bb where"]
+    tail = block + (["-ex", "continue", *block] * (_stops(work, stop) - 1))
+    tail += ["--args", str(b.binary), *work.args]
     script = CACHE / f"gdb-breaks-{b.name}-{stop}.py"
     script.write_text(
         "import gdb\n"
@@ -555,31 +610,36 @@ def _gdb_stop(b: Build, stop: str, frags: list[Fragment]) -> str:
         f"for a in {[] if stop == 'error' else [f.start for f in frags]!r}:\n"
         "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n")
     if stop == "error":  # the load bias from the mappings too (BOLT's PIE may not start at 0)
-        return _run_debugger([*head, "-ex", f"break {ERROR_FUNCTION}", "-ex", "run",
-                              "-ex", f"source {script}", *tail])
+        return _run_debugger([*head, "-ex", f"break {work.error_function}", "-ex", "run",
+                              "-ex", f"source {script}", *tail], work, cache)
     return _run_debugger([*head, "-ex", "starti", "-ex", f"source {script}", "-ex", "continue",
-                          *tail])
+                          *tail], work, cache)
 
 
-def _lldb_stop(b: Build, stop: str, frags: list[Fragment]) -> str:
+def _lldb_stop(b: Build, stop: str, frags: list[Fragment], work: Workload, cache: Path) -> str:
+    """LLDB (with the plugin) run to `stop`, printing at each stop what _gdb_stop prints."""
     script = CACHE / f"lldb-{b.name}-{stop}.lldb"
     lines = ["settings set use-color false", f"command script import {LLDB_PLUGIN}"]
     if stop == "error":
-        lines.append(f"breakpoint set -n {ERROR_FUNCTION}")
+        lines.append(f"breakpoint set -n {work.error_function}")
     else:
         lines += [f"breakpoint set -s {b.binary.name} -a {f.start:#x}" for f in frags]
-    lines += ["run", "script " + _LLDB_FRAMES, "script print('UNSPLIT-BT-BEGIN')", "bt",
-              "script print('UNSPLIT-BT-END')",
-              f"image list -o {b.binary.name}", "bb where"]
+    block = [f"script print('{_STOP}')", "script " + _LLDB_FRAMES,
+             "script print('UNSPLIT-BT-BEGIN')", "bt", "script print('UNSPLIT-BT-END')",
+             f"image list -o {b.binary.name}", "bb where"]
+    lines += ["run", *block]
+    for _ in range(_stops(work, stop) - 1):
+        lines += ["process continue", *block]
     script.write_text("\n".join(lines) + "\n")
     return _run_debugger(["lldb-22", "-b", "--no-lldbinit", "-s", str(script), "--",
-                          str(b.binary), str(PROBE)])
+                          str(b.binary), *work.args], work, cache)
 
 
 def _frames(out: str, pattern: re.Pattern[str]) -> list[Frame]:
-    """The concrete frames, each with the pc of the innermost frame of its group (the calls
-    inlined into a frame come first, at its pc) and the bt text of the concrete frame itself;
-    LLDB's artificial (tail-call) frames, which GDB does not show, left out."""
+    """The concrete frames of one stop's output, each with the pc of the innermost frame of
+    its group (the calls inlined into a frame come first, at its pc) and the bt text of the
+    concrete frame itself; LLDB's artificial (tail-call) frames, which GDB does not show,
+    left out."""
     start, end = out.find("UNSPLIT-BT-BEGIN\n"), out.find("UNSPLIT-BT-END")
     texts = {}
     for line in out[start:end].splitlines()[1:]:
@@ -599,15 +659,23 @@ def _frames(out: str, pattern: re.Pattern[str]) -> list[Frame]:
     return frames
 
 
+def _stop_frames(out: str, pattern: re.Pattern[str]) -> list[list[Frame]]:
+    """The frames of each stop a session printed (the stops it made: a block after the program
+    ended lists none)."""
+    blocks = out.split(f"{_STOP}\n")[1:]
+    return [frames for block in blocks if (frames := _frames(block, pattern))]
+
+
 def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment],
-                 debugger: str, has_line: Callable[[int], bool],
-                 code: list[Symbol]) -> tuple[list[str], Counter[str]]:
+                 debugger: str, has_line: Callable[[int], bool], code: list[Symbol],
+                 named: Callable[[str, str | None, str], bool] = c_named
+                 ) -> tuple[list[str], Counter[str]]:
     """Problems with the frames in the program's own code (`code`: its sized code symbols),
-    and counts: `own` frames there, `moved` ones in moved code, `lines` the oracle
-    (llvm-symbolizer-22 on the build or its DWARF twin) knows a line for and `shown` of those
-    with a line in `bt`. Every such frame needs its line, hot or moved (a BOLTed function's
-    hot part has no DWARF either), and its name: `proc [fragment` in moved code, else the
-    symbol (nm) that holds its pc (a caller's pc - 1)."""
+    and counts: `own` frames there, `moved` ones in moved code (a fragment holds the pc), `lines`
+    the oracle (llvm-symbolizer-22 on the build or its DWARF twin) knows a line for and `shown`
+    of those with a line in `bt`. Every such frame needs its line, hot or moved (a BOLTed
+    function's hot part has no DWARF either), and its name (`named`): `proc [fragment` in
+    moved code, else the symbol (nm) that holds its pc (a caller's pc - 1)."""
     problems, counts = [], Counter[str]()
     low, high = min(s.start for s in code), max(s.end for s in code)
     for k, f in enumerate(frames):
@@ -620,9 +688,10 @@ def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment]
         frag = next((g for g in frags if g.start <= at < g.end), None)
         counts["moved"] += frag is not None
         symbol = symbol_at(code, at)
-        want = f"{frag.procedure} [{frag.fragment}" if frag is not None \
-            else None if symbol is None else symbol.name
-        if want is not None and not re.search(rf"(?<![\w.]){re.escape(want)}\b", f.text):
+        name = frag.procedure if frag is not None else None if symbol is None else symbol.name
+        tag = None if frag is None else frag.fragment
+        if name is not None and not named(name, tag, f.text):
+            want = name if tag is None else f"{name} [{tag}]"
             problems.append(f"{debugger} #{f.number} at {at:#x}: not named {want}: "
                             f"{f.text[:120]}")
             continue
@@ -637,10 +706,20 @@ def check_frames(b: Build, frames: list[Frame], bias: int, frags: list[Fragment]
     return problems, counts
 
 
-def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
+def _bias(text: str, pattern: str, default: int) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1), 16) if m else default
+
+
+def debug_stop(b: Build, stop: str, frags: list[Fragment], work: Workload,
+               cache: Path) -> dict[str, Any]:
+    """A GDB and an LLDB session with the plugin run to `stop` ("cold-entry": every moved
+    fragment's start, `work.stops` stops; "error": `work.error_function`), every frame of every
+    stop checked (check_frames), the two debuggers' stops paired in order; `cache`: unsplit's
+    cache directory (the run's)."""
     t0 = time.perf_counter()
-    gdb_out = _gdb_stop(b, stop, frags)
-    lldb_out = _lldb_stop(b, stop, frags)
+    gdb_out = _gdb_stop(b, stop, frags, work, cache)
+    lldb_out = _lldb_stop(b, stop, frags, work, cache)
     seconds = time.perf_counter() - t0
     problems: list[str] = []
     for name, out in (("gdb", gdb_out), ("lldb", lldb_out)):
@@ -648,62 +727,87 @@ def debug_stop(b: Build, stop: str, frags: list[Fragment]) -> dict[str, Any]:
             if bad in out:
                 line = next(ln for ln in out.splitlines() if bad in ln)
                 problems.append(f"{name}: {line.strip()[:200]}")
-    m = re.search(r"UNSPLIT-PC (0x[0-9a-f]+)", gdb_out)
-    gframes, lframes = _frames(gdb_out, _GDB_FRAME), _frames(lldb_out, _LLDB_FRAME)
-    if m is None or not gframes:
+    gstops, lstops = _stop_frames(gdb_out, _GDB_FRAME), _stop_frames(lldb_out, _LLDB_FRAME)
+    if not gstops:
         return {"stopped": False, "problems": [*problems, "gdb did not stop"],
                 "gdb_tail": gdb_out[-800:]}
-    lm = re.search(rf"\] (0x[0-9a-f]+) \S*{re.escape(b.binary.name)}", lldb_out)
-    gbias = int(m.group(1), 16)  # replaced below by the mapping's start
-    gb = re.search(r"UNSPLIT-BIAS (0x[0-9a-f]+)", gdb_out)
-    gbias = int(gb.group(1), 16) if gb else 0x555555554000
-    lbias = int(lm.group(1), 16) if lm else gbias
-    frame0 = gframes[0].pc - gbias
-    where0 = next((f"{g.procedure} [{g.fragment}]" for g in frags if g.start <= frame0 < g.end),
-                  "hot code")
-
-    def has_line(address: int) -> bool:
-        if not b.dwarf and b.pre_bolt is None:
-            return False  # QUIRKS["no-dwarf"]
-        answer = llvm_symbolize(b.lines_oracle, [address])[0][0]
-        return bool(_first(answer).get("Line"))
-
+    gbias = _bias(gdb_out, r"UNSPLIT-BIAS (0x[0-9a-f]+)", 0x555555554000)
+    lbias = _bias(lldb_out, rf"\] (0x[0-9a-f]+) \S*{re.escape(b.binary.name)}", gbias)
     code = [s for s in text_symbols(b.binary) if s.size > 0]
-    gp, gcount = check_frames(b, gframes, gbias, frags, "gdb", has_line, code)
-    lp, lcount = check_frames(b, lframes, lbias, frags, "lldb", has_line, code)
-    problems += gp + lp
-    if not lframes:
+    lines = _oracle_lines(b, [(stops, bias) for stops, bias in ((gstops, gbias),
+                                                                 (lstops, lbias))], code)
+    counts = {"gdb": Counter[str](), "lldb": Counter[str]()}
+    for k, frames in enumerate(gstops):
+        found, c = check_frames(b, frames, gbias, frags, "gdb", lines.__contains__, code,
+                                work.named)
+        problems += [f"stop {k + 1}: {p}" for p in found]
+        counts["gdb"] += c
+    same = 0
+    for k, frames in enumerate(lstops):
+        found, c = check_frames(b, frames, lbias, frags, "lldb", lines.__contains__, code,
+                                work.named)
+        problems += [f"stop {k + 1}: {p}" for p in found]
+        counts["lldb"] += c
+        # LLDB's own unwinding: no pc twice in a row outside inlined groups, and, stopped at
+        # the same pc as GDB's stop of that number, the same caller chain (.eh_frame, right
+        # per shared/NOTES.md). GDB's bt ends at main, LLDB's goes on into libc: the shorter
+        # one is compared.
+        for f, g in pairwise(frames):
+            if f.pc == g.pc:
+                problems.append(f"stop {k + 1}: lldb: pc {f.pc:#x} twice (#{f.number}, "
+                                f"#{g.number})")
+        lpcs = [f.pc - lbias for f in frames if f.pc is not None]
+        gpcs = [f.pc - gbias for f in gstops[k] if f.pc is not None] if k < len(gstops) else []
+        if lpcs and gpcs and lpcs[0] == gpcs[0]:
+            same += 1
+            n = min(len(lpcs), len(gpcs))
+            if lpcs[:n] != gpcs[:n]:
+                problems.append(f"stop {k + 1}: lldb's caller chain differs from gdb's: "
+                                f"{[hex(p) for p in lpcs[:n]]} vs {[hex(p) for p in gpcs[:n]]}")
+    if not lstops:
         problems.append("lldb printed no frames")
-    # LLDB's own unwinding: no pc twice in a row outside inlined groups, and, stopped at the
-    # same pc, the same caller chain as GDB's (.eh_frame, right per shared/NOTES.md). GDB's
-    # bt ends at main, LLDB's goes on into libc: the shorter one is compared.
-    lgroups, ggroups = lframes, gframes
-    for f, g in pairwise(lgroups):
-        if f.pc == g.pc:
-            problems.append(f"lldb: pc {f.pc:#x} twice (#{f.number}, #{g.number})")
-    lpcs = [f.pc - lbias for f in lgroups if f.pc is not None]
-    gpcs = [f.pc - gbias for f in ggroups if f.pc is not None]
-    same_stop = bool(lpcs) and lpcs[0] == gpcs[0]
-    n = min(len(lpcs), len(gpcs))
-    if same_stop and lpcs[:n] != gpcs[:n]:
-        problems.append(f"lldb's caller chain differs from gdb's: {[hex(p) for p in lpcs[:n]]} "
-                        f"vs {[hex(p) for p in gpcs[:n]]}")
-    lframe0 = lpcs[0] if lpcs else None
-    lwhere0 = next((f"{g.procedure} [{g.fragment}]" for g in frags
-                    if lframe0 is not None and g.start <= lframe0 < g.end), "hot code")
-    return {"stopped": True, "frame0": where0, "frame0_lldb": lwhere0, "same_stop": same_stop,
-            "frames_gdb": len(gpcs), "frames_lldb": len(lpcs),
-            "moved_frames_gdb": gcount["moved"], "moved_frames_lldb": lcount["moved"],
-            "own_frames_gdb": gcount["own"], "own_frames_lldb": lcount["own"],
-            "frame_lines_gdb": [gcount["shown"], gcount["lines"]],
-            "frame_lines_lldb": [lcount["shown"], lcount["lines"]], "problems": problems,
+    if len(lstops) != len(gstops):
+        problems.append(f"gdb stopped {len(gstops)} times, lldb {len(lstops)}")
+
+    def where(frames: list[list[Frame]], bias: int) -> str:
+        pc = frames[0][0].pc if frames and frames[0] else None
+        at = None if pc is None else pc - bias
+        return next((f"{g.procedure} [{g.fragment}]" for g in frags
+                     if at is not None and g.start <= at < g.end), "hot code")
+
+    g, ll = counts["gdb"], counts["lldb"]
+    return {"stopped": True, "stops_gdb": len(gstops), "stops_lldb": len(lstops),
+            "same_stops": same, "frame0": where(gstops, gbias), "frame0_lldb": where(lstops, lbias),
+            "frames_gdb": sum(len(f) for f in gstops), "frames_lldb": sum(len(f) for f in lstops),
+            "moved_frames_gdb": g["moved"], "moved_frames_lldb": ll["moved"],
+            "own_frames_gdb": g["own"], "own_frames_lldb": ll["own"],
+            "frame_lines_gdb": [g["shown"], g["lines"]],
+            "frame_lines_lldb": [ll["shown"], ll["lines"]], "problems": problems,
             "seconds": seconds}
 
 
+def _oracle_lines(b: Build, sessions: list[tuple[list[list[Frame]], int]],
+                  code: list[Symbol]) -> set[int]:
+    """The file addresses of the frames (a caller's: its pc - 1) in the program's own code
+    that the oracle, llvm-symbolizer-22 on the build or its DWARF twin, gives a line: one
+    oracle run for every frame of every stop."""
+    if not b.dwarf and b.pre_bolt is None:
+        return set()  # QUIRKS["no-dwarf"]
+    low, high = min(s.start for s in code), max(s.end for s in code)
+    wanted = sorted({f.pc - bias - (1 if k else 0)
+                     for stops, bias in sessions for frames in stops
+                     for k, f in enumerate(frames)
+                     if f.pc is not None and low <= f.pc - bias - (1 if k else 0) < high})
+    if not wanted:
+        return set()
+    answers, _ = llvm_symbolize(b.lines_oracle, wanted)
+    return {a for a, answer in zip(wanted, answers, strict=True) if _first(answer).get("Line")}
+
+
 def table(results: dict[str, dict[str, Any]]) -> str:
-    rows = [("build", "moved insns", "func %", "line %", "line % (q)", "unsplit s", "llvm s",
-             "ratio", "where ok", "bbmap", "gdb/lldb stops", "moved frames", "frame lines",
-             "problems")]
+    rows = [("build", "moved insns", "func %", "line %", "line % (q)", "unsplit s empty/warm",
+             "llvm s", "where ok", "bbmap", "stops gdb/lldb", "frame 0", "moved frames",
+             "frame lines", "problems")]
     notes: set[str] = set()
     for name, r in results.items():
         sym, wh, bb = r.get("symbolize", {}), r.get("where", {}), r.get("bbmap")
@@ -714,11 +818,13 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             f"{100 * sym['function_agree']:.2f}" if sym else "-",
             f"{100 * sym['line_agree']:.2f}" if sym else "-",
             f"{100 * sym['line_agree_but_quirks']:.2f}" if sym else "-",
-            f"{sym['unsplit_s']:.2f}" if sym else "-", f"{sym['llvm_s']:.2f}" if sym else "-",
-            f"{sym['ratio']:.0f}x" if sym else "-",
+            f"{sym['unsplit_empty_s']:.2f} / {sym['unsplit_warm_s']:.2f}" if sym else "-",
+            f"{sym['llvm_s']:.2f}" if sym else "-",
             f"{wh['answered'] - wh['wrong']}/{wh['addresses']}" + (" CRASH" if wh["crashes"]
                                                                   else "") if wh else "-",
             "-" if bb is None else ("equal" if bb["equal"] else "DIFFER"),
+            " ".join(f"{k}:{v.get('stops_gdb', 0)}/{v.get('stops_lldb', 0)}"
+                     for k, v in dbg.items()) or "-",
             " ".join(f"{k}:{v.get('frame0', '-')}" for k, v in dbg.items()) or "-",
             "/".join(f"{v.get('moved_frames_gdb', 0)}+{v.get('moved_frames_lldb', 0)}"
                      for v in dbg.values()) or "-",
@@ -730,10 +836,12 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.append("")
-    lines.append("line % (q): agreement once the oracle's quirks are set aside; moved frames: "
-                 "gdb+lldb frames in moved code per stop (cold-entry/error); frame lines: "
-                 "frames in the program's own code shown with a line / those the oracle has "
-                 "a line for, both stops")
+    lines.append("line % (q): agreement once the oracle's quirks are set aside; unsplit s: "
+                 "`unsplit symbolize --json` on an empty cache, then on the cache that run left; "
+                 "stops: the stops each debugger made of each kind (cold-entry, error); moved "
+                 "frames: gdb+lldb frames in moved code, every stop of a kind (cold-entry/error); "
+                 "frame lines: frames in the program's own code shown with a line / those the "
+                 "oracle has a line for, every stop")
     for k in sorted(notes):
         lines.append(f"note {k}: {QUIRKS[k]}")
     for name, r in results.items():
@@ -748,6 +856,26 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def check_build(b: Build, args: argparse.Namespace, cache: Path, work: Workload,
+                stops: tuple[str, ...]) -> dict[str, Any]:
+    """Every check `args` asks for of one build. `cache` (missing at first) is the build's
+    unsplit cache: symbolize times itself on an empty one, then warm; the other checks run on
+    what it left."""
+    frags = moved_fragments(b.binary)
+    out: dict[str, Any] = {}
+    if "symbolize" not in args.skip:
+        out["symbolize"] = compare_symbolize(b, frags, cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    if "where" not in args.skip:
+        out["where"] = compare_where(b, frags, cache)
+    if b.bbmap and "bbmap" not in args.skip:
+        out["bbmap"] = compare_bbmap(b, cache)
+    if not args.no_debuggers and "debuggers" not in args.skip:
+        out["debuggers"] = {stop: debug_stop(b, stop, frags, work, cache) for stop in stops}
+    print(f"{b.name}: done", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--force", action="store_true", help="rebuild every build")
@@ -760,21 +888,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Lua 5.4 from {PACKAGE}: {len(sources(src))} C files, {count_lines(src)} lines")
     recipes = build_all(src, args.force)
     results = {}
-    for b in builds(recipes):
-        if args.only and b.name not in args.only:
-            continue
-        frags = moved_fragments(b.binary)
-        results[b.name] = {}
-        if "symbolize" not in args.skip:
-            results[b.name]["symbolize"] = compare_symbolize(b, frags)
-        if "where" not in args.skip:
-            results[b.name]["where"] = compare_where(b, frags)
-        if b.bbmap and "bbmap" not in args.skip:
-            results[b.name]["bbmap"] = compare_bbmap(b)
-        if not args.no_debuggers and "debuggers" not in args.skip:
-            results[b.name]["debuggers"] = {stop: debug_stop(b, stop, frags)
-                                            for stop in ("cold-entry", "error")}
-        print(f"{b.name}: done", flush=True)
+    with tempfile.TemporaryDirectory(prefix="unsplit-realworld-") as tmp:
+        for b in builds(recipes):
+            if args.only and b.name not in args.only:
+                continue
+            results[b.name] = check_build(b, args, Path(tmp) / b.name, LUA,
+                                          ("cold-entry", "error"))
     print(table(results))
     path = save("realworld", {"program": f"Lua 5.4 ({PACKAGE} sdist, {LUA_DIR})",
                               "lines": count_lines(src), "recipes": recipes, "results": results})

@@ -20,18 +20,24 @@ Training parses a generated document (3,000 random values) and a few small ones;
 are the rare paths: a document nested deeper than the parser allows, an empty one, an atom
 misspelt, an array of mixed types summed as doubles, a file that does not exist.
 
-Checks (the oracles are LLVM's tools, as in bench/realworld.py, whose functions this reuses):
-symbolize against llvm-symbolizer-22 on every instruction of every moved fragment, where on
-the first, middle and last instruction of each, bbmap against llvm-readobj-22, and a gdb and
-an lldb session with the plugin stopped at every fragment start the probes reach: frames in
-moved code named `proc [cold…]`, and no frame the plugin names (or, in a build without DWARF,
-names through the debug file it writes) shown by a mangled (`_Z…`) name.
+Checks (the oracles are LLVM's tools, as in bench/realworld.py, whose checks this runs): symbolize
+against llvm-symbolizer-22 on every instruction of every moved fragment (timed on an empty
+unsplit cache, then warm), where on the first, middle and last instruction of each, bbmap
+against llvm-readobj-22, and a gdb and an lldb session with the plugin, a breakpoint on every
+moved fragment's start, looked at in each of the first 12 stops the probes make
+(realworld.debug_stop): every frame in moved code (a fragment from nm holds its pc) named
+`proc [cold…]`, every other frame in the program's code named by the symbol that holds its pc
+(llvm-cxxfilt-22's name, its parameters and return type aside), each with its line wherever
+llvm-symbolizer-22 has one, no frame the plugin names (or, in a build without DWARF, names
+through the debug file it writes) shown by a mangled (`_Z…`) name, LLDB's frames with no pc
+twice in a row and, stopped where GDB stopped, GDB's caller chain.
 Results go to bench/results/realworld_cpp.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import inspect
 import json
@@ -41,6 +47,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,57 +200,67 @@ def builds(recipes: dict[str, list[str]]) -> list[rw.Build]:
 
 # ---------------------------------------------------------------------------- debuggers
 
-_FRAME = re.compile(r"^\s*\*?\s*(?:#|frame #)(\d+):?\s+(?:(0x[0-9a-f]+) (?:in )?)?(.*)$")
-_TAG = re.compile(r"\[(?:cold|warm|part)[\w.]*\]")
 STOPS = 12  # stops looked at per session (the probes reach fewer fragments than that)
+_QUALIFIERS = re.compile(r"(?:\s+(?:const|volatile|&&|&|noexcept))+$")
+# Clone suffixes in GNU's words (`[clone .constprop.0]`) and LLVM's (`(.constprop.0)`).
+_CLONES = re.compile(r"(?: \[clone [^\]]+\]| \(\.[^()\s]+\))+$")
 
 
-def _session(b: rw.Build, frags: list[rw.Fragment], gdb: bool) -> str:
-    """One batch session with the plugin: a breakpoint at every moved fragment's start, the
-    probes run, `bt` at each stop."""
+@functools.cache
+def demangled(name: str) -> str:
+    """`name` as llvm-cxxfilt-22 writes it (the oracle; a C name comes back as it is)."""
+    return subprocess.run(["llvm-cxxfilt-22", name], capture_output=True, text=True,
+                          check=True).stdout.strip() or name
+
+
+def cxx_base(text: str) -> str:
+    """The qualified name of a demangled function without its parameters, qualifiers, clone
+    suffixes and (a template's) return type: how GDB names a function it has DWARF for, and
+    what every other spelling of it (LLDB's, the plugin's) holds."""
+    text = _QUALIFIERS.sub("", _CLONES.sub("", text.strip()))
+    if text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i].rstrip() if i > 0 else text
+                break
+    depth, cut = 0, 0
+    for i, c in enumerate(text):
+        if text.startswith("operator", i) and (i == 0 or not (text[i - 1].isalnum()
+                                                               or text[i - 1] in "_")):
+            break  # `operator<`, `operator bool`: the rest is the operator's name
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(c, 0)
+        if c == " " and depth == 0:
+            cut = i + 1  # what comes before is a template's return type
+    return text[cut:]
+
+
+def cpp_named(dwarf: bool) -> Callable[[str, str | None, str], bool]:
+    """realworld.check_frames' naming rule for C++: the frame holds the symbol's demangled
+    qualified name (spaces aside: GDB writes `> >`, LLVM `>>`), followed in moved code by its
+    parameters, if shown, and `[fragment`; and no mangled (`_Z…`) name where the plugin names
+    the frame (moved code) or, in a build without DWARF, anywhere (the names then come from
+    the debug file unsplit writes). In a build with DWARF a frame in code the plugin leaves
+    alone may keep a name GDB 13 cannot demangle (clang 22's `Tn` template-parameter
+    mangling), as it does without the plugin."""
+
+    def named(name: str, fragment: str | None, text: str) -> bool:
+        if re.search(r"(?<![\w.])_Z\w", text) and (fragment is not None or not dwarf):
+            return False
+        base = re.escape("".join(cxx_base(demangled(name)).split()))
+        tail = r"(?![\w<])" if fragment is None else \
+            r"(?:\(.*?\))?(?:const|volatile|&)*\[" + re.escape(fragment)
+        return re.search(rf"(?<![\w:]){base}{tail}", "".join(text.split())) is not None
+
+    return named
+
+
+def workload(b: rw.Build) -> rw.Workload:
+    """The probes, run where their inputs are (made again: deep.json, train.json)."""
     work = rw._fresh(CACHE / "probe")
     inputs(work)
-    starts = sorted({f.symbol for f in frags})
-    if gdb:
-        cmds = ["set pagination off", "set confirm off", f"source {rw.GDB_PLUGIN}",
-                *(f"break *'{s}'" for s in starts), "run", *["bt", "continue"] * STOPS]
-        argv = ["gdb", "-nx", "-batch", *(x for c in cmds for x in ("-ex", c)), "--args",
-                str(b.binary), *PROBES]
-    else:
-        cmds = [f"command script import {rw.LLDB_PLUGIN}",
-                *(f"breakpoint set --skip-prologue false -s {b.binary.name} -n {s}"
-                  for s in starts),
-                "process launch -- " + " ".join(json.dumps(p) for p in PROBES),
-                *["bt", "process continue"] * STOPS]
-        argv = ["lldb-22", "-b", *(x for c in cmds for x in ("-o", c)), str(b.binary)]
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=work, timeout=600,
-                          check=False)
-    return proc.stdout + proc.stderr
-
-
-def debug_names(b: rw.Build, frags: list[rw.Fragment]) -> dict[str, Any]:
-    """Per debugger: stops made, frames seen, frames in moved code named `proc [tag]`, and the
-    problems: a mangled name in a frame, an internal error, a traceback."""
-    out: dict[str, Any] = {}
-    moved = {f.symbol for f in frags}
-    for name, gdb in (("gdb", True), ("lldb", False)):
-        text = _session(b, frags, gdb)
-        frames = [m.group(3) for line in text.splitlines() if (m := _FRAME.match(line))]
-        # A frame's name is the plugin's where it tags the fragment, and all names are where the
-        # build has no DWARF of its own (they come from the debug file unsplit writes); in a
-        # build with DWARF an inlined frame may keep a name GDB 13 cannot demangle (clang
-        # 22's `Tn` template-parameter mangling), as it does without the plugin.
-        problems = [f"mangled: {f[:120]}" for f in frames
-                    if re.search(r"(?<![\w.])_Z\w", f) and (not b.dwarf or _TAG.search(f))]
-        problems += [line for line in text.splitlines()
-                     if "Traceback" in line or "internal error" in line]
-        stops = len(re.findall(r"^(?:Breakpoint \d+, |\* thread #\d+.*stop reason = breakpoint)",
-                               text, re.M))
-        tagged = sum(1 for f in frames if _TAG.search(f))
-        raw = sum(1 for f in frames if any(s in f for s in moved))
-        out[name] = {"stops": stops, "frames": len(frames), "named_as_fragment": tagged,
-                     "named_by_fragment_symbol": raw, "problems": problems[:10]}
-    return out
+    return rw.Workload(PROBES, work, STOPS, None, cpp_named(b.dwarf))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true", help="rebuild every build")
     ap.add_argument("--only", action="append", help="compare only this build (repeatable)")
     ap.add_argument("--no-debuggers", action="store_true", help="skip the gdb/lldb sessions")
+    ap.add_argument("--skip", action="append", default=[],
+                    help="skip a check: symbolize, where, bbmap, debuggers")
     args = ap.parse_args(argv)
     src = fetch_source()
     lines = sum(len(p.read_text(errors="replace").splitlines())
@@ -257,25 +277,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simdjson from {PACKAGE}: {lines} lines of C++")
     recipes = rw.build_all(src, args.force, RECIPES, BUILD, _stamp)
     results: dict[str, dict[str, Any]] = {}
-    for b in builds(recipes):
-        if args.only and b.name not in args.only:
-            continue
-        frags = rw.moved_fragments(b.binary)
-        results[b.name] = {"symbolize": rw.compare_symbolize(b, frags),
-                           "where": rw.compare_where(b, frags)}
-        if b.bbmap:
-            results[b.name]["bbmap"] = rw.compare_bbmap(b)
-        if not args.no_debuggers:
-            results[b.name]["names"] = debug_names(b, frags)
-        print(f"{b.name}: done", flush=True)
+    with tempfile.TemporaryDirectory(prefix="unsplit-realworld-cpp-") as tmp:
+        for b in builds(recipes):
+            if args.only and b.name not in args.only:
+                continue
+            results[b.name] = rw.check_build(b, args, Path(tmp) / b.name, workload(b),
+                                             ("cold-entry",))
     print(rw.table(results))
-    for name, r in results.items():
-        for debugger, v in r.get("names", {}).items():
-            print(f"{name:<18} {debugger:<5} stops {v['stops']:>3}  frames {v['frames']:>4}  "
-                  f"[cold…] {v['named_as_fragment']:>3}  by fragment symbol "
-                  f"{v['named_by_fragment_symbol']:>3}  problems {len(v['problems'])}")
-            for p in v["problems"]:
-                print(f"  problem: {p}")
     path = save("realworld_cpp", {"program": f"simdjson ({PACKAGE} sdist) + {DRIVER.name}",
                                   "lines": lines, "recipes": recipes, "results": results})
     print(f"saved {path.relative_to(ROOT)}")
