@@ -372,7 +372,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int], mismatch: dict[str
         caller = not _signal_frame(session, host, pc)
         for k, f in enumerate(shown_frames):
             rows.append({**frame_row(f, style, session.source_lines),
-                         "inlined": k + 1 < len(shown_frames)})
+                         "inlined_frame": k + 1 < len(shown_frames)})
     return rows
 
 

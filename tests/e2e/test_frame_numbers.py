@@ -75,7 +75,7 @@ def test_rows_are_numbered_as_the_debugger_numbers_frames(debugger: Callable[...
     # Every frame of the debugger's `bt` up to main, in its order (GDB's bt stops at main).
     assert numbers == list(range(len(numbers))) and len(numbers) >= 3, numbers
     assert [r["procedure"] for r in rows[:3]] == ["leaf", "helper", "main"], rows[:3]
-    assert [r["inlined"] for r in rows[:3]] == [False, True, False], rows[:3]
+    assert [r["inlined_frame"] for r in rows[:3]] == [False, True, False], rows[:3]
     assert rows[2]["fragment"] != "hot" and rows[1]["fragment"] == rows[2]["fragment"], rows
     # main is at the line that calls helper, helper at the line that calls leaf.
     assert "helper(n)" in (rows[2]["source"] or ""), rows[2]

@@ -102,13 +102,13 @@ def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:
             inner = replace(loc, procedure=info.function, offset=None, block=None,
                             file=os.path.basename(info.path) if info.path else None,
                             path=info.path, line=info.line or None,
-                            column=info.column or None)
+                            column=info.column or None, inline_chain=())
         out.append(Frame(frame.number + k, frame.pc, frame.module, frame.bias, inner,
                          frame.cfa, frame.registers, inlined=True))
     outer = chain[-1] if named else None
     if outer is not None and outer.line:
         loc = replace(loc, file=os.path.basename(outer.path) if outer.path else loc.file,
                       path=outer.path or loc.path, line=outer.line,
-                      column=outer.column or None)
+                      column=outer.column or None, inline_chain=())
     out.append(replace(frame, number=frame.number + count - 1, location=loc))
     return out
