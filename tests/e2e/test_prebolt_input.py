@@ -59,7 +59,7 @@ def test_bb_input_names_a_library_before_it_loads(debugger: Callable[..., Any],
     session.run()
     where = json_lines(session.command("bb where --json"))[0]
     assert (where["procedure"], where["fragment"]) == ("verify_record", "cold")
-    assert where["line"] == f["markers"]["libwork.c"]["quarantine crash site"], where
+    _at_the_inlined_crash(f, where)
     transcript = session.transcript
     assert f"unsplit: libwork.so: pre-BOLT input {ROOT / f['input']} (bb input)" in transcript
     assert "was not found" not in transcript
@@ -88,7 +88,16 @@ def test_bb_input_in_an_init_file(zoo: dict[str, Any], tmp_path: Path, name: str
             "input when it loads") in out, out
     assert f"unsplit: libwork.so: pre-BOLT input {given} (bb input)" in out, out
     where = json_lines(out)[-1]
-    assert where["line"] == f["markers"]["libwork.c"]["quarantine crash site"], out
+    _at_the_inlined_crash(f, where)
     if name == "gdb":
         inner = f["crash"]["input_crash"]["chain"][0]
-        assert f"in {inner['function']} () at " in out and f"libwork.c:{inner['line']}" in out
+        assert f"in {inner['function']} (" in out and f"libwork.c:{inner['line']}" in out
+
+
+def _at_the_inlined_crash(f: dict[str, Any], where: dict[str, Any]) -> None:
+    """The pre-BOLT input's lines: verify_record at its call of the inlined quarantine_record,
+    which is at the crash site (the input's inline chain, llvm-symbolizer-22 in the facts)."""
+    marks = f["markers"]["libwork.c"]
+    assert where["line"] == marks["verify cold calls quarantine"], where
+    assert [(i["function"], i["line"]) for i in where["inlined"]] == \
+        [("quarantine_record", marks["quarantine crash site"])], where
