@@ -81,7 +81,7 @@ def test_lldb_dap_stop_hook(zoo: dict[str, Any], tmp_path: Path) -> None:
         session.send("launch", program=str(ROOT / f["binary"]), args=f["crash"]["argv"][1:],
                      initCommands=[f'command script import "{LLDB_PLUGIN}"',
                                    "script import unsplit_lldb_impl.cfi_symbols as c; "
-                                   "c._give = lambda *a: {}['x']"])
+                                   "c._describe = lambda *a: {}['x']"])
         session.wait("event", "initialized")
         session.request("configurationDone")
         thread = session.wait("event", "stopped")["body"]["threadId"]
