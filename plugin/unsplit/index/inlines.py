@@ -80,6 +80,9 @@ class InlineChains:
                                            self._children)
                     if inner is None:
                         break
+                    if any(d.offset == inner.offset for d in outer):
+                        raise DecodeError(".debug_info", inner.offset,
+                                          "the DIE tree loops back on itself")
                     outer.append(inner)
         except DecodeError as e:
             self.lines.warn(e)
@@ -163,15 +166,26 @@ def _code_subprograms(cu: Any) -> list[int]:
 def _inlined_child(die: Any, address: int, base: int,
                    children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
                    ) -> Any:
-    """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`."""
-    for child, inlined, spans in children(die, base):
+    """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`,
+    depth first in DIE order. A walk, not a recursion: damaged sibling links can make a DIE its
+    own descendant (a DecodeError here) or nest scopes deeper than Python's stack."""
+    pending = [iter(children(die, base))]
+    seen = {die.offset}
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            continue
+        child, inlined, spans = step
         if inlined:
             if any(lo <= address < hi for lo, hi in spans):
                 return child
         elif not spans or any(lo <= address < hi for lo, hi in spans):
-            found = _inlined_child(child, address, base, children)
-            if found is not None:
-                return found
+            if child.offset in seen:
+                raise DecodeError(".debug_info", child.offset,
+                                  "the DIE tree loops back on itself")
+            seen.add(child.offset)
+            pending.append(iter(children(child, base)))
     return None
 
 
