@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 100000; i++)
         t += work(&v, 0);
     if (argc > 1 && strcmp(argv[1], "crash") == 0)
-        t += work(&v, 1);
+        t += work(&v, 1); /* BB: main crash call */
     return (int)(t & 1);
 }
 """,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 
+from . import console
+
 COMMANDS = ("frame", "up", "down", "frame level", "frame function", "info frame")
 """The commands that print the selected frame (`frame N` is `frame` with an argument)."""
 
@@ -29,7 +31,7 @@ def hook_name(command: str) -> str:
 
 def _definition(name: str) -> str | None:
     try:
-        text: str = gdb.execute(f"show user {name}", to_string=True)
+        text = console.execute(f"show user {name}")
     except gdb.error:  # "Undefined command" / "Not a user command": no hook yet
         return None
     return text

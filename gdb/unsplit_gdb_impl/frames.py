@@ -40,6 +40,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
 from unsplit.index.model import Location
 from unsplit.index.names import names_procedure
 
+from . import console
 from .locator import Locator, gdb_has_line
 from .report import report_internal
 
@@ -73,9 +74,10 @@ class LineDecorator(FrameDecorator):
     a function that does not return is the next function or padding (an empty name, where
     GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types."""
 
-    def __init__(self, base: Any, loc: Location | None) -> None:
+    def __init__(self, base: Any, loc: Location | None, full_paths: bool = False) -> None:
         super().__init__(base)
         self._loc = loc
+        self._full_paths = full_paths  # GDB/MI: the file is the source's full path
         self._has_line: bool | None = None
 
     @_guarded
@@ -115,14 +117,16 @@ class LineDecorator(FrameDecorator):
     def filename(self) -> Any:
         loc = self._core_line()
         if loc is not None:
-            return (loc.path or loc.file) if self._for_dap() else loc.file
+            return (loc.path or loc.file) if self._full_paths or self._for_dap() else loc.file
         # GDB's source file, or none rather than the library as if it were one (module doc);
         # the name as the decorator below gives it: the symtab's in `bt`, its full path under
         # GDB's DAP (DAPFrameDecorator), so that an IDE can open a relative name (`./foo.h`).
+        # GDB/MI's printer of a filtered frame has no `fullname` (py-framefilter.c): its
+        # `file` is the full path, which IDEs open when `fullname` is missing.
         sal = self.inferior_frame().find_sal()
         if not (sal.symtab and sal.symtab.filename):
             return None
-        return super().filename()
+        return sal.symtab.fullname() if self._full_paths else super().filename()
 
     def _for_dap(self) -> bool:
         """Whether GDB's DAP server asks (its frames are DAPFrameDecorators, GDB >= 14)."""
@@ -160,8 +164,9 @@ class LineDecorator(FrameDecorator):
 class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
-    def __init__(self, base: Any, loc: Location, style: str | None) -> None:
-        super().__init__(base, loc)
+    def __init__(self, base: Any, loc: Location, style: str | None,
+                 full_paths: bool = False) -> None:
+        super().__init__(base, loc, full_paths)
         self._shown = loc
         self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
 
@@ -181,6 +186,7 @@ class UnsplitFrameFilter:
         self.priority = 100
         self.chosen = True  # the user's choice: bb enable/disable, enable/disable frame-filter
         self.locator = locator
+        self.full_paths = console.mi_interpreter()  # what MI's printer lacks (LineDecorator)
 
     @property
     def enabled(self) -> bool:
@@ -228,21 +234,24 @@ class UnsplitFrameFilter:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
-            return decorated(decorator, self.locator.shown(frame, checked=checked), style)
+            return decorated(decorator, self.locator.shown(frame, checked=checked), style,
+                             self.full_paths)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
 
 
-def decorated(decorator: Any, loc: Location | None, style: str | None) -> Any:
+def decorated(decorator: Any, loc: Location | None, style: str | None,
+              full_paths: bool = False) -> Any:
     """What `bt` prints a normal or inlined frame with, given where the plugin shows it (`loc`,
-    Locator.shown): also how stop.py words the selected frame after `up`, so both read alike."""
+    Locator.shown): also how stop.py words the selected frame after `up`, so both read alike.
+    `full_paths`: files by their full path (GDB/MI)."""
     if loc is None or not loc.in_moved_code:
-        return LineDecorator(decorator, loc)
+        return LineDecorator(decorator, loc, full_paths)
     if decorator.inferior_frame().type() == gdb.INLINE_FRAME and \
             not _names_procedure(decorator, loc):
-        return LineDecorator(decorator, None)  # an inlined function keeps its own name
-    return MovedCodeDecorator(decorator, loc, style)
+        return LineDecorator(decorator, None, full_paths)  # an inlined function keeps its name
+    return MovedCodeDecorator(decorator, loc, style, full_paths)
 
 
 def _names_procedure(decorator: Any, loc: Location) -> bool:

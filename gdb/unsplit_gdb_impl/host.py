@@ -28,6 +28,8 @@ from unsplit.index.frame import lookup_pc
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 
+from . import console
+
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
 _EXEC_FILE = re.compile(r"^\s*`(.+)', file type")
@@ -169,7 +171,7 @@ class GdbHost:
     def mapped(self) -> list[MappedModule]:
         key = self._fingerprint()
         if self._mapped is None or key != self._key:
-            text = gdb.execute("info files", to_string=True)
+            text = console.execute("info files")
             mapped = [m for m in parse_info_files(text) if os.path.isfile(m.path)]
             for mod in mapped:
                 mod.bias = _bias(mod)

@@ -22,6 +22,7 @@ from unsplit.index.names import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.session import Session
 
+from . import console
 from .host import address_in_block
 from .locator import Locator
 
@@ -53,7 +54,7 @@ def frame_output(frame: Any) -> list[str]:
         try:
             if frame != selected:
                 frame.select()
-            return str(gdb.execute("frame", to_string=True) or "").splitlines()
+            return console.execute("frame").splitlines()
         finally:
             if frame != selected and selected.is_valid():
                 selected.select()

@@ -22,6 +22,8 @@ from typing import Any
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debug.stepping import StepOutcome, StepPlan
 
+from . import console
+
 _CALL = re.compile(r"^\s*(call|callq|bl|blr|jalr?)\b")
 
 
@@ -96,7 +98,7 @@ class Stepper:
         gdb.events.stop.connect(self._on_stop)
         gdb.events.exited.connect(self._on_exit)
         try:
-            return str(gdb.execute(command, to_string=True) or "")
+            return console.execute(command)
         finally:
             gdb.events.stop.disconnect(self._on_stop)
             gdb.events.exited.disconnect(self._on_exit)

@@ -70,8 +70,8 @@ class MiSession:
     """One GDB in MI mode, the plugin sourced the way a user's ~/.gdbinit would."""
 
     def __init__(self, argv: Sequence[str], *, plugin: bool = True,
-                 env: dict[str, str] | None = None) -> None:
-        cmd = [GDB, "--interpreter=mi3", "-nx", "-q", "-iex", "set debuginfod enabled off",
+                 env: dict[str, str] | None = None, gdb: str = GDB) -> None:
+        cmd = [gdb, "--interpreter=mi3", "-nx", "-q", "-iex", "set debuginfod enabled off",
                "-iex", "set startup-with-shell off"]
         if plugin:
             cmd += ["-iex", f"source {PLUGIN}"]

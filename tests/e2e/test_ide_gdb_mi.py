@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 
+from fixtures.toolbox import markers, markers_in
+
+from .. import builders
 from ..conftest import ROOT, facts
+from .conftest import gdb_at_least
 from .driver_mi import GDB, MiSession
 
 pytestmark = [
@@ -33,8 +37,8 @@ def mi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
     sessions: list[MiSession] = []
 
-    def start(argv: list[str]) -> MiSession:
-        sessions.append(MiSession(argv))
+    def start(argv: list[str], gdb: str = GDB) -> MiSession:
+        sessions.append(MiSession(argv, gdb=gdb))
         return sessions[-1]
     yield start
     for s in sessions:
@@ -81,3 +85,32 @@ def test_mi_crash_in_compiler_split_without_dwarf(mi: Any, zoo: dict[str, Any],
     for level, probed in enumerate(f["crash"]["frames"][:3]):
         assert int(frames[level]["addr"], 16) == int(probed["pc"], 16)
         assert frames[level]["func"] == probed["procedure"], frames[level]
+
+
+@pytest.fixture(scope="module")
+def split_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """libw.so with `work` split by GCC, and `m`, built with relative source names (`lib.c`,
+    `main.c`): GDB's `file` is then not a path an IDE can open, its `fullname` is."""
+    return builders.split_library(tmp_path_factory.mktemp("milib"), pie=True)
+
+
+@pytest.mark.parametrize("which", ["gdb", "newer"])
+def test_mi_frame_filters_keep_full_paths(mi: Any, split_library: Path, which: str) -> None:
+    """After `-enable-frame-filters` the frames are named by procedure (`work [cold]`) and
+    every frame with a source file has its full path: GDB's printer of filtered frames gives no
+    `fullname` (GDB 13 and 18), so `file` carries it, which IDEs open when `fullname` is missing.
+    GDB 18 also returns a captured command's output as MI records under MI: the filter must
+    still see the modules. Oracles: the sources this test wrote and their markers."""
+    gdb = GDB if which == "gdb" else gdb_at_least(14)
+    lines = {"lib.c": markers(split_library / "lib.c")["lib crash"],
+             "main.c": markers_in(builders.SPLIT_MAIN_C["linked"])["main crash call"]}
+    session = mi([str(split_library / "m"), "crash"], gdb=gdb)
+    session.command("-enable-frame-filters")
+    session.command("-exec-run")
+    assert session.wait_stopped()["reason"] == "signal-received"
+    frames = [next(iter(item.values())) for item in session.command("-stack-list-frames")["stack"]]
+    assert [f["func"] for f in frames] == ["work [cold]", "main"], frames
+    for frame, source in zip(frames, ("lib.c", "main.c"), strict=True):
+        path = frame.get("fullname") or frame["file"]
+        assert os.path.isabs(path) and os.path.samefile(path, split_library / source), frame
+        assert int(frame["line"]) == lines[source], frame
