@@ -509,3 +509,38 @@ def test_breakpoint_that_interrupts_finish_is_reported_once(debugger: Callable[.
     assert len(re.findall(r"^Breakpoint \d+, |stop reason = breakpoint", out, re.M)) == 1, out
     assert "Value returned" not in out and "Return value" not in out, out
     assert session.alive()
+
+
+def _native_next_offsets(binary: Any, symbol: str, args: list[str]) -> list[int]:
+    """Where GDB's own `next` stops, from the first instruction of `symbol` until a signal:
+    each pc as an offset from that first instruction."""
+    script = [f"break *'{symbol}'", "run", "p/x $pc"] + ["next", "p/x $pc"] * 8
+    out = subprocess.run(["gdb", "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
+                          *(x for c in script for x in ("-ex", c)), "--args", str(binary),
+                          *args], capture_output=True, text=True, timeout=SLOW).stdout
+    before_signal = out.split("received signal")[0]
+    pcs = [int(m[1], 16) for m in re.finditer(r"^\$\d+ = (0x[0-9a-f]+)$", before_signal, re.M)]
+    assert len(pcs) >= 2, out
+    return [pc - pcs[0] for pc in pcs[1:]]
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo"])  # clang's cold code begins with line 0
+def test_next_stops_where_gdbs_next_stops(debugger: Callable[..., Any], zoo: dict[str, Any],
+                                          variant: str) -> None:
+    """crash: from the first instruction of transfer's cold fragment, `bb next` stops where
+    GDB's own `next` stops on the same binary (the oracle), until the crash: never at an
+    address whose rows are no statement (GCC puts several rows at one address, the last often
+    not a statement; GDB takes the address's statement row), nor twice on one line."""
+    f = facts(zoo, variant, "crash")
+    cold = next(frag["symbol"] for frag in f["split_functions"]["transfer"]["fragments"]
+                if frag["fragment"] != "hot")
+    expected = _native_next_offsets(ROOT / f["binary"], cold, f["crash"]["argv"][1:])
+    session = _start(debugger, f, f["crash"]["argv"][1:], cold)
+    start = session.register("pc")
+    got: list[int] = []
+    for _ in expected:
+        out = session.command("bb next")
+        if _SIGNAL.search(out):
+            break
+        got.append(session.register("pc") - start)
+    assert got == expected, ([hex(x) for x in got], [hex(x) for x in expected])

@@ -150,12 +150,19 @@ class LineTable:
         spans: list[Span] = []
         has_lines = False
         for frag in sorted(proc.fragments, key=lambda f: f.start):
-            stmts = self._candidates(proc, frag.start, frag.end)
+            stmts, stmt_rows = self._candidates(proc, frag.start, frag.end)
             points = sorted(stmts)
             previous: tuple[str, int] | None = None
             for k, point in enumerate(points):
                 end = points[k + 1] if k + 1 < len(points) else frag.end
                 row = self.line_at(point)
+                if row is not None and row.address == point and not row.is_stmt:
+                    # Several rows at one address, the last no statement (GCC): the line a
+                    # debugger stops on there is the address's last statement row (GDB's
+                    # find_pc_line), not the row a symbolizer names.
+                    statement = stmt_rows.get(point)
+                    if statement is not None and statement.source == row.source:
+                        row = statement
                 key = None if row is None else (row.file, row.line)
                 # GCC puts several rows at one address, the last often not a statement: the
                 # address begins a statement if any of its rows says so (GDB's rule too).
@@ -179,13 +186,18 @@ class LineTable:
                 spans[i] = Span(span.start, span.end, span.file, span.line, True)
         return ProcedureLines(proc, spans, has_lines)
 
-    def _candidates(self, proc: Procedure, start: int, end: int) -> dict[int, bool]:
+    def _candidates(self, proc: Procedure, start: int,
+                    end: int) -> tuple[dict[int, bool], dict[int, LineRow]]:
         """Addresses in [start, end) where the line may change -> whether a row there is a
-        statement (a line-table row with is_stmt and a line)."""
+        statement (a line-table row with is_stmt and a line); and the last such row of each."""
         out: dict[int, bool] = {start: False}
+        stmt_rows: dict[int, LineRow] = {}
         for r in self.rows_in(start, end):
-            out[r.address] = out.get(r.address, False) or (r.is_stmt and r.line != 0)
+            stmt = r.is_stmt and r.line != 0
+            out[r.address] = out.get(r.address, False) or stmt
+            if stmt:
+                stmt_rows[r.address] = r
         for b in proc.blocks:
             if start <= b.start < end:
                 out.setdefault(b.start, False)
-        return out
+        return out, stmt_rows
