@@ -148,17 +148,59 @@ class LineDecorator(FrameDecorator):
         FrameDecorator gives them only where the pc has a line, and the first instruction of a
         cold fragment often has none (clang's machine function splitting: line 0), so a stop
         at `main.cold` read `main [cold] ()` against GDB's `main (argc=4, argv=…)`."""
-        args = super().frame_args()
-        if args is not None:
-            return args
         frame = self.inferior_frame()
-        try:
-            if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) or \
-                    frame.function() is None:
+        args = super().frame_args()
+        if args is None:
+            try:
+                if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) or \
+                        frame.function() is None:
+                    return None
+            except (gdb.error, RuntimeError):
                 return None
-        except (gdb.error, RuntimeError):
-            return None
-        return FrameVars(frame).fetch_frame_args()
+            args = FrameVars(frame).fetch_frame_args()
+        if self._full_paths or gdb.parameter("print frame-arguments") != "scalars":
+            return args  # MI prints every value in full: `...` would read as a string there
+        return [_as_gdb_prints(frame, item) for item in args]
+
+
+_NON_SCALAR = (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION, gdb.TYPE_CODE_ARRAY,
+               gdb.TYPE_CODE_SET, gdb.TYPE_CODE_STRING)
+
+
+def _as_gdb_prints(frame: gdb.Frame, item: Any) -> Any:
+    """An argument as GDB's own `bt` prints it under `print frame-arguments scalars`: `...` for
+    an optimized-out one that is no scalar. GDB's Python frame printer instead hands such a
+    value to its pretty-printer (py-framefilter.c calls common_val_print, not the _checked
+    variant GDB's own printer calls), and libstdc++'s printers raise on it: the frame line
+    broke after `filename=` with "Python Exception <class 'gdb.error'>: value has been
+    optimized out" (simdjson built by clang with machine function splitting). A character
+    array is what GDB prints as `...` in that mode, whatever its bytes."""
+    symbol = item.symbol()
+    if item.value() is not None or not isinstance(symbol, gdb.Symbol):
+        return item
+    try:
+        value = frame.read_var(symbol)
+        kind = value.type.strip_typedefs()
+        while kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
+            kind = kind.target().strip_typedefs()
+        if not value.is_optimized_out or kind.code not in _NON_SCALAR:
+            return item
+    except gdb.error:  # GDB reads it again and says why it cannot
+        return item
+    return _Ellipsis(symbol)
+
+
+class _Ellipsis:
+    """An argument printed `...` (GDB's Symbol/Value interface: symbol() and value())."""
+
+    def __init__(self, symbol: gdb.Symbol) -> None:
+        self._symbol = symbol
+
+    def symbol(self) -> gdb.Symbol:
+        return self._symbol
+
+    def value(self) -> str:
+        return "..."
 
 
 class MovedCodeDecorator(LineDecorator):

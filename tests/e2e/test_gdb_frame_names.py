@@ -94,6 +94,59 @@ def test_a_cold_entry_without_a_line_keeps_its_arguments(gdb: Callable[..., Any]
     assert ours.group(1) == theirs.group(1), frames
 
 
+OPTIMIZED_OUT_CPP = """\
+#include <cstdio>
+#include <string_view>
+__attribute__((noinline, cold)) static void report(long n) { fprintf(stderr, "%ld\\n", n); }
+__attribute__((noinline)) long load(std::string_view name, long n)
+{
+    if (n > 100) {
+        report(n); // GCC moves this branch into load.cold: name is dead there
+        *(volatile long *)0 = n;
+    }
+    return (long)name.size() + n;
+}
+int main(int argc, char **argv)
+{
+    long t = 0;
+    for (int i = 0; i < 10; i++)
+        t += load(argv[0], i);
+    if (argc > 1)
+        t += load(argv[1], 1000);
+    return (int)(t & 1);
+}
+"""
+
+
+def test_an_optimized_out_argument_reads_as_gdbs_own_bt(gdb: Callable[..., Any],
+                                                        tmp_path: Path) -> None:
+    """A std::string_view argument optimized out in a cold fragment (GCC's load.cold): GDB's
+    own `bt` prints `name=...`; its Python frame printer handed the value to libstdc++'s
+    pretty-printer, whose exception broke the frame line (`name=Python Exception <class
+    'gdb.error'>: value has been optimized out`, then a newline). With the plugin's filter the
+    line reads as GDB's own, arguments and all. Oracle: the same `bt` without the plugin."""
+    (tmp_path / "oo.cpp").write_text(OPTIMIZED_OUT_CPP)
+    binary = tmp_path / "oo"
+    # --no-as-needed: libstdc++ (whose pretty-printers GDB loads with it) is linked although
+    # nothing here needs it, as in any program that uses std::string.
+    subprocess.run(["g++", "-O2", "-g", "-Wl,--no-as-needed", "-o", str(binary), "oo.cpp"],
+                   check=True, cwd=tmp_path)
+    assert "load(std::basic_string_view<char, std::char_traits<char> >, long) [clone .cold]" \
+        in subprocess.run(["nm", "-C", str(binary)], capture_output=True, text=True,
+                          check=True).stdout  # the premise: GCC split load
+    frames = []
+    for plugin in (False, True):
+        session = gdb(binary, args=["crash"], plugin=plugin)
+        session.run()
+        assert "optimized out" in session.command("info args")  # the premise
+        frames.append(session.backtrace().splitlines())
+    theirs = re.match(r"^#0\s+0x[0-9a-f]+ in load (\(.+)$", frames[0][0])
+    ours = re.match(r"^#0\s+0x[0-9a-f]+ in load \[cold\] (\(.+)$", frames[1][0])
+    assert theirs and ours, frames
+    assert ours.group(1) == theirs.group(1), frames
+    assert len(frames[1]) == len(frames[0]), frames
+
+
 def test_frame_commands_read_as_bt_does(gdb: Callable[..., Any], zoo: dict[str, Any],
                                         tmp_path: Path) -> None:
     """bolt-dlopen's library copied away from its input (no lines): after `up` (and `frame N`)
