@@ -147,14 +147,13 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
 
 
 def _holds_return_address(frame: Any, thread: Any) -> bool:
-    """A caller's pc is a return address; not so a frame whose newer frames are all calls
-    inlined at its pc (they come first in `bt`, frame 0 among them), as GDB's
-    address_in_block: there the pc is where the thread stopped, perhaps a fragment's first
-    byte, and pc - 1 the last byte of another procedure's fragment."""
+    """A caller's pc is a return address, but not where LLDB made the frame: frame 0 holds
+    where the thread stopped, and a frame whose newer frame is an inlined call holds the first
+    address of that call's range (LLDB's pc for the scope an inlined block is in), perhaps a
+    fragment's first byte, where pc - 1 is the last byte of another procedure's fragment.
+    Only a frame whose newer frame is a real (not inlined) one holds a return address."""
     newer = int(frame.GetFrameID()) - 1
-    while newer >= 0 and thread.GetFrameAtIndex(newer).IsInlined():
-        newer -= 1
-    return newer >= 0
+    return newer >= 0 and not thread.GetFrameAtIndex(newer).IsInlined()
 
 
 def render_native(frame: Any, text: str) -> str:
