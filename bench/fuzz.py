@@ -691,7 +691,11 @@ def _cli_input(k: int) -> dict[str, Any]:
     at, size = span
     kind, damaged = damage(bytes(whole[at:at + size]), rng)
     whole[at:at + size] = damaged[:size].ljust(size, b"\0")  # the section keeps its place
-    exe, core, out = (tmp / f"{variant}-{k}{s}" for s in ("", ".core", ".out"))
+    # A directory per input: what the commands find beside the binary (a pre-BOLT input is
+    # searched there) is its own core, never another worker's half-written copy.
+    here = tmp / f"input-{k}"
+    here.mkdir()
+    exe, core, out = (here / f"{variant}{s}" for s in ("", ".core", ".out"))
     exe.write_bytes(whole if target == src else src.read_bytes())
     exe.chmod(0o755)
     core.write_bytes(whole if target != src else
@@ -708,8 +712,7 @@ def _cli_input(k: int) -> dict[str, Any]:
         out.unlink(missing_ok=True)
     kept = any(r["outcome"] == "crash" for r in runs)
     if not kept:
-        exe.unlink()
-        core.unlink()
+        shutil.rmtree(here)
     return {"k": k, "runs": runs, "exe": str(exe), "core": str(core), "kept": kept,
             "variant": variant, "section": section, "damage": kind}
 
@@ -791,8 +794,7 @@ def cli(count: int, seed: int, crashers: Path, jobs: int = 1, start: int = 0
                     if run["outcome"] == "crash":
                         _cli_crash(crashes, crashers, found, run)
                 if found.get("kept"):
-                    Path(found["exe"]).unlink()
-                    Path(found["core"]).unlink()
+                    shutil.rmtree(Path(found["exe"]).parent)
     return {"tally": tally, "crashes": crashes, "runs": runs, "files": files}
 
 
