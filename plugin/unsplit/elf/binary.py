@@ -195,7 +195,7 @@ class Binary:
                 # of a truncated file (a core cut short) is said here, as a file we cannot read.
                 with reader_errors(lambda said: BinaryError(
                         f"{path}: cannot read its section headers ({said})")):
-                    self.section_headers
+                    _ = self.section_headers
             except BinaryError:
                 self._stream.close()
                 raise
