@@ -211,22 +211,28 @@ def _names_procedure(name: str, loc: Location) -> bool:
 
 def source_line(frame: Any) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    line_entry = frame.GetLineEntry()
-    if line_entry.IsValid() and line_entry.GetLine() > 0:
-        return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
-    context = _context(frame)
-    if not context[0].session.enabled:
-        return ""
-    loc, _ = locate_frame(frame, context, lines=True)
+    loc = plugin_line(frame)
     if loc is None:
         return ""
+    column = f":{loc.column}" if loc.column else ""
+    return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+
+
+def plugin_line(frame: Any) -> Location | None:
+    """The core's line of a frame LLDB has no line for (its file and line known), else None."""
+    line_entry = frame.GetLineEntry()
+    if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return None  # LLDB's own line stands (checked first: it is cheaper than the state)
+    context = _context(frame)
+    if not context[0].session.enabled:
+        return None
+    loc, _ = locate_frame(frame, context, lines=True)
+    if loc is None:
+        return None
     # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
     # own line goes with the procedure's name, never an inlined callee's.
     loc = loc.as_procedure()
-    if loc.file is None or not loc.line:
-        return ""
-    column = f":{loc.column}" if loc.column else ""
-    return f" at {os.path.basename(loc.file)}:{loc.line}{column}"
+    return loc if loc.file is not None and loc.line else None
 
 
 def guarded_name(frame: Any, callback: str) -> str:
