@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import io
 import json
 import multiprocessing
 import os
+import pkgutil
 import random
 import resource
 import shutil
@@ -550,28 +552,47 @@ def decoders(count: int, jobs: int, only: list[str], seed: int) -> dict[str, Any
 
 # --- the CLI on damaged ELF files -------------------------------------------------------------
 
-_CLI_CASES = [  # (variant, program, what to damage, commands). A section name damages the
+# Where a case's binary comes from: a zoo variant (fixtures/build/VARIANT/PROGRAM), or
+# "annotated:VARIANT[:DEBUG]", that binary through `unsplit annotate` (made once per campaign:
+# it gains .split_info and .opt_table; DEBUG is the variant whose DWARF gives the lines when
+# VARIANT has none). Addresses, facts and the core are the zoo variant's.
+_CLI_CASES = [  # (source, program, what to damage, commands). A section name damages the
     # binary ({exe} is the damaged copy); "core:notes", "core:headers" (ELF and program
     # headers) and "core:memory" (a writable PT_LOAD: stacks, the heap) damage a copy of the
-    # program's core ({core}) and leave the binary whole.
+    # program's core ({core}) and leave the binary whole. {input} is the pre-BOLT binary,
+    # {out} a file to write.
     ("bolt-all-dbg", "crash", [".note.bolt_bat", ".debug_line", ".debug_info", ".debug_abbrev",
                                ".debug_str", ".eh_frame", ".symtab"],
      [["where", "--exe", "{exe}", "--json", "{addr}"], ["symbolize", "--exe", "{exe}"],
-      ["lines", "{exe}", "--json"]]),
+      ["lines", "{exe}", "--json"], ["ranges", "{exe}"]]),
     ("clang-mfs", "crash", [".llvm_bb_addr_map", ".debug_line", ".debug_info", ".debug_abbrev",
                             ".debug_rnglists", ".debug_str", ".debug_line_str", ".symtab"],
      [["where", "--exe", "{exe}", "{addr}"], ["bbmap", "{exe}"],
-      ["blocks", "--exe", "{exe}", "{proc}"], ["symbolize", "--exe", "{exe}", "--no-inlines"]]),
+      ["blocks", "--exe", "{exe}", "{proc}"], ["symbolize", "--exe", "{exe}", "--no-inlines"],
+      ["ranges", "{exe}", "--json"], ["lines", "{exe}"]]),
     ("gcc-pgo", "crash", [".debug_line", ".debug_aranges", ".debug_info", ".debug_abbrev",
                           ".debug_str", ".debug_rnglists", ".eh_frame", ".symtab"],
      [["where", "--exe", "{exe}", "--json", "{addr}"], ["lines", "{exe}"],
-      ["symbolize", "--exe", "{exe}", "--inlines"]]),
+      ["symbolize", "--exe", "{exe}", "--inlines"], ["ranges", "{exe}"]]),
     ("bolt-all", "crash", ["core:notes", "core:headers", "core:memory", ".eh_frame",
                            ".eh_frame_hdr", ".symtab", ".strtab", ".note.bolt_bat"],
      [["frames", "{core}", "--exe", "{exe}", "--json"], ["lldb-cfi", "--print", "{exe}"]]),
     ("clang-mfs", "crash", ["core:notes", "core:headers", "core:memory", ".eh_frame",
                             ".debug_info", ".debug_line"],
      [["frames", "{core}", "--exe", "{exe}"]]),
+    ("bolt-all", "crash", [".note.bolt_bat", ".symtab", ".strtab", ".eh_frame"],
+     [["where", "--exe", "{exe}", "--input", "{input}", "{addr}"],
+      ["symbolize", "--exe", "{exe}", "--input", "{input}"], ["ranges", "{exe}"],
+      ["lines", "{exe}"], ["debuginfo", "{exe}", "--input", "{input}", "-o", "{out}"]]),
+    ("annotated:gcc-pgo", "crash", [".split_info", ".opt_table"],
+     [["ranges", "{exe}"], ["lines", "{exe}", "--json"],
+      ["where", "--exe", "{exe}", "{addr}"], ["symbolize", "--exe", "{exe}"]]),
+    ("annotated:clang-mfs-nodebug:clang-mfs", "crash", [".split_info", ".opt_table",
+                                                        ".llvm_bb_addr_map"],
+     [["ranges", "{exe}"], ["lines", "{exe}"], ["where", "--exe", "{exe}", "--json", "{addr}"],
+      ["debuginfo", "{exe}", "-o", "{out}"], ["frames", "{core}", "--exe", "{exe}"]]),
+    ("gcc-pgo", "crash", ["core:notes", "core:headers", "core:memory"],
+     [["frames", "{core}", "--exe", "{exe}", "--json"]]),
 ]
 
 
@@ -604,83 +625,195 @@ def _core_span(d: bytes, part: str, rng: random.Random) -> tuple[int, int] | Non
 
 
 _CRASH_SAID = ("Traceback", "internal error", "unsplit-fuzz: swallowed")
+CLI_TIMEOUT = 120  # seconds one command may take before it counts as a hang
 
 
-def cli(count: int, seed: int, crashers: Path) -> dict[str, Any]:
-    rng = random.Random(f"{seed}:cli")
+def _cli_env(tmp: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "plugin"),
+           "UNSPLIT_CACHE": str(tmp / f"cache-{os.getpid()}")}
+    env.pop("UNSPLIT_DEBUG", None)
+    return env
+
+
+def _cli_sources(tmp: Path) -> dict[str, Path]:
+    """Every case's source binary; the annotated ones are written into `tmp`."""
+    found: dict[str, Path] = {}
+    for source, program, _, _ in _CLI_CASES:
+        variant, *debug = source.split(":")[1:] or [source]
+        if not source.startswith("annotated:"):
+            found[source] = ZOO / source / program
+            continue
+        out = tmp / f"{source.replace(':', '-')}-{program}"
+        extra = ["--debug", str(ZOO / debug[0] / program)] if debug else []
+        subprocess.run([sys.executable, str(ROOT / "bench" / "fuzz_probe.py"), "unsplit",
+                        "annotate", str(ZOO / variant / program), "-o", str(out), *extra],
+                       env=_cli_env(tmp), check=True, capture_output=True)
+        found[source] = out
+    return found
+
+
+def _zoo_variant(source: str) -> str:
+    return source.split(":")[1] if source.startswith("annotated:") else source
+
+
+_CLI: dict[str, Any] = {}  # a worker's campaign: seed, tmp, sources
+
+
+def _init_cli_worker(seed: int, tmp: Path, sources: dict[str, Path]) -> None:
+    """Import every module of unsplit once: each run is a child forked from here, a fresh
+    process (nothing has run yet) without the interpreter's start-up, 9/10 of a run's CPU."""
+    _CLI.update(seed=seed, tmp=tmp, sources=sources)
+    os.environ.clear()
+    os.environ.update(_cli_env(tmp))
+    import unsplit
+    for module in pkgutil.walk_packages(unsplit.__path__, "unsplit."):
+        if not module.name.endswith("__main__"):  # that one runs the command line
+            importlib.import_module(module.name)
+    fuzz_probe.install()
+
+
+def _cli_input(k: int) -> dict[str, Any]:
+    """Damage input k (seeded by its number: reproducible) and run its case's commands;
+    the outcome of each run. A crashing input's files are kept for the parent to save."""
+    rng = random.Random(f"{_CLI['seed']}:cli:{k}")
+    source, program, sections, commands = _CLI_CASES[k % len(_CLI_CASES)]
+    variant = _zoo_variant(source)
+    src = _CLI["sources"][source]
+    tmp: Path = _CLI["tmp"]
+    facts = json.loads((ZOO / variant / f"{program}.facts.json").read_text())
+    section = sections[rng.randrange(len(sections))]
+    zoo_core = ZOO / variant / f"{program}.core"
+    target = zoo_core if section.startswith("core:") else src
+    span = _section_span(target, section, rng)
+    if span is None:
+        return {"k": k, "runs": []}
+    whole = bytearray(target.read_bytes())
+    at, size = span
+    kind, damaged = damage(bytes(whole[at:at + size]), rng)
+    whole[at:at + size] = damaged[:size].ljust(size, b"\0")  # the section keeps its place
+    # A directory per input: what the commands find beside the binary (a pre-BOLT input is
+    # searched there) is its own core, never another worker's half-written copy.
+    here = tmp / f"input-{k}"
+    here.mkdir()
+    exe, core, out = (here / f"{variant}{s}" for s in ("", ".core", ".out"))
+    exe.write_bytes(whole if target == src else src.read_bytes())
+    exe.chmod(0o755)
+    core.write_bytes(whole if target != src else
+                     zoo_core.read_bytes() if zoo_core.exists() else b"")
+    frame = facts["crash"]["frames"][0]
+    addr, proc = frame.get("link_pc", frame["pc"]), frame["procedure"]
+    fields = {"exe": exe, "core": core, "addr": addr, "proc": proc, "out": out,
+              "input": ZOO / variant / "input" / program}
+    runs = []
+    for command in commands:
+        argv = [a.format(**fields) for a in command]
+        stdin = f"{addr}\n0x{int(addr, 16) - 1:x}\n" if command[0] == "symbolize" else ""
+        runs.append(_cli_run(argv, stdin, section, kind))
+        out.unlink(missing_ok=True)
+    kept = any(r["outcome"] == "crash" for r in runs)
+    if not kept:
+        shutil.rmtree(here)
+    return {"k": k, "runs": runs, "exe": str(exe), "core": str(core), "kept": kept,
+            "variant": variant, "section": section, "damage": kind}
+
+
+def _unsplit(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
+    """`unsplit ARGV` with the probe (bench/fuzz_probe.py main) in a child forked from this
+    worker: its own process, fds 0-2 and exit status; a signal is a negative status."""
+    tmp: Path = _CLI["tmp"]
+    paths = [tmp / f"run-{os.getpid()}.{n}" for n in ("in", "out", "err")]
+    paths[0].write_text(stdin)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child)
+        code = 2
+        try:
+            for fd, path in enumerate(paths):
+                os.dup2(os.open(path, os.O_RDONLY if fd == 0 else
+                                os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            sys.stdin = open(0, closefd=False)
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False)
+            sys.argv = ["unsplit", *argv]
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(CLI_TIMEOUT)
+            fuzz_probe.SWALLOWED.clear()
+            from unsplit import cli as command_line
+            code = command_line.main(argv)
+        except SystemExit as e:  # argparse
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:  # what escapes main, as the interpreter would show it
+            traceback.print_exc()
+            code = 1
+        finally:
+            fuzz_probe.report()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    out, err = (p.read_text(errors="replace") for p in paths[1:])
+    return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out, err)
+
+
+def _cli_run(argv: list[str], stdin: str, section: str, kind: str) -> dict[str, Any]:
+    p = _unsplit(argv, stdin)
+    if p.returncode == -signal.SIGALRM:
+        return {"outcome": "crash", "argv": argv, "returncode": None, "stdout": "",
+                "stderr": f"more than {CLI_TIMEOUT} s", "last": f"more than {CLI_TIMEOUT} s",
+                "key": f"{argv[0]} on {section}: more than {CLI_TIMEOUT} s"}
+    warnings = [line for line in (p.stdout + p.stderr).splitlines() if "warning" in line]
+    said = [line for line in p.stderr.splitlines() if any(w in line for w in _CRASH_SAID)]
+    said += [f"a warning names a Python exception: {w}" for w in warnings
+             if fuzz_probe.TYPE_NAMED.search(w)]
+    run: dict[str, Any] = {"argv": argv, "returncode": p.returncode}
+    if p.returncode not in (0, 1) or said:
+        last = (said or p.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+        run.update(outcome="crash", stderr=p.stderr[-3000:], stdout=p.stdout[-2000:],
+                   key=f"{argv[0]} on {section}: {last.split(': ', 1)[-1][:120]}", last=last)
+    else:
+        run["outcome"] = ("warned" if warnings else "ok") if p.returncode == 0 else "clean"
+    return run
+
+
+def cli(count: int, seed: int, crashers: Path, jobs: int = 1, start: int = 0
+        ) -> dict[str, Any]:
+    """Inputs [start, start + count) through the command line, `jobs` at a time."""
     tally = Tally()
     crashes: dict[str, dict[str, Any]] = {}
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "plugin")}
-    env.pop("UNSPLIT_DEBUG", None)
     runs = files = 0
-    probe = str(ROOT / "bench" / "fuzz_probe.py")
-    with tempfile.TemporaryDirectory(prefix="unsplit-fuzz-") as tmp:
-        env["UNSPLIT_CACHE"] = str(Path(tmp) / "cache")
-        for k in range(count):
-            variant, program, sections, commands = _CLI_CASES[k % len(_CLI_CASES)]
-            src = ZOO / variant / program
-            facts = json.loads((ZOO / variant / f"{program}.facts.json").read_text())
-            section = sections[rng.randrange(len(sections))]
-            target = ZOO / variant / f"{program}.core" if section.startswith("core:") else src
-            span = _section_span(target, section, rng)
-            if span is None:
-                continue
-            files += 1
-            whole = bytearray(target.read_bytes())
-            at, size = span
-            kind, damaged = damage(bytes(whole[at:at + size]), rng)
-            damaged = damaged[:size].ljust(size, b"\0")  # the section keeps its place
-            whole[at:at + size] = damaged
-            exe = Path(tmp) / f"{variant}-{k}"
-            core = Path(tmp) / f"{variant}-{k}.core"
-            if target == src:
-                exe.write_bytes(whole)
-                exe.chmod(0o755)
-                core.write_bytes(target.with_suffix(".core").read_bytes()
-                                 if (ZOO / variant / f"{program}.core").exists() else b"")
-            else:
-                exe.write_bytes(src.read_bytes())
-                exe.chmod(0o755)
-                core.write_bytes(whole)
-            frame = facts["crash"]["frames"][0]
-            addr, proc = frame["link_pc"] if "link_pc" in frame else frame["pc"], \
-                frame["procedure"]
-            for command in commands:
-                argv = [a.format(exe=exe, core=core, addr=addr, proc=proc) for a in command]
-                stdin = f"{addr}\n0x{int(addr, 16) - 1:x}\n" if command[0] == "symbolize" else ""
-                p = subprocess.run([sys.executable, probe, "unsplit", *argv], env=env,
-                                   input=stdin, capture_output=True, text=True, timeout=120)
-                runs += 1
-                warnings = [line for line in (p.stdout + p.stderr).splitlines()
-                            if "warning" in line]
-                said = [line for line in p.stderr.splitlines()
-                        if any(w in line for w in _CRASH_SAID)]
-                said += [f"a warning names a Python exception: {w}" for w in warnings
-                         if fuzz_probe.TYPE_NAMED.search(w)]
-                if p.returncode not in (0, 1) or said:
-                    tally.crash += 1
-                    last = (said or p.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
-                    key = f"{command[0]} on {section}: {last.split(': ', 1)[-1][:120]}"
-                    if key not in crashes:  # keep what reproduces it
-                        crashers.mkdir(parents=True, exist_ok=True)
-                        kept = crashers / f"cli-{len(crashes)}"
-                        shutil.copy(exe, kept.with_suffix(".exe"))
-                        shutil.copy(core, kept.with_suffix(".core"))
-                        kept.with_suffix(".txt").write_text(
-                            f"{key}\n{' '.join(argv)}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
-                        crashes[key] = {"input": k, "damage": kind, "section": section,
-                                        "variant": variant, "stderr": last, "count": 0,
-                                        "returncode": p.returncode, "argv": argv}
-                    crashes[key]["count"] += 1
-                elif p.returncode == 0 and warnings:
-                    tally.warned += 1
-                elif p.returncode == 0:
-                    tally.ok += 1
-                else:
-                    tally.clean += 1
-            exe.unlink()
-            core.unlink()
+    with tempfile.TemporaryDirectory(prefix="unsplit-fuzz-") as name:
+        tmp = Path(name)
+        sources = _cli_sources(tmp)
+        with multiprocessing.Pool(jobs, _init_cli_worker, (seed, tmp, sources)) as pool:
+            for found in pool.imap_unordered(_cli_input, range(start, start + count)):
+                files += bool(found["runs"])
+                for run in found["runs"]:
+                    runs += 1
+                    setattr(tally, run["outcome"], getattr(tally, run["outcome"]) + 1)
+                    if run["outcome"] == "crash":
+                        _cli_crash(crashes, crashers, found, run)
+                if found.get("kept"):
+                    shutil.rmtree(Path(found["exe"]).parent)
     return {"tally": tally, "crashes": crashes, "runs": runs, "files": files}
+
+
+def _cli_crash(crashes: dict[str, dict[str, Any]], crashers: Path, found: dict[str, Any],
+               run: dict[str, Any]) -> None:
+    """Count one crashing run; keep the first input of each kind with what reproduces it."""
+    key = run["key"]
+    if key not in crashes:
+        crashers.mkdir(parents=True, exist_ok=True)
+        kept = crashers / f"cli-{len(crashes)}"
+        shutil.copy(found["exe"], kept.with_suffix(".exe"))
+        shutil.copy(found["core"], kept.with_suffix(".core"))
+        kept.with_suffix(".txt").write_text(
+            f"{key}\n{' '.join(run['argv'])}\n{run['stdout']}\n{run['stderr']}")
+        crashes[key] = {"input": found["k"], "damage": found["damage"],
+                        "section": found["section"], "variant": found["variant"],
+                        "stderr": run["last"], "count": 0, "returncode": run["returncode"],
+                        "argv": run["argv"]}
+    crashes[key]["count"] += 1
 
 
 def _report(results: dict[str, Any], crashers: Path) -> dict[str, Any]:
@@ -713,6 +846,8 @@ def main() -> None:
     ap.add_argument("--cli", type=int, default=300,
                     help="damaged ELF files and cores through the CLI")
     ap.add_argument("--only", default="", help="comma-separated decoder names")
+    ap.add_argument("--cli-from", type=int, default=0,
+                    help="the first CLI input's number (to run a campaign in parts)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--crashers", type=Path, default=ROOT / "bench" / "results" / "crashers")
     args = ap.parse_args()
@@ -723,12 +858,13 @@ def main() -> None:
         summary.update(_report(decoders(args.count, args.jobs, only, args.seed), args.crashers))
     if args.cli:
         print(f"CLI: {args.cli} damaged ELF files and cores ...", flush=True)
-        found = cli(args.cli, args.seed, args.crashers)
+        found = cli(args.cli, args.seed, args.crashers, args.jobs, args.cli_from)
         t = found["tally"]
         print(f"  {'cli (runs)':<18} {t.ok:>8} {t.warned:>8} {t.clean:>8} {t.crash:>6}"
               f"   ({found['runs']} runs of {found['files']} files)")
         summary.update(_report({"cli": found}, args.crashers))
-    save("fuzz", {"count": args.count, "cli": args.cli, "seed": args.seed, "only": only,
+    save("fuzz", {"count": args.count, "cli": args.cli, "cli_from": args.cli_from,
+                  "seed": args.seed, "only": only,
                   "results": summary})
 
 

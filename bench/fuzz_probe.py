@@ -78,7 +78,7 @@ def check_warnings(texts: list[str]) -> None:
                      if TYPE_NAMED.search(t))
 
 
-def _report() -> None:
+def report() -> None:
     for text in SWALLOWED:
         print(f"unsplit-fuzz: swallowed {text}", file=sys.stderr)
 
@@ -87,7 +87,7 @@ def main() -> int:
     from unsplit import cli
 
     install()
-    atexit.register(_report)
+    atexit.register(report)
     return cli.main(sys.argv[2:])
 
 

@@ -42,7 +42,7 @@ from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
-from . import capabilities
+from . import capabilities, frame_source
 from . import state as state_mod
 from .report import report_internal
 
@@ -140,21 +140,27 @@ def _add_overrides(debugger: Any) -> list[str]:
     command run); returns one line per command that could not be hooked."""
     interpreter = debugger.GetCommandInterpreter()
     callback = _syncing(debugger)
-    _DONE.callbacks.append(callback)
+    # `frame select` then shows the source of a frame that only the plugin has a line for.
+    selecting = _syncing(debugger, frame_source.FrameSelect(debugger))
+    _DONE.callbacks += [callback, selecting]
     missing = [c for c in UNWINDING_COMMANDS
-               if not interpreter.SetCommandOverrideCallback(c, callback)
+               if not interpreter.SetCommandOverrideCallback(
+                   c, selecting if c == "frame select" else callback)
                and not (c == "scripting run"  # an LLDB whose `script` is a command of its own
                         and interpreter.SetCommandOverrideCallback("script", callback))]
     return [f"unsplit: LLDB's {', '.join(missing)} may unwind moved fragments without their "
             "CFI (no command override callback)"] if missing else []
 
 
-def _syncing(debugger: Any) -> Any:
+def _syncing(debugger: Any, then: frame_source.FrameSelect | None = None) -> Any:
     def before_command(*words: str) -> bool:
-        """Sync, then let LLDB run the command (False: not handled here)."""
+        """Sync, then let LLDB run the command (False: not handled here) unless `then` ran
+        it."""
         try:
             for note in sync(debugger, debugger.GetSelectedTarget()):
                 print(note, file=sys.stderr)
+            if then is not None:
+                return then(*words)
         except Exception as e:  # an exception here would end up in LLDB's C++ caller
             report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
         return False

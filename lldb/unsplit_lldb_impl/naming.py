@@ -147,14 +147,13 @@ def locate_frame(frame: Any, context: _Context | None = None, *,
 
 
 def _holds_return_address(frame: Any, thread: Any) -> bool:
-    """A caller's pc is a return address; not so a frame whose newer frames are all calls
-    inlined at its pc (they come first in `bt`, frame 0 among them), as GDB's
-    address_in_block: there the pc is where the thread stopped, perhaps a fragment's first
-    byte, and pc - 1 the last byte of another procedure's fragment."""
+    """A caller's pc is a return address, but not where LLDB made the frame: frame 0 holds
+    where the thread stopped, and a frame whose newer frame is an inlined call holds the first
+    address of that call's range (LLDB's pc for the scope an inlined block is in), perhaps a
+    fragment's first byte, where pc - 1 is the last byte of another procedure's fragment.
+    Only a frame whose newer frame is a real (not inlined) one holds a return address."""
     newer = int(frame.GetFrameID()) - 1
-    while newer >= 0 and thread.GetFrameAtIndex(newer).IsInlined():
-        newer -= 1
-    return newer >= 0
+    return newer >= 0 and not thread.GetFrameAtIndex(newer).IsInlined()
 
 
 def render_native(frame: Any, text: str) -> str:
@@ -212,22 +211,28 @@ def _names_procedure(name: str, loc: Location) -> bool:
 
 def source_line(frame: Any) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    line_entry = frame.GetLineEntry()
-    if line_entry.IsValid() and line_entry.GetLine() > 0:
-        return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
-    context = _context(frame)
-    if not context[0].session.enabled:
-        return ""
-    loc, _ = locate_frame(frame, context, lines=True)
+    loc = plugin_line(frame)
     if loc is None:
         return ""
+    column = f":{loc.column}" if loc.column else ""
+    return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+
+
+def plugin_line(frame: Any) -> Location | None:
+    """The core's line of a frame LLDB has no line for (its file and line known), else None."""
+    line_entry = frame.GetLineEntry()
+    if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return None  # LLDB's own line stands (checked first: it is cheaper than the state)
+    context = _context(frame)
+    if not context[0].session.enabled:
+        return None
+    loc, _ = locate_frame(frame, context, lines=True)
+    if loc is None:
+        return None
     # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
     # own line goes with the procedure's name, never an inlined callee's.
     loc = loc.as_procedure()
-    if loc.file is None or not loc.line:
-        return ""
-    column = f":{loc.column}" if loc.column else ""
-    return f" at {os.path.basename(loc.file)}:{loc.line}{column}"
+    return loc if loc.file is not None and loc.line else None
 
 
 def guarded_name(frame: Any, callback: str) -> str:

@@ -8,8 +8,8 @@ say ``bb next``), ``Process N stopped`` before it (and ``Process N resuming`` fo
 until/advance, as ``thread until`` says), and `finish`'s ``Return value: (long) $0 = 1000``
 for a scalar return type. Where LLDB has no line for the pc (BOLT without DWARF) but the
 plugin has, the disassembly gives way to those source lines, printed as LLDB prints source
-(unsplit.render.stop.lldb_source_block, with ``stop-line-count-before``/``-after`` and
-``stop-show-column``).
+(frame_source.with_source: unsplit.render.stop.lldb_source_block, with
+``stop-line-count-before``/``-after`` and ``stop-show-column``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from typing import Any
 
 import lldb
 from unsplit.index.model import Location
-from unsplit.render import stop as stop_text
 
-from . import state as state_mod
+from .frame_source import with_source
 
 # LLDB's own stop reasons for its steps (ThreadPlanStepOverRange and friends).
 NATIVE_REASON = {"next": "step over", "step": "step in", "finish": "step out",
@@ -35,13 +34,6 @@ _SCALAR = (lldb.eTypeClassBuiltin, lldb.eTypeClassPointer, lldb.eTypeClassEnumer
 @dataclass(frozen=True, slots=True)
 class StepContext:
     return_type: str | None  # finish: the name of a scalar return type
-
-
-def _setting(debugger: Any, name: str, default: str) -> str:
-    values = lldb.SBDebugger.GetInternalVariableValue(name, debugger.GetInstanceName())
-    if values is None or values.GetSize() == 0:
-        return default
-    return str(values.GetStringAtIndex(0) or default)
 
 
 def context(thread: Any, kind: str) -> StepContext:
@@ -73,17 +65,7 @@ def report(debugger: Any, thread: Any, kind: str, loc: Location | None,
     frame = thread.GetFrameAtIndex(0)
     entry = frame.GetLineEntry()
     if loc is not None and loc.line and not (entry.IsValid() and entry.GetLine()):
-        block = stop_text.lldb_source_block(
-            loc, int(_setting(debugger, "stop-line-count-before", "3")),
-            int(_setting(debugger, "stop-line-count-after", "3")),
-            caret=_setting(debugger, "stop-show-column", "ansi-or-caret") in
-            ("caret", "ansi-or-caret") and not debugger.GetUseColor(),
-            read=state_mod.for_debugger(debugger.GetID()).session.source_lines)
-        keep = _setting(debugger, "stop-disassembly-display", "no-debuginfo") == "always"
-        frame_at = next((i for i, line in enumerate(lines) if "frame #0:" in line), None)
-        if block is not None and frame_at is not None:
-            rest = lines[frame_at + 1:] if keep else []
-            lines = [*lines[:frame_at + 1], *block.splitlines(), *rest]
+        lines = with_source(debugger, lines, "frame #0:", loc)
     if step is not None and step.return_type is not None:
         value = frame.EvaluateExpression(f"({step.return_type})$rax")
         if value.IsValid() and value.GetError().Success():

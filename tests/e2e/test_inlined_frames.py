@@ -5,7 +5,9 @@ procedure (found by bench/realworld.py on Lua: LLDB named `luaS_newlstr` inlined
 fragment before it, `internshrstr [cold]`).
 
 GCC PGO lays `first.cold` right before `second.cold`, whose first instruction is the always
-inlined `check`'s: pc - 1 is in another procedure's fragment.
+inlined `check`'s: pc - 1 is in another procedure's fragment. `check` calls `note`: stopped
+there, LLDB gives the frame that `check` is inlined into the inlined block's first address as
+its pc (`second.cold`'s first byte), not the return address.
 """
 
 from __future__ import annotations
@@ -32,13 +34,19 @@ __attribute__((noinline)) long first(long n)
         sink ^= n * 5;
     return sink;
 }
+__attribute__((noinline)) void note(long v)
+{
+    sink -= v; /* BB: called from the inlined code */
+}
 static inline __attribute__((always_inline)) void check(long v)
 {
     sink += v * 3; /* BB: inlined at the fragment start */
+    note(v);
     sink ^= v << 4;
 }
 __attribute__((noinline)) long second(long n)
 {
+    note(n + 1); /* second's frame is made in its entry, not in its cold fragment */
     for (long i = 0; i < 100; i++)
         sink += i;
     if (__builtin_expect(n == 7, 0))
@@ -70,6 +78,12 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     start = syms["second.cold"][0]
     before = syms["first.cold"]
     assert before[0] + before[1] == start, "first.cold does not end where second.cold starts"
+    dump = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(work / "t")],
+                          capture_output=True, text=True, check=True).stdout
+    inlined = re.search(r'DW_TAG_inlined_subroutine\s+DW_AT_abstract_origin\s+\(\S+ "check"\)'
+                        r"(?:\s+DW_AT_(?!low_pc)\w+\s+\(\S+\))*\s+DW_AT_low_pc\s+\((0x[0-9a-f]+)\)",
+                        dump)
+    assert inlined and int(inlined[1], 16) == start, "check is not inlined at second.cold"
     return work / "t", start
 
 
@@ -91,3 +105,21 @@ def test_inlined_code_at_a_fragment_start(debugger: Callable[..., Any],
     assert "check" in frames[0] and "[cold]" not in frames[0], frames
     assert "second [cold]" in frames[1] and "first" not in frames[1], frames
     assert "main" in frames[2], frames
+
+
+def test_frame_around_an_inlined_call_at_a_fragment_start(debugger: Callable[..., Any],
+                                                          program: tuple[Path, int]) -> None:
+    """Stopped in a function that the inlined code calls: the frame `check` is inlined into
+    is `second [cold]`, as GDB names it and plain LLDB's DWARF says `second`; the plugin
+    named it by pc - 1 (`first [cold]`), though LLDB's pc there is no return address."""
+    binary, _ = program
+    s = debugger(binary, args=["7"])
+    s.break_function("note")
+    s.run()  # note(n + 1) in second's hot part
+    s.cont()  # note(v) from the inlined check, in second.cold
+    frames = _frames(s.backtrace())
+    assert len(frames) >= 4, frames
+    assert "note" in frames[0], frames
+    assert "check" in frames[1] and "[cold]" not in frames[1], frames
+    assert "second [cold]" in frames[2] and "first" not in frames[2], frames
+    assert "main" in frames[3], frames

@@ -191,6 +191,11 @@ class Binary:
         if self._raw is None:  # pyelftools says what is wrong, or reads what we do not
             try:
                 self.__dict__["elf"] = self._pyelftools()
+                # pyelftools reads the section headers when first asked: a table past the end
+                # of a truncated file (a core cut short) is said here, as a file we cannot read.
+                with reader_errors(lambda said: BinaryError(
+                        f"{path}: cannot read its section headers ({said})")):
+                    _ = self.section_headers
             except BinaryError:
                 self._stream.close()
                 raise

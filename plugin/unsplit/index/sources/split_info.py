@@ -52,9 +52,22 @@ def _decode(binary: Binary) -> _Decoded:
     split: list[si.SplitProcedure] = []
     if data is not None:
         records = si.decode(data)
+        _check_in_code(records, binary.text_address_ranges())
         funcs = [(f.name, f.value, f.size) for f in binary.functions]
         split = si.sp_init(records, funcs)
     return _Decoded(split)
+
+
+def _check_in_code(records: tuple[si.SplitRecord, ...], code: list[tuple[int, int]]) -> None:
+    """Every moved range and branch lies inside one executable section: a damaged record can
+    say anything else, up to 4 GB past 2^64, and every byte of a range is later asked for
+    its line."""
+    for r in records:
+        for what, lo, hi in (("moved range", r.vaddr, r.moved_end),
+                             ("branch", r.branch_addr, r.branch_end)):
+            if not any(start <= lo and hi <= end for start, end in code):
+                raise DecodeError(si.SECTION, r.offset,
+                                  f"{what} [{lo:#x}, {hi:#x}) is not in the module's code")
 
 
 # Decoded once per file: procedures() and line_rows() (the index, then a command) share it.

@@ -1,0 +1,51 @@
+"""LLDB's `frame select`, `up` and `down` of a frame in moved code that LLDB has no line for
+but the plugin has: the source around the plugin's line, as LLDB shows a frame with a line,
+not disassembly.
+
+The CFI symbol file gives LLDB lines for moved code only while that code is small
+(UNSPLIT_LLDB_LINES_MAX_KB, 64 KB by default: any real BOLTed program has more); 0 here stands
+for such a program. The lines expected are the fixture's markers (comments in crash.c).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def crash(zoo: dict[str, Any]) -> dict[str, Any]:
+    return facts(zoo, "bolt-all", "crash")
+
+
+def _shown_line(out: str) -> int | None:
+    found = re.search(r"^-> (\d+)\s", out, re.M)
+    return int(found[1]) if found else None
+
+
+def test_frame_select_up_and_down_show_the_source(lldb: Callable[..., Any],
+                                                  crash: dict[str, Any]) -> None:
+    build = ROOT / "fixtures" / "build" / "bolt-all"
+    marks = crash["markers"]["crash.c"]
+    s = lldb(build / "crash", core=str(build / "crash.core"),
+             env={"UNSPLIT_LLDB_LINES_MAX_KB": "0"})
+    out = s.command("frame select 1")
+    assert "frame #1:" in out and "run [cold" in out, out
+    assert _shown_line(out) == marks["run cold call"], out
+    assert "run.cold" not in out, out  # LLDB's disassembly header (`crash`run.cold.4:`)
+    out = s.command("up")
+    assert "frame #2:" in out and _shown_line(out) == marks["main cold call"], out
+    out = s.command("down")
+    assert "frame #1:" in out and _shown_line(out) == marks["run cold call"], out
+    # A frame LLDB has a line for is LLDB's own output, untouched.
+    out = s.command("frame select 3")
+    assert "frame #3:" in out and "libc" in out, out
+    # A frame that does not exist: LLDB's own error.
+    assert "error" in s.command("frame select 99"), s.transcript()
