@@ -17,7 +17,7 @@ from elftools.elf.elffile import ELFFile
 
 from ... import bolt_truth
 from ...conftest import ROOT, facts
-from .test_debuginfo import _write
+from .test_debuginfo import _unsplit, _write
 
 pytestmark = pytest.mark.skipif(shutil.which("llvm-dwarfdump-22") is None,
                                 reason="llvm-dwarfdump-22 is not installed")
@@ -76,6 +76,8 @@ def test_debug_frame_is_the_fragments_cfi(zoo: dict[str, Any], variant: str, pro
             assert _at(rows, address) == _at(source, address), hex(address)
     verify = bolt_truth.run("llvm-dwarfdump-22", "--verify", out)
     assert "No errors." in verify, verify
+    said = _unsplit("debuginfo", str(binary), "-o", str(tmp_path / "y.debug")).stdout
+    assert f"call frame information: {len(written)} FDEs (.debug_frame)" in said, said
 
 
 def _duplicate(binary: Path, target: tuple[int, int], length: int, avoid: list[int],
