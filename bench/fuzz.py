@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "plugin"))
 import fuzz_probe  # noqa: E402
 from elftools.dwarf.dwarfinfo import DebugSectionDescriptor, DWARFInfo  # noqa: E402
 from saving import save  # noqa: E402
-from unsplit.debug import cfi  # noqa: E402
+from unsplit.elf import cfi_table  # noqa: E402
 from unsplit.elf import core as corefile  # noqa: E402
 from unsplit.elf import dwarf_lines as lines  # noqa: E402
 from unsplit.elf.binary import Binary  # noqa: E402
@@ -364,7 +364,7 @@ class _CfiTarget:
         # No .eh_frame_hdr: the whole section is walked (the hdr's table is checked apart).
         binary = DamagedBinary.of(self.base, {self.section: data})
         binary._sections[".eh_frame_hdr"] = None
-        table = cfi.CfiTable(binary)
+        table = cfi_table.CfiTable(binary)
         return [table.fde_at(a) for a in self._addresses]
 
 

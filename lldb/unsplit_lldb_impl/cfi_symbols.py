@@ -1,9 +1,12 @@
-"""LLDB's own frames made exact: every module without DWARF that has moved fragments gets a
-Breakpad symbol file of their CFI (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
-
-In lldb-dap (IDEs), or with ``bb debuginfo on`` / ``UNSPLIT_LLDB_DEBUGINFO=1``, a module unsplit
-can describe (debuginfo/synthesize) gets unsplit's DWARF file instead: names and lines for every
-client, at the cost of the CFI file's exact unwinding of frame 0 in some cold fragments.
+"""LLDB's own frames, names, lines and variables in moved code: every split module without
+DWARF gets unsplit's debug file (unsplit.debuginfo: the input's DWARF or the index's names and
+lines, the module's symbols, and the split procedures' CFI as ``.debug_frame``, which LLDB 22
+unwinds a function in several ranges with), in the command line and lldb-dap alike. A module
+no debug file can be made for (too big to write in a session, DWARF of its own in part), an
+LLDB that takes a function in several ranges as one span (LLDB 19: capabilities.split_function,
+probed on the first module given the file), and ``bb debuginfo off`` /
+``UNSPLIT_LLDB_DEBUGINFO=0`` get the Breakpad file of the moved fragments' CFI and lines
+instead (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
 
 Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
 ``finish``, cores, all threads, lldb-dap):
@@ -38,8 +41,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.debug import breakpad, breakpad_lines
+from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
+from unsplit.index.store import cache_root
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities, frame_source
@@ -57,17 +62,10 @@ def _in_lldb_dap() -> bool:
         return False
 
 
-def _debuginfo_default() -> bool:
-    """An IDE reads frames from LLDB's symbol file only (lldb-dap's stackTrace ignores
-    frame-format, where the plugin names frames), so there the DWARF file is what names moved
-    frames and gives their lines: on. The command line names frames itself and keeps the
-    Breakpad file, whose CFI LLDB 22 follows exactly: with the DWARF file instead, 27 LLDB e2e
-    cases fail (frame 0 without callers in some cold fragments and cores, `breakpoint set -n`
-    on a BOLTed hot part), so off there."""
+def _debuginfo_asked() -> bool | None:
+    """What UNSPLIT_LLDB_DEBUGINFO asks (None: not set, the file unless LLDB cannot use it)."""
     env = os.environ.get("UNSPLIT_LLDB_DEBUGINFO")
-    if env is not None:
-        return env == "1"
-    return _in_lldb_dap()
+    return None if env is None else env == "1"
 
 
 @dataclass
@@ -80,9 +78,17 @@ class _Done:
     callbacks: list[Any] = field(default_factory=list)  # the override callbacks, kept alive
     span_noted: set[int] = field(default_factory=set)  # debugger ids told about split_function
     on: bool = os.environ.get("UNSPLIT_LLDB_CFI", "1") != "0"
-    # On by default in lldb-dap, off in the lldb command line (`bb debuginfo on|off` or
-    # UNSPLIT_LLDB_DEBUGINFO=1|0 choose): see _debuginfo_default.
-    debuginfo: bool = field(default_factory=lambda: _debuginfo_default())
+    # The debug file, unless `bb debuginfo off` or UNSPLIT_LLDB_DEBUGINFO=0 (`asked`: what the
+    # user chose, None by default) or this LLDB unwinds split functions as one span (`spans`:
+    # None until probed), where only an explicit choice keeps it.
+    asked: bool | None = field(default_factory=_debuginfo_asked)
+    spans: bool | None = None
+
+    @property
+    def debuginfo(self) -> bool:
+        if self.asked is not None:
+            return self.asked
+        return not self.spans
 
 
 _DONE = _Done()
@@ -133,23 +139,30 @@ def install(debugger: Any) -> list[str]:
 UNWINDING_COMMANDS = ("thread backtrace", "frame select", "thread step-out", "thread step-over",
                       "thread step-in", "thread step-inst", "thread step-inst-over",
                       "thread step-scripted", "thread until", "thread return", "scripting run")
+# And those that read a module's symbol file before any stop (`b`, `run`, `image lookup`, `l`,
+# `di` are aliases): the debug file must be there first, so that `breakpoint set -f FILE -l
+# LINE` right after `target create` finds a line of moved code, and the first stop's frame
+# has its procedure, line and source.
+SYMBOL_COMMANDS = ("breakpoint set", "process launch", "process attach", "target modules lookup",
+                   "disassemble", "source list")
 
 
 def _add_overrides(debugger: Any) -> list[str]:
-    """Have every command of UNWINDING_COMMANDS sync first (an override callback that lets the
-    command run); returns one line per command that could not be hooked."""
+    """Have every command of UNWINDING_COMMANDS and SYMBOL_COMMANDS sync first (an override
+    callback that lets the command run); returns one line for the commands that could not be
+    hooked."""
     interpreter = debugger.GetCommandInterpreter()
     callback = _syncing(debugger)
     # `frame select` then shows the source of a frame that only the plugin has a line for.
     selecting = _syncing(debugger, frame_source.FrameSelect(debugger))
     _DONE.callbacks += [callback, selecting]
-    missing = [c for c in UNWINDING_COMMANDS
+    missing = [c for c in (*UNWINDING_COMMANDS, *SYMBOL_COMMANDS)
                if not interpreter.SetCommandOverrideCallback(
                    c, selecting if c == "frame select" else callback)
                and not (c == "scripting run"  # an LLDB whose `script` is a command of its own
                         and interpreter.SetCommandOverrideCallback("script", callback))]
-    return [f"unsplit: LLDB's {', '.join(missing)} may unwind moved fragments without their "
-            "CFI (no command override callback)"] if missing else []
+    return [f"unsplit: LLDB's {', '.join(missing)} may read moved fragments without unsplit's "
+            "symbol file (no command override callback)"] if missing else []
 
 
 def _syncing(debugger: Any, then: frame_source.FrameSelect | None = None) -> Any:
@@ -260,9 +273,9 @@ def _describe(debugger: Any, target: Any, notes: list[str]) -> None:
 
 
 def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | None:
-    """unsplit's DWARF (unsplit.debuginfo.synthesize) rather than the CFI file (a module has one
-    symbol file in LLDB): every client gets the procedure and its lines, but LLDB's unwinder no
-    longer has the fragments' CFI first (see _Done.debuginfo). None: not for this module."""
+    """unsplit's debug file rather than the Breakpad file (a module has one symbol file in
+    LLDB): every client gets the procedure, its lines and variables, and LLDB's unwinder the
+    fragments' CFI (.debug_frame). None: not for this module, or not for this LLDB."""
     symbol_file = module.GetSymbolFileSpec().fullpath or ""
     root = breakpad.cache_dir()
     if not os.path.isfile(path):
@@ -275,27 +288,48 @@ def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | Non
     binary = st.session.indexes.binary(path)
     if outcome.path is None:
         return None
+    given = _give_dwarf_file(debugger, target, binary, outcome.path, found, symbol_file, root)
+    if _DONE.asked is None and _takes_spans(debugger, module, path):
+        return None  # the CFI pass gives it the Breakpad file instead
+    return given
+
+
+def _takes_spans(debugger: Any, module: Any, path: str) -> bool:
+    """Whether this LLDB takes a function in several DWARF ranges as one span (probed once,
+    on the first module given the file whose split procedure the file describes): its bt
+    then ends in moved code (LLDB 19), where the Breakpad CFI file unwinds right."""
+    if _DONE.spans is None:
+        index = state_mod.for_debugger(debugger.GetID()).session.index(path)
+        procedures = list(dict.fromkeys(f.procedure for f in index.moved_fragments()))
+        found = capabilities.split_function(module, procedures)
+        if found is None:
+            return False
+        _DONE.spans = not found[1]
+    return bool(_DONE.spans)
+
+
+def _give_dwarf_file(debugger: Any, target: Any, binary: Any, made: str, found: bool,
+                     symbol_file: str, root: str) -> str:
+    """Hand LLDB the debug file at `made` (found: LLDB read `symbol_file` from our cache)."""
     shared = not breakpad.alone_under_build_id(binary)  # a BOLT output's build-id
     if found and shared and _forget_by_build_id(binary, symbol_file, root):
         found = False  # another layout's file perhaps (an older cache's): never this one's
-    if shared:
-        # Kept by build-id and layout (debuginfo-v2/), where LLDB never looks by itself:
+    if shared or not binary.build_id:
+        # Kept by build-id and layout (debuginfo-vN/), where LLDB never looks by itself:
         # every BOLT output of one input has its build-id, so a file LLDB found by it
         # would be any layout's. Given explicitly, at each sync.
-        _add(debugger, target, outcome.path)
-        return f"given unsplit's DWARF: {outcome.path}"
-    if not binary.build_id:
-        return None
+        _add(debugger, target, made)
+        return f"given unsplit's DWARF: {made}"
     alias = breakpad.cache_path(binary.build_id, root)  # where LLDB looks by itself
-    if found and symbol_file == alias and filecmp.cmp(alias, outcome.path, False):
-        return f"given unsplit's DWARF (LLDB found it in the cache): {outcome.path}"
-    _add(debugger, target, outcome.path)
-    if not (os.path.isfile(alias) and filecmp.cmp(alias, outcome.path, False)):
+    if found and symbol_file == alias and filecmp.cmp(alias, made, False):
+        return f"given unsplit's DWARF (LLDB found it in the cache): {made}"
+    _add(debugger, target, made)
+    if not (os.path.isfile(alias) and filecmp.cmp(alias, made, False)):
         tmp = f"{alias}.tmp{os.getpid()}"
         os.makedirs(os.path.dirname(alias), exist_ok=True)
-        shutil.copyfile(outcome.path, tmp)
+        shutil.copyfile(made, tmp)
         os.replace(tmp, alias)  # for LLDB to find next time, before any stop
-    return f"given unsplit's DWARF: {outcome.path}"
+    return f"given unsplit's DWARF: {made}"
 
 
 def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) -> str:
@@ -304,7 +338,9 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     if not os.path.isfile(path):
         return "no file"
     found = symbol_file.startswith(root + os.sep)  # LLDB read it from the cache itself
-    if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
+    ours = symbol_file.startswith(debuginfo_dir() + os.sep)  # replaced (an LLDB of spans)
+    if symbol_file and not found and not ours and \
+            os.path.realpath(symbol_file) != os.path.realpath(path):
         return f"has a debug file ({symbol_file}): LLDB unwinds with its ranges"
     st = state_mod.for_debugger(debugger.GetID())
     index = st.session.index(path)
@@ -398,8 +434,9 @@ def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
             install(debugger)
     if _DONE.on and target.IsValid():
         sync(debugger, target, everything=True)  # the status says what each module got
-    lines = [("exact frames on: LLDB unwinds moved fragments with their CFI (a Breakpad symbol "
-              "file per module without DWARF, cached in " + breakpad.cache_dir() + ")")
+    lines = [("exact frames on: LLDB unwinds moved fragments with their CFI (unsplit's debug "
+              "file's .debug_frame, or a Breakpad symbol file, per split module without DWARF, "
+              "cached in " + cache_root() + ")")
              if _DONE.on else
              ("exact frames off: modules loaded from now on keep LLDB's own unwinding (those "
               "already given their CFI keep it until the target is made again)")]
@@ -413,7 +450,7 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
     """`bb debuginfo [on|off|status]`: modules looked at from now on get unsplit's DWARF (on)
     or the CFI file alone (off)."""
     if flag is not None:
-        _DONE.debuginfo = flag
+        _DONE.asked = flag
         if flag and _DONE.on and target.IsValid():
             _DONE.seen.clear()  # look at every module again, this time for the DWARF file
             _DONE.described.clear()
@@ -421,8 +458,12 @@ def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
     given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())
              if what.startswith("given unsplit's DWARF")]
+    spans = _DONE.asked is None and _DONE.spans
     state = DebugInfoState(_DONE.debuginfo,
-                           otherwise="unsplit's CFI file (exact frames), not its debug file",
+                           otherwise="unsplit's CFI file (exact frames), not its debug file" + (
+                               " (this LLDB takes a function in several ranges as one span, "
+                               "and unwinds moved code right with that file only: "
+                               "`bb debuginfo on` gives the debug file anyway)" if spans else ""),
                            kept="files already given stay until the target is made again",
                            inactive=None if _DONE.on else "bb exact-frames is off")
     return status_text(state, given, turned_off=flag is False)

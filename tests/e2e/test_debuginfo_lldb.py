@@ -1,15 +1,16 @@
-"""LLDB's own view of moved code once the plugin hands it unsplit's DWARF file (issue 16 item
-2): a BOLTed program without DWARF, the plugin imported and nothing else done. `image lookup`,
-`breakpoint set -f FILE -l LINE` and LLDB's own unwinding (SBFrame: what lldb-dap shows) name
-the procedure and the source markers' lines, at the addresses facts.json's fragment symbols say.
-The file replaces the Breakpad CFI file (one symbol file per module), so it is opt-in in LLDB
-(UNSPLIT_LLDB_DEBUGINFO=1 / bb debuginfo on); the frames at the crash must still be the
-source's."""
+"""LLDB's own view of moved code once the plugin hands it unsplit's debug file: a BOLTed program
+without DWARF, the plugin imported and nothing else done. `image lookup`, `breakpoint set -f
+FILE -l LINE` and LLDB's own unwinding (SBFrame: what lldb-dap shows) name the procedure and
+the source markers' lines, at the addresses facts.json's fragment symbols say; the command
+line's session has no `___lldb_unnamed_symbol` the plain input's session does not have, lists
+source at a stop in moved code, and unwinds with the file's CFI (no Breakpad file made)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 
 from ..conftest import ROOT, facts
 from ..variants import DEBUG_FILE
-from .driver_lldb import LldbDriver
+from .driver_lldb import LLDB, LldbDriver
 
 pytestmark = [
     pytest.mark.e2e,
@@ -31,7 +32,6 @@ def test_lldb_native_view_of_moved_code(lldb: Callable[..., LldbDriver], zoo: di
                                         variant: str, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "1")  # off by default in LLDB
     f = facts(zoo, variant, "crash")
     assert not f["has_debug_info"]
     marks = f["markers"]["crash.c"]
@@ -74,7 +74,6 @@ def test_two_bolt_layouts_share_a_cache(lldb: Callable[..., LldbDriver], zoo: di
     and once the plugin gives it its own, its moved code reads the source's line."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("UNSPLIT_CACHE", str(cache))
-    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "1")
     first, f = facts(zoo, "bolt-all", "crash"), facts(zoo, "bolt-random2", "crash")
     assert first["build_id"] == f["build_id"]
     session = lldb(ROOT / first["binary"], args=["crash"])
@@ -84,7 +83,7 @@ def test_two_bolt_layouts_share_a_cache(lldb: Callable[..., LldbDriver], zoo: di
     site = f["markers"]["crash.c"]["crash site"]
     session = lldb(ROOT / f["binary"], args=["crash"])  # nothing asked of the plugin yet
     listed = session.command("image list crash")
-    assert str(cache) not in listed or "debuginfo-v2" in listed, listed
+    assert str(cache) not in listed or "/debuginfo-v" in listed, listed
     lookup = session.command(f"image lookup -a {f['crash']['link_pc']}")
     lines = re.findall(r"crash\.c:(\d+)", lookup)
     assert lines in ([], [str(site)]), lookup
@@ -94,3 +93,47 @@ def test_two_bolt_layouts_share_a_cache(lldb: Callable[..., LldbDriver], zoo: di
     session.run()
     _check_stop(session, f, f["markers"]["crash.c"])
     assert not list(cache.glob("lldb-cfi-v*/.build-id/*/*")), list(cache.rglob("*"))
+
+
+def _batch(binary: Path, commands: list[str], plugin: bool, cache: Path) -> str:
+    """LLDB 22's command line run to the crash (`-k`: batch mode's commands after a crash)."""
+    argv = [LLDB, "--no-lldbinit", "-b", "-O", "settings set use-color false"]
+    if plugin:
+        argv += ["-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+    argv += ["-o", f"target create {binary}", "-o", "process launch -- crash"]
+    for command in commands:
+        argv += ["-k", command]
+    env = {k: v for k, v in os.environ.items() if k != "UNSPLIT_LLDB_DEBUGINFO"}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**env, "UNSPLIT_CACHE": str(cache)}).stdout
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-cdsplit"])
+def test_lldb_command_line_session_is_the_debug_files(zoo: dict[str, Any], variant: str,
+                                                      tmp_path: Path) -> None:
+    """Nothing but the import: the stop in the cold fragment lists its source (as LLDB does
+    with DWARF), bt's pcs are the core's (fixtures/gdb_probe.py's frames), `_start`, libc's
+    `main=` and image lookup/disassemble name what the plain input's session names, and no
+    Breakpad file of the module is made."""
+    f = facts(zoo, variant, "crash")
+    site = f["markers"]["crash.c"]["crash site"]
+    start = int(f["crash"]["frames"][-1]["link_pc"], 16)  # _start's call of libc
+    commands = ["bt", f"image lookup -a {start:#x}", "disassemble -n _start",
+                "image lookup -a $pc", "frame select 2", "disassemble -f"]
+    cache = tmp_path / "cache"
+    ours = _batch(ROOT / f["binary"], commands, True, cache)
+    theirs = _batch(ROOT / f["input"], commands, False, tmp_path / "plain")
+    stop = ours.split("(lldb) bt")[0]
+    assert re.search(rf"^-> {site}\s.*BB: crash site", stop, re.M), stop
+    pcs = [int(p, 16) for p in re.findall(r"frame #\d+: (0x[0-9a-f]+)",
+                                          ours.split("(lldb) bt")[1].split("(lldb) ")[0])]
+    assert pcs == [int(fr["pc"], 16) for fr in f["crash"]["frames"]], ours
+    assert "main=(crash`main at crash.c:" in ours, ours  # libc's frames name it
+    unnamed = re.compile(r"___lldb_unnamed_symbol\w*")
+    assert "crash`___lldb" not in ours and \
+        len(unnamed.findall(ours)) <= len(unnamed.findall(theirs)), ours
+    assert re.search(r"Summary: crash`_start \+ \d+", ours), ours
+    assert re.search(rf"Summary: crash`transfer \+ \d+ at crash\.c:{site}:", ours), ours
+    texts = [p.read_bytes().split(b"\n", 1)[0] for p in cache.glob("lldb-cfi-v*/**/*")
+             if p.is_file() and p.read_bytes().startswith(b"MODULE ")]
+    assert not [t for t in texts if t.endswith(b" crash")], texts

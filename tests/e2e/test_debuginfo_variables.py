@@ -3,8 +3,8 @@ nothing done but loading the plugin: GDB's `info args`, `info locals`, `print`, 
 `bt` shows and `finish`'s value, and LLDB's `frame variable`, `bt` and `thread step-out`'s
 value, are what plain GDB and LLDB show on the pre-BOLT input stopped at the same event (the
 same line's first hit, or the crash). The plugin's debug file carries the input's DWARF
-through BAT (unsplit.debuginfo.translate). LLDB's command line gets it where the user opts in
-(UNSPLIT_LLDB_DEBUGINFO=1: else it gets the Breakpad CFI file, one symbol file per module)."""
+through BAT (unsplit.debuginfo.translate), in GDB and in LLDB's command line alike (by default:
+nothing but the import)."""
 
 from __future__ import annotations
 
@@ -76,15 +76,14 @@ def _lldb(binary: Path, argument: str, stop: tuple[str, int] | None, commands: l
     if plugin:
         argv += ["-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
     argv += ["-o", f"target create {binary}"]
-    if plugin:
-        argv += ["-o", "bb debuginfo status"]  # the plugin's first chance to give the file
     if stop is not None:
         argv += ["-o", f"breakpoint set -f {stop[0]} -l {stop[1]}"]
     argv += ["-o", f"process launch -- {argument}"]
     for command in ["register read pc", *commands]:  # after a crash: -k (batch mode's rule)
         argv += ["-o" if stop is not None else "-k", command]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT, env={
-        **os.environ, "UNSPLIT_CACHE": str(cache), "UNSPLIT_LLDB_DEBUGINFO": "1"})
+    env = {k: v for k, v in os.environ.items() if k != "UNSPLIT_LLDB_DEBUGINFO"}
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env={**env, "UNSPLIT_CACHE": str(cache)})
     return run.stdout
 
 

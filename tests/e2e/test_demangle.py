@@ -58,8 +58,11 @@ def test_cold_cpp_frame_reads_demangled(debugger: Callable[..., Any],
     assert name == "process(int const*, int)"  # the oracle itself, as the issue states it
     label = f"{name} [cold.2]"
     assert label in stop
+    # LLDB's bt reads the debug file's DWARF: as on the input's own, the arguments stand
+    # where the types were
+    shown = "process [cold.2](records=" if session.name == "lldb" else label
     frame0 = next(ln for ln in session.backtrace().splitlines() if "#0" in ln)
-    assert label in frame0 and LINKAGE not in frame0
+    assert shown in frame0 and LINKAGE not in frame0
 
     text = session.command("bb where")
     assert f"is in {label} (except)" in text

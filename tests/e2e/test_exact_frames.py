@@ -176,8 +176,11 @@ def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str,
     the true frames in main.cold: the first session writes the CFI symbol file and hands it
     to LLDB (`target symbols add`); a second session gets it from the cache, where LLDB finds
     it by itself (not a BOLT output's: breakpad.alone_under_build_id); a core saved there gets
-    it in its own first session."""
+    it in its own first session. (The Breakpad file: what a module gets with `bb debuginfo
+    off`, from an LLDB that takes split functions as one span, or where no debug file is made;
+    the debug file's own case is the test below.)"""
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "0")
     f = facts(zoo, variant, "switch")
     s, expected = _at_invented_frame(lldb, f)
     pcs, rsp = _native(s)
@@ -215,6 +218,36 @@ def test_lldb_own_frames_follow_the_cfi(lldb: Callable[..., Any], zoo: dict[str,
     assert post.alive()
 
 
+@pytest.mark.parametrize("variant", RET_MID_FRAGMENT)
+def test_lldb_own_frames_follow_the_debug_files_cfi(lldb: Callable[..., Any],
+                                                    zoo: dict[str, Any], variant: str,
+                                                    tmp_path: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default the module gets unsplit's debug file, and no Breakpad file at all: LLDB's own
+    bt, frame select, register read and step-out follow its .debug_frame in main.cold, where
+    LLDB alone invents a frame, and in a core saved there."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, variant, "switch")
+    s, expected = _at_invented_frame(lldb, f)
+    pcs, rsp = _native(s)
+    assert pcs == expected, (pcs, expected)
+    cfi = _bt(s)
+    assert _pcs(cfi["frames"]) == expected and cfi["differences"] == []
+    assert rsp == int(cfi["frames"][1]["registers"]["rsp"], 16)
+    assert "switch: given unsplit's DWARF: " in s.command("bb exact-frames")
+    core = tmp_path / "switch.core"
+    assert "error" not in s.command(f'process save-core "{core}"', SESSION_TIMEOUT)
+    out = _step_out(s)
+    assert f"{expected[1]:016x}" in out or f"{expected[1]:#x}" in out, out
+    s.close()
+    texts = [p.read_bytes().split(b"\n", 1)[0]
+             for p in (tmp_path / "cache").glob("lldb-cfi-v*/**/*")
+             if p.is_file() and p.read_bytes().startswith(b"MODULE ")]
+    assert not [t for t in texts if t.endswith(b" switch")], texts  # no Breakpad text of it
+    post = lldb(ROOT / f["binary"], core=str(core))
+    assert _native(post)[0] == expected
+
+
 def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[str, Any],
                                             tmp_path: Any,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,8 +255,9 @@ def test_lldb_cfi_ahead_of_two_bolt_outputs(lldb: Callable[..., Any], zoo: dict[
     share a build-id: each text is kept for that very file alone, never by build-id in the
     plugin's cache (LLDB would give either file the other's); the plugin's first session on
     one gives LLDB its text without making it again, and LLDB's own frames in main.cold are
-    the true ones."""
+    the true ones (`bb debuginfo off`: the Breakpad file)."""
     monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "0")
     f = facts(zoo, "bolt-random2", "switch")
     other = facts(zoo, "bolt-all", "switch")
     made = subprocess.run([sys.executable, "-m", "unsplit", "lldb-cfi", "--json",

@@ -98,6 +98,26 @@ def test_lldb_dap_live_crash_in_moved_code(dap: Any, zoo: dict[str, Any], varian
     frames = _stopped_frames(session, "launch", program=str(ROOT / f["binary"]),
                              args=f["crash"]["argv"][1:], initCommands=init)
     _check(frames, f, tagged=False)
+    pcs = [int(fr["instructionPointerReference"], 16) for fr in frames[:3]]
+    assert pcs == [int(fr["pc"], 16) for fr in f["crash"]["frames"][:3]], pcs
+    plain = dap([LLDB_DAP])  # the pre-BOLT input (its own DWARF) at the same crash
+    theirs = _stopped_frames(plain, "launch", program=str(ROOT / f["input"]),
+                             args=f["crash"]["argv"][1:], initCommands=[])
+    assert _values(session, frames[0]) == _values(plain, theirs[0]) != {}, _values(plain, theirs[0])
+
+
+def _values(session: DapSession, frame: dict[str, Any]) -> dict[str, str]:
+    """The Variables pane of `frame` (every scope's variables), pointers left out (the two
+    programs' stacks differ)."""
+    out: dict[str, str] = {}
+    for scope in session.request("scopes", frameId=frame["id"])["scopes"]:
+        if scope.get("name") == "Registers":
+            continue
+        ref = scope["variablesReference"]
+        for v in session.request("variables", variablesReference=ref)["variables"]:
+            if not v.get("value", "").startswith("0x"):
+                out[f"{scope['name']}.{v['name']}"] = v.get("value", "")
+    return out
 
 
 def test_lldb_dap_core_of_crash_in_moved_code(dap: Any, zoo: dict[str, Any]) -> None:

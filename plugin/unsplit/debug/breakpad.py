@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from elftools.dwarf.constants import DW_CFA
 
-from unsplit.debug import breakpad_lines, cfi
+from unsplit.debug import breakpad_lines
+from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
@@ -213,11 +214,11 @@ class _Records:
     offsets from their start (set_loc aside), so each distinct FDE body is decoded and
     translated once (a BOLTed libLLVM: 35k distinct bodies for 89k fragments)."""
 
-    def __init__(self, table: cfi.CfiTable) -> None:
+    def __init__(self, table: cfi_table.CfiTable) -> None:
         self.table = table
         self.memo: dict[tuple[str, int, bytes], list[tuple[int, str]] | None] = {}
         self.cies: dict[tuple[str, int], _CieState | None] = {}
-        self.sections: dict[str, cfi._Section] = {}
+        self.sections: dict[str, cfi_table.CfiSection] = {}
 
     def whole_fde(self, name: str, offset: int, start: int, end: int, base: int
                   ) -> list[str] | None:
@@ -423,7 +424,7 @@ def _general(reader: eh_frame.EntryReader, cie: eh_frame.Cie, body: int, end: in
         return None
 
 
-def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
+def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi_table.CfiTable
                      ) -> list[tuple[int, int, tuple[str, int, int, int] | None]]:
     """LLDB's function around each start: the sized function symbol that holds it, else the
     FDE that covers it (LLDB makes a symbol of an FDE no symbol covers); (start, end, the
@@ -442,7 +443,7 @@ def _function_ranges(binary: Binary, starts: Iterable[int], table: cfi.CfiTable
     return [(start, end, head) for (start, end), head in sorted(ranges.items())]
 
 
-def _fdes_in(table: cfi.CfiTable, fde_starts: list[int], start: int, end: int
+def _fdes_in(table: cfi_table.CfiTable, fde_starts: list[int], start: int, end: int
              ) -> list[FrameDescription]:
     out: list[FrameDescription] = []
     first = table.fde_at(start)  # one that begins before `start` and covers it
@@ -469,7 +470,7 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None,
     code_id = _code_id(binary, uuid)
     if not code_id:
         return None
-    table = cfi.table_for(binary)
+    table = cfi_table.table_for(binary)
     base = base_address(binary)
     fde_starts = sorted(a for _, a in table.fde_starts())
     records: list[str] = []

@@ -35,6 +35,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
 from unsplit.debug import cfi, unwind
+from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
@@ -228,11 +229,11 @@ def cfa_rules(index: ModuleIndex, proc: Procedure) -> list[tuple[int, int, str, 
     if found is None:
         found = per_index[key] = sorted(
             rule for frag in proc.fragments for rule in _fragment_cfa_rules(
-                cfi.table_for(index.binary), frag.start, frag.end))
+                cfi_table.table_for(index.binary), frag.start, frag.end))
     return found
 
 
-def _fragment_cfa_rules(table: cfi.CfiTable, start: int,
+def _fragment_cfa_rules(table: cfi_table.CfiTable, start: int,
                         end: int) -> list[tuple[int, int, str, int]]:
     out: list[tuple[int, int, str, int]] = []
     address = start

@@ -17,7 +17,7 @@ from unsplit.index import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.index.store import cache_root
 
-FORMAT_VERSION = 3  # bump when the files' content changes: old ones are then not reused
+FORMAT_VERSION = 4  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:

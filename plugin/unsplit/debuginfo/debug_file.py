@@ -1,13 +1,14 @@
 """Which debug file a split module gets: the pre-BOLT input's DWARF moved through BAT
 (unsplit.debuginfo.translate) when the module is a BOLT output whose input has DWARF, else
-what the index knows, names and lines (unsplit.debuginfo.synthesize)."""
+what the index knows, names and lines (unsplit.debuginfo.synthesize); both with the split
+procedures' CFI (unsplit.debuginfo.frames) and the module's symbol table."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from unsplit.debuginfo import synthesize
+from unsplit.debuginfo import frames, synthesize
 from unsplit.debuginfo.translate import build as translate
 from unsplit.index import bat_translate
 from unsplit.index.module_index import ModuleIndex
@@ -20,9 +21,19 @@ class Made:
     data: bytes
     translated: translate.Summary | None
     synthesized: synthesize.Summary | None
+    cfi: frames.FrameSummary | None = None  # the fragments' CFI (.debug_frame)
 
     def report(self) -> dict[str, Any]:
         """The --json fields of what was written."""
+        return {**self._dwarf(), **self._cfi()}
+
+    def _cfi(self) -> dict[str, Any]:
+        c = self.cfi
+        return {"cfi_fdes": 0 if c is None else c.fdes,
+                "cfi_fragments_not_whole": 0 if c is None else c.uncovered,
+                "cfi_problems": [] if c is None else c.problems}
+
+    def _dwarf(self) -> dict[str, Any]:
         t, s = self.translated, self.synthesized
         if t is not None:
             return {"made_from": "input DWARF", "input": t.input, "units": t.units,
@@ -40,9 +51,12 @@ class Made:
 
 def make(index: ModuleIndex) -> Made:
     """The debug file for the split module `index` describes."""
+    made = frames.debug_frame(index)
+    also = [] if made is None else [(".debug_frame", made[0])]
+    cfi = None if made is None else made[1]
     found = translate.input_with_dwarf(index)
     if found is not None and bat_translate.has_bat(index.binary):
-        data, summary = translate.build(index, *found)
-        return Made(data, summary, None)
-    data, names = synthesize.build(index)
-    return Made(data, None, names)
+        data, summary = translate.build(index, *found, also)
+        return Made(data, summary, None, cfi)
+    data, names = synthesize.build(index, also)
+    return Made(data, None, names, cfi)

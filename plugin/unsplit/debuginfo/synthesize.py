@@ -93,12 +93,14 @@ def has_own_dwarf(index: ModuleIndex) -> bool:
     return any(lines.lookup(f.start) is not None for f in moved) if moved else True
 
 
-def build(index: ModuleIndex) -> tuple[bytes, Summary]:
-    """The debug file's bytes for the module `index` describes, and what went into it."""
+def build(index: ModuleIndex, also: list[tuple[str, bytes]] | None = None
+          ) -> tuple[bytes, Summary]:
+    """The debug file's bytes for the module `index` describes (with the sections `also`),
+    and what went into it."""
     data, summary = sections(index)
     with open(index.binary.path, "rb") as f:
         module = f.read()
-    return write_debug_file(module, index.binary.path, data), summary
+    return write_debug_file(module, index.binary.path, [*data, *(also or [])]), summary
 
 
 def sections(index: ModuleIndex, keep: Callable[[Procedure], bool] | None = None,

@@ -55,6 +55,13 @@ def _run(args: argparse.Namespace) -> str:
     if report["written"] is None:
         return f"{args.binary}: {report['skipped']}; nothing written"
     text = _translated(report) if report["made_from"] == "input DWARF" else _synthesized(report)
+    text.append(f"call frame information: {report['cfi_fdes']} FDEs (.debug_frame)"
+                + (f", {report['cfi_fragments_not_whole']} fragments in part without one"
+                   if report["cfi_fragments_not_whole"] else ""))
+    problems = report["cfi_problems"]
+    text += [f"warning: CFI {p}" for p in problems[:_SHOWN]]
+    if len(problems) > _SHOWN:
+        text.append(f"... and {len(problems) - _SHOWN} more (--json lists them all)")
     text += [f"warning: {w}" for w in index.warnings]
     return "\n".join(text)
 

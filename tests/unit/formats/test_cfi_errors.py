@@ -9,7 +9,8 @@ from contextlib import closing
 from typing import Any
 
 import pytest
-from unsplit.debug import breakpad, cfi
+from unsplit.debug import breakpad
+from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import eh_frame
@@ -85,7 +86,7 @@ def test_an_fde_whose_instructions_run_past_it() -> None:
 
 def _first_fde(zoo: dict[str, Any]) -> tuple[Binary, int]:
     binary = Binary(str(ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]))
-    start = next(a for _, a in cfi.table_for(binary).fde_starts())
+    start = next(a for _, a in cfi_table.table_for(binary).fde_starts())
     return binary, start
 
 
@@ -95,10 +96,10 @@ def test_a_bug_decoding_rows_surfaces(zoo: dict[str, Any],
     def bug(*_args: object) -> Any:
         raise TypeError("unsupported operand type(s) for +: 'int' and 'NoneType'")
 
-    monkeypatch.setattr(cfi, "decode_rows", bug)
+    monkeypatch.setattr(cfi_table, "decode_rows", bug)
     binary, start = _first_fde(zoo)
     with closing(binary), pytest.raises(TypeError):
-        cfi.CfiTable(binary).fde_at(start)
+        cfi_table.CfiTable(binary).fde_at(start)
 
 
 def test_a_bug_in_a_cie_s_rules_surfaces_in_the_lldb_cfi_files(

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from unsplit.debug.cfi import CfiTable, table_for, unwind_step
+from unsplit.debug.cfi import unwind_step
 from unsplit.elf.binary import Binary
+from unsplit.elf.cfi_table import CfiTable, table_for
 from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import (
     ExpressionError,

@@ -50,8 +50,10 @@ def input_with_dwarf(index: ModuleIndex) -> tuple[Binary, Binary] | None:
     return None if dwarf is None else (found, dwarf)
 
 
-def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary) -> tuple[bytes, Summary]:
-    """The debug file's bytes, and what went into it."""
+def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
+          also: list[tuple[str, bytes]] | None = None) -> tuple[bytes, Summary]:
+    """The debug file's bytes (with the sections `also` besides the DWARF moved), and what
+    went into it."""
     imap = InputMap.of(index.binary, input_binary)
     if imap is None:
         raise ValueError(f"{index.binary.path} has no BAT")
@@ -89,7 +91,8 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary) -> tuple[byte
     summary = Summary(input_binary.path, rewriter.units, imap.functions, names.procedures,
                       rewriter.left_out, {k: v for k, v in sorted(mover.dropped.items()) if v},
                       mover.warnings, imap.unplaced)
-    return write_debug_file(module, index.binary.path, list(by_name.items())), summary
+    return write_debug_file(module, index.binary.path, [*by_name.items(), *(also or [])]), \
+        summary
 
 
 def _covered(ranges: list[tuple[int, int]], proc: Procedure) -> bool:

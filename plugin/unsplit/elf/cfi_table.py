@@ -1,0 +1,179 @@
+"""Which FDE of a binary's call frame information covers an address: the choice every reader
+of the CFI makes the same way (the plugin's unwinder, LLDB's Breakpad CFI, the debug file's
+`.debug_frame`). BOLT's rewritten `.eh_frame` can hold several FDEs that start at one address
+with different lengths; the last one the sorted table lists that covers the address wins.
+
+Lazily, per binary: the FDE start addresses come from `.eh_frame_hdr`'s sorted table when it is
+there (no parsing of the section), else from one pass over the entries; only the FDE that
+covers a queried address is parsed and decoded (`unsplit.formats.eh_frame`), and then cached.
+Specifications: the LSB's `.eh_frame_hdr` (LSB Core 5.0, §10.6.2), DWARF 5 §6.4.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_right
+
+from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
+from unsplit.formats.eh_frame import Cie, EntryReader, FrameDescription, decode_rows
+
+
+class CfiSection:
+    """One CFI section: sorted FDE starts and section offsets, and a parser for single entries."""
+
+    def __init__(self, binary: Binary, name: str) -> None:
+        self.name = name
+        sec = binary.section(name)
+        assert sec is not None
+        self.address: int = sec["sh_addr"]
+        self.data = bytes(sec.data())
+        self.reader = EntryReader(name, self.data, self.address, binary.elf.little_endian,
+                              8 if binary.elf.elfclass == 64 else 4)
+        self.starts = array("Q")
+        self.offsets = array("Q")
+        self.cache: dict[int, FrameDescription | None] = {}
+        self.heads: dict[int, tuple[int, Cie, int, int, int, int] | None] = {}
+
+    def index_all(self) -> None:
+        """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
+        pairs = []
+        offset = 0
+        while offset + 4 <= len(self.data):
+            end, id_at, _, _ = self.reader.header(offset)
+            if end == id_at and self.reader.eh:  # a zero length ends .eh_frame
+                break
+            fde = self.reader.fde(offset)
+            if fde is not None and fde.size:
+                pairs.append((fde.start, offset))
+            offset = end
+        pairs.sort()
+        self.starts = array("Q", (p[0] for p in pairs))
+        self.offsets = array("Q", (p[1] for p in pairs))
+
+    def lookup(self, address: int) -> FrameDescription | None:
+        i = bisect_right(self.starts, address) - 1
+        while i >= 0:
+            offset = self.offsets[i]
+            if offset not in self.cache:
+                self.cache[offset] = self.decode(offset)
+            fd = self.cache[offset]
+            if fd is not None and fd.start <= address < fd.end:
+                return fd
+            # an empty or shorter FDE at the same start can hide the one that covers `address`
+            if i == 0 or self.starts[i - 1] != self.starts[i]:
+                return None
+            i -= 1
+        return None
+
+    def head(self, offset: int) -> tuple[int, Cie, int, int, int, int] | None:
+        """Reader.fde_head of the entry at `offset`, kept."""
+        if offset in self.heads:
+            return self.heads[offset]
+        head = self.heads[offset] = self.reader.fde_head(offset)
+        return head
+
+    def head_at(self, address: int) -> tuple[int, int, int] | None:
+        """(offset, start, end) of the FDE that covers `address`, from its header alone (no
+        rows decoded): what lookup finds, for callers that decode rows their own way."""
+        i = bisect_right(self.starts, address) - 1
+        while i >= 0:
+            offset = self.offsets[i]
+            head = self.head(offset)
+            start, end = (head[2], head[2] + head[3]) if head else (0, 0)
+            if start <= address < end:
+                return offset, start, end
+            if i == 0 or self.starts[i - 1] != self.starts[i]:
+                return None
+            i -= 1
+        return None
+
+    def decode(self, offset: int) -> FrameDescription | None:
+        fde = self.reader.fde(offset)
+        if fde is None:
+            return None
+        cie = fde.cie
+        rows = decode_rows(cie, fde, fde.start)
+        return FrameDescription(self.name, offset, fde.start, fde.start + fde.size,
+                                cie.return_address_register, b"S" in cie.augmentation,
+                                tuple(rows))
+
+
+def _eh_frame_hdr(binary: Binary, eh: CfiSection) -> bool:
+    """Fill `eh` from .eh_frame_hdr's binary search table; False when it cannot be used."""
+    hdr = binary.section(".eh_frame_hdr")
+    if hdr is None:
+        return False
+    data = bytes(hdr.data())
+    base = hdr["sh_addr"]
+    # version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4: what every
+    # linker writes. Anything else: parse the section instead.
+    if len(data) < 12 or data[:4] != b"\x01\x1b\x03\x3b":
+        return False
+    eh_ptr, count = struct.unpack_from("<iI", data, 4)
+    if base + 4 + eh_ptr != eh.address or len(data) < 12 + 8 * count:
+        return False
+    table = struct.unpack_from(f"<{2 * count}i", data, 12)
+    starts = [(base + table[2 * k]) & 0xFFFFFFFFFFFFFFFF for k in range(count)]
+    offsets = [base + table[2 * k + 1] - eh.address for k in range(count)]
+    if any(not 0 <= o < len(eh.data) for o in offsets) or starts != sorted(starts):
+        return False
+    eh.starts = array("Q", starts)
+    eh.offsets = array("Q", offsets)
+    return True
+
+
+class CfiTable:
+    """The CFI of one binary: `.eh_frame` first (what runs), then `.debug_frame`."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self._sections: list[CfiSection] | None = None
+
+    @property
+    def sections(self) -> list[CfiSection]:
+        if self._sections is None:
+            found = []
+            for name in (".eh_frame", ".debug_frame"):
+                sec = self.binary.section(name)
+                if sec is None or sec["sh_type"] == "SHT_NOBITS" or not sec["sh_size"]:
+                    continue
+                s = CfiSection(self.binary, name)
+                if name != ".eh_frame" or not _eh_frame_hdr(self.binary, s):
+                    s.index_all()
+                found.append(s)
+            self._sections = found
+        return self._sections
+
+    def fde_at(self, address: int) -> FrameDescription | None:
+        """The decoded FDE covering file address `address`, or None."""
+        for s in self.sections:
+            fd = s.lookup(address)
+            if fd is not None:
+                return fd
+        return None
+
+    def head_at(self, address: int) -> tuple[str, int, int, int] | None:
+        """(section, offset, start, end) of the FDE fde_at would give, without decoding it."""
+        for s in self.sections:
+            found = s.head_at(address)
+            if found is not None:
+                return (s.name, *found)
+        return None
+
+    def section_named(self, name: str) -> CfiSection:
+        return next(s for s in self.sections if s.name == name)
+
+    def fde_starts(self) -> list[tuple[str, int]]:
+        """(section, start) of every FDE, in address order per section."""
+        return [(s.name, a) for s in self.sections for a in s.starts]
+
+
+_TABLES = PerFile(CfiTable)
+
+
+def table_for(binary: Binary) -> CfiTable:
+    """The CfiTable of `binary`, made once and kept as long as the Binary lives (the index
+    cache keeps one Binary per file for the session)."""
+    return _TABLES(binary)
