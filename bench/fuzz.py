@@ -53,7 +53,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
@@ -68,6 +68,7 @@ from unsplit.elf.binary import Binary  # noqa: E402
 from unsplit.errors import UnsplitError  # noqa: E402
 from unsplit.formats import bat, bat_scan, bb_addr_map, bb_addr_map_flat, esl, mip  # noqa: E402
 from unsplit.formats import split_info as si  # noqa: E402
+from unsplit.index.code_lines import CodeWalker  # noqa: E402
 from unsplit.index.inlines import InlineChains  # noqa: E402
 from unsplit.index.sources.mip import map_procedures  # noqa: E402
 
@@ -398,6 +399,93 @@ class _CoreTarget:
         return out
 
 
+class _TranslateTarget:
+    """`unsplit debuginfo`'s rewriter (unsplit.debuginfo.translate.build) on a BOLT output whose
+    pre-BOLT input has one damaged DWARF section, or whose BAT is cut short. Each input damages
+    one of `cases` (variant, program, section), picked by the input's number. What the rewriter
+    says it left out (units, lists, line tables) makes the outcome "warned"."""
+
+    CASES = [("bolt-all", "except", s) for s in (
+        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_loclists", ".debug_rnglists",
+        ".debug_addr", ".debug_str_offsets")] + [
+        ("bolt-gcc-dwarf4", "crash", s) for s in (
+            ".debug_info", ".debug_abbrev", ".debug_line", ".debug_loc", ".debug_ranges")] + [
+        ("bolt-gcc", "loop", s) for s in (".debug_info", ".debug_loclists", ".debug_rnglists")
+    ] + [("bolt-all", "crash", ".note.bolt_bat"), ("bolt-clang-dwarf4", "except", ".debug_loc")]
+
+    def __init__(self) -> None:
+        self._bases: list[tuple[Any, Binary]] = []
+
+    def seeds(self) -> list[bytes]:
+        from unsplit.debuginfo import synthesize
+        from unsplit.debuginfo.translate import build as translate
+        from unsplit.index.module_index import ModuleIndex
+
+        # What reads neither the damaged section nor the BAT is answered from memory (most of
+        # a run's time otherwise): the lines of each procedure no input unit covers (asked of
+        # the index byte by byte), and the input map of an undamaged BAT.
+        synthesize.CodeWalker = _RememberedWalker  # type: ignore[misc]
+        translate.InputMap = _RememberedMaps  # type: ignore[misc]
+        out = []
+        for variant, program, section in self.CASES:
+            path = ZOO / variant / program
+            if not path.exists():
+                sys.exit(f"fuzz: {path} missing: run fixtures/build.py first")
+            index = ModuleIndex.open(str(path))
+            given = Binary(str(ZOO / variant / "input" / program))
+            self._bases.append((index, given))
+            data = (index.binary if section == bat.SECTION else given).section_data(section)
+            if not data:
+                sys.exit(f"fuzz: {variant}/{program} has no {section}")
+            out.append(data)
+        return out
+
+    def run(self, case: int, data: bytes) -> object:
+        from unsplit.debuginfo.translate import build as translate
+
+        index, given = self._bases[case]
+        section = self.CASES[case][2]
+        if section == bat.SECTION:  # cut short: the rest of the note is lost
+            index = copy.copy(index)
+            index.binary = DamagedBinary.of(index.binary, {section: data[:len(data) // 2 + (
+                data[0] if data else 0)]})
+            _, summary = translate.build(index, given, given)
+        else:
+            damaged = DamagedBinary.of(given, {section: data})
+            _, summary = translate.build(index, given, damaged)
+        said = summary.left_out + summary.warnings
+        return Degraded(said) if said else summary
+
+
+class _RememberedMaps:
+    """InputMap.of answered again for a module whose BAT is not damaged."""
+
+    _known: ClassVar[dict[tuple[int, int], Any]] = {}
+
+    @classmethod
+    def of(cls, output: Binary, given: Binary) -> Any:
+        from unsplit.index.input_map import InputMap
+
+        if isinstance(output, DamagedBinary):
+            return InputMap.of(output, given)
+        key = (id(output), id(given))
+        if key not in cls._known:
+            cls._known[key] = InputMap.of(output, given)
+        return cls._known[key]
+
+
+class _RememberedWalker(CodeWalker):
+    """CodeWalker.walk answered again for the same module and range."""
+
+    _known: ClassVar[dict[tuple[int, int, int], Any]] = {}
+
+    def walk(self, start: int, end: int) -> Any:
+        key = (id(self.index), start, end)
+        if key not in self._known:
+            self._known[key] = super().walk(start, end)
+        return self._known[key]
+
+
 def _one(seed: Callable[[], bytes], run: Callable[[bytes], object]
          ) -> tuple[Callable[[], list[bytes]], Callable[[int, bytes], object]]:
     return (lambda: [seed()]), (lambda _case, data: run(data))
@@ -429,6 +517,9 @@ def targets() -> list[Target]:
                             ("clang-mfs", ".debug_str_offsets"), ("clang-mfs", ".debug_addr")])):
         t = _DwarfTarget(cases, chains=name == "dwarf_info")
         out.append(Target(name, ",".join(sorted({c[1] for c in cases})), t.seeds, t.run))
+    translated = _TranslateTarget()
+    out.append(Target("debuginfo", "input DWARF,.note.bolt_bat", translated.seeds,
+                      translated.run))
     return out
 
 

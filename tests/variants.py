@@ -44,6 +44,9 @@ DEBUG_FILE = ["bolt-all", "bolt-random2"]
 # the debug file, against plain GDB (and LLDB, on the first two) on the input
 # (test_debuginfo_variables.py): a split at every block, a profile's, reordered blocks.
 DEBUG_FILE_VARIABLES = ["bolt-all", "bolt-cdsplit", "bolt-reverse"]
+# ... and the same through inputs of other producers' DWARF: GCC 12's -g (DWARF 5 without
+# .debug_addr), GCC's and clang's -gdwarf-4 (.debug_loc, .debug_ranges), split at every block.
+DEBUG_FILE_OTHER_DWARF = ["bolt-gcc", "bolt-gcc-dwarf4", "bolt-clang-dwarf4"]
 
 # `bb break`: a GCC fragment, clang's with a PGO basic-block map, BOLT with and without DWARF
 # and with its own split (test_break.py); LLDB's own breakpoint resolver on them

@@ -54,6 +54,9 @@ def read_lists_header(data: bytes, base: int, section: str) -> ListsHeader:
         if offset_size == 8:
             length = int.from_bytes(data[start + 4:start + 12], "little")
         end = at + length
+        if at + 8 > len(data):
+            raise DecodeError(section, start, "the contribution header runs past the end of "
+                              "the section")
         version, address_size, segment, count = struct.unpack_from("<HBBI", data, at)
         if version != 5 or end > len(data) or segment != 0 or base + count * offset_size > end:
             raise DecodeError(section, start, "no contribution header (version 5, segment "

@@ -18,6 +18,7 @@ Row = tuple[int, int, int, int, int, int, int]
 IS_STMT, BASIC_BLOCK, PROLOGUE_END, EPILOGUE_BEGIN = 1, 2, 4, 8
 PROGRAM_FLAGS_ONCE = PROLOGUE_END | EPILOGUE_BEGIN  # mark one place in a function
 _MASK = (1 << 64) - 1
+_WRITTEN_OPCODES = 7  # ProgramWriter writes standard opcodes 1 to 7 (10 to 12 where they are)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,9 @@ class ProgramWriter:
     fit), one sequence after another; 8-byte addresses."""
 
     def __init__(self, h: LineHeader) -> None:
+        if h.opcode_base <= _WRITTEN_OPCODES:
+            raise DecodeError(SECTION, h.offset, f"opcode_base {h.opcode_base}: the standard "
+                              f"opcodes up to {_WRITTEN_OPCODES} would read as special ones")
         self.h = h
         self.out = bytearray()
         self._open = False
@@ -201,7 +205,9 @@ class ProgramWriter:
             out += sleb(delta)
             delta = 0
         special = (delta - h.line_base) + h.line_range * advance + h.opcode_base
-        if special <= 255:
+        # A header whose line_base is above 0 (or line_range ends below it) has no special
+        # opcode for "same line": the row is then made with standard opcodes.
+        if special <= 255 and h.line_base <= delta < h.line_base + h.line_range:
             out.append(special)
         else:
             out.append(2)
