@@ -56,9 +56,11 @@ def profile(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> di
             "text": text, "work": work}
 
 
-def _own_samples(text: str, binary: Path) -> list[tuple[str, list[tuple[int, str, int]], str]]:
+def _own_samples(text: str, binary: Path, trim: bool = False
+                 ) -> list[tuple[str, list[tuple[int, str, int]], str]]:
     """(comm, [(frame address by nm, perf's symbol, is a caller)], its text) of each sample
-    whose every frame is in `binary`, leaf first."""
+    whose every frame is in `binary`, leaf first; `trim`: of each sample whose leaf is, its
+    frames up to the first one elsewhere (and its text so cut)."""
     symbols = {s.name: s.start for s in toolbox.text_symbols(binary)}
     out = []
     for block in text.split("\n\n"):
@@ -71,9 +73,34 @@ def _own_samples(text: str, binary: Path) -> list[tuple[str, list[tuple[int, str
             if m is None or m[4] != str(binary) or m[2] not in symbols:
                 break
             frames.append((symbols[m[2]] + int(m[3], 16), m[2], k > 0))
-        else:
-            out.append((lines[0].split()[0], frames, block.strip("\n") + "\n\n"))
+        if frames and (trim or len(frames) == len(lines) - 1):
+            kept = "\n".join(lines[:len(frames) + 1])
+            out.append((lines[0].split()[0], frames, kept + "\n\n"))
     return out
+
+
+def test_callers_are_named_by_their_call(profile: dict[str, Any]) -> None:
+    """A DWARF call graph has callers (main.cold.N calling step): each is named by its return
+    address minus one, as perf2bolt-22 translates that address."""
+    data = profile["work"] / "dwarf.data"
+    rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000",
+                          "--call-graph", "dwarf", "-o", str(data), "--", str(profile["binary"]),
+                          "train"], capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr[-500:]
+    text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    own = _own_samples(text, profile["binary"], trim=True)
+    callers = [frames for _, frames, _ in own if len(frames) > 1]
+    assert len(callers) >= 20, "no call chains: the test tests nothing"
+    asked = sorted({a - caller for _, frames, _ in own for a, _, caller in frames})
+    truth = bolt_truth.perf2bolt_targets(profile["binary"], asked, profile["work"])
+    expected: Counter[str] = Counter()
+    for comm, frames, _ in own:
+        names = [truth[a - caller][0] for a, _, caller in frames]
+        expected[";".join([comm, *reversed(names)])] += 1
+    r = _unsplit("fold", stdin="".join(block for _, _, block in own))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected
 
 
 def _counts(folded: str) -> Counter[str]:
