@@ -31,7 +31,6 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterable
 from typing import IO, Any
 
 from unsplit.elf.binary import Binary
@@ -41,7 +40,7 @@ from unsplit.index.frame import is_signal_trampoline
 from unsplit.index.model import Location
 from unsplit.index.module_index import IndexCache, ModuleIndex
 from unsplit.index.store import IndexStore
-from unsplit.tools.perf_text import UNKNOWN, BadLine, PerfFrame, PerfSample, samples
+from unsplit.tools.perf_text import UNKNOWN, BadLine, PerfFrame, PerfSample, frames_of, read_samples
 
 KERNEL_START = 0xFFFF_8000_0000_0000  # x86-64: kernel addresses are the upper half
 
@@ -177,7 +176,7 @@ def _warn(text: str) -> None:
     print(f"unsplit: warning: {text}", file=sys.stderr)
 
 
-def roles(frames: tuple[PerfFrame, ...]) -> list[bool]:
+def roles(frames: list[PerfFrame]) -> list[bool]:
     """For each frame (leaf first), whether its address is a return address: every one but
     the leaf, a user frame below kernel frames (the pc the kernel interrupted) and the frame
     a signal trampoline interrupted."""
@@ -202,29 +201,36 @@ def perf_name(frame: PerfFrame) -> str:
     return UNKNOWN
 
 
-def fold(renamer: Renamer, lines: Iterable[str], comm: bool = True) -> tuple[Counter[str], int]:
+def fold(renamer: Renamer, lines: IO[str], comm: bool = True) -> tuple[Counter[str], int]:
     """Folded stacks of perf script's text and how many samples; each unreadable line is one
-    warning, and the rest is read."""
+    warning (once per distinct sample), and the rest is read. Samples with the same frame
+    lines are folded once."""
     stacks: Counter[str] = Counter()
-    raw: dict[tuple[str, tuple[tuple[str, int, str, int | None], ...]], str] = {}
+    known: dict[tuple[str, str], str] = {}
     count = 0
-    for item in samples(lines):
+    for item in read_samples(lines):
         if isinstance(item, BadLine):
-            renamer.warn(f"line {item.line}: not perf script's text: {item.text[:80]!r}")
+            _bad(renamer, item)
             continue
         count += 1
-        key = (item.comm if comm else "",
-               tuple((f.dso, f.address, f.symbol, f.offset) for f in item.frames))
-        folded = raw.get(key)
+        key = (item.comm if comm else "", item.body)
+        folded = known.get(key)
         if folded is None:
-            folded = raw[key] = _fold_sample(renamer, item, comm)
+            folded = known[key] = _fold_sample(renamer, item, comm)
         stacks[folded] += 1
     return stacks, count
 
 
+def _bad(renamer: Renamer, bad: BadLine) -> None:
+    renamer.warn(f"line {bad.line}: not perf script's text: {bad.text[:80]!r}")
+
+
 def _fold_sample(renamer: Renamer, sample: PerfSample, comm: bool) -> str:
+    frames, bad = frames_of(sample)
+    for b in bad:
+        _bad(renamer, b)
     names: list[str] = []
-    for frame, caller in zip(sample.frames, roles(sample.frames), strict=True):
+    for frame, caller in zip(frames, roles(frames), strict=True):
         module = renamer.module(frame.dso)
         found = None if module is None else module.folded(frame, caller)
         if found is None:
@@ -237,18 +243,25 @@ def _fold_sample(renamer: Renamer, sample: PerfSample, comm: bool) -> str:
     return ";".join(names) or UNKNOWN
 
 
-def rewrite(renamer: Renamer, lines: Iterable[str], out: IO[str]) -> int:
-    """perf script's text with moved frames renamed, sample by sample; how many samples."""
+def rewrite(renamer: Renamer, lines: IO[str], out: IO[str]) -> int:
+    """perf script's text with moved frames renamed, sample by sample; how many samples.
+    Samples with the same frame lines are rewritten once."""
     count = 0
-    for item in samples(lines):
+    known: dict[str, str] = {}
+    for item in read_samples(lines):
         if isinstance(item, BadLine):
-            renamer.warn(f"line {item.line}: not perf script's text: {item.text[:80]!r}")
+            _bad(renamer, item)
             continue
         count += 1
-        parts = [item.header]
-        for frame, caller in zip(item.frames, roles(item.frames), strict=True):
-            parts.append(_frame_text(renamer, frame, caller))
-        out.write(("" if item.one_line else "\n").join(parts) + "\n\n")
+        body = known.get(item.body)
+        if body is None:
+            frames, bad = frames_of(item)
+            for b in bad:
+                _bad(renamer, b)
+            body = known[item.body] = "".join(
+                _frame_text(renamer, frame, caller) + "\n"
+                for frame, caller in zip(frames, roles(frames), strict=True))
+        out.write(f"{item.header}{body}\n" if item.one_line else f"{item.header}\n{body}\n")
     return count
 
 
@@ -258,8 +271,8 @@ def _frame_text(renamer: Renamer, frame: PerfFrame, caller: bool) -> str:
     if found is None:
         return frame.text
     name, offset = found
-    head = frame.text[:len(frame.text) - len(frame.text.lstrip())]
     rest = frame.text.lstrip()
+    head = frame.text[:len(frame.text) - len(rest)]
     address = rest.split(None, 1)[0]
     said = name if offset is None or frame.offset is None else f"{name}+{offset:#x}"
     return f"{head}{address} {said} ({frame.dso})"
@@ -268,7 +281,7 @@ def _frame_text(renamer: Renamer, frame: PerfFrame, caller: bool) -> str:
 # --- the command line ------------------------------------------------------------------------
 
 
-def _input_lines(args: argparse.Namespace) -> tuple[Iterable[str], subprocess.Popen[str] | None]:
+def _input_lines(args: argparse.Namespace) -> tuple[IO[str], subprocess.Popen[str] | None]:
     """perf script's text: stdin, or a `perf script` run on ``-i FILE`` (its stderr is ours)."""
     if args.input is None:
         return sys.stdin, None
