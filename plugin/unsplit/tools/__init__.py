@@ -15,7 +15,7 @@ class Tool(Protocol):
 COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
-    "debuginfo": "debuginfo", "cache": "cache",
+    "debuginfo": "debuginfo", "cache": "cache", "fold": "perf_fold", "perf-script": "perf_fold",
 }
 
 
@@ -26,6 +26,16 @@ def tool_for(command: str) -> Tool:
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from unsplit.tools import annotate, bbmap, cache, debuginfo, frames, lldb_cfi, symbolize, unwind
+    from unsplit.tools import (
+        annotate,
+        bbmap,
+        cache,
+        debuginfo,
+        frames,
+        lldb_cfi,
+        perf_fold,
+        symbolize,
+        unwind,
+    )
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, cache]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, perf_fold, cache]

@@ -1,0 +1,242 @@
+"""`unsplit fold` and `unsplit perf-script` on a real profile (perf record -e cpu-clock -g) of a
+BOLTed program that spends its time in cold fragments (the zoo's bolt-all switch: split-strategy
+all moves every block but the entry, so its hot loop runs in `step.cold.N` and `main.cold.N`),
+and on perf script text written here for the zoo's GCC and clang splits.
+
+Oracles, never unsplit: each frame's address is perf's symbol plus offset through nm; perf2bolt-22
+translates it through BAT to the input function and offset (a caller's return address minus one);
+llvm-symbolizer-22 gives the pre-BOLT input's line there (tests/bolt_truth.py); for GCC `.cold` and
+clang MFS the symbol table's parent (`foo.cold` is `foo`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures import toolbox
+
+from ... import bolt_truth
+from ...conftest import ROOT, facts
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("perf", "perf2bolt-22", "llvm-symbolizer-22")),
+    reason="needs perf, perf2bolt-22 and llvm-symbolizer-22")
+
+_FRAME = re.compile(r"^\s+([0-9a-f]+) (\S+)\+0x([0-9a-f]+) \((.*)\)$")
+
+
+def _unsplit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "unsplit", *args], input=stdin, text=True,
+                          capture_output=True, timeout=300, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def profile(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    f = facts(zoo, "bolt-all", "switch")
+    binary = ROOT / f["binary"]
+    work = tmp_path_factory.mktemp("perf")
+    data = work / "perf.data"
+    loop = f"for i in 1 2 3 4 5 6; do {binary} train; done >/dev/null"
+    rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000", "-g", "-o",
+                          str(data), "--", "sh", "-c", loop], capture_output=True, text=True,
+                         timeout=120)
+    if rec.returncode != 0:
+        pytest.fail(f"perf record: {rec.stderr[-500:]}")
+    text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    return {"facts": f, "binary": binary, "input": ROOT / f["input"], "data": data,
+            "text": text, "work": work}
+
+
+def _own_samples(text: str, binary: Path, trim: bool = False
+                 ) -> list[tuple[str, list[tuple[int, str, int]], str]]:
+    """(comm, [(frame address by nm, perf's symbol, is a caller)], its text) of each sample
+    whose every frame is in `binary`, leaf first; `trim`: of each sample whose leaf is, its
+    frames up to the first one elsewhere (and its text so cut)."""
+    symbols = {s.name: s.start for s in toolbox.text_symbols(binary)}
+    out = []
+    for block in text.split("\n\n"):
+        lines = block.strip("\n").splitlines()
+        if len(lines) < 2:
+            continue
+        frames = []
+        for k, line in enumerate(lines[1:]):
+            m = _FRAME.match(line)
+            if m is None or m[4] != str(binary) or m[2] not in symbols:
+                break
+            frames.append((symbols[m[2]] + int(m[3], 16), m[2], k > 0))
+        if frames and (trim or len(frames) == len(lines) - 1):
+            kept = "\n".join(lines[:len(frames) + 1])
+            out.append((lines[0].split()[0], frames, kept + "\n\n"))
+    return out
+
+
+def test_callers_are_named_by_their_call(profile: dict[str, Any]) -> None:
+    """A DWARF call graph has callers (main.cold.N calling step): each is named by its return
+    address minus one, as perf2bolt-22 translates that address."""
+    data = profile["work"] / "dwarf.data"
+    rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "20000",
+                          "--call-graph", "dwarf", "-o", str(data), "--", str(profile["binary"]),
+                          "train"], capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr[-500:]
+    text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    own = _own_samples(text, profile["binary"], trim=True)
+    callers = [frames for _, frames, _ in own if len(frames) > 1]
+    assert len(callers) >= 20, "no call chains: the test tests nothing"
+    asked = sorted({a - caller for _, frames, _ in own for a, _, caller in frames})
+    truth = bolt_truth.perf2bolt_targets(profile["binary"], asked, profile["work"])
+    expected: Counter[str] = Counter()
+    for comm, frames, _ in own:
+        names = [truth[a - caller][0] for a, _, caller in frames]
+        expected[";".join([comm, *reversed(names)])] += 1
+    r = _unsplit("fold", stdin="".join(block for _, _, block in own))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected
+
+
+def _counts(folded: str) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] += int(count)
+    return out
+
+
+def _truth(profile: dict[str, Any]) -> tuple[list[Any], dict[int, tuple[str, str | None, int]]]:
+    own = _own_samples(profile["text"], profile["binary"])
+    asked = sorted({a - caller for _, frames, _ in own for a, _, caller in frames})
+    return own, bolt_truth.perf2bolt_targets(profile["binary"], asked, profile["work"])
+
+
+def test_every_sample_is_its_procedure_as_perf2bolt_says(profile: dict[str, Any]) -> None:
+    own, truth = _truth(profile)
+    moved = sum(1 for _, frames, _ in own if ".cold" in frames[0][1])
+    assert moved >= 100, f"only {moved} samples in cold fragments: the profile tests nothing"
+    expected: Counter[str] = Counter()
+    for comm, frames, _ in own:
+        names = [truth[a - caller][0] for a, _, caller in frames]
+        expected[";".join([comm, *reversed(names)])] += 1
+    r = _unsplit("fold", "-i", str(profile["data"]))
+    assert r.returncode == 0, r.stderr
+    ours = _counts(r.stdout)
+    assert {s: ours[s] for s in expected} == dict(expected)
+    assert not any(".cold" in s for s in ours if s.startswith("switch;"))
+
+
+def test_lines_are_the_inputs_at_the_bat_address(profile: dict[str, Any]) -> None:
+    own, truth = _truth(profile)
+    leaves = sorted({frames[0][0] for _, frames, _ in own if len(frames) == 1})
+    _, lines = bolt_truth.input_lines(profile["binary"], profile["input"], truth, leaves)
+    said = dict(zip(leaves, lines, strict=True))
+    # the samples where the input has a line (not an instruction BOLT made, not line 0)
+    expected: Counter[str] = Counter()
+    text = []
+    for comm, frames, block in own:
+        line = said.get(frames[0][0])
+        if len(frames) == 1 and line is not None and line[1] > 0:
+            expected[f"{comm};{truth[frames[0][0]][0]} ({line[0]}:{line[1]})"] += 1
+            text.append(block)
+    assert sum(expected.values()) >= 100
+    r = _unsplit("fold", "--lines", stdin="".join(text))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected
+
+
+def test_perf_script_names_the_procedure_at_its_input_offset(profile: dict[str, Any]) -> None:
+    own, truth = _truth(profile)
+    r = _unsplit("perf-script", stdin=profile["text"])
+    assert r.returncode == 0, r.stderr
+    again = _own_samples(r.stdout, profile["binary"])
+    # the same samples, one for one (every sample is written back, none merged)
+    assert r.stdout.count("cpu-clock:") == profile["text"].count("cpu-clock:")
+    theirs = [line for line in profile["text"].splitlines() if str(profile["binary"]) in line]
+    mine = [line for line in r.stdout.splitlines() if str(profile["binary"]) in line]
+    assert len(mine) == len(theirs)
+    checked = 0
+    leaves = {frames[0] for _, frames, _ in own}
+    sym = {s.name: s.start for s in toolbox.text_symbols(profile["binary"])}
+    for ours_line, theirs_line in zip(mine, theirs, strict=True):
+        m, t = _FRAME.match(ours_line), _FRAME.match(theirs_line)
+        if t is None or t[2] not in sym:  # no symbol, a PLT entry: perf's line, kept
+            assert ours_line == theirs_line
+            continue
+        assert m is not None
+        assert m[1] == t[1]  # perf's address is kept
+        address = sym[t[2]] + int(t[3], 16)
+        if address in truth and (address, t[2], False) in leaves:
+            name, _, offset = truth[address]
+            assert (m[2], int(m[3], 16)) == (name, offset), ours_line
+            checked += 1
+    assert checked >= 100
+    assert again  # the rewritten text still reads as perf's
+
+
+def _cold_frames(binary: Path) -> list[tuple[str, int, str]]:
+    """(fragment symbol, an offset inside it, its parent procedure) of each `.cold` symbol."""
+    out = []
+    for s in toolbox.text_symbols(binary):
+        parent, tag = toolbox.fragment_name(s.name)
+        if tag != "hot" and s.size > 1:
+            out.append((s.name, s.size // 2, parent))
+    return out
+
+
+@pytest.mark.parametrize("variant", ["gcc-pgo", "clang-mfs"])
+def test_compiler_splits_fold_to_the_parent(zoo: dict[str, Any], variant: str) -> None:
+    f = facts(zoo, variant, "crash")
+    binary = ROOT / f["binary"]
+    cold = _cold_frames(binary)
+    assert cold
+    syms = {s.name: s.start for s in toolbox.text_symbols(binary)}
+    # perf's text as it varies: pid/tid headers, a cpu column, [unknown] frames of other
+    # modules, a symbol without offset, a C++-style symbol with parentheses
+    blocks = []
+    for k, (name, off, _) in enumerate(cold):
+        blocks.append(
+            f"crash {100 + k}/{200 + k} [00{k % 4}] 12.{k:06d}:     250000 cpu-clock:u: \n"
+            f"\t{syms[name] + off:16x} {name}+{off:#x} ({binary})\n"
+            f"\t    7f0012345678 [unknown] ([unknown])\n"
+            f"\t    7f00abcdef12 operator()(int) const+0x1c (/nonexistent/libx.so)\n")
+    text = "\n".join(blocks) + "\nthis line is not perf's\n"
+    r = _unsplit("fold", stdin=text)
+    assert r.returncode == 0, r.stderr
+    expected = Counter(f"crash;operator()(int) const;[unknown];{parent}" for _, _, parent in cold)
+    assert _counts(r.stdout) == expected
+    assert r.stderr.count("\n") == 1 and "line " in r.stderr and "not perf" in r.stderr
+
+
+def test_no_callchain_recording_and_bad_input(zoo: dict[str, Any]) -> None:
+    f = facts(zoo, "gcc-pgo", "loop")
+    binary = ROOT / f["binary"]
+    name, off, parent = _cold_frames(binary)[0]
+    syms = {s.name: s.start for s in toolbox.text_symbols(binary)}
+    line = (f"loop  4242 99.000001:     250000 cpu-clock:  {syms[name] + off:x} "
+            f"{name}+{off:#x} ({binary})\n")
+    r = _unsplit("perf-script", stdin=line * 2)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(f" {parent}+") == 2 and name not in r.stdout
+    r = _unsplit("fold", stdin=line * 3)
+    assert r.stdout == f"loop;{parent} 3\n"
+    r = _unsplit("fold", "-i", "/nonexistent/perf.data")
+    assert r.returncode == 1 and r.stderr.startswith("unsplit: ") and r.stderr.count("\n") == 1
+
+
+def test_truncated_perf_data_is_one_line(profile: dict[str, Any]) -> None:
+    """perf 6.1 prints nothing of a cut perf.data (it orders events before printing) and
+    fails: what it printed is folded, and its failure is one line of ours after perf's own."""
+    data = profile["data"].read_bytes()
+    cut = profile["work"] / "cut.data"
+    cut.write_bytes(data[:len(data) * 2 // 3])
+    r = _unsplit("fold", "-i", str(cut))
+    assert "Traceback" not in r.stderr
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1].startswith(f"unsplit: perf script -i {cut}: exit status")
