@@ -167,3 +167,34 @@ def test_finish_from_an_inlined_frame_stops_in_its_caller(debugger: Callable[...
     assert not re.search("Value returned|Return value", said[0]), said[0]
     assert not re.search("Value returned|Return value", out[0]), out[0]
     assert mine.alive()
+
+
+def _steps_out_of_produce(session: Any, command: str) -> list[int]:
+    """From produce's first line, `command` until the program leaves produce: each stop's pc,
+    the first one outside produce last."""
+    session.break_function("produce")
+    session.run(SLOW)
+    session.delete_breakpoints()
+    entry = session.register("pc")
+    pcs: list[int] = []
+    for _ in range(6):
+        session.until_stop(command, SLOW)
+        pcs.append(session.register("pc"))
+        if not entry - 0x40 <= pcs[-1] < entry + 0x40:  # produce is a few instructions long
+            break
+    return pcs
+
+
+def test_step_never_stops_on_a_closing_brace_without_a_statement(
+        gdb: Callable[..., Any], program: Path) -> None:
+    """produce (not split) ends with a row for its closing brace that is no statement (GCC, at
+    its `ret`): GDB's own `step` goes from its last line straight back into consume; `bb step`
+    stopped on the brace first. Oracle: GDB's `step` without the plugin, on the same binary.
+    (LLDB's own `thread step-in` does stop on the brace: it does not skip rows that are no
+    statement.)"""
+    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs = _steps_out_of_produce(native, native.spelling("step"))
+    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours = _steps_out_of_produce(mine, "bb step")
+    assert ours[:-1] == theirs[:-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
+    assert mine.alive()
