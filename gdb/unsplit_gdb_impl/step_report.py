@@ -106,6 +106,10 @@ class StepReporter:
     def report(self, host: Host, kind: str, loc: Location | None, pc: int,
                context: StepContext | None) -> str:
         frame = gdb.newest_frame()
+        if loc is not None and loc.inlined and frame.type() != gdb.INLINE_FRAME:
+            # GDB stops at the start of inlined code in the frame it was inlined into (at the
+            # call site, its inlined frames skipped): the procedure's own line, the call's.
+            loc = loc.as_procedure()
         changed = context is None or context.located or self._key(frame) != context.frame
         what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), changed)
         native = frame_output(frame)

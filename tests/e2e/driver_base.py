@@ -65,6 +65,7 @@ SPELLING = {
     "alive": Say("echo alive\\n", 'script print("al" + "ive")'),  # prints "alive"
     "cont": Say("continue", "process continue"),
     "next": Say("next", "thread step-over"),  # the debugger's own step over a line
+    "step": Say("step", "thread step-in"),  # the debugger's own step into calls
     "finish": Say("finish", "thread step-out"),  # the debugger's own run out of a frame
     "load": Say("source {plugin}", 'command script import "{plugin}"'),
     "script": Say("python", "script"),  # then the line of Python

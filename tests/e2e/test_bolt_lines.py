@@ -203,3 +203,25 @@ def test_gdb_leaves_the_users_own_hook_alone(zoo: dict[str, Any], tmp_path: Path
         down = gdb.command("down")
         assert re.search(rf"#1\b.*\brun\b.*\bcrash\.c:{marks['run hot call']}\b", down), down
         assert "MINE" not in down, down
+
+
+@pytest.mark.parametrize("program", ["crash", "loop"])
+def test_where_gives_a_patched_originals_line(debugger: Callable[..., Any],
+                                             zoo: dict[str, Any], program: str) -> None:
+    """bolt-patched: BOLT's patched original of a function (`foo.org.0`, a jump at foo's input
+    address to foo's new code, which BAT does not describe) has the line llvm-symbolizer-22
+    gives that address in the pre-BOLT input (foo's entry); `bb where` said "line unknown".
+    `unsplit symbolize` gives the same (tests/unit/tools/test_symbolize.py)."""
+    f = facts(zoo, "bolt-patched", program)
+    session = debugger(ROOT / f["binary"], args=[])
+    session.run()  # runs to its end: the module stays loaded for `bb where`
+    for name, at in f["bolt_originals"].items():
+        if name[:-len(".org.0")] not in f["split_functions"]:
+            continue
+        where = subprocess.run(["llvm-symbolizer-22", "--obj", str(ROOT / f["input"]), at],
+                               capture_output=True, text=True, check=True).stdout.split("\n")[1]
+        file, line = where.split(":")[:2]
+        assert line != "0", where  # the premise: the input has a line there
+        out = session.command(f"bb where {at}")
+        assert re.search(rf"^\s+line\s+{re.escape(Path(file).name)}:{line}\b", out, re.M), \
+            (name, where, out)

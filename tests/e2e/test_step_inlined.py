@@ -167,3 +167,51 @@ def test_finish_from_an_inlined_frame_stops_in_its_caller(debugger: Callable[...
     assert not re.search("Value returned|Return value", said[0]), said[0]
     assert not re.search("Value returned|Return value", out[0]), out[0]
     assert mine.alive()
+
+
+def _steps_out_of_produce(session: Any, command: str) -> tuple[list[int], str]:
+    """From produce's first line, `command` until the program leaves produce: each stop's pc,
+    the first one outside produce last, and what that last step printed."""
+    session.break_function("produce")
+    session.run(SLOW)
+    session.delete_breakpoints()
+    entry = session.register("pc")
+    pcs: list[int] = []
+    out = ""
+    for _ in range(6):
+        out = session.until_stop(command, SLOW)
+        pcs.append(session.register("pc"))
+        if not entry - 0x40 <= pcs[-1] < entry + 0x40:  # produce is a few instructions long
+            break
+    return pcs, out
+
+
+def test_step_never_stops_on_a_closing_brace_without_a_statement(
+        gdb: Callable[..., Any], program: Path) -> None:
+    """produce (not split) ends with a row for its closing brace that is no statement (GCC, at
+    its `ret`): GDB's own `step` goes from its last line straight back into consume; `bb step`
+    stopped on the brace first. Oracle: GDB's `step` without the plugin, on the same binary.
+    (LLDB's own `thread step-in` does stop on the brace: it does not skip rows that are no
+    statement.)"""
+    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs, _ = _steps_out_of_produce(native, native.spelling("step"))
+    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours, _ = _steps_out_of_produce(mine, "bb step")
+    assert ours[:-1] == theirs[:-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
+    assert mine.alive()
+
+
+def test_step_back_at_inlined_code_shows_the_call_line(gdb: Callable[..., Any],
+                                                       program: Path) -> None:
+    """Out of produce, the step lands in consume.cold where the inlined `twice` begins. GDB's
+    own `step` stops there first at the call site: consume, the call's line (the line with
+    twice(produce(n))). `bb step` stops at the same pc and said twice's line under consume's
+    name. Oracle: GDB's `step` on the same binary (the pc and the line it shows)."""
+    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs, said = _steps_out_of_produce(native, native.spelling("step"))
+    assert _line(said, True) == MARKERS["call then inlined"], said  # the premise
+    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours, out = _steps_out_of_produce(mine, "bb step")
+    assert ours[-1] == theirs[-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
+    assert _line(out, True) == _line(said, True), (out, said)
+    assert re.search(r"\bconsume\b", out) and not re.search(r"\btwice\b.* at ", out), out

@@ -576,9 +576,16 @@ def die_ranges(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:
     CU's DW_AT_low_pc)."""
     lo, hi = number(die, "DW_AT_low_pc"), number(die, "DW_AT_high_pc")
     if lo is not None and hi is not None:
-        end = hi if die.attributes["DW_AT_high_pc"].form == "DW_FORM_addr" else lo + hi
+        # DWARF 5 §2.17.2: a high_pc of class address is the end, one of class constant an
+        # offset from low_pc (pyelftools gives an indexed address resolved, as LLVM does).
+        address = die.attributes["DW_AT_high_pc"].form in _ADDRESS_FORMS
+        end = hi if address else lo + hi
         return [(lo, end)] if end > lo else []
     return _range_list(dwarf, die, base)
+
+
+_ADDRESS_FORMS = frozenset(("DW_FORM_addr", "DW_FORM_addrx", "DW_FORM_addrx1", "DW_FORM_addrx2",
+                            "DW_FORM_addrx3", "DW_FORM_addrx4", "DW_FORM_GNU_addr_index"))
 
 
 def _range_list(dwarf: Any, die: Any, base: int) -> list[tuple[int, int]]:

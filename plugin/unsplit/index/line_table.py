@@ -177,10 +177,15 @@ class LineTable:
                     spans.append(Span(point, end, row.file if row else None,
                                       row.line if row else None, starts))
                 previous = key
-        # A line none of whose rows is a statement (clang marks code that machine-function
-        # splitting moved so) still begins where a run of its rows begins.
+        # A line of moved code none of whose rows is a statement (clang marks code that
+        # machine-function splitting moved so) still begins where a run of its rows begins.
+        # Not in the entry fragment: GDB never stops on a row that is no statement, and GCC
+        # writes such rows for a function's closing brace (its `ret`).
         stated = {s.key for s in spans if s.starts_line}
+        entry = proc.fragments[0]
         for i, span in enumerate(spans):
+            if entry.start <= span.start < entry.end:
+                continue
             if span.key is not None and span.key not in stated and (
                     i == 0 or spans[i - 1].key != span.key or spans[i - 1].end != span.start):
                 spans[i] = Span(span.start, span.end, span.file, span.line, True)

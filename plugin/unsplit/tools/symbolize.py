@@ -149,8 +149,7 @@ class Symbolizer:
         facts out (only --json prints them; in BOLTed code they decode a BAT map). The lines
         and inlined frames are DWARF's, asked below: the location names the code."""
         loc = self.index.locate(address, lines=False, blocks=False, offsets=offsets)
-        entry = self._original_entry(loc)
-        frames = self.dwarf_frames(address) if entry is None else self._dwarf.input_frames(entry)
+        frames = self.dwarf_frames(address)
         if not inlines:
             frames = frames[-1:]  # the procedure at its own line (the outermost call's)
         if not frames:
@@ -161,16 +160,6 @@ class Symbolizer:
                            outer.line, outer.column, outer.start_line,
                            start if name is not None else outer.start_address)
         return Answer(address, frames, loc if loc.procedure is not None else None)
-
-    def _original_entry(self, loc: Location) -> int | None:
-        """For code of BOLT's patched original of a function (``foo.org.0``: a jump to foo's
-        new code, at foo's input address), foo's entry in the pre-BOLT input, whose line it
-        stands for; None elsewhere or when the input has no foo there."""
-        base = None if loc.procedure is None else self.index.bolt_original(loc.procedure)
-        if base is None or self._input is None or loc.fragment_start is None:
-            return None
-        found = self._input.function_at(base, loc.fragment_start)
-        return None if found is None else found.value
 
     def dwarf_frames(self, address: int, inlines: bool = True) -> list[LineInfo]:
         """What DWARF says of `address` (unsplit.index.inlines.DwarfFrames)."""

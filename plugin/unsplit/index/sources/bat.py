@@ -25,7 +25,14 @@ from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import DecodeError
 from unsplit.formats import bat_scan
 from unsplit.index import bat_translate, prebolt
-from unsplit.index.model import Block, Fragment, LineRow, Procedure, fragment_order
+from unsplit.index.model import (
+    Block,
+    Fragment,
+    LineRow,
+    Procedure,
+    bolt_original_of,
+    fragment_order,
+)
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
@@ -454,7 +461,8 @@ class BatSource(BaseSource):
             return None
         found = self.input_location(file_address)
         if found is None:
-            return self._unmoved(file_address, input_binary)
+            original = self._original_entry(file_address, input_binary)
+            return self._unmoved(file_address, input_binary) if original is None else original
         if found[2] is None:
             return None
         if self._inserted_jump(file_address):
@@ -489,6 +497,17 @@ class BatSource(BaseSource):
             second = self.binary.code_byte(tr.anchor_output + 1)
             size = 6 if second is not None and 0x80 <= second <= 0x8F else None
         return tr.anchor_output if size == file_address - tr.anchor_output else None
+
+    def _original_entry(self, file_address: int, input_binary: Binary) -> int | None:
+        """Code of BOLT's patched original of a function (``foo.org.0``: a jump at foo's input
+        address to foo's new code, which BAT does not describe) stands for foo's entry in the
+        pre-BOLT input, as llvm-symbolizer-22 on the input names that address: its address."""
+        frag = None if self.fragment_at is None else self.fragment_at(file_address)
+        if frag is None or frag.symbol is None:
+            return None
+        base = bolt_original_of(frag.symbol)
+        found = None if base is None else input_binary.function_at(base, frag.start)
+        return None if found is None else found.value
 
     def _unmoved(self, file_address: int, input_binary: Binary) -> int | None:
         """Code BAT does not describe in a BOLTed binary is the input's own, unchanged, when the
