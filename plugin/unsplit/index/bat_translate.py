@@ -401,7 +401,8 @@ class _SymbolsByAddress:
         return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
                                                                 str(cols.infos[i] >> 4)))
                 for i in self._positions(address)
-                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]]
+                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]
+                and address + cols.sizes[i] < 1 << 64]  # else damaged, as Binary.functions
 
     def _positions(self, address: int) -> list[int]:
         values = self._cols.values
