@@ -150,6 +150,8 @@ class BatIndex:
         else:
             frag, symbol = _fragment_name(syms, proc, addr, self.table)
         size = symbol.size if symbol is not None and symbol.size else 0
+        if size and not _in_code(self.binary, addr, addr + size):
+            size = 0  # a damaged size (past the section's end, gigabytes): BAT's own limit
         end = addr + size if size else _limit(self.binary, self.table, addr)
         info = FragmentInfo(proc, frag, addr, end, None if symbol is None else symbol.name, parent)
         if keep:
@@ -401,7 +403,8 @@ class _SymbolsByAddress:
         return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
                                                                 str(cols.infos[i] >> 4)))
                 for i in self._positions(address)
-                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]]
+                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]
+                and address + cols.sizes[i] < 1 << 64]  # else damaged, as Binary.functions
 
     def _positions(self, address: int) -> list[int]:
         values = self._cols.values
@@ -462,6 +465,11 @@ def _fragment_name(
     parent = table.parent_of(address)
     siblings = table.split_fragments(parent if parent is not None else address)
     return f"cold.{siblings.index(address)}", None
+
+
+def _in_code(binary: Binary, start: int, end: int) -> bool:
+    """Whether [start, end) lies inside one executable section."""
+    return any(lo <= start and end <= hi for lo, hi in binary.text_address_ranges())
 
 
 def _limit(binary: Binary, table: bat.BatTable, addr: int) -> int:
