@@ -9,7 +9,8 @@ debug file read by plain debuggers (no plugin):
 - `renamed`: fragment symbols given their procedure's name (`transfer` at every fragment).
 
 the questions: GDB 13 `break PROC` (locations), LLDB 22 `breakpoint set -n PROC` (locations),
-llvm-symbolizer-22 at the crash pc (function name), and LLDB's `image lookup -a` there.
+llvm-symbolizer-22 at the crash pc (function name), LLDB's `image lookup -a` there, and where
+LLDB puts `breakpoint set -n FRAGMENT_SYMBOL` (bytes past the fragment's start).
 Run: `.venv/bin/python bench/fragment_symbols.py [VARIANT/PROGRAM …]` (zoo built)."""
 
 from __future__ import annotations
@@ -71,12 +72,16 @@ def measure(variant: str, program: str) -> dict[str, object]:
     if "crash" in facts:  # the crash pc, else the first moved fragment's start
         key, pc = facts["crash"]["procedure"], int(facts["crash"]["link_pc"], 16)
     else:
-        key, frag = next((k, g) for k, info in facts["split_functions"].items()
-                         for g in info["fragments"] if g["fragment"] != "hot")
-        pc = int(frag["start"], 16)
+        key = next(k for k, info in facts["split_functions"].items()
+                   if any(g["fragment"] != "hot" for g in info["fragments"]))
+        pc = -1
+    frag = next(g for g in facts["split_functions"][key]["fragments"]
+                if g["fragment"] != "hot" and (pc < 0 or int(g["start"], 16) <= pc
+                                               < int(g["end"], 16)))
+    pc = int(frag["start"], 16) if pc < 0 else pc
     proc = facts["split_functions"][key]["demangled"].split("(")[0]
     out: dict[str, object] = {"program": f"{variant}/{program}", "procedure": proc,
-                              "pc": hex(pc),
+                              "pc": hex(pc), "fragment": frag["symbol"],
                               "fragments": len(facts["split_functions"][key]["fragments"])}
     with tempfile.TemporaryDirectory() as tmp:
         made = Path(tmp) / "made.debug"
@@ -94,13 +99,19 @@ def measure(variant: str, program: str) -> dict[str, object]:
                         "-ex", "info breakpoints", str(binary)])
             lldb = _run(["lldb-22", "--no-lldbinit", "-b", "-o", f"target create {binary}",
                          "-o", f"target symbols add {debug}", "-o",
-                         f"breakpoint set -n {proc}", "-o", f"image lookup -a {pc:#x}"])
+                         f"breakpoint set -n {proc}", "-o", f"image lookup -a {pc:#x}",
+                         "-o", f"breakpoint set -n {frag['symbol']}"])
+            at = re.search(r"Breakpoint 2: .*address = (0x[0-9a-f]+)", lldb)
             symbolizer = _run(["llvm-symbolizer-22", f"--obj={debug}", f"{pc:#x}"])
             out[how] = {
                 "gdb_break_locations": _locations(gdb, r"Breakpoint 1 at .*\((\d+) locations"),
                 "lldb_break_locations": _locations(lldb, r"Breakpoint 1: (\d+) locations"),
                 "lldb_lookup": (re.findall(r"Summary: ([^\n]*)", lldb) or [""])[0],
                 "llvm_symbolizer": symbolizer.splitlines()[0] if symbolizer else "",
+                # LLDB's `breakpoint set -n FRAGMENT_SYMBOL`: bytes past the fragment's start
+                # (None: no location)
+                "lldb_break_fragment": None if at is None else
+                int(at[1], 16) - int(frag["start"], 16),
             }
     return out
 

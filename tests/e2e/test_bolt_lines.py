@@ -106,13 +106,15 @@ def _has_line(session: Any, stop: str, line: int) -> None:
 def test_hot_frames_have_lines(debugger: Callable[..., Any], zoo: dict[str, Any],
                                variant: str) -> None:
     """The training run stopped at `transfer`'s entry: transfer <- run <- main, all in the
-    hot code of functions BOLT rewrote."""
+    hot code of functions BOLT rewrote. (At its first byte, whose line llvm-symbolizer-22
+    gives: past the prologue each debugger stops where the debug file's DWARF says, as on the
+    input.)"""
     f = _crash(zoo, variant)
     marks = f["markers"]["crash.c"]
     want = [("transfer", _entry_line(ROOT / f["input"], "transfer")),
             ("run", marks["run hot call"]), ("main", marks["main hot call"])]
     session = debugger(ROOT / f["binary"], args=["train"])
-    session.break_function("transfer")
+    session.break_entry("transfer")
     _has_line(session, session.run(), want[0][1])
     _check_backtrace(session, want)
     # GDB names a frame by the symbol around its pc: `transfer` at its entry (a caller may have
@@ -131,8 +133,8 @@ def test_lite_and_cold_frames_have_lines(debugger: Callable[..., Any], zoo: dict
     audit = ("audit", _entry_line(ROOT / f["input"], "audit"))
     transfer = ("transfer", _entry_line(ROOT / f["input"], "transfer"))
     session = debugger(ROOT / f["binary"], args=["crash"])
-    session.break_function("audit")
-    session.break_function("transfer")
+    session.break_entry("audit")
+    session.break_entry("transfer")
     stops = [
         [audit, ("main", marks["main cold path"])],
         [audit, ("run", marks["run cold path"]), ("main", marks["main cold call"])],
