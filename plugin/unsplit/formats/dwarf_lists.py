@@ -205,6 +205,8 @@ def _address(data: bytes, pos: int, size: int, section: str) -> int:
 
 
 def _uleb(data: bytes, pos: int, section: str) -> tuple[int, int]:
+    if pos < len(data) and data[pos] < 0x80:  # most operands of a list are one byte
+        return data[pos], pos + 1
     value = shift = 0
     start = pos
     while True:

@@ -64,8 +64,13 @@ def _name(signed: bool, what: str) -> str:
     return f"{name} ({what})" if what else name
 
 
+_ONE_BYTE = [bytes((v,)) for v in range(0x80)]
+
+
 def encode_uleb128(value: int) -> bytes:
     """ULEB128 bytes of a non-negative ``value`` (round trips, and the DWARF writer, §7.6)."""
+    if 0 <= value < 0x80:  # most numbers a line table or list holds
+        return _ONE_BYTE[value]
     if value < 0:
         raise ValueError("ULEB128 of a negative number")
     out = bytearray()
