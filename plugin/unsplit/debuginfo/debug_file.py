@@ -9,7 +9,6 @@ from typing import Any
 
 from unsplit.debuginfo import synthesize
 from unsplit.debuginfo.translate import build as translate
-from unsplit.index import bat_translate
 from unsplit.index.module_index import ModuleIndex
 
 
@@ -40,8 +39,8 @@ class Made:
 
 def make(index: ModuleIndex) -> Made:
     """The debug file for the split module `index` describes."""
-    found = translate.input_with_dwarf(index)
-    if found is not None and bat_translate.has_bat(index.binary):
+    found = translate.input_with_dwarf(index.binary)
+    if found is not None:
         data, summary = translate.build(index, *found)
         return Made(data, summary, None)
     data, names = synthesize.build(index)
