@@ -120,9 +120,9 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
                    max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
     a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe, unless its file is translated from its input's DWARF). `indexes`: the session's files and indexes, whose choice of pre-BOLT
-    input (`bb input`) the file follows. Never raises: a module the core cannot read gets a
-    reason instead."""
+    that to describe from the index (a file translated from the input's DWARF has no limit).
+    `indexes`: the session's files and indexes, whose choice of pre-BOLT input (`bb input`)
+    the file follows. Never raises: a module the core cannot read gets a reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
         binary = indexes.binary(module)

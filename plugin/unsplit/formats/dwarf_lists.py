@@ -170,17 +170,24 @@ def read_v4_list(data: bytes, pos: int, section: str, locations: bool, address_s
         out.append((base + begin, base + end, expr))
 
 
+_KIND_ADDRESS = struct.Struct("<BQ")
+
+
 def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
     """DW_LLE_start_length / DW_RLE_start_length entries (8-byte addresses) and the end."""
     out = bytearray()
+    kind = _LLE_START_LENGTH if locations else _RLE_START_LENGTH
     for begin, end, expr in entries:
         if begin == DEFAULT:
-            out += bytes([_LLE_DEFAULT]) + uleb(len(expr)) + expr
+            out.append(_LLE_DEFAULT)
+            out += uleb(len(expr))
+            out += expr
             continue
-        out += bytes([_LLE_START_LENGTH if locations else _RLE_START_LENGTH])
-        out += struct.pack("<Q", begin) + uleb(end - begin)
+        out += _KIND_ADDRESS.pack(kind, begin)
+        out += uleb(end - begin)
         if locations:
-            out += uleb(len(expr)) + expr
+            out += uleb(len(expr))
+            out += expr
     out.append(_LLE_END)
     return bytes(out)
 
