@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import (
     encode_sleb128,
