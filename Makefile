@@ -65,6 +65,7 @@ bench: fixtures
 	$(PY) bench/names.py --repeats 1
 	$(PY) bench/realworld.py
 	$(PY) bench/realworld_cpp.py
+	$(PY) bench/realworld_sqlite.py
 	$(PY) bench/debuginfo.py --realworld
 	$(PY) bench/libllvm.py
 

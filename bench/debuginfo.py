@@ -11,19 +11,30 @@ variant without DWARF, both as processes (wall time, best of --repeats); also th
 build alone (index + DWARF, no interpreter start-up), the file's size, and whether
 llvm-dwarfdump-22 --verify passes each output.
 
---realworld: the BOLT builds without DWARF of bench/realworld.py (Lua 5.4) and
-bench/realworld_cpp.py (simdjson), made by those scripts (run them first), with their pre-BOLT
-inputs beside them:
+--realworld: the BOLT builds without DWARF of bench/realworld.py (Lua 5.4),
+bench/realworld_cpp.py (simdjson) and bench/realworld_sqlite.py (the SQLite amalgamation),
+made by those scripts (`make bench` runs them first), with their pre-BOLT inputs and training
+profiles beside them:
 
-    debuginfo  `unsplit debuginfo BINARY --input INPUT -o FILE`, best of --repeats; the file is
-               checked with llvm-dwarfdump-22 --verify
+    bolt       llvm-bolt-22 INPUT -data=PROFILE (the build's options) --update-debug-sections,
+               rerun here into a temporary file: what a release pipeline runs to get DWARF
+               for BOLTed code; wall time, CPU time and peak memory (max RSS), best of
+               --repeats
+    debuginfo  `unsplit debuginfo BINARY --input INPUT -o FILE` on the BOLT output without
+               DWARF: the same three figures, best of --repeats, and the ratios to BOLT's
+    verify     llvm-dwarfdump-22 --verify on the input, BOLT's twin and our file: errors by
+               kind (its aggregated counts) and in all
     gdb        `gdb -batch BINARY -ex 'info line *ADDR'` (ADDR: the first moved instruction
                llvm-symbolizer-22 gives a line in the build's twin with DWARF),
                wall time, best of --repeats: plain (no plugin); first, the plugin with an empty
-               unsplit cache (its debug file is written when the module loads, as long as the
-               module's code is under UNSPLIT_DEBUGINFO_MAX_KB, set here to hold it); later,
-               the plugin with the cache the first session left. The plugin's sessions must
-               give ADDR a line, plain GDB none.
+               unsplit cache (its debug file is written when the module loads); later, the
+               plugin with the cache the first session left. The plugin's sessions must give
+               ADDR a line, plain GDB none.
+    bt         a core of the BOLT output stopped at the first moved fragment its rare paths
+               reach (plain GDB, a breakpoint on every moved fragment); `gdb -batch BINARY -c
+               CORE -ex bt` with the plugin (first: empty cache; later: the cache that left)
+               against plain GDB on BOLT's twin reading the same core (same code bytes);
+               the plugin's frames must have lines, the same in both of its sessions.
 
 Cache state: every `unsplit debuginfo` run has an empty unsplit cache of its own
 ($UNSPLIT_CACHE; the command keeps no index there either); the GDB sessions' is stated above.
@@ -37,8 +48,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +62,7 @@ sys.path.insert(0, str(ROOT / "plugin"))
 
 import realworld as rw  # noqa: E402
 import realworld_cpp as cpp  # noqa: E402
+import realworld_sqlite as sq  # noqa: E402
 from bytecode import bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 from unsplit.debuginfo.synthesize import build  # noqa: E402
@@ -59,34 +71,41 @@ from unsplit.index.module_index import ModuleIndex  # noqa: E402
 
 VARIANTS = ["all", "random2", "profile2", "cdsplit", "randomN", "reverse", "nonreloc", "nolite"]
 GDB_PLUGIN = ROOT / "gdb" / "unsplit_gdb.py"
-# (name, BOLT output without DWARF, its pre-BOLT input, its twin with DWARF: the line oracle)
-REALWORLD = [("lua", *(rw.BUILD / "bolt" / f for f in ("lua", "lua.input", "lua-dbg"))),
-             ("simdjson", *(cpp.BUILD / "bolt" / f for f in ("sj", "sj.input", "sj-dbg")))]
+# (name, BOLT output without DWARF, its pre-BOLT input, its twin with DWARF: the line oracle,
+# the training profile both were made with)
+REALWORLD = [(name, *(build / "bolt" / f for f in (out, f"{out}.input", f"{out}-dbg",
+                                                    f"{out}.fdata")))
+             for name, build, out in (("lua", rw.BUILD, "lua"), ("simdjson", cpp.BUILD, "sj"),
+                                      ("sqlite3", sq.BUILD, "sq"))]
 
 
 class Timing(NamedTuple):
     wall: float  # seconds
     cpu: float  # user + system seconds of the process and its children: what the machine's
     #             other load (8 engineers on 2 cores) adds least to
+    peak_kb: int = 0  # the process's peak resident memory (ru_maxrss), KB
 
 
 def _best(timings: list[Timing]) -> Timing:
     """Each figure's best run (other processes on a shared machine only ever add time)."""
-    return Timing(min(t.wall for t in timings), min(t.cpu for t in timings))
+    return Timing(min(t.wall for t in timings), min(t.cpu for t in timings),
+                  min(t.peak_kb for t in timings))
 
 
 def _timed(cmd: list[str], env: dict[str, str]) -> tuple[Timing, str]:
-    """The time and output (stdout + stderr) of one run; a failed run is an error."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """The time, peak memory and output (stdout + stderr) of one run; a failed run is an
+    error."""
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=False)
-    seconds = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - t
+        out.seek(0)
+        text = out.read().decode(errors="replace")
     if proc.returncode:
-        raise RuntimeError(f"exit {proc.returncode}: {' '.join(cmd)}: "
-                           f"{proc.stderr.strip()[-300:]}")
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return Timing(seconds, cpu), proc.stdout + proc.stderr
+        raise RuntimeError(f"exit {proc.returncode}: {' '.join(cmd)}: {text.strip()[-300:]}")
+    return Timing(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss), text
 
 
 def _best_unsplit(cmd: list[str], repeats: int, tmp: Path) -> Timing:
@@ -104,9 +123,21 @@ def _best_bolt(cmd: list[str], repeats: int) -> Timing:
 
 
 def _verifies(path: Path) -> bool:
+    return not _verify_errors(path)
+
+
+_AGGREGATED = re.compile(r"^error: (.+) occurred (\d+) time\(s\)\.$", re.M)
+
+
+def _verify_errors(path: Path) -> dict[str, int]:
+    """llvm-dwarfdump-22 --verify's errors by kind (its aggregated counts); {} when it finds
+    none."""
     out = subprocess.run(["llvm-dwarfdump-22", "--verify", str(path)], capture_output=True,
                          text=True)
-    return out.returncode == 0 and "No errors." in out.stdout
+    if out.returncode == 0 and "No errors." in out.stdout:
+        return {}
+    found = {kind: int(n) for kind, n in _AGGREGATED.findall(out.stdout)}
+    return found or {"(not aggregated)": out.stdout.count("\nerror: ") or 1}
 
 
 def zoo(repeats: int, tmp: Path) -> dict[str, Any]:
@@ -160,10 +191,83 @@ def _gdb_session(binary: Path, address: int, plugin: bool, cache: Path) -> tuple
     if plugin:
         cmd += ["-iex", f"source {GDB_PLUGIN}"]
     cmd += [str(binary), "-ex", f"info line *{address:#x}"]
-    env = bytecode_env(UNSPLIT_CACHE=str(cache), UNSPLIT_DEBUGINFO_MAX_KB=str(1 << 20))
+    env = bytecode_env(UNSPLIT_CACHE=str(cache))
     seconds, out = _timed(cmd, env)
     found = next((ln for ln in out.splitlines() if ln.startswith(("Line ", "No line"))), out)
     return seconds, found.strip()
+
+
+# What each program runs to reach moved code (its rare paths), and where.
+def _workloads(tmp: Path) -> dict[str, tuple[list[str], Path]]:
+    sj = tmp / "sj-probe"
+    sj.mkdir(exist_ok=True)
+    cpp.inputs(sj)
+    return {"lua": ([str(rw.PROBE)], rw.HERE), "simdjson": (cpp.PROBES, sj),
+            "sqlite3": (["SELECT * FROM nosuch", "SELECT 1 +", "SELECT json('{bad')",
+                         "SELECT printf('%d %s', 1)", "SELECT abs(-9223372036854775808)",
+                         "SELECT zeroblob(-1), hex(randomblob(3)) IS NULL"], tmp)}
+
+
+def _core(binary: Path, args: list[str], cwd: Path, core: Path) -> None:
+    """A core of `binary` stopped at the first moved fragment's start its workload reaches
+    (plain GDB, a breakpoint on every one)."""
+    script = core.with_suffix(".py")
+    script.write_text(
+        "import gdb\n"
+        "name = gdb.current_progspace().filename\n"
+        "maps = gdb.execute('info proc mappings', to_string=True).splitlines()\n"
+        "bias = min(int(l.split()[0], 16) for l in maps if l.strip().endswith(name))\n"
+        f"for a in {[f.start for f in rw.moved_fragments(binary)]!r}:\n"
+        "    gdb.execute(f'break *{bias + a:#x}', to_string=True)\n")
+    subprocess.run(["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off",
+                    "-iex", "set pagination off", "-ex", "starti", "-ex", f"source {script}",
+                    "-ex", "continue", "-ex", f"generate-core-file {core}", "-ex", "kill",
+                    "--args", str(binary), *args], cwd=cwd, capture_output=True, text=True,
+                   timeout=600, check=False)
+    if not core.is_file():
+        raise RuntimeError(f"{binary}: no core at a moved fragment ({' '.join(args)})")
+
+
+def _gdb_bt(binary: Path, core: Path, plugin: bool, cache: Path) -> tuple[Timing, str]:
+    """The time of `gdb -batch BINARY -c CORE -ex bt`, and the backtrace."""
+    cmd = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+    if plugin:
+        cmd += ["-iex", f"source {GDB_PLUGIN}"]
+    cmd += [str(binary), "-c", str(core), "-ex", "bt"]
+    timing, out = _timed(cmd, bytecode_env(UNSPLIT_CACHE=str(cache)))
+    return timing, "\n".join(ln for ln in out.splitlines() if ln.startswith("#"))
+
+
+_FRAME_LINE = re.compile(r"^#\d+ .* at \S+:\d+$")
+
+
+def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path
+                   ) -> dict[str, Any]:
+    """GDB's first `bt` on a core of the BOLT output with the plugin (empty cache: its debug
+    file is written at load; then the cache that left), against plain GDB reading the same
+    core with BOLT's --update-debug-sections twin (same code bytes)."""
+    args, cwd = _workloads(tmp)[name]
+    core = tmp / f"{name}.core"
+    _core(binary, args, cwd, core)
+    runs: dict[str, list[Timing]] = {"twin": [], "first": [], "later": []}
+    said: dict[str, str] = {}
+    for k in range(repeats):
+        cache = Path(tempfile.mkdtemp(prefix=f"bt-{name}-{k}-", dir=tmp))
+        for kind, path, plugin in (("twin", twin, False), ("first", binary, True),
+                                   ("later", binary, True)):
+            timing, said[kind] = _gdb_bt(path, core, plugin, cache)
+            runs[kind].append(timing)
+    best = {kind: _best(t) for kind, t in runs.items()}
+    lines = {k: sum(bool(_FRAME_LINE.match(f)) for f in v.splitlines()) for k, v in said.items()}
+    if not lines["first"] or lines["first"] != lines["later"]:
+        raise RuntimeError(f"{name}: bt on the core with the plugin: {said}")
+    return {**{f"bt_{k}_s": v.wall for k, v in best.items()},
+            **{f"bt_{k}_cpu_s": v.cpu for k, v in best.items()},
+            "bt_first_over_twin": round(best["first"].wall / best["twin"].wall, 2),
+            "bt_later_over_twin": round(best["later"].wall / best["twin"].wall, 2),
+            "bt_first_over_twin_cpu": round(best["first"].cpu / best["twin"].cpu, 2),
+            "bt_later_over_twin_cpu": round(best["later"].cpu / best["twin"].cpu, 2),
+            "bt_frames_with_line": lines, "bt": said}
 
 
 def _with_line(binary: Path, twin: Path) -> int:
@@ -177,14 +281,21 @@ def _with_line(binary: Path, twin: Path) -> int:
 
 def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
-    for name, binary, pre_bolt, twin in REALWORLD:
-        if not binary.is_file() or not pre_bolt.is_file():
-            print(f"{name}: no {binary} (run bench/realworld.py / realworld_cpp.py first)")
+    for name, binary, pre_bolt, twin, profile in REALWORLD:
+        if not all(p.is_file() for p in (binary, pre_bolt, twin, profile)):
+            print(f"{name}: no {binary} and its input, twin and profile (run bench/realworld.py, "
+                  "realworld_cpp.py, realworld_sqlite.py first)")
             continue
+        bolt_out = tmp / f"{name}.bolt"
+        bolt_cmd = ["llvm-bolt-22", str(pre_bolt), f"-data={profile}", *rw.BOLT_OPTS,
+                    "--update-debug-sections", "-o", str(bolt_out)]
+        bolt = _best_bolt(bolt_cmd, repeats)
         out = tmp / f"{name}.debug"
         cmd = [rw.PY, "-m", "unsplit", "debuginfo", str(binary), "--input", str(pre_bolt),
                "-o", str(out)]
-        debuginfo_s = _best_unsplit(cmd, repeats, tmp)
+        ours = _best_unsplit(cmd, repeats, tmp)
+        errors = {kind: _verify_errors(path) for kind, path in
+                  (("input", pre_bolt), ("bolt", bolt_out), ("ours", out))}
         address = _with_line(binary, twin)
         runs: dict[str, list[Timing]] = {"plain": [], "first": [], "later": []}
         said: dict[str, str] = {}
@@ -197,17 +308,41 @@ def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
         if _LINE.match(said["plain"]) or not all(_LINE.match(said[k]) for k in ("first", "later")):
             raise RuntimeError(f"{name}: info line *{address:#x}: {said}")
         row = {"program": name, "binary": str(binary), "repeats": repeats,
-               "unsplit_debuginfo_s": debuginfo_s.wall,
-               "unsplit_debuginfo_cpu_s": debuginfo_s.cpu, "debug_file_bytes": out.stat().st_size,
-               "verifies": _verifies(out), "address": hex(address),
+               "bolt_command": " ".join(["llvm-bolt-22", "INPUT", "-data=PROFILE",
+                                         *bolt_cmd[3:-2]]),
+               "llvm_bolt_update_debug_sections_s": bolt.wall,
+               "llvm_bolt_update_debug_sections_cpu_s": bolt.cpu,
+               "llvm_bolt_update_debug_sections_peak_kb": bolt.peak_kb,
+               "unsplit_debuginfo_s": ours.wall, "unsplit_debuginfo_cpu_s": ours.cpu,
+               "unsplit_debuginfo_peak_kb": ours.peak_kb,
+               "time_ratio": round(ours.wall / bolt.wall, 2),
+               "cpu_ratio": round(ours.cpu / bolt.cpu, 2),
+               "memory_ratio": round(ours.peak_kb / bolt.peak_kb, 2),
+               "debug_file_bytes": out.stat().st_size,
+               "verify_errors": {k: sum(v.values()) for k, v in errors.items()},
+               "verify_errors_by_kind": errors, "verifies": not errors["ours"],
+               "address": hex(address),
                **{f"gdb_{k}_s": v.wall for k, v in best.items()},
                **{f"gdb_{k}_cpu_s": v.cpu for k, v in best.items()},
                "info_line": said}
+        row.update(_core_sessions(name, binary, twin, repeats, tmp))
         rows.append(row)
-        print(f"{name:9} unsplit debuginfo {debuginfo_s.wall:6.2f} s (cpu {debuginfo_s.cpu:6.2f} "
-              f"s; {row['debug_file_bytes']} bytes, verifies: {row['verifies']})  gdb "
-              + ", ".join(f"{k} {v.wall:5.2f} s (cpu {v.cpu:5.2f} s)" for k, v in best.items())
+        print(f"{name:9} llvm-bolt-22 --update-debug-sections {bolt.wall:6.2f} s (cpu "
+              f"{bolt.cpu:6.2f} s, {bolt.peak_kb // 1024} MB)  unsplit debuginfo "
+              f"{ours.wall:6.2f} s (cpu {ours.cpu:6.2f} s, {ours.peak_kb // 1024} MB): "
+              f"{row['time_ratio']}x wall, {row['cpu_ratio']}x cpu, {row['memory_ratio']}x "
+              f"memory; {row['debug_file_bytes']} bytes; verify errors "
+              + ", ".join(f"{k} {v}" for k, v in row["verify_errors"].items()), flush=True)
+        print(f"{'':9} gdb " + ", ".join(f"{k} {v.wall:5.2f} s (cpu {v.cpu:5.2f} s)"
+                                         for k, v in best.items())
               + f"  [{said['first']}]", flush=True)
+        print(f"{'':9} gdb bt on a core: plain on BOLT's twin {row['bt_twin_s']:5.2f} s (cpu "
+              f"{row['bt_twin_cpu_s']:5.2f} s), the plugin first {row['bt_first_s']:5.2f} s "
+              f"(cpu {row['bt_first_cpu_s']:5.2f} s; {row['bt_first_over_twin']}x), later "
+              f"{row['bt_later_s']:5.2f} s (cpu {row['bt_later_cpu_s']:5.2f} s; "
+              f"{row['bt_later_over_twin']}x); frames with a line "
+              + ", ".join(f"{k} {v}" for k, v in row["bt_frames_with_line"].items()),
+              flush=True)
     return {"rows": rows}
 
 
@@ -215,7 +350,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--realworld", action="store_true",
-                    help="Lua's and simdjson's BOLT builds instead of the zoo")
+                    help="Lua's, simdjson's and sqlite3's BOLT builds instead of the zoo")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="unsplit-bench-debuginfo-") as tmp:
         if args.realworld:

@@ -161,6 +161,7 @@ def build_bolt(src: Path, out: Path) -> list[str]:
     train(inst)
     if not fdata.is_file():
         raise rw.BuildError(f"{inst}: wrote no {fdata}")
+    shutil.copy2(fdata, out / "sj.fdata")  # bench/debuginfo.py runs BOLT on it again
     for name, extra in (("sj", []), ("sj-dbg", ["--update-debug-sections"])):
         rw.run(["llvm-bolt-22", str(inp), f"-data={fdata}", *rw.BOLT_OPTS, *extra,
                 "-o", str(out / name)], timeout=600)

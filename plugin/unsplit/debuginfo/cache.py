@@ -86,6 +86,14 @@ def fingerprint(binary: Binary) -> str:
     return digest.hexdigest()[:16]
 
 
+def _translated(binary: Binary) -> bool:
+    """Whether the module's file is its pre-BOLT input's DWARF moved through BAT, not one
+    written from the index."""
+    from unsplit.debuginfo.translate.build import input_with_dwarf
+
+    return input_with_dwarf(binary) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What became of one module: `path` is the debug file to load (None: none needed)."""
@@ -96,10 +104,12 @@ class Outcome:
 
 
 def max_code_bytes() -> int:
-    """The most code a debugger session describes when a module loads: writing walks every
-    instruction of the split procedures through the index (about 60 µs a byte of BOLTed code,
+    """The most code a debugger session describes from the index when a module loads: that
+    walks every instruction of the split procedures (about 60 µs a byte of BOLTed code,
     measured on the zoo), so a big module is left to `unsplit debuginfo` ahead of time
-    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached)."""
+    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached). A BOLT output
+    whose input has DWARF has no limit: that DWARF is translated in about BOLT's own time
+    (docs/benchmarks.md)."""
     try:
         return int(os.environ.get("UNSPLIT_DEBUGINFO_MAX_KB", "512")) * 1024
     except ValueError:
@@ -110,9 +120,9 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
                    max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
     a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe. `indexes`: the session's files and indexes, whose choice of pre-BOLT
-    input (`bb input`) the file follows. Never raises: a module the core cannot read gets a
-    reason instead."""
+    that to describe from the index (a file translated from the input's DWARF has no limit).
+    `indexes`: the session's files and indexes, whose choice of pre-BOLT input (`bb input`)
+    the file follows. Never raises: a module the core cannot read gets a reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
         binary = indexes.binary(module)
@@ -124,7 +134,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if os.path.isfile(path):
             return Outcome(module, path, "cached")
         code = sum(end - start for start, end in binary.text_address_ranges())
-        if max_code is not None and code > max_code:
+        if max_code is not None and code > max_code and not _translated(binary):
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")

@@ -10,7 +10,6 @@ from typing import Any
 
 from unsplit.debuginfo import frames, synthesize
 from unsplit.debuginfo.translate import build as translate
-from unsplit.index import bat_translate
 from unsplit.index.module_index import ModuleIndex
 
 
@@ -54,8 +53,8 @@ def make(index: ModuleIndex) -> Made:
     made = frames.debug_frame(index)
     also = [] if made is None else [(".debug_frame", made[0])]
     cfi = None if made is None else made[1]
-    found = translate.input_with_dwarf(index)
-    if found is not None and bat_translate.has_bat(index.binary):
+    found = translate.input_with_dwarf(index.binary)
+    if found is not None:
         data, summary = translate.build(index, *found, also)
         return Made(data, summary, None, cfi)
     data, names = synthesize.build(index, also)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import read_uleb, skip_leb
 
 SECTION = ".debug_info"
 DW_TAG_subprogram = 0x2E
@@ -55,15 +56,15 @@ def abbreviations(data: bytes | memoryview, offset: int) -> dict[int, Abbrev]:
     out: dict[int, Abbrev] = {}
     pos, end = offset, len(data)
     while True:
-        code, pos = _uleb(data, pos, end, _ABBREV)
+        code, pos = read_uleb(data, pos, end, _ABBREV)
         if code == 0:
             return out
-        tag, pos = _uleb(data, pos, end, _ABBREV)
+        tag, pos = read_uleb(data, pos, end, _ABBREV)
         pos += 1  # DW_CHILDREN_yes/no: the 0 code that ends a list of children says it
         specs = []
         while True:
-            attribute, pos = _uleb(data, pos, end, _ABBREV)
-            form, pos = _uleb(data, pos, end, _ABBREV)
+            attribute, pos = read_uleb(data, pos, end, _ABBREV)
+            form, pos = read_uleb(data, pos, end, _ABBREV)
             if attribute == 0 and form == 0:
                 break
             if form == DW_FORM_implicit_const:
@@ -90,10 +91,10 @@ def declarations(data: bytes | memoryview, offset: int) -> dict[int, Declaration
     out: dict[int, Declaration] = {}
     pos, end = offset, len(data)
     while True:
-        code, pos = _uleb(data, pos, end, _ABBREV)
+        code, pos = read_uleb(data, pos, end, _ABBREV)
         if code == 0:
             return out
-        tag, pos = _uleb(data, pos, end, _ABBREV)
+        tag, pos = read_uleb(data, pos, end, _ABBREV)
         if pos >= end:
             raise DecodeError(_ABBREV, pos, "the table runs past the end of the section")
         children = data[pos] != 0
@@ -101,8 +102,8 @@ def declarations(data: bytes | memoryview, offset: int) -> dict[int, Declaration
         specs, at = [], []
         while True:
             where = pos
-            attribute, pos = _uleb(data, pos, end, _ABBREV)
-            form, pos = _uleb(data, pos, end, _ABBREV)
+            attribute, pos = read_uleb(data, pos, end, _ABBREV)
+            form, pos = read_uleb(data, pos, end, _ABBREV)
             if attribute == 0 and form == 0:
                 break
             if form == DW_FORM_implicit_const:
@@ -153,7 +154,7 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
         code = data[pos]
         pos += 1
         if code & 0x80:
-            code, pos = _uleb(data, pos - 1, end)
+            code, pos = read_uleb(data, pos - 1, end, SECTION)
         if code == 0:
             continue
         steps = plans.get(code)
@@ -225,7 +226,7 @@ def offsets_with(data: bytes | memoryview, unit: Unit, abbrevs: Mapping[int, Abb
         code = data[pos]
         pos += 1
         if code & 0x80:
-            code, pos = _uleb(data, pos - 1, end)
+            code, pos = read_uleb(data, pos - 1, end, SECTION)
         if code == 0:
             continue  # the end of a DIE's children
         plan = plans.get(code)
@@ -272,11 +273,7 @@ def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int, e
     if pos >= end:
         raise DecodeError(SECTION, die, "a DIE runs past the end of its unit")
     if kind in (_ULEB, _SLEB):
-        while data[pos] & 0x80:
-            pos += 1
-            if pos >= end:
-                raise DecodeError(SECTION, die, "a LEB128 runs past the end of its unit")
-        return pos + 1
+        return skip_leb(data, pos, end, SECTION)
     if kind == _STRING:
         while data[pos]:
             pos += 1
@@ -290,27 +287,12 @@ def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int, e
     if kind == _BLOCK4:
         return pos + 4 + int.from_bytes(data[pos:pos + 4], "little")
     if kind == _BLOCK:
-        size, pos = _uleb(data, pos, end)
+        size, pos = read_uleb(data, pos, end, SECTION)
         return pos + size
     # DW_FORM_indirect: the form comes first, as a ULEB128
-    form, pos = _uleb(data, pos, end)
+    form, pos = read_uleb(data, pos, end, SECTION)
     if form == DW_FORM_indirect:
         raise DecodeError(SECTION, die, "DW_FORM_indirect names DW_FORM_indirect")
     for step in _plan(unit, [form], 0):
         pos = step + pos if step >= 0 else _skip(data, pos, step, unit, die, end)
     return pos
-
-
-def _uleb(data: bytes | memoryview, pos: int, end: int, section: str = SECTION
-          ) -> tuple[int, int]:
-    value = shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise DecodeError(section, start, "a ULEB128 runs past the end")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import encode_uleb128 as uleb
+from unsplit.formats.leb128 import read_uleb
 
 DEFAULT = -1  # begin of a DW_LLE_default_location entry (no range: §2.6.2)
 # One entry: begin, end, and for a location list its expression (b"" in a range list).
@@ -96,25 +97,25 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             return out
         begin = end = -2
         if kind == _LLE_BASEX:
-            index, pos = _uleb(data, pos, section)
+            index, pos = read_uleb(data, pos, size, section)
             base = address_at(index)
             continue
         if locations and kind == _LLE_GNU_VIEW_PAIR:
-            _, pos = _uleb(data, pos, section)
-            _, pos = _uleb(data, pos, section)
+            _, pos = read_uleb(data, pos, size, section)
+            _, pos = read_uleb(data, pos, size, section)
             continue
         if kind == _LLE_STARTX_ENDX:
-            a, pos = _uleb(data, pos, section)
-            b, pos = _uleb(data, pos, section)
+            a, pos = read_uleb(data, pos, size, section)
+            b, pos = read_uleb(data, pos, size, section)
             begin, end = address_at(a), address_at(b)
         elif kind == _LLE_STARTX_LENGTH:
-            a, pos = _uleb(data, pos, section)
-            n, pos = _uleb(data, pos, section)
+            a, pos = read_uleb(data, pos, size, section)
+            n, pos = read_uleb(data, pos, size, section)
             begin = address_at(a)
             end = begin + n
         elif kind == _LLE_OFFSET_PAIR:
-            a, pos = _uleb(data, pos, section)
-            b, pos = _uleb(data, pos, section)
+            a, pos = read_uleb(data, pos, size, section)
+            b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b
         elif locations and kind == _LLE_DEFAULT:
             begin = end = DEFAULT
@@ -128,13 +129,13 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             pos += 2 * address_size
         elif kind == (_LLE_START_LENGTH if locations else _RLE_START_LENGTH):
             begin = _address(data, pos, address_size, section)
-            n, pos = _uleb(data, pos + address_size, section)
+            n, pos = read_uleb(data, pos + address_size, size, section)
             end = begin + n
         else:
             raise DecodeError(section, at, f"list entry kind {kind:#x} unknown")
         expr = b""
         if locations:
-            n, pos = _uleb(data, pos, section)
+            n, pos = read_uleb(data, pos, size, section)
             if pos + n > size:
                 raise DecodeError(section, pos, "an expression runs past the end of the "
                                   "section")
@@ -172,17 +173,24 @@ def read_v4_list(data: bytes, pos: int, section: str, locations: bool, address_s
         out.append((base + begin, base + end, expr))
 
 
+_KIND_ADDRESS = struct.Struct("<BQ")
+
+
 def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
     """DW_LLE_start_length / DW_RLE_start_length entries (8-byte addresses) and the end."""
     out = bytearray()
+    kind = _LLE_START_LENGTH if locations else _RLE_START_LENGTH
     for begin, end, expr in entries:
         if begin == DEFAULT:
-            out += bytes([_LLE_DEFAULT]) + uleb(len(expr)) + expr
+            out.append(_LLE_DEFAULT)
+            out += uleb(len(expr))
+            out += expr
             continue
-        out += bytes([_LLE_START_LENGTH if locations else _RLE_START_LENGTH])
-        out += struct.pack("<Q", begin) + uleb(end - begin)
+        out += _KIND_ADDRESS.pack(kind, begin)
+        out += uleb(end - begin)
         if locations:
-            out += uleb(len(expr)) + expr
+            out += uleb(len(expr))
+            out += expr
     out.append(_LLE_END)
     return bytes(out)
 
@@ -205,17 +213,3 @@ def _address(data: bytes, pos: int, size: int, section: str) -> int:
     if pos + size > len(data):
         raise DecodeError(section, pos, "an address runs past the end of the section")
     return int.from_bytes(data[pos:pos + size], "little")
-
-
-def _uleb(data: bytes, pos: int, section: str) -> tuple[int, int]:
-    value = shift = 0
-    start = pos
-    while True:
-        if pos >= len(data):
-            raise DecodeError(section, start, "a LEB128 number runs past the end")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7

@@ -5,6 +5,7 @@ writer that moves code rewrites the address operand of DW_OP_addr in place."""
 from __future__ import annotations
 
 from unsplit.errors import DecodeError
+from unsplit.formats.leb128 import read_uleb, skip_leb
 
 DW_OP_addr = 0x03
 # Operand shapes: a string of letters, one per operand. 1 2 4 8: fixed bytes; a: an address;
@@ -54,13 +55,13 @@ def _walk(expr: bytes | memoryview, pos: int, end: int, address_size: int, offse
             elif kind in "1248":
                 pos += int(kind)
             elif kind in "us":
-                pos = _leb_end(expr, pos, end, section, base)
+                pos = skip_leb(expr, pos, end, section, base)
             elif kind == "c":
                 if pos >= end:
                     raise DecodeError(section, base + pos, "an operand runs past the end")
                 pos += 1 + expr[pos]
             else:  # "b" or "e"
-                length, pos = _uleb(expr, pos, end, section, base)
+                length, pos = read_uleb(expr, pos, end, section, base)
                 if kind == "e":
                     if pos + length > end:
                         raise DecodeError(section, base + pos, "a nested expression runs past "
@@ -71,24 +72,3 @@ def _walk(expr: bytes | memoryview, pos: int, end: int, address_size: int, offse
         if pos > end:
             raise DecodeError(section, base + end, "an operand runs past the end")
 
-
-def _leb_end(expr: bytes | memoryview, pos: int, end: int, section: str, base: int) -> int:
-    while pos < end and expr[pos] & 0x80:
-        pos += 1
-    if pos >= end:
-        raise DecodeError(section, base + pos, "a LEB128 operand runs past the end")
-    return pos + 1
-
-
-def _uleb(expr: bytes | memoryview, pos: int, end: int, section: str,
-          base: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end:
-            raise DecodeError(section, base + pos, "a LEB128 operand runs past the end")
-        byte = expr[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7

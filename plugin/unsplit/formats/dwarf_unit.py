@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan
 from unsplit.formats.die_scan import Declaration, Unit
+from unsplit.formats.leb128 import read_sleb, read_uleb
 
 DW_UT_compile, DW_UT_type, DW_UT_partial = 0x01, 0x02, 0x03  # §7.5.1, Table 7.2
 DW_UT_skeleton, DW_UT_split_compile, DW_UT_split_type = 0x04, 0x05, 0x06
@@ -139,27 +140,9 @@ def block_contents(form: int, value: bytes) -> tuple[int, bytes]:
 
 
 def uleb(data: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """The ULEB128 at `pos` and the offset after it."""
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise DecodeError(die_scan.SECTION, pos, "a LEB128 number runs past the end")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
+    """The ULEB128 at `pos` of .debug_info and the offset after it."""
+    return read_uleb(data, pos, len(data), die_scan.SECTION)
 
 
 def _sleb(data: bytes | memoryview, pos: int) -> int:
-    value = shift = 0
-    while True:
-        if pos >= len(data):
-            raise DecodeError(die_scan.SECTION, pos, "a LEB128 number runs past the end")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value - (1 << shift) if byte & 0x40 else value
+    return read_sleb(data, pos, len(data), die_scan.SECTION)[0]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import encode_sleb128 as sleb
 from unsplit.formats.leb128 import encode_uleb128 as uleb
+from unsplit.formats.leb128 import read_sleb, read_uleb
 
 SECTION = ".debug_line"
 # A row: address, file, line, column, flags, isa, discriminator.
@@ -103,7 +104,7 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
             flags &= IS_STMT
             disc = 0
         elif op == 0:
-            size, pos = _uleb(data, pos, end)
+            size, pos = read_uleb(data, pos, end, SECTION)
             if size and pos >= end:
                 raise DecodeError(SECTION, pos, "an extended opcode runs past the end")
             sub = data[pos] if size else 0
@@ -114,22 +115,22 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
             elif sub == 2:  # DW_LNE_set_address
                 address = int.from_bytes(data[pos + 1:pos + size], "little")
             elif sub == 4:  # DW_LNE_set_discriminator
-                disc = _uleb(data, pos + 1, end)[0]
+                disc = read_uleb(data, pos + 1, end, SECTION)[0]
             pos += size
         elif op == 1:  # DW_LNS_copy
             rows.append((address, file, line, column, flags, isa, disc))
             flags &= IS_STMT
             disc = 0
         elif op == 2:
-            n, pos = _uleb(data, pos, end)
+            n, pos = read_uleb(data, pos, end, SECTION)
             address = (address + min_len * n) & _MASK
         elif op == 3:
-            n, pos = _sleb(data, pos, end)
+            n, pos = read_sleb(data, pos, end, SECTION)
             line += n
         elif op == 4:
-            file, pos = _uleb(data, pos, end)
+            file, pos = read_uleb(data, pos, end, SECTION)
         elif op == 5:
-            column, pos = _uleb(data, pos, end)
+            column, pos = read_uleb(data, pos, end, SECTION)
         elif op == 6:
             flags ^= IS_STMT
         elif op == 7:
@@ -144,10 +145,10 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
         elif op == 11:
             flags |= EPILOGUE_BEGIN
         elif op == 12:
-            isa, pos = _uleb(data, pos, end)
+            isa, pos = read_uleb(data, pos, end, SECTION)
         else:
             for _ in range(lengths[op - 1] if op - 1 < len(lengths) else 0):
-                _, pos = _uleb(data, pos, end)
+                _, pos = read_uleb(data, pos, end, SECTION)
     if pos > end:
         raise DecodeError(SECTION, end, "the last opcode runs past the end of the program")
     return out
@@ -239,28 +240,3 @@ class ProgramWriter:
             b"\xff\xff\xff\xff" + length.to_bytes(8, "little")
         return size + header + bytes(self.out)
 
-
-def _uleb(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end:
-            raise DecodeError(SECTION, pos, "a LEB128 number runs past the end of the program")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _sleb(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end:
-            raise DecodeError(SECTION, pos, "a LEB128 number runs past the end of the program")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), pos

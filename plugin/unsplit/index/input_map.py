@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.formats.nops import EM_X86_64, layout_only
 from unsplit.index import bat_translate, prebolt
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
-    """What became of one input range."""
+class Placed(NamedTuple):
+    """What became of one input range (a tuple: the translator makes one per line row and
+    list entry)."""
 
     ranges: list[tuple[int, int]]  # output [start, end), by address, touching ones merged
     missing: int  # input bytes of it that have no output place
@@ -42,7 +42,8 @@ class InputMap:
         self.hi = array("Q", (r[1] for r in runs))
         self.out = array("Q", (r[2] for r in runs))
         self.tail = array("Q", (r[3] for r in runs))
-        self._starts = array("Q", sorted(self.out))  # output addresses of BAT's entries
+        self._entry_set = frozenset(self.out)  # output addresses of BAT's entries
+        self._pages: dict[int, bytes] = {}  # the output's code, read where rebuilt_jump asks
         self.input_code = input_code
         self.functions = len(moved)  # input functions BAT places
         # Code that has a place (what a range may lose), and the nops BOLT dropped from it
@@ -95,12 +96,17 @@ class InputMap:
         out (`jmp` with no BAT entry of its own, spec §2.3): no input instruction stands
         behind it, and BOLT's own line table gives it the row of the code before."""
         output = self.output
-        if output is None or output.machine != EM_X86_64:
+        if output is None or output.machine != EM_X86_64 or address in self._entry_set:
             return False
-        i = bisect_left(self._starts, address)
-        if i < len(self._starts) and self._starts[i] == address:
-            return False
-        return output.code_byte(address) in (0xE9, 0xEB)
+        # Asked at nearly every line row: the output's code is read a page at a time (a page
+        # that does not start in code is asked a byte at a time).
+        page = address >> 12
+        code = self._pages.get(page)
+        if code is None:
+            code = self._pages[page] = output.code_bytes(page << 12, 4096)
+        offset = address & 0xFFF
+        byte = code[offset] if offset < len(code) else output.code_byte(address)
+        return byte in (0xE9, 0xEB)
 
     def is_code(self, address: int) -> bool:
         """Whether `address` is in an executable section of the input."""
@@ -139,17 +145,39 @@ class InputMap:
             return int(self._pad_lo[i]), int(self._pad_hi[i])
         return None
 
+    def place_from(self, lo: int, hi: int) -> tuple[Placed, int | None]:
+        """place(lo, hi) and start(lo) in one look-up (a line row asks both)."""
+        los = self.lo
+        i = bisect_right(los, lo) - 1
+        if i >= 0 and lo < hi:
+            run_hi = self.hi[i]
+            if hi <= run_hi and (i + 1 == len(los) or los[i + 1] >= hi):
+                out = self.out[i] + lo - los[i]
+                return Placed([(out, self.tail[i] if hi == run_hi else out + hi - lo)],
+                              0), out
+        return self.place(lo, hi), self.start(lo)
+
     def place(self, lo: int, hi: int) -> Placed:
         """The output ranges input [lo, hi) of code became."""
         if hi <= lo:
             return Placed([], 0)
+        los = self.lo
+        i = bisect_right(los, lo) - 1
+        if i >= 0:
+            run_hi = self.hi[i]
+            # Within one run, and no run of duplicated code after it: most line rows and
+            # list entries.
+            if hi <= run_hi and (i + 1 == len(los) or los[i + 1] >= hi):
+                out = self.out[i] + lo - los[i]
+                return Placed([(out, self.tail[i] if hi == run_hi else out + hi - lo)], 0)
+            if run_hi <= lo:
+                i += 1
+        else:
+            i = 0
         found: list[tuple[int, int]] = []
         covered = 0
         reached = lo  # input bytes below it are counted (runs of duplicated code overlap)
-        i = bisect_right(self.lo, lo) - 1
-        if i < 0 or self.hi[i] <= lo:
-            i += 1
-        los, his, outs, tails = self.lo, self.hi, self.out, self.tail
+        his, outs, tails = self.hi, self.out, self.tail
         n = len(los)
         while i < n and los[i] < hi:
             run_lo, run_hi, out = los[i], his[i], outs[i]
@@ -158,9 +186,9 @@ class InputMap:
                 end = tails[i] if hi >= run_hi else out + hi - run_lo
                 top = hi if hi < run_hi else run_hi
                 if top > reached:
-                    covered += top - max(reached, run_lo)
+                    covered += top - (reached if reached > run_lo else run_lo)
                     reached = top
-                found.append((int(start), int(end)))
+                found.append((start, end))
             i += 1
         if covered == hi - lo:  # all of it placed: nothing to count
             return Placed(merge(found), 0)

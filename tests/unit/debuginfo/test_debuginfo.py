@@ -312,24 +312,48 @@ def test_cache_key_covers_the_pre_bolt_input(zoo: dict[str, Any], tmp_path: Path
     assert debug_file_for(str(lib), root=root).path == without.path
 
 
+def _code_bytes(binary: str) -> int:
+    """Bytes of the binary's executable sections, as pyelftools reads its section headers."""
+    with open(binary, "rb") as f:
+        return sum(s["sh_size"] for s in ELFFile(f).iter_sections()
+                   if s["sh_flags"] & 0x6 == 0x6 and s["sh_type"] != "SHT_NOBITS")
+
+
 def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],
                                                           tmp_path: Path) -> None:
-    """At load a debugger describes at most `max_code` bytes of code (readelf's executable
-    sections): more is said, not written; under the limit, or cached already, it is given."""
+    """At load a debugger describes from the index at most `max_code` bytes of code (readelf's
+    executable sections): more is said, not written; under the limit, or cached already, it is
+    given. The BOLT output here has no input beside it, so its file is written from the index."""
     from unsplit.debuginfo.cache import debug_file_for
 
-    binary = str(ROOT / facts(zoo, "bolt-all", "crash")["binary"])
-    with open(binary, "rb") as f:
-        code = sum(s["sh_size"] for s in ELFFile(f).iter_sections()
-                   if s["sh_flags"] & 0x6 == 0x6 and s["sh_type"] != "SHT_NOBITS")
-    small = debug_file_for(binary, root=str(tmp_path), max_code=code - 1)
+    (tmp_path / "alone").mkdir()
+    binary = str(tmp_path / "alone" / "crash")
+    shutil.copy2(ROOT / facts(zoo, "bolt-all", "crash")["binary"], binary)
+    code = _code_bytes(binary)
+    root = tmp_path / "cache"
+    small = debug_file_for(binary, root=str(root), max_code=code - 1)
     assert small.path is None and f"{(code + 1023) >> 10} KB of code" in small.reason
     assert "unsplit debuginfo" in small.reason
-    assert not list(tmp_path.rglob("*.debug"))
-    made = debug_file_for(binary, root=str(tmp_path), max_code=code)
+    assert not list(root.rglob("*.debug"))
+    made = debug_file_for(binary, root=str(root), max_code=code)
     assert made.path is not None and made.reason == "made"
-    cached = debug_file_for(binary, root=str(tmp_path), max_code=1)
+    cached = debug_file_for(binary, root=str(root), max_code=1)
     assert (cached.path, cached.reason) == (made.path, "cached")
+
+
+def test_a_module_translated_from_its_input_has_no_size_limit(zoo: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    """A BOLT output whose input (with DWARF) is found gets its file at load however much code
+    it has: translating the input's DWARF takes about BOLT's own time. The file holds the
+    input's variables (llvm-dwarfdump-22), which a file written from the index never has."""
+    from unsplit.debuginfo.cache import debug_file_for
+
+    f = facts(zoo, "bolt-all", "crash")
+    binary = str(ROOT / f["binary"])
+    made = debug_file_for(binary, root=str(tmp_path), max_code=1)
+    assert made.path is not None and made.reason == "made", made.reason
+    dump = bolt_truth.run("llvm-dwarfdump-22", "--debug-info", made.path)
+    assert "DW_TAG_formal_parameter" in dump or "DW_TAG_variable" in dump
 
 
 def _units(path: Path) -> list[tuple[str, str, set[str]]]:

@@ -17,7 +17,7 @@ from unsplit.debuginfo.translate.lists import Mover
 from unsplit.debuginfo.translate.strings import own_strings
 from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
 from unsplit.elf.binary import Binary
-from unsplit.index import prebolt
+from unsplit.index import bat_translate, prebolt
 from unsplit.index.input_map import InputMap, merge
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
@@ -41,9 +41,10 @@ class Summary:
     unplaced_functions: list[str] = field(default_factory=list)
 
 
-def input_with_dwarf(index: ModuleIndex) -> tuple[Binary, Binary] | None:
-    """The module's pre-BOLT input and the file holding its DWARF, when both exist."""
-    found = prebolt.input_for(index.binary)
+def input_with_dwarf(binary: Binary) -> tuple[Binary, Binary] | None:
+    """The BOLT output's pre-BOLT input and the file holding its DWARF, when both exist (and
+    the output has BAT to move that DWARF through): then its debug file is translated."""
+    found = prebolt.input_for(binary) if bat_translate.has_bat(binary) else None
     if found is None:
         return None
     dwarf = found.dwarf_binary

@@ -68,6 +68,7 @@ class LineTables:
         """(output start, output end, rows) of every placed run of input rows, by start."""
         imap = self.mover.imap
         out: list[tuple[int, int, list[Row]]] = []
+        append, place_from = out.append, imap.place_from
         dropped = 0
         for rows, end in sequences:
             n = len(rows)
@@ -79,13 +80,12 @@ class LineTables:
                     j += 1
                 following = rows[j][0] if j < n else end
                 if following > address:
-                    placed = imap.place(address, following)
-                    if placed.missing and not placed.ranges:
+                    (ranges, missing), entry = place_from(address, following)
+                    if missing and not ranges:
                         dropped += j - i
-                    entry = imap.start(address)
-                    for start, stop in placed.ranges:
+                    for start, stop in ranges:
                         group = rows[i:j] if start == entry else [_elsewhere(rows[j - 1])]
-                        out.append((start, stop, group))
+                        append((start, stop, group))
                 i = j
         self.mover.dropped["line rows"] += dropped
         out.sort(key=lambda s: s[0])

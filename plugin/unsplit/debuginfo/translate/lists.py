@@ -33,7 +33,7 @@ class Mover:
             return 0
         return new
 
-    def expression(self, expr: bytes, offset_size: int, where: str) -> bytes:
+    def expression(self, expr: bytes, offset_size: int, where: object) -> bytes:
         """`expr` with the operand of each DW_OP_addr moved (an expression that does not
         decode is kept as it is, and said)."""
         if dwarf_ops.DW_OP_addr not in expr:
@@ -66,10 +66,12 @@ class Mover:
                     break
         return out
 
-    def locations(self, entries: list[L.Entry], offset_size: int, where: str) -> list[L.Entry]:
+    def locations(self, entries: list[L.Entry], offset_size: int, where: object
+                  ) -> list[L.Entry]:
         out: list[L.Entry] = []
         for begin, end, expr in entries:
-            moved = self.expression(bytes(expr), offset_size, where)
+            moved = self.expression(expr, offset_size, where) \
+                if dwarf_ops.DW_OP_addr in expr else expr
             if begin == L.DEFAULT:
                 out.append((begin, end, moved))
                 continue
@@ -144,7 +146,7 @@ class UnitLists:
         if found is not None:
             return found
         data = self.inputs.get(name, b"")
-        where = f"{self.unit_name}: list at {name}+{offset:#x}"
+        where = _ListPlace(self.unit_name, name, offset)
         try:
             if self.version >= 5:
                 entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
@@ -175,3 +177,16 @@ class UnitLists:
         offset = len(out)
         out += data
         return offset
+
+
+class _ListPlace:
+    """Which list a warning is about, made into text only when one is said (a unit has
+    thousands of lists)."""
+
+    __slots__ = ("offset", "section", "unit")
+
+    def __init__(self, unit: str, section: str, offset: int) -> None:
+        self.unit, self.section, self.offset = unit, section, offset
+
+    def __str__(self) -> str:
+        return f"{self.unit}: list at {self.section}+{self.offset:#x}"
