@@ -422,8 +422,8 @@ class _TranslateTarget:
         # What reads neither the damaged section nor the BAT is answered from memory (most of
         # a run's time otherwise): the lines of each procedure no input unit covers (asked of
         # the index byte by byte), and the input map of an undamaged BAT.
-        synthesize.CodeWalker = _RememberedWalker  # type: ignore[misc]
-        translate.InputMap = _RememberedMaps  # type: ignore[misc]
+        synthesize.CodeWalker = _RememberedWalker  # type: ignore[attr-defined]
+        translate.InputMap = _RememberedMaps  # type: ignore[attr-defined, assignment]
         out = []
         for variant, program, section in self.CASES:
             path = ZOO / variant / program
