@@ -413,6 +413,7 @@ class _TranslateTarget:
 
     def __init__(self) -> None:
         self._bases: list[tuple[Any, Binary]] = []
+        self._dwarf: list[dict[str, bytes]] = []
 
     def seeds(self) -> list[bytes]:
         from unsplit.debuginfo import synthesize
@@ -432,6 +433,8 @@ class _TranslateTarget:
             index = ModuleIndex.open(str(path))
             given = Binary(str(ZOO / variant / "input" / program))
             self._bases.append((index, given))
+            self._dwarf.append({name: found for name in translate.READ
+                                if (found := given.section_data(name)) is not None})
             data = (index.binary if section == bat.SECTION else given).section_data(section)
             if not data:
                 sys.exit(f"fuzz: {variant}/{program} has no {section}")
@@ -448,8 +451,8 @@ class _TranslateTarget:
             index.binary = DamagedBinary.of(index.binary, {section: data[:len(data) // 2 + (
                 data[0] if data else 0)]})
             _, summary = translate.build(index, given, given)
-        else:
-            damaged = DamagedBinary.of(given, {section: data})
+        else:  # every DWARF section read from memory, the damaged one as damaged
+            damaged = DamagedBinary.of(given, {**self._dwarf[case], section: data})
             _, summary = translate.build(index, given, damaged)
         said = summary.left_out + summary.warnings
         return Degraded(said) if said else summary
