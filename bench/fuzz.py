@@ -415,6 +415,7 @@ class _TranslateTarget:
 
     def __init__(self) -> None:
         self._bases: list[tuple[Any, Binary]] = []
+        self._dwarf: list[dict[str, bytes]] = []
 
     def seeds(self) -> list[bytes]:
         from unsplit.debuginfo import synthesize
@@ -424,8 +425,8 @@ class _TranslateTarget:
         # What reads neither the damaged section nor the BAT is answered from memory (most of
         # a run's time otherwise): the lines of each procedure no input unit covers (asked of
         # the index byte by byte), and the input map of an undamaged BAT.
-        synthesize.CodeWalker = _RememberedWalker  # type: ignore[misc]
-        translate.InputMap = _RememberedMaps  # type: ignore[misc]
+        synthesize.CodeWalker = _RememberedWalker  # type: ignore[attr-defined]
+        translate.InputMap = _RememberedMaps  # type: ignore[attr-defined, assignment]
         out = []
         for variant, program, section in self.CASES:
             path = ZOO / variant / program
@@ -434,6 +435,8 @@ class _TranslateTarget:
             index = ModuleIndex.open(str(path))
             given = Binary(str(ZOO / variant / "input" / program))
             self._bases.append((index, given))
+            self._dwarf.append({name: found for name in translate.READ
+                                if (found := given.section_data(name)) is not None})
             data = (index.binary if section == bat.SECTION else given).section_data(section)
             if not data:
                 sys.exit(f"fuzz: {variant}/{program} has no {section}")
@@ -450,8 +453,8 @@ class _TranslateTarget:
             index.binary = DamagedBinary.of(index.binary, {section: data[:len(data) // 2 + (
                 data[0] if data else 0)]})
             _, summary = translate.build(index, given, given)
-        else:
-            damaged = DamagedBinary.of(given, {section: data})
+        else:  # every DWARF section read from memory, the damaged one as damaged
+            damaged = DamagedBinary.of(given, {**self._dwarf[case], section: data})
             _, summary = translate.build(index, given, damaged)
         said = summary.left_out + summary.warnings
         return Degraded(said) if said else summary
