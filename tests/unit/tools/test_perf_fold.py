@@ -240,3 +240,31 @@ def test_truncated_perf_data_is_one_line(profile: dict[str, Any]) -> None:
     assert "Traceback" not in r.stderr
     assert r.returncode == 1
     assert r.stderr.splitlines()[-1].startswith(f"unsplit: perf script -i {cut}: exit status")
+
+
+def _file_offset(binary: Path, address: int) -> int:
+    """The file offset of a virtual address, by llvm-readelf-22's program headers."""
+    out = subprocess.run(["llvm-readelf-22", "-lW", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    for m in re.finditer(r"^\s+LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", out,
+                         re.M):
+        offset, vaddr, size = (int(g, 16) for g in m.groups())
+        if vaddr <= address < vaddr + size:
+            return address - vaddr + offset
+    raise AssertionError(hex(address))
+
+
+def test_frames_perf_could_not_name(zoo: dict[str, Any]) -> None:
+    """A frame of a split module perf printed as `[unknown]`: its address is what perf 6.1
+    prints, the file offset (older perf: the runtime pc, the same for a non-PIE file)."""
+    f = facts(zoo, "bolt-all", "switch")
+    binary = ROOT / f["binary"]
+    cold = next(s for s in toolbox.text_symbols(binary) if s.name == "step.cold.4")
+    address = cold.start + 4
+    offset = _file_offset(binary, address)
+    assert offset != address  # the test tells the two apart
+    text = "".join(f"switch 1 1.{k}: 1 cpu-clock:\n\t{a:16x} [unknown] ({binary})\n\n"
+                   for k, a in enumerate((offset, address)))
+    r = _unsplit("fold", stdin=text)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "switch;step 2\n"
