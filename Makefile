@@ -67,6 +67,7 @@ bench: fixtures
 	$(PY) bench/realworld_cpp.py
 	$(PY) bench/debuginfo.py --realworld
 	$(PY) bench/libllvm.py
+	$(PY) bench/fold.py
 
 clean:
 	rm -rf fixtures/build
