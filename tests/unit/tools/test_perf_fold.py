@@ -268,3 +268,11 @@ def test_frames_perf_could_not_name(zoo: dict[str, Any]) -> None:
     r = _unsplit("fold", stdin=text)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "switch;step 2\n"
+
+
+def test_bytes_that_are_not_utf8_are_read() -> None:
+    text = b"p\xff 1 1.0: 1 cpu-clock:\n\t  401136 f\xffoo+0x1 (/nonexistent)\n\n"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "fold"], input=text,
+                       capture_output=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == "p\ufffd;f\ufffdoo 1\n"
