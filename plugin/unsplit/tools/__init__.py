@@ -16,7 +16,7 @@ COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
     "debuginfo": "debuginfo", "cache": "cache", "fold": "perf_fold", "perf-script": "perf_fold",
-    "breakpad": "breakpad",
+    "breakpad": "breakpad", "perf-symfs": "perf_symfs",
 }
 
 
@@ -36,9 +36,10 @@ def tools() -> list[Tool]:
         frames,
         lldb_cfi,
         perf_fold,
+        perf_symfs,
         symbolize,
         unwind,
     )
 
     return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, breakpad, perf_fold,
-            cache]
+            perf_symfs, cache]

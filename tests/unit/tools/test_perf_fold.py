@@ -276,3 +276,37 @@ def test_bytes_that_are_not_utf8_are_read() -> None:
                        capture_output=True, timeout=60, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode() == "p\ufffd;f\ufffdoo 1\n"
+
+
+_REPORT = re.compile(r"^\s+[\d.]+%\s+(\d+)\s+(\S+)\s+\[\.\] (.+?)\s*$")
+
+
+def test_perf_report_with_symfs_names_the_procedure(profile: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    """`perf report --symfs DIR` on the copies `unsplit perf-symfs` writes: every sample of the
+    BOLTed program counted under its procedure as perf2bolt-22 names it (one entry per
+    fragment, several of one name), no fragment name left; `perf annotate` finds the code."""
+    binary = profile["binary"]
+    own = _own_samples(profile["text"], binary, trim=True)  # every sample whose leaf is there
+    truth = bolt_truth.perf2bolt_targets(binary, sorted({fs[0][0] for _, fs, _ in own}),
+                                         tmp_path)
+    symfs = tmp_path / "symfs"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "perf-symfs", str(symfs), str(binary)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    report = subprocess.run(["perf", "report", "-i", str(profile["data"]), "--symfs",
+                             str(symfs), "--stdio", "--no-children", "--sort", "dso,sym", "-n"],
+                            capture_output=True, text=True, timeout=300, check=True).stdout
+    counted: Counter[str] = Counter()
+    for line in report.splitlines():
+        m = _REPORT.match(line)
+        if m is not None and m[2] == binary.name:
+            counted[m[3]] += int(m[1])
+    assert counted and not [n for n in counted if ".cold" in n]
+    leaves: Counter[str] = Counter(truth[frames[0][0]][0] for _, frames, _ in own)
+    assert leaves["step"] >= 100
+    assert {n: counted[n] for n in leaves} == dict(leaves)
+    annotate = subprocess.run(["perf", "annotate", "-i", str(profile["data"]), "--symfs",
+                               str(symfs), "--stdio", "-s", "step"], capture_output=True,
+                              text=True, timeout=300)
+    assert "<step>:" in annotate.stdout and "<step.cold" not in annotate.stdout
