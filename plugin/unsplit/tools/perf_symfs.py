@@ -35,12 +35,12 @@ def renamed(index: ModuleIndex) -> tuple[bytes, int, list[str]]:
     binary = index.binary
     elf = binary.elf
     if not elf.little_endian:
-        raise UnsplitError(f"{binary.path}: a big-endian file (only little-endian is written)")
+        raise UnsplitError("a big-endian file (only little-endian is written)")
     with open(binary.path, "rb") as f:
         data = bytearray(f.read())
     symtab = elf.get_section_by_name(".symtab")
     if symtab is None:
-        raise UnsplitError(f"{binary.path}: no .symtab: perf names its code from .dynsym, "
+        raise UnsplitError("no .symtab: perf names its code from .dynsym, "
                            "which holds no fragment")
     wide = elf.elfclass == 64
     layout = _SYM64 if wide else _SYM32

@@ -11,6 +11,7 @@ clang MFS the symbol table's parent (`foo.cold` is `foo`).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -310,3 +311,19 @@ def test_perf_report_with_symfs_names_the_procedure(profile: dict[str, Any],
                                str(symfs), "--stdio", "-s", "step"], capture_output=True,
                               text=True, timeout=300)
     assert "<step>:" in annotate.stdout and "<step.cold" not in annotate.stdout
+
+
+def test_perf_symfs_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
+    stripped = ROOT / facts(zoo, "gcc-pgo-stripped", "crash")["binary"]
+    good = ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]
+    r = subprocess.run([sys.executable, "-m", "unsplit", "perf-symfs", str(tmp_path),
+                        str(stripped), str(good), "--json"], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[0].startswith(f"unsplit: {stripped}: no .symtab")
+    done = json.loads(r.stdout)
+    assert [d["renamed"] for d in done] == [3]  # main.cold, run.cold, transfer.cold
+    copy = Path(done[0]["path"])
+    names = {s.name for s in toolbox.text_symbols(copy)}
+    assert "run" in names and not [n for n in names if n.endswith(".cold")]
+    assert toolbox.build_id(copy) == toolbox.build_id(good)
