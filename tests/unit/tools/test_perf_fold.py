@@ -327,3 +327,35 @@ def test_perf_symfs_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
     names = {s.name for s in toolbox.text_symbols(copy)}
     assert "run" in names and not [n for n in names if n.endswith(".cold")]
     assert toolbox.build_id(copy) == toolbox.build_id(good)
+
+
+def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """`fold --inlines --lines` in bolt-dlopen's libwork.so, where `quarantine_record` exists
+    only inlined in `verify_record`'s cold fragment: each frame is the procedure at its call's
+    line, then the inlined calls, outermost first, as llvm-symbolizer-22 gives them on the
+    pre-BOLT input at the address perf2bolt-22 translates to."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    binary, inp = ROOT / f["binary"], ROOT / f["input"]
+    cold = next(s for s in toolbox.text_symbols(binary) if s.name == "verify_record.cold")
+    addresses = toolbox.instructions(binary, cold.start, cold.end)
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    starts = {s.name: s.start for s in toolbox.text_symbols(inp)}
+    ours, theirs = bolt_truth.instructions(binary), bolt_truth.instructions(inp)
+    text, expected = [], Counter()
+    for k, address in enumerate(addresses):
+        at = starts[truth[address][0]] + truth[address][2]
+        if ours.get(address) != theirs.get(at):
+            continue  # an instruction BOLT made: no input line of its own
+        chain = toolbox.inline_chain(inp, at)
+        if len(chain) < 2:
+            continue
+        outer = [f"verify_record ({chain[-1]['file']}:{chain[-1]['line']})"]
+        outer += [f"{c['function']} ({c['file']}:{c['line']})" for c in reversed(chain[:-1])]
+        expected[";".join(["w", *outer])] += 1
+        off = address - cold.start
+        text.append(f"w 1 1.{k}: 1 cpu-clock:\n\t{_file_offset(binary, address):16x} "
+                    f"verify_record.cold+{off:#x} ({binary})\n\n")
+    assert sum(expected.values()) >= 3
+    r = _unsplit("fold", "--inlines", "--lines", stdin="".join(text))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected
