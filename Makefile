@@ -68,6 +68,7 @@ bench: fixtures
 	$(PY) bench/realworld_sqlite.py
 	$(PY) bench/debuginfo.py --realworld
 	$(PY) bench/libllvm.py
+	$(PY) bench/fold.py
 
 clean:
 	rm -rf fixtures/build

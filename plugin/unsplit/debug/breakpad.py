@@ -470,6 +470,21 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None,
     code_id = _code_id(binary, uuid)
     if not code_id:
         return None
+    records = cfi_records(binary, starts)
+    if not records and not line_records:
+        return None
+    name = os.path.basename(binary.path)
+    ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
+    return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
+                      generator_line(binary), *line_records, *records]) + "\n"
+
+
+def cfi_records(binary: Binary, starts: Iterable[int]) -> list[str]:
+    """The ``STACK CFI INIT``/``STACK CFI`` records of LLDB's functions that hold the file
+    addresses `starts`, in address order ([] unless x86-64); a function whose rules Breakpad
+    cannot say is left out."""
+    if binary.elf["e_machine"] != "EM_X86_64":
+        return []
     table = cfi_table.table_for(binary)
     base = base_address(binary)
     fde_starts = sorted(a for _, a in table.fde_starts())
@@ -486,12 +501,7 @@ def symbol_file(binary: Binary, starts: Iterable[int], uuid: str | None = None,
                                           end, base)
         except UnsplitError:  # Inexpressible, or CFI that does not decode
             continue
-    if not records and not line_records:
-        return None
-    name = os.path.basename(binary.path)
-    ident = module_id(bytes.fromhex(code_id) if len(code_id) % 2 == 0 else b"")
-    return "\n".join([f"MODULE Linux x86_64 {ident} {name}", f"INFO CODE_ID {code_id}",
-                      generator_line(binary), *line_records, *records]) + "\n"
+    return records
 
 
 def _code_id(binary: Binary, uuid: str | None) -> str:

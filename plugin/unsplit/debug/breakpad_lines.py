@@ -55,21 +55,21 @@ def line_records(index: ModuleIndex, base: int, max_code: int | None = None) -> 
     funcs: list[str] = []
     for frag in sorted(fragments, key=lambda f: f.start):
         rows, runs = walker.walk(frag.start, frag.end)
-        lines = _lines(rows, frag.end, base, files)
+        lines = line_rows(rows, frag.end, base, files)
         if not lines:
             continue
         name = frag.symbol or f"{frag.procedure}.{frag.name}"
-        funcs.append(f"FUNC {frag.start - base:x} {frag.end - frag.start:x} 0 {_word(name)}")
+        funcs.append(f"FUNC {frag.start - base:x} {frag.end - frag.start:x} 0 {word(name)}")
         section = _section_start(sections, frag.start)
-        funcs += _inline_records(runs, 0, section, files, origins)
+        funcs += inline_records(runs, 0, section, files, origins)
         funcs += lines
     if not funcs:
         return []
-    return ([f"FILE {n} {_word(path)}" for path, n in files.items()]
-            + [f"INLINE_ORIGIN {n} {_word(name)}" for name, n in origins.items()] + funcs)
+    return ([f"FILE {n} {word(path)}" for path, n in files.items()]
+            + [f"INLINE_ORIGIN {n} {word(name)}" for name, n in origins.items()] + funcs)
 
 
-def _lines(rows: list[Row], end: int, base: int, files: dict[str, int]) -> list[str]:
+def line_rows(rows: list[Row], end: int, base: int, files: dict[str, int]) -> list[str]:
     """`address size line file` for each row with a line (line 0 is "no source": a gap)."""
     out: list[str] = []
     bounds = [r[0] for r in rows[1:]] + [end] if rows else []
@@ -80,7 +80,7 @@ def _lines(rows: list[Row], end: int, base: int, files: dict[str, int]) -> list[
     return out
 
 
-def _inline_records(runs: list[InlinedRun], level: int, section: int, files: dict[str, int],
+def inline_records(runs: list[InlinedRun], level: int, section: int, files: dict[str, int],
                     origins: dict[str, int]) -> list[str]:
     out = []
     for run in runs:
@@ -89,7 +89,7 @@ def _inline_records(runs: list[InlinedRun], level: int, section: int, files: dic
         origin = origins.setdefault(callee, len(origins))
         out.append(f"INLINE {level} {line} {file} {origin} {run.start - section:x} "
                    f"{run.end - run.start:x}")
-        out += _inline_records(run.children, level + 1, section, files, origins)
+        out += inline_records(run.children, level + 1, section, files, origins)
     return out
 
 
@@ -108,7 +108,7 @@ def _section_start(sections: list[tuple[int, int]], address: int) -> int:
     return sections[i][0] if i >= 0 and address < sections[i][1] else address
 
 
-def _word(text: str) -> str:
+def word(text: str) -> str:
     """A record's last field (a name, a path: the rest of the line), on one line whatever the
     file said."""
     return " ".join(text.splitlines()) or "??"

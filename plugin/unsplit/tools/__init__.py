@@ -16,6 +16,7 @@ COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
     "debuginfo": "debuginfo", "cache": "cache", "fold": "perf_fold", "perf-script": "perf_fold",
+    "breakpad": "breakpad", "perf-symfs": "perf_symfs",
 }
 
 
@@ -29,13 +30,16 @@ def tools() -> list[Tool]:
     from unsplit.tools import (
         annotate,
         bbmap,
+        breakpad,
         cache,
         debuginfo,
         frames,
         lldb_cfi,
         perf_fold,
+        perf_symfs,
         symbolize,
         unwind,
     )
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, perf_fold, cache]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, breakpad, perf_fold,
+            perf_symfs, cache]

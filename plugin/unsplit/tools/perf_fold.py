@@ -26,6 +26,7 @@ memory grows with the distinct stacks, not the samples.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -284,7 +285,9 @@ def _frame_text(renamer: Renamer, frame: PerfFrame, caller: bool) -> str:
 def _input_lines(args: argparse.Namespace) -> tuple[IO[str], subprocess.Popen[str] | None]:
     """perf script's text: stdin, or a `perf script` run on ``-i FILE`` (its stderr is ours)."""
     if args.input is None:
-        return sys.stdin, None
+        # perf prints symbol names as the binaries spell them: a byte that is not UTF-8 is
+        # one character of the name, never the end of the profile
+        return io.TextIOWrapper(sys.stdin.buffer, errors="replace"), None
     if not os.path.isfile(args.input):
         raise UsageError(f"{args.input}: no such file")
     perf = shutil.which("perf")
@@ -309,10 +312,7 @@ def _finish(proc: subprocess.Popen[str] | None, args: argparse.Namespace) -> Non
 def _run_fold(args: argparse.Namespace) -> str:
     renamer = Renamer(None if args.no_demangle else GNU, args.lines, args.inlines)
     lines, proc = _input_lines(args)
-    try:
-        stacks, _ = fold(renamer, lines, comm=not args.no_comm)
-    except UnicodeDecodeError as e:
-        raise UnsplitError(f"stdin: not text ({e.reason})") from None
+    stacks, _ = fold(renamer, lines, comm=not args.no_comm)
     out = sys.stdout
     try:
         for stack in sorted(stacks):
@@ -333,8 +333,6 @@ def _run_script(args: argparse.Namespace) -> str:
     except BrokenPipeError:
         sys.stderr.close()
         return ""
-    except UnicodeDecodeError as e:
-        raise UnsplitError(f"stdin: not text ({e.reason})") from None
     _finish(proc, args)
     return ""
 
@@ -349,10 +347,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_cli(subparsers: Any) -> None:
     """Register `unsplit fold` and `unsplit perf-script` (output streams to stdout)."""
-    doc = (__doc__ or "").splitlines()[0]
     p = subparsers.add_parser(
         "fold", help="folded stacks of a perf profile, moved code named by its procedure",
-        description=doc)
+        description="Folded stacks (`comm;a;b;c COUNT`, root first, for flamegraph.pl, inferno "
+                    "and speedscope) of perf script's text: every frame of a split module is "
+                    "its procedure, so one procedure is one tower.")
     _common(p)
     p.add_argument("--lines", action="store_true",
                    help="each renamed frame with its line: `name (file:line)`")
@@ -363,6 +362,7 @@ def add_cli(subparsers: Any) -> None:
     p.set_defaults(handler=_run_fold)
     s = subparsers.add_parser(
         "perf-script", help="perf script's text, moved code named by its procedure",
-        description=doc)
+        description="perf script's own text, each frame of a split module named by its "
+                    "procedure and its offset there (for BOLTed code, in the pre-BOLT input).")
     _common(s)
     s.set_defaults(handler=_run_script)

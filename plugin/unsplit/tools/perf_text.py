@@ -117,7 +117,11 @@ def read_samples(stream: IO[str], chunk: int = 1 << 22) -> Iterator[PerfSample |
         parts = (rest + data).split("\n\n")
         rest = parts.pop()
         for block in parts:
-            yield from _block(block, number, regular)
+            header, _, body = block.partition("\n")
+            if body in regular and header[:1] not in ("", " ", "\t"):
+                yield _sample(header, [body, "\n"], number)  # the common case, inline
+            else:
+                yield from _block(block, number, regular)
             number += block.count("\n") + 2
     if rest:
         yield from _block(rest, number, regular)

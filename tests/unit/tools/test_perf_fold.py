@@ -11,6 +11,7 @@ clang MFS the symbol table's parent (`foo.cold` is `foo`).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -240,3 +241,121 @@ def test_truncated_perf_data_is_one_line(profile: dict[str, Any]) -> None:
     assert "Traceback" not in r.stderr
     assert r.returncode == 1
     assert r.stderr.splitlines()[-1].startswith(f"unsplit: perf script -i {cut}: exit status")
+
+
+def _file_offset(binary: Path, address: int) -> int:
+    """The file offset of a virtual address, by llvm-readelf-22's program headers."""
+    out = subprocess.run(["llvm-readelf-22", "-lW", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    for m in re.finditer(r"^\s+LOAD\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+\S+\s+(0x[0-9a-f]+)", out,
+                         re.M):
+        offset, vaddr, size = (int(g, 16) for g in m.groups())
+        if vaddr <= address < vaddr + size:
+            return address - vaddr + offset
+    raise AssertionError(hex(address))
+
+
+def test_frames_perf_could_not_name(zoo: dict[str, Any]) -> None:
+    """A frame of a split module perf printed as `[unknown]`: its address is what perf 6.1
+    prints, the file offset (older perf: the runtime pc, the same for a non-PIE file)."""
+    f = facts(zoo, "bolt-all", "switch")
+    binary = ROOT / f["binary"]
+    cold = next(s for s in toolbox.text_symbols(binary) if s.name == "step.cold.4")
+    address = cold.start + 4
+    offset = _file_offset(binary, address)
+    assert offset != address  # the test tells the two apart
+    text = "".join(f"switch 1 1.{k}: 1 cpu-clock:\n\t{a:16x} [unknown] ({binary})\n\n"
+                   for k, a in enumerate((offset, address)))
+    r = _unsplit("fold", stdin=text)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "switch;step 2\n"
+
+
+def test_bytes_that_are_not_utf8_are_read() -> None:
+    text = b"p\xff 1 1.0: 1 cpu-clock:\n\t  401136 f\xffoo+0x1 (/nonexistent)\n\n"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "fold"], input=text,
+                       capture_output=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == "p\ufffd;f\ufffdoo 1\n"
+
+
+_REPORT = re.compile(r"^\s+[\d.]+%\s+(\d+)\s+(\S+)\s+\[\.\] (.+?)\s*$")
+
+
+def test_perf_report_with_symfs_names_the_procedure(profile: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    """`perf report --symfs DIR` on the copies `unsplit perf-symfs` writes: every sample of the
+    BOLTed program counted under its procedure as perf2bolt-22 names it (one entry per
+    fragment, several of one name), no fragment name left; `perf annotate` finds the code."""
+    binary = profile["binary"]
+    own = _own_samples(profile["text"], binary, trim=True)  # every sample whose leaf is there
+    truth = bolt_truth.perf2bolt_targets(binary, sorted({fs[0][0] for _, fs, _ in own}),
+                                         tmp_path)
+    symfs = tmp_path / "symfs"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "perf-symfs", str(symfs), str(binary)],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    report = subprocess.run(["perf", "report", "-i", str(profile["data"]), "--symfs",
+                             str(symfs), "--stdio", "--no-children", "--sort", "dso,sym", "-n"],
+                            capture_output=True, text=True, timeout=300, check=True).stdout
+    counted: Counter[str] = Counter()
+    for line in report.splitlines():
+        m = _REPORT.match(line)
+        if m is not None and m[2] == binary.name:
+            counted[m[3]] += int(m[1])
+    assert counted and not [n for n in counted if ".cold" in n]
+    leaves: Counter[str] = Counter(truth[frames[0][0]][0] for _, frames, _ in own)
+    assert leaves["step"] >= 100
+    assert {n: counted[n] for n in leaves} == dict(leaves)
+    annotate = subprocess.run(["perf", "annotate", "-i", str(profile["data"]), "--symfs",
+                               str(symfs), "--stdio", "-s", "step"], capture_output=True,
+                              text=True, timeout=300)
+    assert "<step>:" in annotate.stdout and "<step.cold" not in annotate.stdout
+
+
+def test_perf_symfs_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
+    stripped = ROOT / facts(zoo, "gcc-pgo-stripped", "crash")["binary"]
+    good = ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]
+    r = subprocess.run([sys.executable, "-m", "unsplit", "perf-symfs", str(tmp_path),
+                        str(stripped), str(good), "--json"], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[0].startswith(f"unsplit: {stripped}: no .symtab")
+    done = json.loads(r.stdout)
+    assert [d["renamed"] for d in done] == [3]  # main.cold, run.cold, transfer.cold
+    copy = Path(done[0]["path"])
+    names = {s.name for s in toolbox.text_symbols(copy)}
+    assert "run" in names and not [n for n in names if n.endswith(".cold")]
+    assert toolbox.build_id(copy) == toolbox.build_id(good)
+
+
+def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """`fold --inlines --lines` in bolt-dlopen's libwork.so, where `quarantine_record` exists
+    only inlined in `verify_record`'s cold fragment: each frame is the procedure at its call's
+    line, then the inlined calls, outermost first, as llvm-symbolizer-22 gives them on the
+    pre-BOLT input at the address perf2bolt-22 translates to."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    binary, inp = ROOT / f["binary"], ROOT / f["input"]
+    cold = next(s for s in toolbox.text_symbols(binary) if s.name == "verify_record.cold")
+    addresses = toolbox.instructions(binary, cold.start, cold.end)
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    starts = {s.name: s.start for s in toolbox.text_symbols(inp)}
+    ours, theirs = bolt_truth.instructions(binary), bolt_truth.instructions(inp)
+    text, expected = [], Counter()
+    for k, address in enumerate(addresses):
+        at = starts[truth[address][0]] + truth[address][2]
+        if ours.get(address) != theirs.get(at):
+            continue  # an instruction BOLT made: no input line of its own
+        chain = toolbox.inline_chain(inp, at)
+        if len(chain) < 2:
+            continue
+        outer = [f"verify_record ({chain[-1]['file']}:{chain[-1]['line']})"]
+        outer += [f"{c['function']} ({c['file']}:{c['line']})" for c in reversed(chain[:-1])]
+        expected[";".join(["w", *outer])] += 1
+        off = address - cold.start
+        text.append(f"w 1 1.{k}: 1 cpu-clock:\n\t{_file_offset(binary, address):16x} "
+                    f"verify_record.cold+{off:#x} ({binary})\n\n")
+    assert sum(expected.values()) >= 3
+    r = _unsplit("fold", "--inlines", "--lines", stdin="".join(text))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected

@@ -1,0 +1,153 @@
+"""A complete Breakpad symbol file of a split module, for crash servers (`unsplit breakpad`).
+
+Format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md, in the
+order its processors read: ``MODULE``, ``INFO CODE_ID``, ``FILE``, ``INLINE_ORIGIN``, then each
+``FUNC`` with its ``INLINE`` and line records, ``PUBLIC``, ``STACK CFI``. Where dump_syms names
+moved code by its symbol (``transfer.cold``) and gives a BOLT output without DWARF no lines,
+every fragment here is a ``FUNC`` named by its procedure (demangled, parameters and all, as
+dump_syms names functions), with the lines and inlined calls ``unsplit where`` gives
+(unsplit.index.code_lines: the module's DWARF, or the pre-BOLT input's at BAT's input address).
+All addresses, ``INLINE`` ranges included (the spec's; the LLDB-only file of
+unsplit.debug.breakpad_lines writes those as LLDB reads them), are relative to the first
+``PT_LOAD``. ``PUBLIC`` records name the function symbols no ``FUNC`` covers (symbols without
+a size: ``_start``, ``_init``), as dump_syms leaves out those a function holds. ``STACK CFI`` is
+unsplit.debug.breakpad's translation of ``.eh_frame`` for every function.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from unsplit.debug import breakpad
+from unsplit.debug.breakpad_lines import inline_records, line_rows, word
+from unsplit.errors import UnsplitError
+from unsplit.index.code_lines import CodeWalker
+from unsplit.index.demangle import GNU, shown
+from unsplit.index.model import parse_fragment_name
+
+if TYPE_CHECKING:
+    from unsplit.elf.binary import Binary
+    from unsplit.index.model import Fragment
+    from unsplit.index.module_index import ModuleIndex
+
+# e_machine -> the CPU name dump_syms writes in MODULE
+ARCHITECTURES = {"EM_X86_64": "x86_64", "EM_386": "x86", "EM_AARCH64": "arm64", "EM_ARM": "arm",
+                 "EM_MIPS": "mips", "EM_PPC64": "ppc64", "EM_RISCV": "riscv64"}
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What names a module to a crash server: MODULE's id, INFO CODE_ID (None without a
+    build-id) and its file name."""
+
+    module_id: str
+    code_id: str | None
+    name: str
+
+
+def identity(binary: Binary) -> Identity:
+    """The build-id as dump_syms turns it into an id; without one, dump_syms's own fallback:
+    the first page of ``.text`` XORed 16 bytes at a time (Breakpad's FileID)."""
+    name = os.path.basename(binary.path)
+    build_id = binary.build_id
+    if build_id:
+        return Identity(breakpad.module_id(build_id), build_id.hex().upper(), name)
+    text = binary.section_header(".text")
+    if text is None or text.size == 0:
+        raise UnsplitError(f"{binary.path}: no build-id and no .text to make an id of")
+    page = binary.read_at(text.offset, min(text.size, 4096))
+    digest = bytearray(16)
+    for i in range(0, len(page), 16):
+        for k, b in enumerate(page[i:i + 16]):
+            digest[k] ^= b
+    return Identity(breakpad.module_id(bytes(digest)), None, name)
+
+
+@dataclass(slots=True)
+class Counts:
+    functions: int = 0
+    lines: int = 0
+    inlines: int = 0
+    publics: int = 0
+    stack_cfi: int = 0
+
+
+def fragments(index: ModuleIndex) -> list[tuple[str, Fragment]]:
+    """(procedure linkage name, fragment) of every fragment with code, by address; one per
+    start (the first source's)."""
+    seen: dict[int, tuple[str, Fragment]] = {}
+    for proc in index.all_procedures():
+        for frag in proc.fragments:
+            if frag.end > frag.start:
+                seen.setdefault(frag.start, (proc.name, frag))
+    return [seen[s] for s in sorted(seen)]
+
+
+def symbol_file(index: ModuleIndex, style: str | None = GNU) -> tuple[list[str], Counts]:
+    """The records of the module's symbol file, one per line, and how many of each."""
+    binary = index.binary
+    machine = binary.elf["e_machine"]
+    arch = ARCHITECTURES.get(machine)
+    if arch is None:
+        raise UnsplitError(f"{binary.path}: {machine} is not an architecture Breakpad names")
+    ident = identity(binary)
+    base = breakpad.base_address(binary)
+    counts = Counts()
+    walker = CodeWalker(index)
+    files: dict[str, int] = {}
+    origins: dict[str, int] = {}
+    funcs: list[str] = []
+    ranges: list[tuple[int, int]] = []
+    for procedure, frag in fragments(index):
+        name = shown(procedure, style)
+        funcs.append(f"FUNC {frag.start - base:x} {frag.end - frag.start:x} 0 {word(name)}")
+        rows, runs = walker.walk(frag.start, frag.end)
+        inlines = inline_records(runs, 0, base, files, origins)
+        lines = line_rows(rows, frag.end, base, files)
+        funcs += inlines + lines
+        counts.functions += 1
+        counts.inlines += len(inlines)
+        counts.lines += len(lines)
+        ranges.append((frag.start, frag.end))
+    publics = _publics(binary, ranges, base, style)
+    counts.publics = len(publics)
+    cfi = breakpad.cfi_records(binary, [s for s, _ in ranges]) if machine == "EM_X86_64" else []
+    counts.stack_cfi = sum(1 for r in cfi if r.startswith("STACK CFI INIT"))
+    head = [f"MODULE Linux {arch} {ident.module_id} {word(ident.name)}"]
+    if ident.code_id is not None:
+        head.append(f"INFO CODE_ID {ident.code_id}")
+    return (head + [f"FILE {n} {word(path)}" for path, n in files.items()]
+            + [f"INLINE_ORIGIN {n} {word(name)}" for name, n in origins.items()]
+            + funcs + publics + cfi), counts
+
+
+def _publics(binary: Binary, ranges: list[tuple[int, int]], base: int, style: str | None
+             ) -> list[str]:
+    """``PUBLIC address 0 name`` for each defined function symbol no FUNC holds (a moved
+    fragment's symbol named by its procedure)."""
+    starts = [s for s, _ in ranges]
+    out: dict[int, str] = {}
+    section = binary.elf.get_section_by_name(".symtab") or \
+        binary.elf.get_section_by_name(".dynsym")
+    if section is None:
+        return []
+    for sym in section.iter_symbols():
+        if sym["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC") or \
+                sym["st_shndx"] == "SHN_UNDEF" or not sym["st_value"]:
+            continue
+        address = int(sym["st_value"])
+        i = bisect_right(starts, address) - 1
+        if (i >= 0 and address < ranges[i][1]) or address < base or address in out:
+            continue
+        fragment = parse_fragment_name(sym.name)
+        out[address] = shown(fragment.base if fragment else sym.name, style)
+    return [f"PUBLIC {a - base:x} 0 {word(n)}" for a, n in sorted(out.items())]
+
+
+def store_path(root: str, ident: Identity) -> str:
+    """Where a symbol store (what symbolicator, Socorro and minidump-stackwalk read) keeps the
+    file: ROOT/NAME/ID/NAME.sym."""
+    return os.path.join(root, ident.name, ident.module_id, f"{ident.name}.sym")

@@ -1,0 +1,261 @@
+"""`unsplit breakpad`: the symbol file crash servers read, checked through Sentry's `symbolic`
+(PyPI, its Breakpad reader) and field by field against the format's documentation
+(breakpad docs/symbol_files.md).
+
+Oracles, never unsplit: every instruction of every moved fragment (nm, llvm-objdump-22) must be
+named by its procedure and line — for BOLT, the input function perf2bolt-22 translates it to and
+llvm-symbolizer-22's line in the pre-BOLT input at that address (tests/bolt_truth.py); for GCC
+`.cold` and clang MFS, the symbol table's parent and llvm-symbolizer-22's line in the binary. The
+STACK CFI records say what llvm-dwarfdump-22 --eh-frame says at the same addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures import toolbox
+
+from ... import bolt_truth
+from ...conftest import ROOT, facts
+from ..debug.test_breakpad import _records
+from ..formats.test_eh_frame import dwarfdump_fdes
+
+symbolic = pytest.importorskip("symbolic")
+
+VARIANTS = ["bolt-all", "bolt-cdsplit", "bolt-all-dbg", "gcc-pgo", "gcc-pgo-nodebug",
+            "clang-mfs"]
+
+
+def _unsplit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "unsplit", "breakpad", *args], text=True,
+                          capture_output=True, timeout=300, cwd=ROOT)
+
+
+def _guid(build_id: str) -> str:
+    """Breakpad's module id of an ELF build-id: its first 16 bytes as a GUID whose first three
+    fields are little-endian, then the age 0 (breakpad src/common/linux/file_id.cc)."""
+    b = bytes.fromhex(build_id)[:16].ljust(16, b"\0")
+    return (b[3::-1] + b[5:3:-1] + b[7:5:-1] + b[8:]).hex().upper() + "0"
+
+
+def _base(binary: Path) -> int:
+    out = subprocess.run(["llvm-readelf-22", "-lW", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    return min(int(m[1], 16) for m in re.finditer(r"^\s+LOAD\s+\S+\s+(0x[0-9a-f]+)", out, re.M))
+
+
+_RECORD = {
+    "FILE": re.compile(r"^FILE (\d+) (\S.*)$"),
+    "INLINE_ORIGIN": re.compile(r"^INLINE_ORIGIN (\d+) (\S.*)$"),
+    "FUNC": re.compile(r"^FUNC (?:m )?([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+) (\S.*)$"),
+    "INLINE": re.compile(r"^INLINE (\d+) (\d+) (\d+) (\d+)((?: [0-9a-f]+ [0-9a-f]+)+)$"),
+    "PUBLIC": re.compile(r"^PUBLIC (?:m )?([0-9a-f]+) ([0-9a-f]+) (\S.*)$"),
+    "STACK": re.compile(r"^STACK CFI (?:INIT [0-9a-f]+ [0-9a-f]+ |[0-9a-f]+ )\.cfa: .*$"),
+    "line": re.compile(r"^([0-9a-f]+) ([0-9a-f]+) (\d+) (\d+)$"),
+}
+_ORDER = ["FILE", "INLINE_ORIGIN", "FUNC", "PUBLIC", "STACK"]
+
+
+def check_format(text: str, program: str, build_id: str | None) -> list[str]:
+    """Every record as the documentation has it, in its order; the FUNC and PUBLIC names."""
+    lines = text.splitlines()
+    assert re.fullmatch(rf"MODULE Linux x86_64 [0-9A-F]{{33}} {program}", lines[0]), lines[0]
+    rest = lines[1:]
+    if build_id is not None:
+        assert rest[0] == f"INFO CODE_ID {build_id.upper()}"
+        rest = rest[1:]
+    files: set[int] = set()
+    origins: set[int] = set()
+    names = []
+    stage = 0
+    func: tuple[int, int] | None = None
+    for line in rest:
+        kind = next((k for k, r in _RECORD.items() if r.match(line)), None)
+        assert kind is not None, f"not a Breakpad record: {line!r}"
+        m = _RECORD[kind].match(line)
+        assert m is not None
+        if kind in ("INLINE", "line"):
+            assert func is not None and stage == _ORDER.index("FUNC"), line
+        else:
+            assert _ORDER.index(kind) >= stage, f"{kind} after {_ORDER[stage]}"
+            stage = _ORDER.index(kind)
+        if kind == "FILE":
+            assert int(m[1]) not in files
+            files.add(int(m[1]))
+        elif kind == "INLINE_ORIGIN":
+            origins.add(int(m[1]))
+        elif kind == "FUNC":
+            func = (int(m[1], 16), int(m[1], 16) + int(m[2], 16))
+            names.append(m[4])
+        elif kind == "PUBLIC":
+            names.append(m[3])
+        elif kind == "line":
+            assert func is not None and int(m[4]) in files
+            assert func[0] <= int(m[1], 16) and int(m[1], 16) + int(m[2], 16) <= func[1], line
+        elif kind == "INLINE":
+            assert int(m[3]) in files and int(m[4]) in origins
+    return names
+
+
+@pytest.fixture(scope="module")
+def written(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+            ) -> dict[str, tuple[dict[str, Any], Path]]:
+    out = {}
+    for variant in VARIANTS:
+        # a store each: BOLT outputs of one input share its build-id, as a stripped file
+        # shares its original's, so they share a place in one store
+        store = tmp_path_factory.mktemp("store")
+        f = facts(zoo, variant, "crash")
+        args = [str(ROOT / f["binary"]), "--symbol-store", str(store), "--json"]
+        if f.get("input"):
+            args += ["--input", str(ROOT / f["input"])]
+        r = _unsplit(*args)
+        assert r.returncode == 0, r.stderr
+        path = store / "crash" / _guid(f["build_id"]) / "crash.sym"
+        assert path.is_file(), (variant, r.stdout)  # the symbol-store layout
+        out[variant] = (f, path)
+    return out
+
+
+def _moved(binary: Path) -> list[tuple[int, str]]:
+    """(instruction address, fragment symbol) of every instruction of a moved fragment."""
+    out = []
+    for s in toolbox.text_symbols(binary):
+        if toolbox.fragment_name(s.name)[1] != "hot" and s.size:
+            out += [(a, s.name) for a in toolbox.instructions(binary, s.start, s.end)]
+    return out
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_symbolic_names_moved_code_by_procedure_and_input_line(
+        written: dict[str, tuple[dict[str, Any], Path]], variant: str, tmp_path: Path) -> None:
+    f, path = written[variant]
+    binary = ROOT / f["binary"]
+    moved = _moved(binary)
+    assert moved
+    addresses = [a for a, _ in moved]
+    if f["has_bat"]:
+        truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+        names = {a: truth[a][0] for a in addresses}
+        _, found = bolt_truth.input_lines(binary, ROOT / f["input"], truth, addresses)
+        lines = dict(zip(addresses, found, strict=True))
+    else:
+        names = {a: toolbox.fragment_name(sym)[0] for a, sym in moved}
+        said = bolt_truth.symbolize(binary, addresses) if f["has_debug_info"] else \
+            [None] * len(addresses)
+        lines = dict(zip(addresses, said, strict=True))
+    shown = toolbox.demangle(sorted(set(names.values())))
+    cache = symbolic.Archive.open(str(path)).get_object(arch="x86_64").make_symcache()
+    base = _base(binary)
+    checked_lines = 0
+    wrong: dict[int, tuple[str, int]] = {}
+    for address in addresses:
+        frames = cache.lookup(address - base)
+        assert frames, hex(address)
+        assert frames[-1].symbol == shown.get(names[address], names[address]), hex(address)
+        line = lines[address]
+        if line is not None and line[1] > 0:
+            inner = frames[0]
+            have = (os.path.basename(inner.full_path or ""), inner.line)
+            if have != line:
+                wrong[address] = have
+            checked_lines += 1
+    if f["has_bat"] or f["has_debug_info"]:
+        assert checked_lines >= len(addresses) // 2, (checked_lines, len(addresses))
+    # Where the line is not the input's, the code is a jump BOLT rebuilt at the end of a block
+    # (the lines `unsplit where` gives, as test_debuginfo measures them): BOLT's own
+    # --update-debug-sections twin says the same there, and that is rare.
+    assert len(wrong) <= max(1, checked_lines // 50), sorted(map(hex, wrong))
+    if wrong:
+        twin = ROOT / "fixtures" / "build" / f"{variant.removesuffix('-dbg')}-dbg" / "crash"
+        assert bolt_truth.symbolize(twin, list(wrong)) == list(wrong.values())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_record_as_the_format_says(written: dict[str, tuple[dict[str, Any], Path]],
+                                         variant: str) -> None:
+    f, path = written[variant]
+    binary = ROOT / f["binary"]
+    text = path.read_text()
+    names = check_format(text, "crash", f["build_id"])
+    assert names and not [n for n in names if re.search(r"\.(cold|warm)\b|\.__part\.", n)]
+    obj = symbolic.Archive.open(str(path)).get_object(arch="x86_64")
+    assert str(obj.code_id) == f["build_id"]
+    # the STACK CFI records: llvm-dwarfdump-22's rules at each row of every function
+    fdes = dwarfdump_fdes(str(binary))
+    records = _records(text, _base(binary))
+    assert len(records) >= len(fdes) // 2
+    for address_rows in records.values():
+        for address, rules in address_rows[1].items():
+            fde = next(((lo, hi) for lo, hi in fdes if lo <= address < hi), None)
+            assert fde is not None, hex(address)
+            table = fdes[fde]
+            assert rules == table[max(a for a in table if a <= address)], hex(address)
+
+
+def test_no_build_id_and_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
+    if shutil.which("llvm-objcopy-22") is None:
+        pytest.skip("llvm-objcopy-22 not installed")
+    f = facts(zoo, "gcc-pgo", "crash")
+    plain = tmp_path / "crash"
+    subprocess.run(["llvm-objcopy-22", "--remove-section=.note.gnu.build-id",
+                    str(ROOT / f["binary"]), str(plain)], check=True)
+    out = tmp_path / "crash.sym"
+    r = _unsplit(str(plain), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("\n") == 1 and "no build-id" in r.stderr
+    names = check_format(out.read_text(), "crash", None)
+    assert "run" in names and "run.cold" not in names
+    assert symbolic.Archive.open(str(out)).get_object(arch="x86_64").make_symcache()
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"not an ELF file at all")
+    for args in ([str(junk), "-o", str(out)], [str(plain)], [str(tmp_path / "nope"), "-o", "-"],
+                 [str(plain), "-o", str(plain / "x.sym")]):
+        r = _unsplit(*args)
+        assert r.returncode != 0 and r.stderr.startswith("unsplit: "), (args, r.stderr)
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert "warning" not in r.stderr  # the error alone
+
+
+def test_inlined_calls_of_moved_code_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """bolt-dlopen's libwork.so: `quarantine_record` exists only inlined in `verify_record`'s
+    cold fragment. symbolic's frames there, innermost first, are llvm-symbolizer-22's on the
+    pre-BOLT input at the address perf2bolt-22 translates to, the outermost named by the
+    procedure."""
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    binary, inp = ROOT / f["binary"], ROOT / f["input"]
+    out = tmp_path / "libwork.sym"
+    r = _unsplit(str(binary), "--input", str(inp), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    check_format(out.read_text(), "libwork.so", f["build_id"])
+    cold = next(s for s in toolbox.text_symbols(binary) if s.name == "verify_record.cold")
+    addresses = toolbox.instructions(binary, cold.start, cold.end)
+    truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
+    # (a shared library lists its global functions in .symtab and .dynsym alike)
+    starts = {s.name: s.start for s in toolbox.text_symbols(inp)}
+    ours, theirs = bolt_truth.instructions(binary), bolt_truth.instructions(inp)
+    cache = symbolic.Archive.open(str(out)).get_object(arch="x86_64").make_symcache()
+    base = _base(binary)
+    inlined = 0
+    for address in addresses:
+        at = starts[truth[address][0]] + truth[address][2]
+        if ours.get(address) != theirs.get(at):
+            continue  # an instruction BOLT made: no input line of its own
+        want = toolbox.inline_chain(inp, at)
+        frames = cache.lookup(address - base)
+        assert frames[-1].symbol == "verify_record"
+        if len(want) > 1:
+            inlined += 1
+            assert [(fr.symbol, os.path.basename(fr.full_path or ""), fr.line)
+                    for fr in frames[:-1]] == \
+                [(w["function"], w["file"], w["line"]) for w in want[:-1]], hex(address)
+            assert frames[-1].line == want[-1]["line"]
+    assert inlined >= 3
