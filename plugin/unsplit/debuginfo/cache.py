@@ -132,7 +132,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         from unsplit.debuginfo.debug_file import make
         from unsplit.debuginfo.synthesize import has_own_dwarf
 
-        if not index.moved_fragments():
+        if not index.moved_starts():
             return Outcome(module, None, "not split")
         if has_own_dwarf(index):
             return Outcome(module, None, "has DWARF")

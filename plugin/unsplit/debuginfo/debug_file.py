@@ -4,6 +4,7 @@ what the index knows, names and lines (unsplit.debuginfo.synthesize)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,12 @@ class Made:
                 "moved_bytes_without_lines": s.uncovered_bytes}
 
 
-def make(index: ModuleIndex) -> Made:
-    """The debug file for the split module `index` describes."""
+def make(index: ModuleIndex, progress: Callable[[str], None] | None = None) -> Made:
+    """The debug file for the split module `index` describes (`progress` hears how a long
+    one is going)."""
     found = translate.input_with_dwarf(index)
     if found is not None and bat_translate.has_bat(index.binary):
         data, summary = translate.build(index, *found)
         return Made(data, summary, None)
-    data, names = synthesize.build(index)
+    data, names = synthesize.build(index, progress)
     return Made(data, None, names)
