@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
+from unsplit.formats import esl
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.index.store import cache_root
@@ -96,22 +97,36 @@ class Outcome:
 
 
 def max_code_bytes() -> int:
-    """The most code a debugger session describes when a module loads: writing walks every
-    instruction of the split procedures through the index (about 60 µs a byte of BOLTed code,
-    measured on the zoo), so a big module is left to `unsplit debuginfo` ahead of time
-    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached)."""
+    """The most code a debugger session describes when a module loads, where the file has
+    lines: writing them walks every instruction of the split procedures through the index
+    (about 60 µs a byte of BOLTed code, measured on the zoo), so a big module is left to
+    `unsplit debuginfo` ahead of time (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds,
+    once, then cached). A file of names alone (:func:`names_only`) has no limit."""
     try:
         return int(os.environ.get("UNSPLIT_DEBUGINFO_MAX_KB", "512")) * 1024
     except ValueError:
         return 512 * 1024
 
 
+def names_only(binary: Binary) -> bool:
+    """Whether the module's file can only name its procedures: no DWARF of its own, no ESL
+    line table, and for a BOLT output no pre-BOLT input with DWARF. That file costs one pass
+    over the procedures, not a walk over the code (a BOLTed libLLVM's 128k procedures: ~3 s
+    of CPU, bench/libllvm.py), so a session writes it whatever the module's size."""
+    if binary.dwarf_binary is not None or binary.has_section(esl.SECTION):
+        return False
+    if not bat_translate.has_bat(binary):
+        return True
+    found = prebolt.input_for(binary)
+    return found is None or found.dwarf_binary is None
+
+
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
                    max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
     a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe. `indexes`: the session's files and indexes, whose choice of pre-BOLT
-    input (`bb input`) the file follows. Never raises: a module the core cannot read gets a
+    that to describe with lines. `indexes`: the session's files and indexes, whose choice of
+    pre-BOLT input (`bb input`) the file follows. Never raises: a module the core cannot read gets a
     reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
@@ -124,7 +139,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if os.path.isfile(path):
             return Outcome(module, path, "cached")
         code = sum(end - start for start, end in binary.text_address_ranges())
-        if max_code is not None and code > max_code:
+        if max_code is not None and code > max_code and not names_only(binary):
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
