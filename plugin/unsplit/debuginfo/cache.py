@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
+from unsplit.formats import esl
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.index.store import cache_root
@@ -104,25 +105,39 @@ class Outcome:
 
 
 def max_code_bytes() -> int:
-    """The most code a debugger session describes from the index when a module loads: that
-    walks every instruction of the split procedures (about 60 µs a byte of BOLTed code,
-    measured on the zoo), so a big module is left to `unsplit debuginfo` ahead of time
-    (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then cached). A BOLT output
-    whose input has DWARF has no limit: that DWARF is translated in about BOLT's own time
-    (docs/benchmarks.md)."""
+    """The most code a debugger session describes when a module loads, where the file has
+    lines written from the index: that walks every instruction of the split procedures (about
+    60 µs a byte of BOLTed code, measured on the zoo), so a big module is left to `unsplit
+    debuginfo` ahead of time (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then
+    cached). A BOLT output whose input has DWARF has no limit (that DWARF is translated in about
+    BOLT's own time, docs/benchmarks.md), nor has a file of names alone (:func:`names_only`)."""
     try:
         return int(os.environ.get("UNSPLIT_DEBUGINFO_MAX_KB", "512")) * 1024
     except ValueError:
         return 512 * 1024
 
 
+def names_only(binary: Binary) -> bool:
+    """Whether the module's file can only name its procedures: no DWARF of its own, no ESL
+    line table, and for a BOLT output no pre-BOLT input with DWARF. That file costs one pass
+    over the procedures, not a walk over the code (a BOLTed libLLVM's 128k procedures: ~3 s
+    of CPU, bench/libllvm.py), so a session writes it whatever the module's size."""
+    if binary.dwarf_binary is not None or binary.has_section(esl.SECTION):
+        return False
+    if not bat_translate.has_bat(binary):
+        return True
+    found = prebolt.input_for(binary)
+    return found is None or found.dwarf_binary is None
+
+
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
                    max_code: int | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing; Outcome.path is None for
     a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe from the index (a file translated from the input's DWARF has no limit).
-    `indexes`: the session's files and indexes, whose choice of pre-BOLT input (`bb input`)
-    the file follows. Never raises: a module the core cannot read gets a reason instead."""
+    that to describe from the index with lines (a file translated from the input's DWARF, or
+    of names alone, has no limit). `indexes`: the session's files and indexes, whose choice of
+    pre-BOLT input (`bb input`) the file follows. Never raises: a module the core cannot read
+    gets a reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
         binary = indexes.binary(module)
@@ -134,7 +149,8 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if os.path.isfile(path):
             return Outcome(module, path, "cached")
         code = sum(end - start for start, end in binary.text_address_ranges())
-        if max_code is not None and code > max_code and not _translated(binary):
+        if (max_code is not None and code > max_code and not _translated(binary)
+                and not names_only(binary)):
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
@@ -142,7 +158,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         from unsplit.debuginfo.debug_file import make
         from unsplit.debuginfo.synthesize import has_own_dwarf
 
-        if not index.moved_fragments():
+        if not index.moved_starts():
             return Outcome(module, None, "not split")
         if has_own_dwarf(index):
             return Outcome(module, None, "has DWARF")

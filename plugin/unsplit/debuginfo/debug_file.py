@@ -5,6 +5,7 @@ procedures' CFI (unsplit.debuginfo.frames) and the module's symbol table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +49,9 @@ class Made:
                 "moved_bytes_without_lines": s.uncovered_bytes}
 
 
-def make(index: ModuleIndex) -> Made:
-    """The debug file for the split module `index` describes."""
+def make(index: ModuleIndex, progress: Callable[[str], None] | None = None) -> Made:
+    """The debug file for the split module `index` describes (`progress` hears how a long
+    one is going)."""
     made = frames.debug_frame(index)
     also = [] if made is None else [(".debug_frame", made[0])]
     cfi = None if made is None else made[1]
@@ -57,5 +59,5 @@ def make(index: ModuleIndex) -> Made:
     if found is not None:
         data, summary = translate.build(index, *found, also)
         return Made(data, summary, None, cfi)
-    data, names = synthesize.build(index, also)
+    data, names = synthesize.build(index, also, progress)
     return Made(data, None, names, cfi)

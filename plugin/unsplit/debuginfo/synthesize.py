@@ -11,8 +11,12 @@ source of lines covers gets no rows (and is listed), never a guessed line.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+import struct
+import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,9 +30,10 @@ from unsplit.debuginfo.dwarf.info import InfoWriter
 from unsplit.debuginfo.dwarf.line import LineProgram
 from unsplit.debuginfo.dwarf.rnglists import RangeLists
 from unsplit.debuginfo.dwarf.strings import StringTable
+from unsplit.elf.binary import Binary
+from unsplit.formats.leb128 import encode_uleb128 as uleb
 from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
 from unsplit.index.demangle import demangle
-from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 
 _LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Table 7.17
@@ -51,30 +56,42 @@ class Summary:
     uncovered_bytes: int = 0  # bytes of moved fragments no source of lines covers
 
 
+Spans = list[tuple[int, int]]
+
+
 class _Unit:
-    """One compile unit being filled: its procedures' spans and its line program (rows are
-    encoded as each procedure's are found, and not kept)."""
+    """One compile unit being filled: its subprograms' DIEs, encoded as each procedure is
+    found (those with inlined calls kept until the unit's abstract instances are placed),
+    its code ranges as arrays, and its line program (rows are encoded, not kept)."""
 
     def __init__(self, name: str | None, line_strings: StringTable) -> None:
         self.name = name
         self.comp_dir = os.path.dirname(name) if name and os.path.isabs(name) else ""
-        self.procedures: list[tuple[Procedure, list[tuple[int, int]], list[InlinedRun]]] = []
+        self.dies: list[bytes | tuple[list[tuple[int, int, int | bytes]], list[InlinedRun]]] = []
+        self.starts, self.ends = array("Q"), array("Q")
         self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
         self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
         self.rows = 0
         self.languages: Counter[int] = Counter()  # its procedures' units' DW_AT_language
+        self.mangled = False  # a procedure's name is Itanium C++'s
 
-    def add(self, proc: Procedure, spans: list[tuple[int, int]], sequences: list[list[Row]],
-            inlined: list[InlinedRun]) -> None:
-        if self.program is None or not any(sequences):
-            inlined = []  # a call site's file is a number in a line table
-        self.procedures.append((proc, spans, inlined))
-        stack = list(inlined)
-        while stack:
-            node = stack.pop()
-            self.callees.setdefault(node.call[0], 0)
-            stack += node.children
-        if self.program is None:
+    def add(self, die: bytes | list[tuple[int, int, int | bytes]], spans: Spans,
+            sequences: list[list[Row]], inlined: list[InlinedRun]) -> None:
+        """One procedure: its DIE (bytes, or attributes to write with its `inlined` runs),
+        its code, and its rows (`sequences`: one list per span, or none at all)."""
+        for start, end in spans:
+            self.starts.append(start)
+            self.ends.append(end)
+        if isinstance(die, bytes):
+            self.dies.append(die)
+        else:
+            self.dies.append((die, inlined))
+            stack = list(inlined)
+            while stack:
+                node = stack.pop()
+                self.callees.setdefault(node.call[0], 0)
+                stack += node.children
+        if self.program is None or not sequences:
             return
         for (_, end), rows in zip(spans, sequences, strict=True):
             for address, path, line, column, is_stmt in rows:
@@ -89,68 +106,117 @@ def has_own_dwarf(index: ModuleIndex) -> bool:
     lines = index.dwarf_lines
     if not lines.available:
         return False
-    moved = index.moved_fragments()
-    return any(lines.lookup(f.start) is not None for f in moved) if moved else True
+    moved = index.moved_starts()
+    return any(lines.lookup(start) is not None for start in moved) if moved else True
 
 
-def build(index: ModuleIndex, also: list[tuple[str, bytes]] | None = None
-          ) -> tuple[bytes, Summary]:
+def build(index: ModuleIndex, also: list[tuple[str, bytes]] | None = None,
+          progress: Callable[[str], None] | None = None) -> tuple[bytes, Summary]:
     """The debug file's bytes for the module `index` describes (with the sections `also`),
-    and what went into it."""
-    data, summary = sections(index)
-    with open(index.binary.path, "rb") as f:
-        module = f.read()
-    return write_debug_file(module, index.binary.path, [*data, *(also or [])]), summary
+    and what went into it (`progress` hears how far a long walk has come)."""
+    data, summary = sections(index, progress=progress)
+    with open(index.binary.path, "rb") as f, \
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as module:
+        # mapped, not read: only its headers, notes and symbols are copied (a BOLTed
+        # libLLVM is 236 MB)
+        return write_debug_file(module, index.binary.path, [*data, *(also or [])]), summary
 
 
-def sections(index: ModuleIndex, keep: Callable[[Procedure], bool] | None = None,
-             after: Mapping[str, int] | None = None) -> tuple[list[tuple[str, bytes]], Summary]:
-    """The DWARF sections describing the module's procedures (those `keep` says, else all),
-    to be appended to sections of the sizes `after` gives (offsets in them count from
-    there), and what went into them."""
+PROGRESS_EVERY = 2.0  # seconds between progress lines
+
+
+def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
+             after: Mapping[str, int] | None = None,
+             progress: Callable[[str], None] | None = None
+             ) -> tuple[list[tuple[str, bytes]], Summary]:
+    """The DWARF sections describing the module's procedures (those whose entry `keep`
+    says, else all), to be appended to sections of the sizes `after` gives (offsets in them
+    count from there), and what went into them."""
     at = dict(after or {})
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable(at.get(".debug_line_str", 0))
+    out = _Writer(at)
     walker = CodeWalker(index)
-    for proc, spans in _disjoint(index):
-        if keep is not None and not keep(proc):
+    symbols = _Symbols(index.binary)
+    procedures = _disjoint(index)
+    has_lines = walker.has_lines
+    language_at = walker.language if walker.has_dwarf else None
+    said = time.monotonic()
+    for k, (name, symbol, spans, split) in enumerate(procedures):
+        entry = spans[0][0]
+        if keep is not None and not keep(entry):
             continue
-        walked = [walker.walk(start, end) for start, end in spans]
-        sequences = [rows for rows, _ in walked]
-        name = _unit_name(index, proc, sequences)
-        unit = units.get(name)
+        if progress is not None and not k % 1024 and time.monotonic() - said > PROGRESS_EVERY:
+            said = time.monotonic()
+            progress(f"unsplit: describing {os.path.basename(index.binary.path)}: "
+                     f"{k:,} of {len(procedures):,} procedures…")
+        found = symbols.at(symbol or name, entry)
+        sequences: list[list[Row]] = []  # none: no source of lines (a stripped library)
+        inlined: list[InlinedRun] = []
+        if has_lines:
+            walked = [walker.walk(start, end) for start, end in spans]
+            sequences = [rows for rows, _ in walked]
+            inlined = [r for _, roots in walked for r in roots]
+            unit_name = _unit_name(sequences, found)
+        else:
+            unit_name = found[1] if found is not None and found[0] else None
+        unit = units.get(unit_name)
         if unit is None:
-            unit = units[name] = _Unit(name, line_strings)
-        unit.add(proc, spans, sequences, [r for _, roots in walked for r in roots])
-        language = walker.language(proc.entry)
+            unit = units[unit_name] = _Unit(unit_name, line_strings)
+        external = found is None or not found[0]
+        if inlined and unit.program is not None and any(sequences):
+            unit.add(out.subprogram_attributes(name, external, spans), spans, sequences,
+                     inlined)
+        else:
+            unit.add(out.subprogram(name, external, spans), spans, sequences, [])
+        if not unit.mangled:
+            unit.mangled = _is_cplusplus(name)
+        language = None if language_at is None else language_at(entry)
         if language is not None:
             unit.languages[language] += 1
         summary.procedures += 1
-        if proc.is_split:
+        if split:
             summary.split_procedures += 1
             if not any(sequences):
-                summary.without_lines.append(proc.name)
-            for (start, end), rows in zip(spans[1:], sequences[1:], strict=True):
-                summary.uncovered_bytes += _uncovered(rows, start, end)
-    data = _encode(index, [units[k] for k in sorted(units, key=lambda n: (n is None, n or ""))],
+                summary.without_lines.append(name)
+            for m, (start, end) in enumerate(spans[1:], 1):
+                summary.uncovered_bytes += _uncovered(sequences[m], start, end) \
+                    if sequences else end - start
+    data = _encode(out, [units[k] for k in sorted(units, key=lambda n: (n is None, n or ""))],
                    line_strings, summary, at)
     return data, summary
 
 
-def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]]]:
-    """Each procedure with its fragments' [start, end), less any whose code overlaps code an
-    earlier one holds (an alias symbol, a symbol over a range): DWARF's subprograms of a unit
-    must not overlap (llvm-dwarfdump --verify)."""
-    candidates = []
-    for proc in index.all_procedures():
-        spans = [(f.start, f.end) for f in proc.fragments if f.end > f.start]
+def _disjoint(index: ModuleIndex) -> list[tuple[str, str | None, Spans, bool]]:
+    """Each procedure (name, entry fragment's symbol, fragments' [start, end), split or not),
+    less any whose code overlaps code an earlier one holds (an alias symbol, a symbol over a
+    range): DWARF's subprograms of a unit must not overlap (llvm-dwarfdump --verify)."""
+    candidates: list[tuple[str, str | None, Spans, bool]] = []
+    starts, ends, owners = array("Q"), array("Q"), array("L")
+    for name, symbol, fragments in index.procedure_spans():
+        spans = [(s, e) for s, e in fragments if e > s]
         if spans:
-            candidates.append((proc, spans))
-    order = sorted(((s, e, i) for i, (_, spans) in enumerate(candidates) for s, e in spans))
+            i = len(candidates)
+            candidates.append((name, symbol, spans, len(fragments) > 1))
+            for s, e in spans:
+                starts.append(s)
+                ends.append(e)
+                owners.append(i)
+    # By start, then end, then order listed (ties are rare: an alias, a symbol over a range).
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    k = 0
+    while k < len(order):
+        j = k + 1
+        while j < len(order) and starts[order[j]] == starts[order[k]]:
+            j += 1
+        if j - k > 1:
+            order[k:j] = sorted(order[k:j], key=lambda m: (ends[m], owners[m]))
+        k = j
     rejected: set[int] = set()
     end, holder = -1, -1
-    for s, e, i in order:
+    for m in order:
+        s, e, i = starts[m], ends[m], owners[m]
         if i in rejected:
             continue
         if s < end and holder != i:
@@ -160,7 +226,34 @@ def _disjoint(index: ModuleIndex) -> list[tuple[Procedure, list[tuple[int, int]]
             continue
         if e > end:
             end, holder = e, i
+    if not rejected:
+        return candidates
     return [c for i, c in enumerate(candidates) if i not in rejected]
+
+
+class _Symbols:
+    """The module's function symbols by (name, address), from its symbol columns (as
+    Binary.function_at answers, without a symbol object each): (local, STT_FILE name)."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.cols = binary.function_columns
+        self.first: dict[int, int] = {}  # address -> the first symbol there
+        self.more: dict[int, list[int]] = {}  # address -> the others, in table order
+        for i, value in enumerate(self.cols.values):
+            if self.first.setdefault(value, i) != i:
+                self.more.setdefault(value, []).append(i)
+
+    def at(self, name: str, address: int) -> tuple[bool, str | None] | None:
+        """(local, its file) of the first function symbol `name` at `address`, else None."""
+        i = self.first.get(address)
+        if i is None:
+            return None
+        cols = self.cols
+        for j in (i, *self.more.get(address, ())):
+            if cols.name(j) == name:
+                file = cols.files[j]
+                return bool(cols.locals[j]), None if file < 0 else cols.name_at(file)
+        return None
 
 
 def _uncovered(rows: list[Row], start: int, end: int) -> int:
@@ -174,7 +267,8 @@ def _uncovered(rows: list[Row], start: int, end: int) -> int:
     return missing
 
 
-def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[Row]]) -> str | None:
+def _unit_name(sequences: list[list[Row]], symbol: tuple[bool, str | None] | None
+               ) -> str | None:
     """The source file most of the procedure's code comes from; else the STT_FILE the symbol
     table puts a local function under; else None (a unit with no name and no lines)."""
     weight: Counter[str] = Counter()
@@ -184,22 +278,85 @@ def _unit_name(index: ModuleIndex, proc: Procedure, sequences: list[list[Row]]) 
                 weight[row[1]] += 1
     if weight:
         return weight.most_common(1)[0][0]
-    frag = proc.fragments[0]
-    symbol = index.binary.function_at(frag.symbol or proc.name, frag.start)
-    return symbol.file if symbol is not None and symbol.local else None
+    return symbol[1] if symbol is not None and symbol[0] else None
 
 
-def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
+class _Writer:
+    """The file-wide tables (abbreviations, strings, range lists, .debug_info) and the
+    subprogram DIEs, each encoded straight to bytes (one of four shapes)."""
+
+    def __init__(self, at: dict[str, int]) -> None:
+        self.abbrevs = AbbrevTable()
+        self.strings = StringTable(at.get(".debug_str", 0))
+        self.ranges = RangeLists(at.get(".debug_rnglists", 0))
+        self.info = InfoWriter(self.abbrevs, at.get(".debug_info", 0),
+                               at.get(".debug_abbrev", 0))
+        self._codes: dict[tuple[bool, bool], bytes] = {}
+
+    def subprogram_attributes(self, name: str, external: bool, spans: Spans
+                              ) -> list[tuple[int, int, int | bytes]]:
+        out: list[tuple[int, int, int | bytes]] = [
+            (A.DW_AT_name, A.DW_FORM_strp, self.strings.offset(_plain_name(name))),
+            (A.DW_AT_linkage_name, A.DW_FORM_strp, self.strings.offset(name))]
+        if external:
+            out.append((A.DW_AT_external, A.DW_FORM_flag_present, 0))
+        if len(spans) == 1:
+            out += [(A.DW_AT_low_pc, A.DW_FORM_addr, spans[0][0]),
+                    (A.DW_AT_high_pc, A.DW_FORM_data8, spans[0][1] - spans[0][0])]
+        else:
+            out.append((A.DW_AT_ranges, A.DW_FORM_sec_offset, self.ranges.add(spans)))
+        return out
+
+    def subprogram(self, name: str, external: bool, spans: Spans) -> bytes:
+        """subprogram_attributes' DIE without children, as bytes."""
+        shape = (external, len(spans) == 1)
+        code = self._codes.get(shape)
+        if code is None:
+            forms = [(A.DW_AT_name, A.DW_FORM_strp), (A.DW_AT_linkage_name, A.DW_FORM_strp)]
+            if external:
+                forms.append((A.DW_AT_external, A.DW_FORM_flag_present))
+            forms += [(A.DW_AT_low_pc, A.DW_FORM_addr), (A.DW_AT_high_pc, A.DW_FORM_data8)] \
+                if shape[1] else [(A.DW_AT_ranges, A.DW_FORM_sec_offset)]
+            code = self._codes[shape] = uleb(self.abbrevs.code(A.DW_TAG_subprogram, False,
+                                                               tuple(forms)))
+        strings = self.strings
+        names = _TWO_OFFSETS.pack(strings.offset(_plain_name(name)), strings.offset(name))
+        if shape[1]:
+            return code + names + _ONE_RANGE.pack(spans[0][0], spans[0][1] - spans[0][0])
+        return code + names + _OFFSET.pack(self.ranges.add(spans))
+
+
+_TWO_OFFSETS = struct.Struct("<II")
+_ONE_RANGE = struct.Struct("<QQ")
+_OFFSET = struct.Struct("<I")
+
+
+def _is_cplusplus(name: str) -> bool:
+    return name.startswith("_Z") and not _RUST_LEGACY.search(name, max(len(name) - 20, 0))
+
+
+def _merged(unit: _Unit) -> Spans:
+    """The unit's code ranges, sorted and merged."""
+    starts, ends = unit.starts, unit.ends
+    out: Spans = []
+    for k in sorted(range(len(starts)), key=lambda m: (starts[m], ends[m])):
+        start, end = starts[k], ends[k]
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _encode(out: _Writer, units: list[_Unit], line_strings: StringTable,
             summary: Summary, at: dict[str, int]) -> list[tuple[str, bytes]]:
-    abbrevs, aranges = AbbrevTable(), ArangesWriter()
-    ranges = RangeLists(at.get(".debug_rnglists", 0))
-    strings = StringTable(at.get(".debug_str", 0))
-    info = InfoWriter(abbrevs, at.get(".debug_info", 0), at.get(".debug_abbrev", 0))
+    aranges = ArangesWriter()
+    info, strings, ranges = out.info, out.strings, out.ranges
     lines = bytearray()
     line_base = at.get(".debug_line", 0)
     producer = strings.offset(f"unsplit {__version__} debuginfo")
     for unit in units:
-        unit_spans = _merge([s for _, spans, _ in unit.procedures for s in spans])
+        unit_spans = _merged(unit)
         attributes: list[tuple[int, int, int | bytes]] = [
             (A.DW_AT_producer, A.DW_FORM_strp, producer)]
         language = _language(unit)
@@ -220,19 +377,23 @@ def _encode(index: ModuleIndex, units: list[_Unit], line_strings: StringTable,
             unit.callees[callee] = info.unit_relative(info.die(A.DW_TAG_subprogram, False, [
                 (A.DW_AT_name, A.DW_FORM_strp, strings.offset(callee)),
                 (A.DW_AT_inline, A.DW_FORM_udata, DW_INL_inlined)]))
-        for proc, spans, inlined in unit.procedures:
-            info.die(A.DW_TAG_subprogram, bool(inlined),
-                     _subprogram(index, proc, spans, strings, ranges))
+        for die in unit.dies:
+            if isinstance(die, bytes):
+                info.data += die
+                continue
+            attributes_, inlined = die
+            info.die(A.DW_TAG_subprogram, bool(inlined), attributes_)
             if inlined:
                 _write_inlined(info, unit, inlined)
                 info.end_children()
+        unit.dies = []
         info.end_unit()
         if unit.rows and unit.program is not None:  # after the DIEs: call sites add files
             lines += unit.program.encode()
             summary.rows += unit.rows
         aranges.add(unit_offset, unit_spans)
         summary.units += 1
-    return [(".debug_abbrev", abbrevs.finish()), (".debug_info", bytes(info.data)),
+    return [(".debug_abbrev", out.abbrevs.finish()), (".debug_info", bytes(info.data)),
             (".debug_str", bytes(strings.data)), (".debug_line", bytes(lines)),
             (".debug_line_str", bytes(line_strings.data)), (".debug_rnglists", ranges.finish()),
             (".debug_aranges", aranges.finish())]
@@ -250,8 +411,7 @@ def _language(unit: _Unit) -> int | None:
         return unit.languages.most_common(1)[0][0]
     if unit.name is not None and (by_name := _LANGUAGES.get(os.path.splitext(unit.name)[1])):
         return by_name
-    if any(p.name.startswith("_Z") and not _RUST_LEGACY.search(p.name)
-           for p, _, _ in unit.procedures):
+    if unit.mangled:
         return DW_LANG_C_plus_plus
     return None
 
@@ -275,23 +435,6 @@ def _write_inlined(info: InfoWriter, unit: _Unit, nodes: list[InlinedRun]) -> No
             info.end_children()
 
 
-def _subprogram(index: ModuleIndex, proc: Procedure, spans: list[tuple[int, int]],
-                strings: StringTable, ranges: RangeLists) -> list[tuple[int, int, int | bytes]]:
-    frag = proc.fragments[0]
-    symbol = index.binary.function_at(frag.symbol or proc.name, frag.start)
-    out: list[tuple[int, int, int | bytes]] = [
-        (A.DW_AT_name, A.DW_FORM_strp, strings.offset(_plain_name(proc.name))),
-        (A.DW_AT_linkage_name, A.DW_FORM_strp, strings.offset(proc.name))]
-    if symbol is None or not symbol.local:
-        out.append((A.DW_AT_external, A.DW_FORM_flag_present, 0))
-    if len(spans) == 1:
-        out += [(A.DW_AT_low_pc, A.DW_FORM_addr, spans[0][0]),
-                (A.DW_AT_high_pc, A.DW_FORM_data8, spans[0][1] - spans[0][0])]
-    else:
-        out.append((A.DW_AT_ranges, A.DW_FORM_sec_offset, ranges.add(spans)))
-    return out
-
-
 def _plain_name(name: str) -> str:
     """DW_AT_name: a C++ function's demangled name without its parameters (§2.15: the name as it
     appears in the source); anything else as it is."""
@@ -299,22 +442,14 @@ def _plain_name(name: str) -> str:
         return name
     text = demangle(name)
     depth = 0
-    for i in range(len(text) - 1, -1, -1):  # drop the last balanced "(...)" and what follows
-        c = text[i]
-        if c == ")":
+    for m in reversed(list(_PARENTHESES.finditer(text))):  # the last balanced "(...)" goes
+        if m[0] == ")":
             depth += 1
-        elif c == "(":
+        else:
             depth -= 1
             if depth == 0:
-                return text[:i]
+                return text[:m.start()]
     return text
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
+_PARENTHESES = re.compile(r"[()]")

@@ -167,6 +167,14 @@ class BatTable:
         j = bisect_right(self._child_parents, hot_address)
         return tuple(self._child_addresses[i:j])
 
+    def starts(self) -> array[int]:
+        """Every map's start, ascending."""
+        return self._addresses
+
+    def parents(self) -> array[int]:
+        """The main fragment of each map of :meth:`starts` (itself when hot)."""
+        return self._parents
+
     def split_parents(self) -> array[int]:
         """The main fragment of every split fragment, ascending (repeated per fragment)."""
         return self._child_parents

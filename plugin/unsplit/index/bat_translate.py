@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -82,6 +83,23 @@ class Placement:
         if self.deleted:
             return f"{self.procedure}+{self.input_offset:#x}: block deleted by BOLT"
         return f"{self.procedure}+{self.input_offset:#x}: not present in the output"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FragmentColumns:
+    """Every fragment of a BAT table as arrays in address order (BatIndex.all_fragments):
+    the k-th fragment starts at ``starts[k]``, ends at ``ends[k]``, belongs to the input
+    function whose main fragment starts at ``parents[k]`` (named ``procedures[parent]``), is
+    ``kinds[k]`` ("hot", "cold.0", ...; None: a split fragment without a symbol, "cold.N"
+    for its place N among its procedure's split fragments by address) and has the symbol
+    ``symbols[k]`` (None: none)."""
+
+    starts: Sequence[int]
+    ends: array[int]
+    parents: Sequence[int]
+    kinds: list[str | None]
+    symbols: list[str | None]
+    procedures: dict[int, str]
 
 
 class BatIndex:
@@ -157,6 +175,51 @@ class BatIndex:
         if keep:
             self._fragments[addr] = info
         return info
+
+    def all_fragments(self) -> FragmentColumns:
+        """Every fragment as :meth:`fragment` describes it, in address order, made in one pass
+        over the table and the sorted symbols (what a whole-module debug file needs: 218k
+        fragments of a BOLTed libLLVM without an object or a search each)."""
+        table, symbols = self.table, self._symbols
+        starts, parents = table.starts(), table.parents()
+        runs = symbols.runs()
+        ends = array("Q", bytes(8 * len(starts)))
+        kinds: list[str | None] = []
+        names: list[str | None] = []
+        procedures: dict[int, str] = {}
+        none: list[_Sym] = []
+        for addr, parent in zip(starts, parents, strict=True):
+            if parent == addr:
+                found = runs.get(addr)
+                procedures[addr] = self._names.get(addr) or _procedure_name(
+                    none if found is None else symbols.made(found), addr)
+        sections = self.binary.text_address_ranges()
+        r, last = 0, len(starts) - 1
+        for k, addr in enumerate(starts):
+            following = starts[k + 1] if k < last else None
+            found = runs.get(addr)
+            if found is None:  # no symbol there (a stripped library: most fragments)
+                kinds.append(HOT if parents[k] == addr else None)
+                names.append(None)
+                while r < len(sections) and sections[r][1] <= addr:
+                    r += 1
+                inside = r < len(sections) and sections[r][0] <= addr
+                if following is not None and inside and following <= sections[r][1]:
+                    ends[k] = following
+                else:
+                    ends[k] = _limit(self.binary, table, addr, following)
+                continue
+            syms, parent = symbols.made(found), parents[k]
+            proc = procedures[parent]
+            if parent == addr:
+                kind, symbol = HOT, next((s for s in syms if s.name == proc), None)
+            else:
+                kind, symbol = _fragment_name(syms, proc, addr, table)
+            size = symbol.size if symbol is not None and symbol.size else 0
+            ends[k] = addr + size if size else _limit(self.binary, table, addr, following)
+            kinds.append(kind)
+            names.append(None if symbol is None else symbol.name)
+        return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     # -- output -> input ---------------------------------------------------------------------
 
@@ -399,12 +462,31 @@ class _SymbolsByAddress:
 
     def at(self, address: int) -> list[_Sym]:
         """The symbols at ``address``, in table order."""
+        return self.made(self._positions(address))
+
+    def made(self, positions: Iterable[int]) -> list[_Sym]:
+        """The defined function symbols among table ``positions`` (in the order given)."""
         cols = self._cols
         return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
                                                                 str(cols.infos[i] >> 4)))
-                for i in self._positions(address)
+                for i in positions
                 if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]
-                and address + cols.sizes[i] < 1 << 64]  # else damaged, as Binary.functions
+                and cols.values[i] + cols.sizes[i] < 1 << 64]  # else damaged, as Binary.functions
+
+    def runs(self) -> dict[int, array[int]]:
+        """Each symbol value and the table positions of its symbols, in table order (what
+        :meth:`at` gives for every address at once)."""
+        order = self.order()
+        out: dict[int, array[int]] = {}
+        values = self._values
+        k, n = 0, len(values)
+        while k < n:
+            value, j = values[k], k + 1
+            while j < n and values[j] == value:
+                j += 1
+            out[value] = order[k:j]
+            k = j
+        return out
 
     def _positions(self, address: int) -> list[int]:
         values = self._cols.values
@@ -472,9 +554,15 @@ def _in_code(binary: Binary, start: int, end: int) -> bool:
     return any(lo <= start and end <= hi for lo, hi in binary.text_address_ranges())
 
 
-def _limit(binary: Binary, table: bat.BatTable, addr: int) -> int:
-    """Fallback end of a fragment without a sized symbol: the next fragment or section end."""
-    following = table.next_start(addr)
+_UNSET = -1
+
+
+def _limit(binary: Binary, table: bat.BatTable, addr: int,
+           following: int | None = _UNSET) -> int:
+    """Fallback end of a fragment without a sized symbol: the next fragment (``following``,
+    looked up when not given) or section end."""
+    if following == _UNSET:
+        following = table.next_start(addr)
     end = addr if following is None else following
     for lo, hi in binary.text_address_ranges():
         if lo <= addr < hi:

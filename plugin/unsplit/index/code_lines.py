@@ -37,10 +37,11 @@ class CodeWalker:
         self.index = index
         self.frames = DwarfFrames.of(index, LLVM)
         own = index.dwarf_lines.available
-        self.has_dwarf = own or "bat" in index.sources_used
-        # line_sources: [ESL], the module's DWARF, [BAT]: with none that can answer, no byte
-        # need be asked (a symbols-only libc has megabytes of code).
-        self.has_lines = own or len(index.line_sources) > 1
+        found = index.input_binary() if "bat" in index.sources_used else None
+        self.has_dwarf = own or (found is not None and found.dwarf_binary is not None)
+        # With no source that can answer now, no byte need be asked (a symbols-only libc has
+        # megabytes of code; a BOLTed libLLVM whose input has no DWARF, 150 MB).
+        self.has_lines = index.line_table.lines_now()
 
     def language(self, address: int) -> int | None:
         """DW_AT_language of the unit the code at `address` was compiled in, where known."""

@@ -170,7 +170,7 @@ def _rust_legacy(name: str) -> str | None:
     """A legacy Rust name without its hash, or None when `name` is not one: `_ZN`, length-
     prefixed components, `E`, the last component `h` + 16 hex digits (libiberty's test),
     and an optional `.llvm.N`-style suffix after the `E`."""
-    if not name.startswith("_ZN"):
+    if not name.startswith("_ZN") or "17h" not in name:  # the hash: 17 bytes, "h" first
         return None
     parts: list[str] = []
     i = 3

@@ -94,6 +94,11 @@ class LineTable:
                 return row
         return None
 
+    def lines_now(self) -> bool:
+        """Whether any source can give a line now (a module with no DWARF, no ESL and no
+        pre-BOLT input with DWARF has none: nothing to ask byte by byte)."""
+        return self.dwarf.available or any(s.lines_now() for s in self._with_lines)
+
     def change_points(self, start: int, end: int) -> list[int] | None:
         """Addresses in [start, end), `start` first, between two of which line_at gives the
         same answer for every byte; None when a source cannot say so (ask byte by byte)."""

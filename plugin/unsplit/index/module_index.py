@@ -235,6 +235,27 @@ class ModuleIndex:
                 seen.add(entry)
                 yield proc
 
+    def procedure_spans(self) -> Iterator[tuple[str, str | None, list[tuple[int, int]]]]:
+        """:meth:`all_procedures` as (name, its entry fragment's symbol, its fragments'
+        [start, end) in order), without making BAT's or the symbol table's procedures: a
+        whole-module debug file of a BOLTed libLLVM asks for 129k."""
+        seen: set[int] = set()
+        for proc in self._owners:
+            entry = proc.fragments[0]
+            if entry.start not in seen:
+                seen.add(entry.start)
+                yield proc.name, entry.symbol, [(f.start, f.end) for f in proc.fragments]
+        for name, symbol, spans in [] if self._bat is None else self._bat.spans():
+            if spans[0][0] not in seen:
+                seen.add(spans[0][0])
+                yield name, symbol, spans
+        plain = self.procedures.plain_functions
+        for i, start in enumerate(plain.starts):
+            if start not in seen:
+                seen.add(start)
+                name = plain.name(i)
+                yield name, name, [(start, plain.ends[i])]
+
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
         if proc is None:
@@ -360,6 +381,11 @@ class ProcedureTable(Mapping[str, Procedure]):
                              load_blocks=load)
             self._made[i] = proc
         return proc
+
+    @property
+    def plain_functions(self) -> PlainFunctions:
+        """The one-piece functions as arrays."""
+        return self._plain
 
     def plain(self) -> Iterator[Procedure]:
         """Every one-piece function, in address order (made as they are asked for)."""

@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from unsplit.errors import UsageError
+from unsplit.render.lists import summarized
 
 
 def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
@@ -27,23 +29,30 @@ def output_path(build_id: bytes | None, build_id_dir: str, binary: str) -> str:
     return os.path.join(build_id_dir, ".build-id", h[:2], h[2:] + ".debug")
 
 
+def _progress(text: str) -> None:
+    """What a long first index or file says while it runs (as a debugging session says it)."""
+    print(text, file=sys.stderr, flush=True)
+
+
 def _run(args: argparse.Namespace) -> str:
     from unsplit.debuginfo.debug_file import make
     from unsplit.debuginfo.synthesize import has_own_dwarf
     from unsplit.index import prebolt
-    from unsplit.index.module_index import ModuleIndex
+    from unsplit.index.module_index import IndexCache
+    from unsplit.index.store import IndexStore
 
-    index = ModuleIndex.open(args.binary)
+    # the persistent index, as a debugging session opens it: a second run skips BAT's scan
+    index = IndexCache(IndexStore(), _progress).open(args.binary)
     if args.input:
         prebolt.set_input(index.binary, args.input)
     report: dict[str, Any] = {"binary": args.binary, "written": None}
-    if not index.moved_fragments():
+    if not index.moved_starts():
         report["skipped"] = "no split procedure: nothing to add"
     elif has_own_dwarf(index):
         report["skipped"] = "its own DWARF already describes its moved code"
     else:
         path = args.output or output_path(index.binary.build_id, args.build_id_dir, args.binary)
-        made = make(index)
+        made = make(index, _progress)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
@@ -77,11 +86,11 @@ def _translated(report: dict[str, Any]) -> list[str]:
     lines = report["units_left_out"] + report["damaged"]
     text += lines[:_SHOWN]
     if len(lines) > _SHOWN:
-        text.append(f"... and {len(lines) - _SHOWN} more (--json lists them all)")
+        text.append(f"... and {len(lines) - _SHOWN:,} more (--json lists them all)")
     return text
 
 
-_SHOWN = 10
+_SHOWN = 10  # lines of their own (a unit left out, a damaged list: each says why)
 
 
 def _synthesized(report: dict[str, Any]) -> list[str]:
@@ -90,8 +99,8 @@ def _synthesized(report: dict[str, Any]) -> list[str]:
             f"{report['line_rows']} line rows"]
     without = report["split_without_lines"]
     if without:
-        text.append(f"no source of lines describes {len(without)} split procedures "
-                    "(subprograms and ranges only): " + ", ".join(without))
+        text.append(f"no source of lines describes {len(without):,} split procedures "
+                    "(subprograms and ranges only): " + summarized(without))
     elif report["moved_bytes_without_lines"]:
         text.append(f"{report['moved_bytes_without_lines']} bytes of moved code have no line "
                     "(line 0)")

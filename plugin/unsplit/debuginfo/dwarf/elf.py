@@ -8,6 +8,7 @@ then the new ``.debug_*`` sections. No code, no data."""
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Callable
 
@@ -23,7 +24,7 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")
 _PHDR = struct.Struct("<IIQQQQQQ")
 
 
-def write_debug_file(module: bytes, path_for_errors: str,
+def write_debug_file(module: bytes | mmap.mmap, path_for_errors: str,
                      debug_sections: list[tuple[str, bytes]]) -> bytes:
     """A debug file for the ELF image `module` holding `debug_sections` (name, contents)."""
     if module[:4] != b"\x7fELF" or module[4] != 2 or module[5] != 1:
@@ -100,9 +101,9 @@ def write_debug_file(module: bytes, path_for_errors: str,
     return bytes(out)
 
 
-def _copy_symbols(module: bytes, headers: list[list[int]], symtab: int, new_index: dict[int, int],
-                  sections: list[list[int]], out: bytearray, name_of: Callable[[list[int]], str],
-                  add_name: Callable[[str], int]) -> None:
+def _copy_symbols(module: bytes | mmap.mmap, headers: list[list[int]], symtab: int,
+                  new_index: dict[int, int], sections: list[list[int]], out: bytearray,
+                  name_of: Callable[[list[int]], str], add_name: Callable[[str], int]) -> None:
     """Appends the module's symbol table and its string table as they are (fragment symbols
     `foo.cold.1` too: LLDB then sets `breakpoint set -n foo` at the entry alone, as on BOLT's
     own --update-debug-sections output), each symbol's section number made this file's (a

@@ -10,6 +10,7 @@ from unsplit.formats.leb128 import encode_uleb128 as uleb
 
 DW_RLE_end_of_list = 0x00
 DW_RLE_start_length = 0x07
+_START = struct.Struct("<BQ")
 
 
 class RangeLists:
@@ -22,10 +23,11 @@ class RangeLists:
     def add(self, ranges: list[tuple[int, int]]) -> int:
         """Writes [start, end) ranges as one list; returns its section offset."""
         offset = self.start + len(self.data)
+        data = self.data
         for start, end in ranges:
-            self.data += bytes([DW_RLE_start_length]) + struct.pack("<Q", start) + \
-                uleb(end - start)
-        self.data.append(DW_RLE_end_of_list)
+            data += _START.pack(DW_RLE_start_length, start)
+            data += uleb(end - start)
+        data.append(DW_RLE_end_of_list)
         return offset
 
     def finish(self) -> bytes:

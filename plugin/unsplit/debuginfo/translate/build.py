@@ -19,7 +19,6 @@ from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
 from unsplit.elf.binary import Binary
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.input_map import InputMap, merge
-from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 
 COPIED = (".debug_str", ".debug_line_str", ".debug_str_offsets")
@@ -82,7 +81,7 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     sections += [(name, bytes(data)) for name, data in rewriter.outputs.items() if data]
     sections.append((".debug_aranges", aranges))
     covered = merge([r for _, ranges in info.aranges for r in ranges])
-    extra, names = synthesize.sections(index, lambda p: not _covered(covered, p),
+    extra, names = synthesize.sections(index, lambda entry: not _covered(covered, entry),
                                        {name: len(data) for name, data in sections})
     by_name = dict(sections)
     for name, data in extra:
@@ -96,9 +95,8 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
         summary
 
 
-def _covered(ranges: list[tuple[int, int]], proc: Procedure) -> bool:
-    """Whether a unit of the input covers the procedure's entry."""
-    entry = proc.fragments[0].start
+def _covered(ranges: list[tuple[int, int]], entry: int) -> bool:
+    """Whether a unit of the input covers a procedure's entry."""
     i = bisect_right(ranges, (entry, 1 << 64)) - 1
     return i >= 0 and entry < ranges[i][1]
 

@@ -33,6 +33,7 @@ class LazyProcedures(Protocol):
 
     def __iter__(self) -> Iterator[Procedure]: ...
     def __len__(self) -> int: ...
+    def spans(self) -> Iterator[tuple[str, str | None, list[tuple[int, int]]]]: ...
     def places(self, start: int) -> bool: ...
     def at(self, address: int) -> tuple[Procedure, Fragment] | None: ...
     def at_entry(self, entry: int) -> Procedure | None: ...
@@ -63,6 +64,11 @@ class Source(Protocol):
 
     def has_lines(self) -> bool:
         """Whether it gives lines; raises UnsplitError when its line section is damaged."""
+        ...
+
+    def lines_now(self) -> bool:
+        """Whether it has any line to give now (BAT: only once a pre-BOLT input with DWARF is
+        found), so that a walk over every byte of a module can be skipped."""
         ...
 
     def line_at(self, address: int) -> LineRow | None:
@@ -111,6 +117,9 @@ class BaseSource:
 
     def has_lines(self) -> bool:
         return False
+
+    def lines_now(self) -> bool:
+        return self.has_lines()
 
     def line_at(self, address: int) -> LineRow | None:
         return None

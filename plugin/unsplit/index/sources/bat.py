@@ -14,7 +14,7 @@ the ``offset`` of BOLTed code.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -85,6 +85,25 @@ class BatProcedures:
         for hot in self.index.table.hot:
             if hot not in self.placed:
                 yield self._procedure(hot)
+
+    def spans(self) -> Iterator[tuple[str, str | None, list[tuple[int, int]]]]:
+        """What :meth:`__iter__` gives, without making a Procedure per function: each
+        procedure's name, its entry fragment's symbol and its fragments' [start, end), in
+        BOLT's order (from BatIndex.all_fragments, made once)."""
+        frags = self.index.all_fragments()
+        starts, ends, kinds, symbols = frags.starts, frags.ends, frags.kinds, frags.symbols
+        table, placed = self.index.table, self.placed
+        for hot in table.hot:
+            if hot in placed:
+                continue
+            k = bisect_left(starts, hot)
+            siblings = table.split_fragments(hot)
+            children = [bisect_left(starts, a) for a in siblings if a not in placed]
+            if len(children) > 1 and any(kinds[c] is not None for c in children):
+                children.sort(key=lambda c: _order(
+                    kinds[c] or f"cold.{siblings.index(starts[c])}", starts[c]))
+            yield (frags.procedures[hot], symbols[k],
+                   [(hot, ends[k]), *((starts[c], ends[c]) for c in children)])
 
     def places(self, start: int) -> bool:
         """Whether one of BAT's procedures has a fragment starting at ``start``: a later
@@ -317,6 +336,10 @@ class BatSource(BaseSource):
 
     def has_lines(self) -> bool:
         return self.found is not None
+
+    def lines_now(self) -> bool:
+        lines = self._lines() if self.found is not None else None
+        return lines is not None and lines.available
 
     def _lines(self) -> DwarfLines | None:
         """The input's DWARF lines (made again when `bb input` named another input)."""
