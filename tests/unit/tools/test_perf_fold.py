@@ -59,7 +59,7 @@ def profile(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 def _own_samples(text: str, binary: Path, trim: bool = False
-                 ) -> list[tuple[str, list[tuple[int, str, int]], str]]:
+                 ) -> list[tuple[str, list[tuple[int, str, bool]], str]]:
     """(comm, [(frame address by nm, perf's symbol, is a caller)], its text) of each sample
     whose every frame is in `binary`, leaf first; `trim`: of each sample whose leaf is, its
     frames up to the first one elsewhere (and its text so cut)."""
@@ -342,7 +342,8 @@ def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> No
     truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
     starts = {s.name: s.start for s in toolbox.text_symbols(inp)}
     ours, theirs = bolt_truth.instructions(binary), bolt_truth.instructions(inp)
-    text, expected = [], Counter()
+    text: list[str] = []
+    expected: Counter[str] = Counter()
     for k, address in enumerate(addresses):
         at = starts[truth[address][0]] + truth[address][2]
         if ours.get(address) != theirs.get(at):
