@@ -11,7 +11,8 @@ All addresses, ``INLINE`` ranges included (the spec's; the LLDB-only file of
 unsplit.debug.breakpad_lines writes those as LLDB reads them), are relative to the first
 ``PT_LOAD``. ``PUBLIC`` records name the function symbols no ``FUNC`` covers (symbols without
 a size: ``_start``, ``_init``), as dump_syms leaves out those a function holds. ``STACK CFI`` is
-unsplit.debug.breakpad's translation of ``.eh_frame`` for every function.
+unsplit.debug.breakpad's translation of ``.eh_frame`` for every function, and for every FDE no
+function holds (a stripped binary's code).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from unsplit.debug import breakpad
+from unsplit.debug import breakpad, cfi
 from unsplit.debug.breakpad_lines import inline_records, line_rows, word
 from unsplit.errors import UnsplitError
 from unsplit.index.code_lines import CodeWalker
@@ -102,7 +103,8 @@ def symbol_file(index: ModuleIndex, style: str | None = GNU) -> tuple[list[str],
     funcs: list[str] = []
     ranges: list[tuple[int, int]] = []
     for procedure, frag in fragments(index):
-        name = shown(procedure, style)
+        # BOLT's patched original entry (`foo.org.0`: a jump to foo's new code) is foo's entry
+        name = shown(index.bolt_original(procedure) or procedure, style)
         funcs.append(f"FUNC {frag.start - base:x} {frag.end - frag.start:x} 0 {word(name)}")
         rows, runs = walker.walk(frag.start, frag.end)
         inlines = inline_records(runs, 0, base, files, origins)
@@ -114,7 +116,8 @@ def symbol_file(index: ModuleIndex, style: str | None = GNU) -> tuple[list[str],
         ranges.append((frag.start, frag.end))
     publics = _publics(binary, ranges, base, style)
     counts.publics = len(publics)
-    cfi = breakpad.cfi_records(binary, [s for s, _ in ranges]) if machine == "EM_X86_64" else []
+    cfi = breakpad.cfi_records(binary, _cfi_starts(binary, ranges)) \
+        if machine == "EM_X86_64" else []
     counts.stack_cfi = sum(1 for r in cfi if r.startswith("STACK CFI INIT"))
     head = [f"MODULE Linux {arch} {ident.module_id} {word(ident.name)}"]
     if ident.code_id is not None:
@@ -122,6 +125,18 @@ def symbol_file(index: ModuleIndex, style: str | None = GNU) -> tuple[list[str],
     return (head + [f"FILE {n} {word(path)}" for path, n in files.items()]
             + [f"INLINE_ORIGIN {n} {word(name)}" for name, n in origins.items()]
             + funcs + publics + cfi), counts
+
+
+def _cfi_starts(binary: Binary, ranges: list[tuple[int, int]]) -> list[int]:
+    """Where the functions with CFI begin: every fragment, and every FDE no fragment holds (a
+    stripped binary's functions, which no symbol names: a crash there still unwinds)."""
+    starts = [s for s, _ in ranges]
+    out = list(starts)
+    for _, address in cfi.table_for(binary).fde_starts():
+        i = bisect_right(starts, address) - 1
+        if i < 0 or address >= ranges[i][1]:
+            out.append(address)
+    return sorted(set(out))
 
 
 def _publics(binary: Binary, ranges: list[tuple[int, int]], base: int, style: str | None

@@ -25,6 +25,7 @@ import pytest
 from fixtures import toolbox
 
 from ... import bolt_truth
+from ...builders import gcc_pgo_build
 from ...conftest import ROOT, facts
 
 pytestmark = pytest.mark.skipif(
@@ -58,7 +59,7 @@ def profile(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> di
 
 
 def _own_samples(text: str, binary: Path, trim: bool = False
-                 ) -> list[tuple[str, list[tuple[int, str, int]], str]]:
+                 ) -> list[tuple[str, list[tuple[int, str, bool]], str]]:
     """(comm, [(frame address by nm, perf's symbol, is a caller)], its text) of each sample
     whose every frame is in `binary`, leaf first; `trim`: of each sample whose leaf is, its
     frames up to the first one elsewhere (and its text so cut)."""
@@ -341,7 +342,8 @@ def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> No
     truth = bolt_truth.perf2bolt_targets(binary, addresses, tmp_path)
     starts = {s.name: s.start for s in toolbox.text_symbols(inp)}
     ours, theirs = bolt_truth.instructions(binary), bolt_truth.instructions(inp)
-    text, expected = [], Counter()
+    text: list[str] = []
+    expected: Counter[str] = Counter()
     for k, address in enumerate(addresses):
         at = starts[truth[address][0]] + truth[address][2]
         if ours.get(address) != theirs.get(at):
@@ -357,5 +359,68 @@ def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> No
                     f"verify_record.cold+{off:#x} ({binary})\n\n")
     assert sum(expected.values()) >= 3
     r = _unsplit("fold", "--inlines", "--lines", stdin="".join(text))
+    assert r.returncode == 0, r.stderr
+    assert _counts(r.stdout) == expected
+
+
+GCC_HOT_COLD = r"""
+#include <stdio.h>
+static volatile long sink;
+__attribute__((noinline)) long work(long n, int mode)
+{
+    long s = 0;
+    for (long i = 0; i < n; i++) {
+        if (mode) {                 /* never taken in training: GCC moves it to work.cold */
+            s += i * 7 % 13;
+            s ^= s << 3;
+            sink = s;
+        } else {
+            s += i;
+        }
+    }
+    return s;
+}
+int main(int argc, char **argv)
+{
+    int mode = argc > 1;
+    long total = 0;
+    for (int r = 0; r < (mode ? 400 : 2); r++)
+        total += work(1000000, mode);
+    printf("%ld\n", total);
+    return 0;
+}
+"""
+
+
+def test_gcc_cold_profile_folds_to_the_parent(tmp_path: Path) -> None:
+    """A real profile of a GCC PGO program run on the path its training never took: its time
+    is in `work.cold`; every sample whose leaf is in the program folds to the symbol table's
+    parent of the symbol around it (nm: `work.cold` is `work`)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    gcc_pgo_build(tmp_path, {"hc.c": GCC_HOT_COLD}, [["gcc", "-O2", "-g", "hc.c", "-o", "hc"]],
+                  train=["./hc"])
+    binary = tmp_path / "hc"
+    syms = toolbox.text_symbols(binary)
+    assert any(s.name == "work.cold" for s in syms), [s.name for s in syms]
+    data = tmp_path / "perf.data"
+    rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "5000", "-g", "-o",
+                          str(data), "--", str(binary), "cold"], capture_output=True, text=True,
+                         timeout=300)
+    assert rec.returncode == 0, rec.stderr[-500:]
+    text = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    own = _own_samples(text, binary, trim=True)
+    expected: Counter[str] = Counter()
+    for comm, frames, _ in own:
+        names = []
+        for address, _, caller in frames:
+            sym = toolbox.symbol_at(syms, address - caller)
+            assert sym is not None
+            names.append(toolbox.fragment_name(sym.name)[0])
+        expected[";".join([comm, *reversed(names)])] += 1
+    cold = sum(1 for _, frames, _ in own if frames[0][1] == "work.cold")
+    assert cold >= 100, f"only {cold} samples in work.cold"
+    r = _unsplit("fold", stdin="".join(block for _, _, block in own))
     assert r.returncode == 0, r.stderr
     assert _counts(r.stdout) == expected
