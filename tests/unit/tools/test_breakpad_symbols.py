@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import symbolic  # requirements-dev.txt: a missing oracle fails, never skips
 
 from fixtures import toolbox
 
@@ -27,8 +28,6 @@ from ... import bolt_truth
 from ...conftest import ROOT, facts
 from ..debug.test_breakpad import _records
 from ..formats.test_eh_frame import dwarfdump_fdes
-
-symbolic = pytest.importorskip("symbolic")
 
 VARIANTS = ["bolt-all", "bolt-cdsplit", "bolt-all-dbg", "bolt-patched", "gcc-pgo",
             "gcc-pgo-nodebug", "clang-mfs"]
