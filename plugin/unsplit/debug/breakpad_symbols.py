@@ -22,8 +22,9 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from unsplit.debug import breakpad, cfi
+from unsplit.debug import breakpad
 from unsplit.debug.breakpad_lines import inline_records, line_rows, word
+from unsplit.elf import cfi_table
 from unsplit.errors import UnsplitError
 from unsplit.index.code_lines import CodeWalker
 from unsplit.index.demangle import GNU, shown
@@ -132,7 +133,7 @@ def _cfi_starts(binary: Binary, ranges: list[tuple[int, int]]) -> list[int]:
     stripped binary's functions, which no symbol names: a crash there still unwinds)."""
     starts = [s for s, _ in ranges]
     out = list(starts)
-    for _, address in cfi.table_for(binary).fde_starts():
+    for _, address in cfi_table.table_for(binary).fde_starts():
         i = bisect_right(starts, address) - 1
         if i < 0 or address >= ranges[i][1]:
             out.append(address)
