@@ -1,7 +1,7 @@
 """Fuzz campaign: damaged input to every decoder and reader of unsplit. Not run by CI.
 
-    .venv/bin/python bench/fuzz.py [--count N] [--jobs J] [--cli N] [--only NAME,...] [--seed S]
-                                   [--crashers DIR]
+    .venv/bin/python bench/fuzz.py [--count N] [--jobs J] [--cli N] [--cli-from N]
+                                   [--only NAME,...] [--seed S] [--crashers DIR]
 
 Each decoder gets --count damaged inputs (default 100,000), made from a real section of a zoo
 binary (fixtures/build, `fixtures/build.py` first) or, for formats no toolchain writes, from the
@@ -18,12 +18,13 @@ through their bytes-in APIs (the DWARF readers through a Binary whose one sectio
             own frames was being handled, or a warning that names a Python exception type
             (bench/fuzz_probe.py)
 
-then --cli damaged ELF files and cores (default 300) go through the CLI commands as
-subprocesses (`where`, `lines`, `bbmap`, `blocks`, `symbolize` with addresses on stdin on
-damaged sections of a binary; `frames` and `lldb-cfi --print` on a damaged core, or on a core
-with a damaged binary), with the probe installed: ok is exit status 0 or 1 without a
-traceback; crash is status 2 ("internal error"), a traceback, a signal, or a bug the probe
-saw swallowed.
+then --cli damaged ELF files and cores (default 300; --cli-from N starts at input N) go
+through the CLI commands (`where`, `lines`, `ranges`, `bbmap`, `blocks`, `symbolize` with
+addresses on stdin, `debuginfo` on damaged sections of a binary, BOLTed, split by GCC or clang,
+or annotated with .split_info; `frames` and `lldb-cfi --print` on a damaged core, or on a core
+with a damaged binary), each run a child process forked from a worker that imported unsplit,
+with the probe installed: ok is exit status 0 or 1 without a traceback; crash is status 2
+("internal error"), a traceback, a signal, more than 120 s, or a bug the probe saw swallowed.
 
 The counts are printed as a table and saved to bench/results/fuzz.json; the first input of each
 distinct crash (exception type and the line that raised it) is written to --crashers (default

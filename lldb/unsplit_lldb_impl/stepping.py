@@ -37,6 +37,8 @@ import lldb
 from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 from unsplit.errors import UnsplitError, UsageError
 
+from .frame_source import with_source
+from .naming import plugin_line
 from .report import report_internal, with_traceback
 
 CLASS = "unsplit_lldb_impl.stepping.LogicalStep"
@@ -329,9 +331,13 @@ def apply(debugger: Any, thread: Any, plan: StepPlan) -> StepOutcome:
         return outcome
     stream = lldb.SBStream()
     thread.GetStatus(stream)
-    pc = int(thread.GetFrameAtIndex(0).GetPC())
-    return StepOutcome("stopped", pc, stream.GetData().strip() or
-                       f"stopped: {thread.GetStopDescription(256)}")
+    frame = thread.GetFrameAtIndex(0)
+    said = str(stream.GetData() or "").strip()
+    loc = plugin_line(frame) if said else None
+    if loc is not None:  # a breakpoint in code only the plugin has lines for: its source
+        said = "\n".join(with_source(debugger, said.splitlines(), "frame #0:", loc))
+    return StepOutcome("stopped", int(frame.GetPC()),
+                       said or f"stopped: {thread.GetStopDescription(256)}")
 
 
 def _ensure_imported(debugger: Any) -> None:

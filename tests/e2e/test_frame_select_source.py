@@ -10,6 +10,7 @@ for such a program. The lines expected are the fixture's markers (comments in cr
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -49,3 +50,29 @@ def test_frame_select_up_and_down_show_the_source(lldb: Callable[..., Any],
     assert "frame #3:" in out and "libc" in out, out
     # A frame that does not exist: LLDB's own error.
     assert "error" in s.command("frame select 99"), s.transcript()
+
+
+def _symbolizer_line(binary: str, function: str) -> int:
+    """llvm-symbolizer-22's line for the first byte of `function` (its nm address)."""
+    nm = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    address = next(line.split()[0] for line in nm.splitlines()
+                   if line.split()[-1] == function)
+    out = subprocess.run(["llvm-symbolizer-22", "-e", binary, f"0x{address}"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return int(out[1].rsplit(":", 2)[-2])
+
+
+def test_a_breakpoint_that_ends_bb_finish_shows_the_source(lldb: Callable[..., Any],
+                                                           crash: dict[str, Any]) -> None:
+    """`bb finish` out of run meets a breakpoint in audit (BOLT's code, no DWARF): that stop
+    is LLDB's own report, with audit's source where LLDB alone showed disassembly; the line
+    is the pre-BOLT input's (llvm-symbolizer-22 at audit's address there)."""
+    build = ROOT / "fixtures" / "build" / "bolt-all"
+    s = lldb(build / "crash", args=["crash"])
+    s.break_function("run")
+    s.run()
+    s.break_function("audit")
+    out = s.command("bb finish")
+    assert "stop reason = breakpoint" in out and "audit" in out, out
+    assert _shown_line(out) == _symbolizer_line(str(build / "input" / "crash"), "audit"), out
+    assert "crash`audit:" not in out, out  # LLDB's disassembly header
