@@ -322,13 +322,17 @@ def _code_bytes(binary: str) -> int:
 def test_a_session_leaves_big_modules_to_the_command_line(zoo: dict[str, Any],
                                                           tmp_path: Path) -> None:
     """At load a debugger describes from the index at most `max_code` bytes of code (readelf's
-    executable sections): more is said, not written; under the limit, or cached already, it is
-    given. The BOLT output here has no input beside it, so its file is written from the index."""
+    executable sections) when it writes lines from the index: more is said, not written; under
+    the limit, or cached already, it is given. The module here is a BOLT output annotated with
+    .split_info and an ESL line table, alone in its directory: its lines come from the index
+    (a translated file, or one of names alone, has no limit: the tests below and
+    test_names_only)."""
     from unsplit.debuginfo.cache import debug_file_for
+    from unsplit.tools import annotate
 
     (tmp_path / "alone").mkdir()
     binary = str(tmp_path / "alone" / "crash")
-    shutil.copy2(ROOT / facts(zoo, "bolt-all", "crash")["binary"], binary)
+    annotate.annotate(str(ROOT / facts(zoo, "bolt-all", "crash")["binary"]), binary)
     code = _code_bytes(binary)
     root = tmp_path / "cache"
     small = debug_file_for(binary, root=str(root), max_code=code - 1)
