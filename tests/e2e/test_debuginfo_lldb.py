@@ -137,3 +137,25 @@ def test_lldb_command_line_session_is_the_debug_files(zoo: dict[str, Any], varia
     texts = [p.read_bytes().split(b"\n", 1)[0] for p in cache.glob("lldb-cfi-v*/**/*")
              if p.is_file() and p.read_bytes().startswith(b"MODULE ")]
     assert not [t for t in texts if t.endswith(b" crash")], texts
+
+
+def test_an_lldb_of_spans_keeps_the_breakpad_file(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """LLDB 19 takes a function in several DWARF ranges as one span, and its bt would end in
+    moved code with the debug file: the plugin probes that on the first module and gives the
+    Breakpad CFI file instead (bt whole: the core's pcs, fixtures/gdb_probe.py's), and `bb
+    debuginfo status` says why; `bb debuginfo on` is still the user's to ask."""
+    lldb19 = ROOT / ".debuggers" / "bin" / "lldb-19"
+    if not lldb19.exists():
+        pytest.fail("no LLDB 19: run `make debuggers` (LLDB 19 into .debuggers/)")
+    f = facts(zoo, "bolt-all", "crash")
+    env = {k: v for k, v in os.environ.items() if k != "UNSPLIT_LLDB_DEBUGINFO"}
+    run = subprocess.run([str(lldb19), "--no-lldbinit", "-b", "-O", "settings set use-color false",
+                          "-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}",
+                          "-o", f"target create {ROOT / f['binary']} --core "
+                          f"{ROOT / f['crash']['core']}", "-o", "bt", "-o",
+                          "bb debuginfo status"], capture_output=True, text=True, timeout=120,
+                         env={**env, "UNSPLIT_CACHE": str(tmp_path / "cache")})
+    pcs = [int(p, 16) for p in re.findall(r"frame #\d+: (0x[0-9a-f]+)", run.stdout)]
+    assert pcs == [int(fr["pc"], 16) for fr in f["crash"]["frames"]], run.stdout
+    assert re.search(r"^debuginfo off: .*one span.*`bb debuginfo on`", run.stdout, re.M), \
+        run.stdout

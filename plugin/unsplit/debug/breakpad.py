@@ -622,8 +622,10 @@ def pinned(text: str, root: str | None = None) -> str:
 
 
 def _same(path: str, text: str) -> bool:
+    """Whether the file at `path` holds `text` (it may hold anything: the debug file the plugin
+    put at the same build-id path, a damaged file)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read() == text
+        with open(path, "rb") as f:
+            return f.read() == text.encode()
     except OSError:
         return False

@@ -11,14 +11,16 @@ a function in several ranges; GDB searches a separate debug file's FDEs before i
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from elftools.dwarf.constants import DW_CFA
+
 from unsplit.debuginfo.dwarf.frame import DebugFrame
-from unsplit.elf.cfi_table import CfiTable, table_for
+from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
 from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import RIP
-from unsplit.formats.eh_frame import FrameDescription, Row
+from unsplit.formats.eh_frame import FrameDescription, Row, decode_rows
 from unsplit.index.model import Fragment
 from unsplit.index.module_index import ModuleIndex
 
@@ -45,7 +47,13 @@ def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
     starts = sorted(a for _, a in table.fde_starts())
     section = DebugFrame(RIP)
     summary = FrameSummary()
+    bodies: dict[tuple[str, int, bytes], list[tuple[int, bytes]] | None] = {}
     for frag in fragments:
+        whole = _whole(table, starts, frag, section, bodies)
+        if whole is not None:
+            section.add_instructions(frag.start, whole[0], whole[1])
+            summary.uncovered += whole[0] < frag.end
+            continue
         pieces = _pieces(table, starts, frag, summary)
         for start, end, rows in pieces:
             section.add(start, end, rows)
@@ -68,6 +76,57 @@ def split_fragments(index: ModuleIndex) -> list[Fragment]:
         for frag in proc.fragments:
             seen.setdefault((frag.start, frag.end), frag)
     return [seen[k] for k in sorted(seen) if k[0] < k[1]]
+
+
+def _whole(table: CfiTable, starts: list[int], frag: Fragment, section: DebugFrame,
+           bodies: dict[tuple[str, int, bytes], list[tuple[int, bytes]] | None]
+           ) -> tuple[int, bytes] | None:
+    """(end, instructions) of `frag`'s one FDE when the unwinder takes a single FDE for all of
+    it: the one at its start, ending within it, no other FDE starting inside and no longer one
+    at its start (code past the FDE's end, padding or another function's, has no CFI). FDEs
+    with one CIE and instruction bytes have the same rows at the same offsets (set_loc
+    aside), so each distinct body is decoded once. None: _pieces decides, address by address."""
+    head = table.head_at(frag.start)
+    if head is None or head[2] != frag.start or head[3] > frag.end:
+        return None
+    i = bisect_right(starts, frag.start)
+    if i < len(starts) and starts[i] < frag.end:
+        return None
+    cfi = table.section_named(head[0])
+    first = bisect_left(cfi.starts, frag.start)
+    for k in range(first, bisect_right(cfi.starts, frag.start)):
+        other = cfi.head(cfi.offsets[k])
+        if other is not None and other[2] + other[3] > head[3]:
+            return None  # the unwinder goes on with that one past this one's end
+    found = cfi.head(head[1])
+    if found is None:
+        return None
+    cie_offset, _, _, size, body, body_end = found
+    key = (head[0], cie_offset, cfi.reader.data[body:body_end])
+    if key not in bodies:
+        bodies[key] = _relative_chunks(cfi, head[1], section)
+    chunks = bodies[key]
+    if chunks is None:
+        return None
+    return head[3], b"".join(chunk for at, chunk in chunks if at < size)
+
+
+def _relative_chunks(cfi: CfiSection, offset: int, section: DebugFrame
+                     ) -> list[tuple[int, bytes]] | None:
+    """The FDE at `offset`'s instruction chunks (DebugFrame.chunks) at offsets from its start;
+    None where _pieces decides: set_loc (rows not a function of the body), a signal frame, a
+    return address in another register, or CFI that does not decode (_pieces says so)."""
+    try:
+        fde = cfi.reader.fde(offset)
+        if fde is None or any(i.opcode == DW_CFA.set_loc for i in fde.instructions):
+            return None
+        cie = fde.cie
+        if b"S" in cie.augmentation or cie.return_address_register != RIP:
+            return None
+        rows = decode_rows(cie, fde, 0)
+    except UnsplitError:
+        return None
+    return section.chunks(rows)
 
 
 def _pieces(table: CfiTable, starts: list[int], frag: Fragment, summary: FrameSummary

@@ -288,3 +288,21 @@ def test_every_instruction_shape_says_what_dwarfdump_says(tmp_path: Path, path: 
         assert sorted(rows) == sorted(table), (hex(start), rows, table)
         for address, rules in rows.items():
             assert rules == table[address], (hex(address), rules, table[address])
+
+
+def test_save_over_a_debug_file_at_the_build_id_path(zoo: dict[str, Any], tmp_path: Path
+                                                      ) -> None:
+    """The plugin's debug file (binary DWARF, not UTF-8) kept at a module's build-id path, then
+    the module's CFI text saved there (an LLDB that takes split functions as one span, or `bb
+    debuginfo off`): the text replaces it. (UnicodeDecodeError before, at LLDB 19's first
+    `process launch` on gcc-pgo-nodebug.)"""
+    f = facts(zoo, "gcc-pgo-nodebug", "crash")
+    index = ModuleIndex.open(str(ROOT / f["binary"]))
+    text = breakpad.for_index(index)
+    assert text is not None and index.binary.build_id
+    path = Path(breakpad.cache_path(index.binary.build_id, str(tmp_path)))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\x7fELF\x02\x01\x01\xd8\xff" * 20)
+    assert breakpad.save(index, text, root=str(tmp_path)) == (str(path), True)
+    assert path.read_text() == text
+    assert breakpad.save(index, text, root=str(tmp_path)) == (str(path), False)

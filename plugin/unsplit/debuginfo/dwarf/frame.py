@@ -39,17 +39,31 @@ class DebugFrame:
 
     def add(self, start: int, end: int, rows: Sequence[Row]) -> None:
         """An FDE for [start, end) whose table is `rows` (ascending, the first at `start`)."""
+        self.add_instructions(start, end, self.instructions(rows))
+
+    def add_instructions(self, start: int, end: int, instructions: bytes) -> None:
+        """An FDE for [start, end) with the call frame instructions `instructions`."""
         body = bytearray(struct.pack("<IQQ", 0, start, end - start))  # the CIE at offset 0
-        previous: Row | None = None
-        at = start
-        for row in rows:
-            if previous is not None:
-                body += _advance(row.address - at)
-                at = row.address
-            body += _changes(previous, row, self.return_register)
-            previous = row
-        self._entry(body)
+        self._entry(body + instructions)
         self.fdes += 1
+
+    def instructions(self, rows: Sequence[Row]) -> bytes:
+        """The instructions that make `rows` from the first one's address on."""
+        return b"".join(chunk for _, chunk in self.chunks(rows))
+
+    def chunks(self, rows: Sequence[Row]) -> list[tuple[int, bytes]]:
+        """(row address, the instructions that make it from the row before) for each row that
+        changes something: they depend on the rows' distances alone, so FDEs with the same
+        rows at the same offsets share them, and an FDE cut at N keeps the chunks below N."""
+        out: list[tuple[int, bytes]] = []
+        previous: Row | None = None
+        for row in rows:
+            if previous is not None and (row.cfa, row.rules) == (previous.cfa, previous.rules):
+                continue  # a row that changes nothing
+            step = b"" if previous is None else _advance(row.address - previous.address)
+            out.append((row.address, step + _changes(previous, row, self.return_register)))
+            previous = row
+        return out
 
 
 def _advance(delta: int) -> bytes:
