@@ -39,6 +39,67 @@ _MASK = (1 << 64) - 1
 CALLEE_SAVED = (3, 6, 12, 13, 14, 15)  # rbx, rbp, r12-r15: kept when the CFI says nothing
 
 
+# Which FDE the plugin trusts where several cover an address (bb bt, unsplit bt, the GDB
+# unwinder, the debug file's CFI and check-cfi all ask `CfiTable.fde_at`/`head_at`), and why.
+TRUSTED_BY_HDR = (".eh_frame_hdr lists it: its search table is what the program's own unwinder "
+                  "(libgcc, C++ exceptions) finds, and the tool that wrote .eh_frame (BOLT) lists "
+                  "the FDE it rewrote there, not the stale one it left in the section")
+TRUSTED_WITHOUT_HDR = ("no usable .eh_frame_hdr: the entry latest in the section among those "
+                       "that cover the address")
+
+
+@dataclass(frozen=True, slots=True)
+class EveryFde:
+    """Every non-empty FDE of one section, sorted by (start, offset), in compact arrays."""
+
+    section: str
+    starts: array[int]
+    ends: array[int]
+    offsets: array[int]
+
+
+def _scan(name: str, reader: EntryReader, data: bytes) -> EveryFde:
+    """Every FDE's header, in one pass. The usual `.eh_frame` FDE (pcrel|sdata4 pointers, as
+    every linker and BOLT write them) is read with one struct call: 347,360 FDEs of a BOLTed
+    libLLVM in well under a second; any other entry through the reader, fully checked."""
+    e = reader.e
+    u32 = struct.Struct(e + "I").unpack_from
+    start_size = struct.Struct(e + "iI").unpack_from
+    encodings: dict[int, int] = {}
+    found: list[tuple[int, int, int]] = []
+    offset, n, eh = 0, len(data), reader.eh
+    while offset + 4 <= n:
+        length = u32(data, offset)[0]
+        id_at = offset + 4
+        end = id_at + length
+        if eh and 0 < length < 0xFFFFFFFF and id_at + 12 <= end <= n:
+            cie_id = u32(data, id_at)[0]
+            if cie_id == 0:
+                offset = end
+                continue
+            cie_at = id_at - cie_id
+            encoding = encodings.get(cie_at)
+            if encoding is None:
+                encoding = encodings[cie_at] = reader.cie(cie_at).fde_encoding
+            if encoding == 0x1B:
+                rel, size = start_size(data, id_at + 4)
+                if size:
+                    found.append(((reader.address + id_at + 4 + rel) & _MASK, size, offset))
+                offset = end
+                continue
+        end, id_at, _, _ = reader.header(offset)
+        if end == id_at and eh:  # a zero length ends .eh_frame
+            break
+        head = reader.fde_head(offset)
+        if head is not None and head[3]:
+            found.append((head[2], head[3], offset))
+        offset = end
+    found.sort(key=lambda f: (f[0], f[2]))
+    return EveryFde(name, array("Q", (f[0] for f in found)),
+                    array("Q", ((f[0] + f[1]) & _MASK for f in found)),
+                    array("Q", (f[2] for f in found)))
+
+
 class _Section:
     """One CFI section: sorted FDE starts and section offsets, and a parser for single entries."""
 
@@ -54,22 +115,22 @@ class _Section:
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}
         self.heads: dict[int, tuple[int, Cie, int, int, int, int] | None] = {}
+        self.trusted_by = TRUSTED_BY_HDR
+        self._every: EveryFde | None = None
 
     def index_all(self) -> None:
         """Every FDE by a pass over the section (no .eh_frame_hdr, or one we cannot trust)."""
-        pairs = []
-        offset = 0
-        while offset + 4 <= len(self.data):
-            end, id_at, _, _ = self.reader.header(offset)
-            if end == id_at and self.reader.eh:  # a zero length ends .eh_frame
-                break
-            fde = self.reader.fde(offset)
-            if fde is not None and fde.size:
-                pairs.append((fde.start, offset))
-            offset = end
-        pairs.sort()
-        self.starts = array("Q", (p[0] for p in pairs))
-        self.offsets = array("Q", (p[1] for p in pairs))
+        every = self.every_fde()
+        self.starts = array("Q", every.starts)
+        self.offsets = array("Q", every.offsets)
+        self.trusted_by = TRUSTED_WITHOUT_HDR
+
+    def every_fde(self) -> EveryFde:
+        """Every non-empty FDE of the section, by (start, offset), from their headers alone:
+        what a debugger that reads the whole section (GDB) chooses from. Made once."""
+        if self._every is None:
+            self._every = _scan(self.name, self.reader, self.data)
+        return self._every
 
     def lookup(self, address: int) -> FrameDescription | None:
         i = bisect_right(self.starts, address) - 1
@@ -183,6 +244,11 @@ class CfiTable:
 
     def section_named(self, name: str) -> _Section:
         return next(s for s in self.sections if s.name == name)
+
+    def why_trusted(self, section: str) -> str:
+        """Why fde_at takes, of several FDEs of `section` that cover an address, the one it
+        takes (TRUSTED_BY_HDR or TRUSTED_WITHOUT_HDR)."""
+        return self.section_named(section).trusted_by
 
     def fde_starts(self) -> list[tuple[str, int]]:
         """(section, start) of every FDE, in address order per section."""

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
+
+# A check that ran and found something (`unsplit check-cfi`): not 1 (bad input) nor 2 (usage,
+# or a bug), so a script can tell "found" from "could not look".
+EXIT_FOUND = 3
+
+
+class Outcome(NamedTuple):
+    """What a subcommand prints and the exit status it asks for (a plain str means 0)."""
+
+    text: str
+    status: int
 
 
 class Tool(Protocol):
@@ -15,7 +26,7 @@ class Tool(Protocol):
 COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
-    "debuginfo": "debuginfo", "cache": "cache",
+    "debuginfo": "debuginfo", "cache": "cache", "check-cfi": "check_cfi",
 }
 
 
@@ -26,6 +37,16 @@ def tool_for(command: str) -> Tool:
 
 def tools() -> list[Tool]:
     """Every tool module, in the order `unsplit --help` lists them."""
-    from unsplit.tools import annotate, bbmap, cache, debuginfo, frames, lldb_cfi, symbolize, unwind
+    from unsplit.tools import (
+        annotate,
+        bbmap,
+        cache,
+        check_cfi,
+        debuginfo,
+        frames,
+        lldb_cfi,
+        symbolize,
+        unwind,
+    )
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, cache]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, check_cfi, debuginfo, cache]

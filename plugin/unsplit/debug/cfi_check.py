@@ -1,0 +1,280 @@
+"""What is wrong or ambiguous in a binary's unwind information (`unsplit check-cfi`), and where
+a debugger that reads every FDE (GDB) may unwind with another FDE than the one we trust.
+
+Three questions: FDEs of one section that share a start or overlap (a debugger picks one of
+them; which one we trust is `unsplit.debug.cfi`'s choice, given with its reason); moved
+fragments that no FDE describes; and, with the pre-BOLT input, whether each moved fragment's
+CFA and return-address rules are the input's at the address BAT maps it to (DWARF 5 §6.4.1).
+Everything is read lazily: FDE headers in one pass, rules only of the FDEs compared.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from unsplit.debug import cfi
+from unsplit.elf.binary import Binary
+from unsplit.elf.derived import PerFile
+from unsplit.errors import UnsplitError
+from unsplit.formats.eh_frame import FrameDescription, Row
+from unsplit.index import prebolt
+from unsplit.index.model import Fragment
+from unsplit.index.module_index import ModuleIndex
+from unsplit.index.sources import bat as bat_source
+
+
+@dataclass(frozen=True, slots=True)
+class Fde:
+    """One FDE by its header: where it is and what it covers."""
+
+    section: str
+    offset: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """FDEs of one section that cover common code: `shared` start at one address, else the
+    later ones start inside the first. `trusted` is the one `cfi` unwinds with at `address`
+    (None: none, e.g. all of them unlisted by .eh_frame_hdr); `differ_at` is the first address
+    where two of them give different rules (None: they agree wherever they overlap)."""
+
+    kind: str  # "shared-start" or "overlap"
+    address: int
+    fdes: tuple[Fde, ...]
+    trusted: Fde | None
+    why: str
+    differ_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Uncovered:
+    """A moved fragment whose code no trusted FDE describes from `gap` on."""
+
+    fragment: Fragment
+    gap: int
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMismatch:
+    """A moved fragment's CFA or return-address rule at `address` that is not the input's at
+    `input_address` (where BAT maps it)."""
+
+    fragment: Fragment
+    address: int
+    input_address: int
+    what: str  # "CFA" or "return address"
+    output_rule: str
+    input_rule: str
+
+
+# -- FDEs that compete for one address ----------------------------------------------------------
+
+
+def conflicts(binary: Binary) -> Iterator[Conflict]:
+    """Every group of FDEs of a section that share a start, and every FDE that starts inside
+    an earlier one, in address order."""
+    table = cfi.table_for(binary)
+    for section in table.sections:
+        every = section.every_fde()
+        yield from _conflicts_in(table, section.name, every)
+
+
+def _conflicts_in(table: cfi.CfiTable, name: str, every: cfi.EveryFde) -> Iterator[Conflict]:
+    starts, ends, offsets = every.starts, every.ends, every.offsets
+    n = len(starts)
+    reach, reach_i = 0, -1  # the furthest end so far, and its FDE
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and starts[j] == starts[i]:
+            j += 1
+        group = [Fde(name, offsets[k], starts[k], ends[k]) for k in range(i, j)]
+        if j - i > 1:
+            yield _conflict(table, "shared-start", starts[i], group)
+        if starts[i] < reach and reach_i >= 0:
+            earlier = Fde(name, offsets[reach_i], starts[reach_i], ends[reach_i])
+            yield _conflict(table, "overlap", starts[i], [earlier, *group])
+        for k in range(i, j):
+            if ends[k] > reach:
+                reach, reach_i = ends[k], k
+        i = j
+
+
+def _conflict(table: cfi.CfiTable, kind: str, address: int, group: list[Fde]) -> Conflict:
+    head = table.head_at(address)
+    trusted = None if head is None else next(
+        (f for f in group if (f.section, f.offset) == head[:2]), None)
+    if trusted is None and head is not None:  # another section's FDE (.debug_frame) wins
+        trusted = Fde(head[0], head[1], head[2], head[3])
+    why = table.why_trusted(group[0].section) if trusted is not None else (
+        "none of them: .eh_frame_hdr lists none that covers the address")
+    return Conflict(kind, address, tuple(group), trusted, why, _differ_at(table, group))
+
+
+def _differ_at(table: cfi.CfiTable, group: list[Fde]) -> int | None:
+    """The first address two FDEs of `group` both cover where their rules differ."""
+    decoded = [_decode(table, f) for f in group]
+    first = decoded[0]
+    for other in decoded[1:]:
+        lo, hi = max(first.start, other.start), min(first.end, other.end)
+        points = sorted({lo, *(r.address for r in first.rows if lo < r.address < hi),
+                         *(r.address for r in other.rows if lo < r.address < hi)})
+        for address in points:
+            if not _same(first.row_at(address), other.row_at(address)):
+                return address
+    return None
+
+
+def _decode(table: cfi.CfiTable, fde: Fde) -> FrameDescription:
+    section = table.section_named(fde.section)
+    found = section.cache.get(fde.offset)
+    if found is None:
+        found = section.cache[fde.offset] = section.decode(fde.offset)
+    assert found is not None  # every_fde lists FDEs only
+    return found
+
+
+def _same(a: Row | None, b: Row | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.cfa == b.cfa and a.rules == b.rules
+
+
+# -- where GDB may choose another FDE -------------------------------------------------------------
+
+
+class Contested:
+    """The address ranges of one binary that more than one FDE covers, merged and sorted: where
+    a debugger that reads every FDE may unwind with one we do not trust. Made once per Binary
+    from the FDE headers (no rules decoded)."""
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        los: list[int] = []
+        his: list[int] = []
+        table = cfi.table_for(binary)
+        for section in table.sections:
+            every = section.every_fde()
+            reach = 0
+            for start, end in zip(every.starts, every.ends, strict=True):
+                if start < reach:
+                    lo, hi = start, min(end, reach)
+                    if los and lo <= his[-1]:
+                        his[-1] = max(his[-1], hi)
+                    else:
+                        los.append(lo)
+                        his.append(hi)
+                reach = max(reach, end)
+        self.los, self.his = array("Q", los), array("Q", his)
+
+    def __contains__(self, address: int) -> bool:
+        i = bisect_right(self.los, address) - 1
+        return i >= 0 and address < self.his[i]
+
+    def __len__(self) -> int:
+        return len(self.los)
+
+
+_CONTESTED = PerFile(Contested)
+
+
+def contested(binary: Binary) -> Contested:
+    """The binary's :class:`Contested` ranges, made once and kept on it."""
+    return _CONTESTED(binary)
+
+
+def others_differ(binary: Binary, lookup: int) -> bool:
+    """Whether an FDE other than the one we trust covers file address `lookup` (a pc, or a
+    return address - 1) with other rules there: another unwinder's choice may then be wrong.
+    Raises DecodeError for CFI that does not decode."""
+    if lookup not in contested(binary):
+        return False
+    table = cfi.table_for(binary)
+    trusted = table.fde_at(lookup)
+    mine = None if trusted is None else trusted.row_at(lookup)
+    for section in table.sections:
+        every = section.every_fde()
+        i = bisect_right(every.starts, lookup) - 1
+        while i >= 0:
+            if every.ends[i] > lookup and (trusted is None or section.name != trusted.section
+                                           or every.offsets[i] != trusted.offset):
+                other = _decode(table, Fde(section.name, every.offsets[i], every.starts[i],
+                                           every.ends[i]))
+                if not _same(other.row_at(lookup), mine):
+                    return True
+            if lookup - every.starts[i] > 1 << 24:  # far past any plausible FDE
+                break
+            i -= 1
+    return False
+
+
+# -- moved fragments ----------------------------------------------------------------------------
+
+
+def uncovered(index: ModuleIndex, fragments: list[Fragment]) -> Iterator[Uncovered]:
+    """Moved fragments whose code (from their start to their last byte) the trusted FDEs do
+    not describe: an unwinder then guesses (LLDB's assembly profiler, GDB's prologue analyser)."""
+    table = cfi.table_for(index.binary)
+    for frag in fragments:
+        at = frag.start
+        while at < frag.end:
+            head = table.head_at(at)
+            if head is None:
+                yield Uncovered(frag, at)
+                break
+            at = head[3]
+
+
+def rule_mismatches(index: ModuleIndex, fragments: list[Fragment], input_binary: Binary
+                    ) -> Iterator[RuleMismatch]:
+    """Where a moved fragment's CFA or return-address rule is not the input's at the address
+    BAT maps it to: at the fragment's start and at each row its FDEs begin inside it."""
+    out_table = cfi.table_for(index.binary)
+    in_table = cfi.table_for(input_binary)
+    for frag in fragments:
+        for address, row, fde in _rows_in(out_table, frag):
+            found = bat_source.input_offset(index.binary, address, input_binary)
+            if found is None or found[2] is None:
+                continue
+            input_address = found[2] + found[1]
+            in_fde = in_table.fde_at(input_address)
+            in_row = None if in_fde is None else in_fde.row_at(input_address)
+            if in_fde is None or in_row is None:
+                continue  # the input has no CFI there either: nothing to compare with
+            if row.cfa != in_row.cfa:
+                yield RuleMismatch(frag, address, input_address, "CFA", row.cfa.describe(),
+                                   in_row.cfa.describe())
+            ra, in_ra = row.rules.get(fde.return_register), in_row.rules.get(
+                in_fde.return_register)
+            if ra != in_ra:
+                yield RuleMismatch(frag, address, input_address, "return address",
+                                   "unspecified" if ra is None else ra.describe(),
+                                   "unspecified" if in_ra is None else in_ra.describe())
+
+
+def _rows_in(table: cfi.CfiTable, frag: Fragment) -> Iterator[tuple[int, Row, FrameDescription]]:
+    """(address, row, its FDE) at the fragment's start and wherever a row begins inside it."""
+    at = frag.start
+    while at < frag.end:
+        fde = table.fde_at(at)
+        if fde is None:
+            return
+        stop = min(fde.end, frag.end)
+        for address in (at, *(r.address for r in fde.rows if at < r.address < stop)):
+            row = fde.row_at(address)
+            if row is not None:
+                yield address, row, fde
+        at = fde.end
+
+
+def input_for_check(index: ModuleIndex, path: str) -> Binary:
+    """The pre-BOLT input named by --input, verified against the output's BAT and build-id."""
+    found = prebolt.set_input(index.binary, path)
+    if found is None:
+        raise UnsplitError(f"{path}: not the input of {index.binary.path}")
+    return found
