@@ -19,8 +19,10 @@ from unsplit.debug import cfi
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import UnsplitError
+from unsplit.formats import nops
 from unsplit.formats.eh_frame import FrameDescription, Row
 from unsplit.index import prebolt
+from unsplit.index.frame import lookup_pc
 from unsplit.index.model import Fragment
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import bat as bat_source
@@ -118,23 +120,40 @@ def _conflict(table: cfi.CfiTable, kind: str, address: int, group: list[Fde]) ->
 
 def _differ_at(table: cfi.CfiTable, group: list[Fde]) -> int | None:
     """The first address two FDEs of `group` both cover where their rules differ."""
-    decoded = [_decode(table, f) for f in group]
-    first = decoded[0]
-    for other in decoded[1:]:
-        lo, hi = max(first.start, other.start), min(first.end, other.end)
-        points = sorted({lo, *(r.address for r in first.rows if lo < r.address < hi),
-                         *(r.address for r in other.rows if lo < r.address < hi)})
+    first = group[0]
+    for other in group[1:]:
+        if _same_bytes(table, first, other):
+            continue  # one CIE's rules, the same instructions: the same rows (most of them)
+        a, b = _decode(table, first), _decode(table, other)
+        lo, hi = max(a.start, b.start), min(a.end, b.end)
+        points = sorted({lo, *(r.address for r in a.rows if lo < r.address < hi),
+                         *(r.address for r in b.rows if lo < r.address < hi)})
         for address in points:
-            if not _same(first.row_at(address), other.row_at(address)):
+            if not _same(a.row_at(address), b.row_at(address)):
                 return address
     return None
 
 
+def _same_bytes(table: cfi.CfiTable, a: Fde, b: Fde) -> bool:
+    """Whether two FDEs of one section that start together have equal CIEs and instructions
+    (trailing DW_CFA_nop padding aside): then their rows are equal wherever both apply."""
+    if a.section != b.section:
+        return False
+    section = table.section_named(a.section)
+    ha, hb = section.reader.fde_head(a.offset), section.reader.fde_head(b.offset)
+    if ha is None or hb is None:
+        return False
+    data = section.data
+    if data[ha[4]:ha[5]].rstrip(b"\0") != data[hb[4]:hb[5]].rstrip(b"\0"):
+        return False
+    return ha[0] == hb[0] or section.reader.cie_bytes(ha[0]) == section.reader.cie_bytes(hb[0])
+
+
 def _decode(table: cfi.CfiTable, fde: Fde) -> FrameDescription:
+    """The FDE's rows, from the unwinder's cache when it has them; not kept otherwise (a
+    check of every duplicate of a BOLTed libLLVM would keep a gigabyte of rows)."""
     section = table.section_named(fde.section)
-    found = section.cache.get(fde.offset)
-    if found is None:
-        found = section.cache[fde.offset] = section.decode(fde.offset)
+    found = section.cache.get(fde.offset) or section.decode(fde.offset)
     assert found is not None  # every_fde lists FDEs only
     return found
 
@@ -217,17 +236,25 @@ def others_differ(binary: Binary, lookup: int) -> bool:
 
 
 def uncovered(index: ModuleIndex, fragments: list[Fragment]) -> Iterator[Uncovered]:
-    """Moved fragments whose code (from their start to their last byte) the trusted FDEs do
-    not describe: an unwinder then guesses (LLDB's assembly profiler, GDB's prologue analyser)."""
-    table = cfi.table_for(index.binary)
+    """Moved fragments whose code (from their start to their last byte that is not padding)
+    the trusted FDEs do not describe: an unwinder then guesses (LLDB's assembly profiler,
+    GDB's prologue analyser)."""
+    binary = index.binary
+    table = cfi.table_for(binary)
     for frag in fragments:
         at = frag.start
         while at < frag.end:
             head = table.head_at(at)
             if head is None:
-                yield Uncovered(frag, at)
+                if not _padding(binary.code_bytes(at, frag.end - at), binary.machine):
+                    yield Uncovered(frag, at)
                 break
             at = head[3]
+
+
+def _padding(code: bytes, machine: int) -> bool:
+    """Bytes a linker or BOLT puts between functions: zeros, int3, nops."""
+    return not code.strip(b"\0\xcc") or nops.all_nops(code, machine)
 
 
 def rule_mismatches(index: ModuleIndex, fragments: list[Fragment], input_binary: Binary
@@ -278,3 +305,32 @@ def input_for_check(index: ModuleIndex, path: str) -> Binary:
     if found is None:
         raise UnsplitError(f"{path}: not the input of {index.binary.path}")
     return found
+
+
+# -- the debugger's own unwinder, made exact where FDEs compete --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModulePolicy:
+    """Whether a module's frames may need unsplit's unwinding (`bb exact-frames` says why):
+    only a module with moved code whose FDEs compete for some address."""
+
+    path: str
+    moved: int  # moved fragments
+    contested: int  # address ranges more than one FDE covers
+
+    @property
+    def active(self) -> bool:
+        return self.moved > 0 and self.contested > 0
+
+
+def module_policy(index: ModuleIndex) -> ModulePolicy:
+    moved = len(index.moved_starts())
+    return ModulePolicy(index.binary.path, moved, len(contested(index.binary)) if moved else 0)
+
+
+def exact_needed(binary: Binary, file_pc: int, innermost: bool) -> bool:
+    """Whether a frame at `file_pc` needs `bb bt`'s CFI step (cfi.step) to be exact: another
+    unwinder may take another FDE than the trusted one there, with other rules. Raises
+    DecodeError for CFI that does not decode."""
+    return others_differ(binary, lookup_pc(file_pc, not innermost))

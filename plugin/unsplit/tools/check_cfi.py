@@ -68,8 +68,10 @@ def _run(args: argparse.Namespace) -> Outcome:
         return Outcome(json.dumps(record), EXIT_FOUND if anything else 0)
     lines = [_summary(args.binary, counts, len(moved), shared, overlaps, holes,
                       mismatches if args.input else None)]
-    lines += _examples("FDEs sharing a start", shared, lambda c: _conflict_text(index, c))
-    lines += _examples("FDEs starting inside another", overlaps,
+    # Those whose rules differ first: where a debugger's choice of FDE matters.
+    lines += _examples("FDEs sharing a start", _differing_first(shared),
+                       lambda c: _conflict_text(index, c))
+    lines += _examples("FDEs starting inside another", _differing_first(overlaps),
                        lambda c: _conflict_text(index, c))
     lines += _examples("moved fragments without an FDE", holes, lambda u: (
         f"{_named(index, u.fragment.start)}: nothing from {u.gap:#x} to "
@@ -110,6 +112,10 @@ def _examples(title: str, items: list[Any], text: Any) -> list[str]:
     if len(items) > _EXAMPLES:
         out.append(f"  … and {len(items) - _EXAMPLES} more (--json lists all)")
     return out
+
+
+def _differing_first(found: list[cfi_check.Conflict]) -> list[cfi_check.Conflict]:
+    return sorted(found, key=lambda c: c.differ_at is None)
 
 
 def _conflict_text(index: ModuleIndex, c: cfi_check.Conflict) -> str:
