@@ -25,7 +25,9 @@ the pair:
 GDB runs a third way too, with a frame filter that passes every frame through unchanged: once
 any Python frame filter is registered GDB prints `bt` through its Python frame-decorator path
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
-GDB plugin that renames frames. Each figure is the median over --repeats pairs of sessions. The
+GDB plugin that renames frames; and a fourth, "filter": the plugin with `bb exact-frames off`
+(its frame filter without its unwinder), the base the unwinder's cost is measured against. Each
+figure is the median over --repeats pairs of sessions. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -125,13 +127,16 @@ def _timed_bt(session: Any) -> tuple[float, int, int]:
 def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
                 cache: Path) -> tuple[float, float]:
     """(first bt, best of `warm` more bts) in seconds, unsplit's cache root `cache`; `mode` is
-    plain, noop (GDB) or unsplit."""
-    plugin = mode == "unsplit"
+    plain, noop (GDB), filter (GDB: unsplit with `bb exact-frames off`, its frame filter
+    alone) or unsplit."""
+    plugin = mode in ("unsplit", "filter")
     with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin,
                        env={"UNSPLIT_CACHE": str(cache)}) as session:
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
+        if mode == "filter":
+            session.command("bb exact-frames off")
         if plugin:
             session.command("bb disable")
         session.run(timeout=120)
@@ -176,7 +181,8 @@ def main() -> int:
         print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
               f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
-            modes = ["plain", "noop", "unsplit"] if name == "gdb" else ["plain", "unsplit"]
+            modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
+                ["plain", "unsplit"]
             base: tuple[float, float, float] | None = None
             for mode in modes:
                 runs = [session_pair(name, binary, args.depth, mode, args.warm, cache)

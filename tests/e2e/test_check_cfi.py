@@ -10,23 +10,20 @@ llvm-readobj-22 --unwind (the `.eh_frame_hdr` search table), never from unsplit.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from elftools.elf.elffile import ELFFile
 
 from .. import cfi_damage
+from ..cfi_oracle import dwarfdump_fdes, first_difference, hdr_table
 from ..conftest import ROOT, facts
 
 pytestmark = pytest.mark.e2e
 
 EXIT_FOUND = 3
-_FDE = re.compile(r"^([0-9a-f]{8}) [0-9a-f]+ [0-9a-f]+ FDE cie=\S+ pc=([0-9a-f]+)\.\.\.([0-9a-f]+)")
-_ROW = re.compile(r"^  0x([0-9a-f]+): (.*)$")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,44 +37,6 @@ def _json(*args: str) -> tuple[int, dict[str, Any]]:
     assert r.returncode in (0, EXIT_FOUND), r.stderr
     record: dict[str, Any] = json.loads(r.stdout)
     return r.returncode, record
-
-
-def dwarfdump_fdes(binary: Path) -> list[dict[str, Any]]:
-    """Every FDE llvm-dwarfdump-22 --eh-frame lists: offset, [start, end), rows by address."""
-    out = subprocess.run(["llvm-dwarfdump-22", "--eh-frame", str(binary)], capture_output=True,
-                         text=True, check=True).stdout
-    fdes: list[dict[str, Any]] = []
-    for line in out.splitlines():
-        m = _FDE.match(line)
-        if m:
-            fdes.append({"offset": int(m[1], 16), "start": int(m[2], 16), "end": int(m[3], 16),
-                         "rows": {}})
-            continue
-        r = _ROW.match(line)
-        if r and fdes:
-            fdes[-1]["rows"][int(r[1], 16)] = r[2]
-    return [f for f in fdes if f["end"] > f["start"]]
-
-
-def hdr_table(binary: Path) -> dict[int, int]:
-    """llvm-readobj-22 --unwind's `.eh_frame_hdr` table: start -> the FDE's section offset."""
-    out = subprocess.run(["llvm-readobj-22", "--unwind", str(binary)], capture_output=True,
-                         text=True, check=True).stdout
-    with open(binary, "rb") as f:
-        eh_frame = ELFFile(f).get_section_by_name(".eh_frame")["sh_addr"]
-    pairs = re.findall(r"entry \d+ \{\s+initial_location: (0x[0-9a-f]+)\s+address: (0x[0-9a-f]+)",
-                       out)
-    return {int(a, 16): int(b, 16) - eh_frame for a, b in pairs}
-
-
-def _row_at(fde: dict[str, Any], address: int) -> str:
-    return str(fde["rows"][max(a for a in fde["rows"] if a <= address)])
-
-
-def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> int | None:
-    lo, hi = max(a["start"], b["start"]), min(a["end"], b["end"])
-    points = sorted({lo, *(x for x in [*a["rows"], *b["rows"]] if lo < x < hi)})
-    return next((x for x in points if _row_at(a, x) != _row_at(b, x)), None)
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +90,7 @@ def test_a_duplicated_fde_with_another_length(crash: dict[str, Any],
     # Trusted: the one .eh_frame_hdr lists (what libgcc's unwinder finds), and why.
     assert shared["trusted"]["offset"] == hdr_table(binary)[crash["cold"]]
     assert ".eh_frame_hdr lists it" in shared["why"]
-    assert int(shared["rules_differ_at"], 16) == _first_difference(fdes[0], fdes[1])
+    assert int(shared["rules_differ_at"], 16) == first_difference(fdes[0], fdes[1])
     assert record["overlaps"] == [] and record["moved_without_fde"] == []
 
 
@@ -169,7 +128,7 @@ def test_bolt_rewriting_in_place_leaves_stale_fdes(zoo: dict[str, Any]) -> None:
         group = [f for f in fdes if f["start"] == start]
         assert sorted(f["offset"] for f in s["fdes"]) == sorted(f["offset"] for f in group)
         assert s["trusted"]["offset"] == table[start]
-        want = _first_difference(group[0], group[1])
+        want = first_difference(group[0], group[1])
         assert s["rules_differ_at"] == (None if want is None else f"{want:#x}")
 
 

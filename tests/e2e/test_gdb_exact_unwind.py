@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from .. import cfi_damage
+from ..cfi_oracle import dwarfdump_fdes
 from ..conftest import ROOT, facts
-from .test_check_cfi import dwarfdump_fdes
 
 pytestmark = pytest.mark.e2e
 

@@ -10,6 +10,8 @@ Everything is read lazily: FDE headers in one pass, rules only of the FDEs compa
 
 from __future__ import annotations
 
+import os
+import tempfile
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ from unsplit.elf.derived import PerFile
 from unsplit.errors import UnsplitError
 from unsplit.formats import nops
 from unsplit.formats.eh_frame import FrameDescription, Row
-from unsplit.index import prebolt
+from unsplit.index import prebolt, store
 from unsplit.index.frame import lookup_pc
 from unsplit.index.model import Fragment
 from unsplit.index.module_index import ModuleIndex
@@ -169,15 +171,19 @@ def _same(a: Row | None, b: Row | None) -> bool:
 
 class Contested:
     """The address ranges of one binary that more than one FDE covers, merged and sorted: where
-    a debugger that reads every FDE may unwind with one we do not trust. Made once per Binary
-    from the FDE headers (no rules decoded)."""
+    a debugger that reads every FDE may unwind with one we do not trust. Made from the FDE
+    headers (no rules decoded), once per file: kept in the cache directory beside the index
+    (`contested-v1/`, the index store's format), since a BOLTed libLLVM's 347,027 FDEs take
+    seconds to scan and GDB's unwinder asks in every session."""
 
-    def __init__(self, binary: Binary) -> None:
-        self.binary = binary
+    def __init__(self, los: array[int], his: array[int]) -> None:
+        self.los, self.his = los, his
+
+    @classmethod
+    def scan(cls, binary: Binary) -> Contested:
         los: list[int] = []
         his: list[int] = []
-        table = cfi.table_for(binary)
-        for section in table.sections:
+        for section in cfi.table_for(binary).sections:
             every = section.every_fde()
             reach = 0
             for start, end in zip(every.starts, every.ends, strict=True):
@@ -189,7 +195,7 @@ class Contested:
                         los.append(lo)
                         his.append(hi)
                 reach = max(reach, end)
-        self.los, self.his = array("Q", los), array("Q", his)
+        return cls(array("Q", los), array("Q", his))
 
     def __contains__(self, address: int) -> bool:
         i = bisect_right(self.los, address) - 1
@@ -199,11 +205,60 @@ class Contested:
         return len(self.los)
 
 
-_CONTESTED = PerFile(Contested)
+def stored_path(binary: Binary) -> str:
+    """Where the binary's contested ranges are kept (`unsplit cache clear` removes it)."""
+    key = binary.build_id.hex() if binary.build_id else \
+        "path-" + os.path.realpath(binary.path).encode().hex()[-64:]
+    return os.path.join(store.cache_root(), "contested-v1", key[:2], key[2:] + ".cfi")
+
+
+def _load(binary: Binary) -> tuple[Contested, int | None] | None:
+    """The stored ranges and moved-fragment count (None: not counted) of this very file."""
+    try:
+        with open(stored_path(binary), "rb") as f:
+            head, arrays = store.decode(f.read())
+    except (OSError, store.BadIndexFile):
+        return None  # absent or damaged: scanned again, and written again
+    los, his, moved = arrays.get("los"), arrays.get("his"), head.get("moved")
+    if head.get("source") != store.source_stamp(binary) or not isinstance(los, array) or \
+            not isinstance(his, array) or len(los) != len(his) or \
+            not (moved is None or isinstance(moved, int)):
+        return None
+    return Contested(los, his), moved
+
+
+def _save(binary: Binary, found: Contested, moved: int | None) -> None:
+    path = stored_path(binary)
+    data = store.encode({"source": store.source_stamp(binary), "module": binary.path,
+                         "moved": moved}, [("los", found.los), ("his", found.his)])
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only cache: scanned again next session
+
+
+def _load_or_scan(binary: Binary) -> Contested:
+    stored = _load(binary)
+    if stored is not None:
+        return stored[0]
+    found = Contested.scan(binary)
+    _save(binary, found, None)
+    return found
+
+
+_CONTESTED = PerFile(_load_or_scan)
 
 
 def contested(binary: Binary) -> Contested:
-    """The binary's :class:`Contested` ranges, made once and kept on it."""
+    """The binary's :class:`Contested` ranges, made once and kept on it (and on disk)."""
     return _CONTESTED(binary)
 
 
@@ -325,8 +380,17 @@ class ModulePolicy:
 
 
 def module_policy(index: ModuleIndex) -> ModulePolicy:
+    """The module's policy; counted once per file and kept with its contested ranges (a
+    BOLTed libLLVM's 89,233 moved fragments take two seconds to count)."""
+    binary = index.binary
+    stored = _load(binary)
+    if stored is not None and stored[1] is not None:
+        _CONTESTED.set(binary, stored[0])
+        return ModulePolicy(binary.path, stored[1], len(stored[0]) if stored[1] else 0)
     moved = len(index.moved_starts())
-    return ModulePolicy(index.binary.path, moved, len(contested(index.binary)) if moved else 0)
+    found = contested(binary) if moved else Contested(array("Q"), array("Q"))
+    _save(binary, found, moved)
+    return ModulePolicy(binary.path, moved, len(found))
 
 
 def exact_needed(binary: Binary, file_pc: int, innermost: bool) -> bool:
