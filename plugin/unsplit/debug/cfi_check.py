@@ -170,23 +170,29 @@ def _same(a: Row | None, b: Row | None) -> bool:
 
 
 class Contested:
-    """The address ranges of one binary that more than one FDE covers, merged and sorted: where
-    a debugger that reads every FDE may unwind with one we do not trust. Made from the FDE
-    headers (no rules decoded), once per file: kept in the cache directory beside the index
-    (`contested-v1/`, the index store's format), since a BOLTed libLLVM's 347,027 FDEs take
-    seconds to scan and GDB's unwinder asks in every session."""
+    """Where more than one FDE of a binary covers an address: the merged ranges, sorted, and
+    the FDEs that compete there (by start): where a debugger that reads every FDE may unwind
+    with one we do not trust. Made from the FDE headers (no rules decoded), once per file, and
+    kept in the cache directory beside the index (`contested-v2/`, the index store's format):
+    a BOLTed libLLVM's 347,027 FDEs take seconds to scan, and GDB's unwinder asks in every
+    session."""
 
-    def __init__(self, los: array[int], his: array[int]) -> None:
+    def __init__(self, los: array[int], his: array[int], fdes: cfi.EveryFde,
+                 sections: bytes, names: list[str]) -> None:
         self.los, self.his = los, his
+        self.fdes = fdes  # the competing FDEs alone
+        self.sections, self.names = sections, names  # each one's section, by its index
 
     @classmethod
     def scan(cls, binary: Binary) -> Contested:
         los: list[int] = []
         his: list[int] = []
-        for section in cfi.table_for(binary).sections:
+        members: list[tuple[int, int, int, int]] = []  # start, offset, end, section
+        names = [section.name for section in cfi.table_for(binary).sections]
+        for k, section in enumerate(cfi.table_for(binary).sections):
             every = section.every_fde()
-            reach = 0
-            for start, end in zip(every.starts, every.ends, strict=True):
+            reach, reach_i = 0, -1
+            for i, (start, end) in enumerate(zip(every.starts, every.ends, strict=True)):
                 if start < reach:
                     lo, hi = start, min(end, reach)
                     if los and lo <= his[-1]:
@@ -194,8 +200,21 @@ class Contested:
                     else:
                         los.append(lo)
                         his.append(hi)
-                reach = max(reach, end)
-        return cls(array("Q", los), array("Q", his))
+                    for j in (reach_i, i):
+                        members.append((every.starts[j], every.offsets[j], every.ends[j], k))
+                if end > reach:
+                    reach, reach_i = end, i
+        members = sorted(set(members))
+        ends = array("Q", (m[2] for m in members))
+        return cls(array("Q", los), array("Q", his),
+                   cfi.EveryFde("", array("Q", (m[0] for m in members)), ends,
+                                array("Q", (m[1] for m in members)), cfi.reaches(ends)),
+                   bytes(m[3] for m in members), names)
+
+    @classmethod
+    def none(cls) -> Contested:
+        empty = array("Q")
+        return cls(empty, empty, cfi.EveryFde("", empty, empty, empty, empty), b"", [])
 
     def __contains__(self, address: int) -> bool:
         i = bisect_right(self.los, address) - 1
@@ -204,12 +223,21 @@ class Contested:
     def __len__(self) -> int:
         return len(self.los)
 
+    def covering(self, address: int) -> list[Fde]:
+        """The competing FDEs that cover `address`."""
+        f = self.fdes
+        return [Fde(self.names[self.sections[i]], f.offsets[i], f.starts[i], f.ends[i])
+                for i in f.covering(address)]
+
 
 def stored_path(binary: Binary) -> str:
     """Where the binary's contested ranges are kept (`unsplit cache clear` removes it)."""
     key = binary.build_id.hex() if binary.build_id else \
         "path-" + os.path.realpath(binary.path).encode().hex()[-64:]
-    return os.path.join(store.cache_root(), "contested-v1", key[:2], key[2:] + ".cfi")
+    return os.path.join(store.cache_root(), "contested-v2", key[:2], key[2:] + ".cfi")
+
+
+_ARRAYS = ("los", "his", "starts", "ends", "offsets")
 
 
 def _load(binary: Binary) -> tuple[Contested, int | None] | None:
@@ -219,24 +247,35 @@ def _load(binary: Binary) -> tuple[Contested, int | None] | None:
             head, arrays = store.decode(f.read())
     except (OSError, store.BadIndexFile):
         return None  # absent or damaged: scanned again, and written again
-    los, his, moved = arrays.get("los"), arrays.get("his"), head.get("moved")
-    if head.get("source") != store.source_stamp(binary) or not isinstance(los, array) or \
-            not isinstance(his, array) or len(los) != len(his) or \
-            not (moved is None or isinstance(moved, int)):
+    moved, names, sections = head.get("moved"), head.get("sections"), arrays.get("sections")
+    got = [arrays.get(name) for name in _ARRAYS]
+    columns = [x for x in got if isinstance(x, array)]
+    if head.get("source") != store.source_stamp(binary) or len(columns) != len(_ARRAYS) or \
+            not isinstance(sections, bytes) or not isinstance(names, list) or \
+            not all(isinstance(n, str) for n in names) or not (moved is None or
+                                                               isinstance(moved, int)):
         return None
-    return Contested(los, his), moved
+    los, his, starts, ends, offsets = columns
+    if len(los) != len(his) or not len(starts) == len(ends) == len(offsets) == len(sections) \
+            or any(k >= len(names) for k in sections):
+        return None
+    return Contested(los, his, cfi.EveryFde("", starts, ends, offsets, cfi.reaches(ends)),
+                     sections, names), moved
 
 
 def _save(binary: Binary, found: Contested, moved: int | None) -> None:
     path = stored_path(binary)
+    f = found.fdes
     data = store.encode({"source": store.source_stamp(binary), "module": binary.path,
-                         "moved": moved}, [("los", found.los), ("his", found.his)])
+                         "moved": moved, "sections": found.names},
+                        [("los", found.los), ("his", found.his), ("starts", f.starts),
+                         ("ends", f.ends), ("offsets", f.offsets), ("sections", found.sections)])
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             os.replace(tmp, path)
         except OSError:
             os.unlink(tmp)
@@ -265,25 +304,20 @@ def contested(binary: Binary) -> Contested:
 def others_differ(binary: Binary, lookup: int) -> bool:
     """Whether an FDE other than the one we trust covers file address `lookup` (a pc, or a
     return address - 1) with other rules there: another unwinder's choice may then be wrong.
-    Raises DecodeError for CFI that does not decode."""
-    if lookup not in contested(binary):
+    Reads the kept competing FDEs, never the whole section. Raises DecodeError for CFI that
+    does not decode."""
+    found = contested(binary)
+    if lookup not in found:
         return False
     table = cfi.table_for(binary)
     trusted = table.fde_at(lookup)
     mine = None if trusted is None else trusted.row_at(lookup)
-    for section in table.sections:
-        every = section.every_fde()
-        i = bisect_right(every.starts, lookup) - 1
-        while i >= 0:
-            if every.ends[i] > lookup and (trusted is None or section.name != trusted.section
-                                           or every.offsets[i] != trusted.offset):
-                other = _decode(table, Fde(section.name, every.offsets[i], every.starts[i],
-                                           every.ends[i]))
-                if not _same(other.row_at(lookup), mine):
-                    return True
-            if lookup - every.starts[i] > 1 << 24:  # far past any plausible FDE
-                break
-            i -= 1
+    for fde in found.covering(lookup):
+        if trusted is not None and (fde.section, fde.offset) == (trusted.section,
+                                                                 trusted.offset):
+            continue
+        if not _same(_decode(table, fde).row_at(lookup), mine):
+            return True
     return False
 
 
@@ -388,7 +422,7 @@ def module_policy(index: ModuleIndex) -> ModulePolicy:
         _CONTESTED.set(binary, stored[0])
         return ModulePolicy(binary.path, stored[1], len(stored[0]) if stored[1] else 0)
     moved = len(index.moved_starts())
-    found = contested(binary) if moved else Contested(array("Q"), array("Q"))
+    found = contested(binary) if moved else Contested.none()
     _save(binary, found, moved)
     return ModulePolicy(binary.path, moved, len(found))
 
