@@ -12,6 +12,7 @@ run, so it costs a bisection per frame in split modules and nothing elsewhere.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -19,6 +20,7 @@ from gdb.unwinder import Unwinder, register_unwinder  # type: ignore[import-not-
 from unsplit.debug import cfi, cfi_check
 from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import REGISTER_NAMES, RIP, RSP
+from unsplit.host import LoadedModule
 from unsplit.render.exact_frames import ModuleLine, gdb_status
 from unsplit.session import Session
 
@@ -43,6 +45,7 @@ class ExactUnwinder(Unwinder):
         self.policies: dict[str, cfi_check.ModulePolicy | None] = {}
         self.unwound: dict[str, int] = {}  # frames given per module
         self._types: dict[str, Any] = {}
+        self._spans: tuple[int, list[int], list[tuple[int, int, str, int]]] | None = None
 
     def __call__(self, pending_frame: Any) -> Any:
         try:
@@ -63,15 +66,27 @@ class ExactUnwinder(Unwinder):
                 self.policies[path] = None
         return self.policies[path]
 
+    def _spans_now(self) -> tuple[list[int], list[tuple[int, int, str, int]]]:
+        """Every mapped section's runtime range, sorted, with its module and bias (made again
+        when the module list changes): one bisection per frame, not a walk over modules."""
+        mapped = self.host.mapped()
+        if self._spans is None or self._spans[0] != self.host.generation:
+            spans = sorted((lo, hi, m.path, m.bias or 0) for m in mapped
+                           for lo, hi in m.sections.values())
+            self._spans = (self.host.generation, [s[0] for s in spans], spans)
+        return self._spans[1], self._spans[2]
+
     def _unwind(self, pending_frame: Any) -> Any:
-        pc_value = pending_frame.read_register("rip")
-        pc = int(pc_value) & ((1 << 64) - 1)
-        mod = self.host.module_at(pc)
-        if mod is None:
+        pc = int(pending_frame.read_register("rip")) & ((1 << 64) - 1)
+        los, spans = self._spans_now()
+        i = bisect_right(los, pc) - 1
+        if i < 0 or pc >= spans[i][1]:
             return None
-        policy = self._policy(mod.path)
+        _, _, path, bias = spans[i]
+        policy = self.policies[path] if path in self.policies else self._policy(path)
         if policy is None or not policy.active:
             return None
+        mod = LoadedModule(path, bias)
         binary = self.session.indexes.binary(mod.path)
         # A caller's pc is a return address (looked up at pc - 1); frame 0's is exact. A frame
         # a signal interrupted is GDB's sigtramp unwinder's, which runs before Python's.
