@@ -3,7 +3,8 @@ unwinder.py): the zoo's bolt-random2 crash core read with a copy of the binary w
 holds, first in the section, a duplicate of `run.cold.0`'s FDE with another length and a CFA
 16 bytes off (tests/cfi_damage.py); `.eh_frame_hdr` lists the true one. Plain GDB takes the
 duplicate and loses the stack at frame 2; with the plugin GDB's `bt`, `frame N` and `info frame`
-show the true stack.
+show the true stack; and live, on bolt-random2's recurse damaged the same way in walk.cold.0,
+`finish` out of walk's frame stops where walk returns.
 
 Oracles, never unsplit: the undamaged binary's frames (fixtures: GDB's unwind of the live
 crash), LLDB 22's own unwind of the damaged core, and every caller frame's pc being a return
@@ -134,3 +135,40 @@ def test_the_unwinder_stays_out_of_clean_modules(gdb: Callable[..., Any], zoo: d
     assert "crash: 3 moved fragments, one FDE for each address: GDB's own unwinding is exact" \
         in status, status
     assert "unwound by unsplit" not in status
+
+
+@pytest.fixture(scope="module")
+def recurse(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """bolt-random2's recurse, whose walk.cold.0 calls note_limit and returns to main.cold.0,
+    with a wrong duplicate of walk.cold.0's FDE first in the section."""
+    f = facts(zoo, "bolt-random2", "recurse")
+    frags = {x["symbol"]: int(x["start"], 16) for fn in f["split_functions"].values()
+             for x in fn["fragments"]}
+    damaged = tmp_path_factory.mktemp("exact-finish") / "recurse"
+    cfi_damage.duplicate_fde(ROOT / f["binary"], damaged, frags["walk.cold.0"],
+                             spare_below=0x800000)
+    return {"binary": damaged, "original": ROOT / f["binary"], "starts": frags}
+
+
+def _stopped_in_note_limit(gdb: Callable[..., Any], binary: Path, plugin: bool) -> Any:
+    s = gdb(binary, args=["deep"], plugin=plugin)
+    s.break_function("note_limit")
+    s.run()
+    return s
+
+
+def test_finish_out_of_a_frame_gdb_unwinds_wrong(gdb: Callable[..., Any],
+                                                 recurse: dict[str, Any]) -> None:
+    """Live: stopped in note_limit, called from walk's cold fragment; `up` and `finish` must
+    stop where walk returns (frame 2's pc in the undamaged binary, a return address)."""
+    truth = _pcs(_stopped_in_note_limit(gdb, recurse["original"], False), 3)
+    assert call_ends_at(recurse["original"], recurse["starts"]["main.cold.0"], truth[2])
+    plain = _stopped_in_note_limit(gdb, recurse["binary"], False)
+    assert _pcs(plain, 3)[:2] == truth[:2] and _pcs(plain, 3)[2] != truth[2]
+    s = _stopped_in_note_limit(gdb, recurse["binary"], True)
+    assert _pcs(s, 3) == truth
+    s.command("frame 1")
+    out = s.command("finish")
+    assert "Run till exit from #1" in out, out
+    assert s.register("pc", 0) == truth[2]
+    assert "unwound by unsplit" in s.command("bb exact-frames")
