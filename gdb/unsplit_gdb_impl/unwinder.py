@@ -44,8 +44,9 @@ class ExactUnwinder(Unwinder):
         self.session, self.host = session, host
         self.policies: dict[str, cfi_check.ModulePolicy | None] = {}
         self.unwound: dict[str, int] = {}  # frames given per module
+        self._active: dict[str, bool] = {}  # the policies' answers, by path (once per frame)
         self._types: dict[str, Any] = {}
-        self._spans: tuple[int, list[int], list[tuple[int, int, str, int]]] | None = None
+        self._spans: tuple[list[int], list[tuple[int, int, str, int]]] | None = None
 
     def __call__(self, pending_frame: Any) -> Any:
         try:
@@ -66,15 +67,19 @@ class ExactUnwinder(Unwinder):
                 self.policies[path] = None
         return self.policies[path]
 
+    def forget_modules(self, *_event: object) -> None:
+        """Connected to before_prompt and the objfile events: the module list may change."""
+        self._spans = None
+
     def _spans_now(self) -> tuple[list[int], list[tuple[int, int, str, int]]]:
-        """Every mapped section's runtime range, sorted, with its module and bias (made again
-        when the module list changes): one bisection per frame, not a walk over modules."""
-        mapped = self.host.mapped()
-        if self._spans is None or self._spans[0] != self.host.generation:
-            spans = sorted((lo, hi, m.path, m.bias or 0) for m in mapped
+        """Every mapped section's runtime range, sorted, with its module and bias, made once
+        per command (GDB unwinds within one command with one module list): a bisection per
+        frame, not the host's check of the module list and a walk over its sections."""
+        if self._spans is None:
+            spans = sorted((lo, hi, m.path, m.bias or 0) for m in self.host.mapped()
                            for lo, hi in m.sections.values())
-            self._spans = (self.host.generation, [s[0] for s in spans], spans)
-        return self._spans[1], self._spans[2]
+            self._spans = ([s[0] for s in spans], spans)
+        return self._spans
 
     def _unwind(self, pending_frame: Any) -> Any:
         pc = int(pending_frame.read_register("rip")) & ((1 << 64) - 1)
@@ -83,8 +88,11 @@ class ExactUnwinder(Unwinder):
         if i < 0 or pc >= spans[i][1]:
             return None
         _, _, path, bias = spans[i]
-        policy = self.policies[path] if path in self.policies else self._policy(path)
-        if policy is None or not policy.active:
+        active = self._active.get(path)
+        if active is None:
+            policy = self._policy(path)
+            active = self._active[path] = policy is not None and policy.active
+        if not active:
             return None
         mod = LoadedModule(path, bias)
         binary = self.session.indexes.binary(mod.path)
@@ -140,6 +148,11 @@ def install(session: Session, host: GdbHost) -> ExactUnwinder:
     if _installed is None:
         _installed = ExactUnwinder(session, host)
         register_unwinder(None, _installed, replace=True)
+        for registry in ("before_prompt", "new_objfile", "clear_objfiles", "free_objfile",
+                         "exited"):
+            events = getattr(gdb.events, registry, None)  # free_objfile is GDB 13+
+            if events is not None:
+                events.connect(_installed.forget_modules)
     return _installed
 
 
