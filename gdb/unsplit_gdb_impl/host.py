@@ -45,6 +45,35 @@ class MappedModule:
         return any(lo <= address < hi for lo, hi in self.sections.values())
 
 
+_MI_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def console_text(text: str) -> str:
+    """What a console command printed, from ``gdb.execute(..., to_string=True)``: GDB 18 under
+    MI (``--interpreter=mi3``, an IDE) gives it as MI console records, one ``~"…"`` c-string a
+    line (GDB/MI Output Syntax); GDB 13 and the CLI give the text itself."""
+    if not text.startswith('~"'):
+        return text
+    out: list[str] = []
+    for line in text.splitlines():
+        if not (line.startswith('~"') and line.endswith('"')):
+            continue
+        body, i = line[2:-1], 0
+        while i < len(body):
+            if body[i] == "\\" and i + 1 < len(body):
+                nxt = body[i + 1]
+                if nxt in "01234567" and body[i + 1:i + 4].isdigit():
+                    out.append(chr(int(body[i + 1:i + 4], 8)))
+                    i += 4
+                    continue
+                out.append(_MI_ESCAPES.get(nxt, nxt))
+                i += 2
+            else:
+                out.append(body[i])
+                i += 1
+    return "".join(out)
+
+
 def parse_info_files(text: str) -> list[MappedModule]:
     """Sections per file from `info files`; the executable first, core segments skipped."""
     modules: dict[str, MappedModule] = {}
@@ -170,7 +199,7 @@ class GdbHost:
     def mapped(self) -> list[MappedModule]:
         key = self._fingerprint()
         if self._mapped is None or key != self._key:
-            text = gdb.execute("info files", to_string=True)
+            text = console_text(gdb.execute("info files", to_string=True))
             mapped = [m for m in parse_info_files(text) if os.path.isfile(m.path)]
             for mod in mapped:
                 mod.bias = _bias(mod)

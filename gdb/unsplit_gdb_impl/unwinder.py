@@ -45,12 +45,28 @@ class ExactUnwinder(Unwinder):
         self.policies: dict[str, cfi_check.ModulePolicy | None] = {}
         self.unwound: dict[str, int] = {}  # frames given per module
         self._active: dict[str, bool] = {}  # the policies' answers, by path (once per frame)
+        self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._types: dict[str, Any] = {}
         self._spans: tuple[list[int], list[tuple[int, int, str, int]]] | None = None
 
     def __call__(self, pending_frame: Any) -> Any:
         try:
-            return self._unwind(pending_frame)
+            # The path every frame takes, inline: GDB calls this for each frame it unwinds.
+            # PendingFrame.pc() (GDB 14+) costs less than reading the register (GDB 13).
+            pc = int(pending_frame.pc() if self._has_pc else
+                     pending_frame.read_register("rip")) & ((1 << 64) - 1)
+            los, spans = self._spans or self._spans_now()
+            i = bisect_right(los, pc) - 1
+            if i < 0 or pc >= spans[i][1]:
+                return None
+            path = spans[i][2]
+            active = self._active.get(path)
+            if active is None:
+                policy = self._policy(path)
+                active = self._active[path] = policy is not None and policy.active
+            if not active:
+                return None
+            return self._unwind(pending_frame, pc, LoadedModule(path, spans[i][3]))
         except gdb.error:  # memory or registers GDB cannot give: its own unwinders try
             return None
         except UnsplitError:  # CFI that does not decode: the same
@@ -81,20 +97,7 @@ class ExactUnwinder(Unwinder):
             self._spans = ([s[0] for s in spans], spans)
         return self._spans
 
-    def _unwind(self, pending_frame: Any) -> Any:
-        pc = int(pending_frame.read_register("rip")) & ((1 << 64) - 1)
-        los, spans = self._spans_now()
-        i = bisect_right(los, pc) - 1
-        if i < 0 or pc >= spans[i][1]:
-            return None
-        _, _, path, bias = spans[i]
-        active = self._active.get(path)
-        if active is None:
-            policy = self._policy(path)
-            active = self._active[path] = policy is not None and policy.active
-        if not active:
-            return None
-        mod = LoadedModule(path, bias)
+    def _unwind(self, pending_frame: Any, pc: int, mod: LoadedModule) -> Any:
         binary = self.session.indexes.binary(mod.path)
         # A caller's pc is a return address (looked up at pc - 1); frame 0's is exact. A frame
         # a signal interrupted is GDB's sigtramp unwinder's, which runs before Python's.

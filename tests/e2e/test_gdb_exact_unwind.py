@@ -3,8 +3,8 @@ unwinder.py): the zoo's bolt-random2 crash core read with a copy of the binary w
 holds, first in the section, a duplicate of `run.cold.0`'s FDE with another length and a CFA
 16 bytes off (tests/cfi_damage.py); `.eh_frame_hdr` lists the true one. Plain GDB takes the
 duplicate and loses the stack at frame 2; with the plugin GDB's `bt`, `frame N` and `info frame`
-show the true stack; and live, on bolt-random2's recurse damaged the same way in walk.cold.0,
-`finish` out of walk's frame stops where walk returns.
+show the true stack (an IDE's MI stack too); and live, on bolt-random2's recurse damaged the
+same way in walk.cold.0, `finish` out of walk's frame stops where walk returns.
 
 Oracles, never unsplit: the undamaged binary's frames (fixtures: GDB's unwind of the live
 crash), LLDB 22's own unwind of the damaged core, and every caller frame's pc being a return
@@ -24,6 +24,7 @@ import pytest
 from .. import cfi_damage
 from ..cfi_oracle import dwarfdump_fdes
 from ..conftest import ROOT, facts
+from .driver_mi import MiSession
 
 pytestmark = pytest.mark.e2e
 
@@ -172,3 +173,22 @@ def test_finish_out_of_a_frame_gdb_unwinds_wrong(gdb: Callable[..., Any],
     assert "Run till exit from #1" in out, out
     assert s.register("pc", 0) == truth[2]
     assert "unwound by unsplit" in s.command("bb exact-frames")
+
+
+def _mi_addresses(binary: Path, plugin: bool, cache: Path) -> list[int]:
+    """-stack-list-frames of the damaged crash, live, at its SIGSEGV, as an IDE asks."""
+    session = MiSession([str(binary), "crash"], plugin=plugin, env={"UNSPLIT_CACHE": str(cache)})
+    try:
+        session.command("-exec-run")
+        assert session.wait_stopped()["reason"] == "signal-received"
+        frames = [next(iter(item.values()))
+                  for item in session.command("-stack-list-frames")["stack"]]
+        return [int(f["addr"], 16) for f in frames]
+    finally:
+        session.close()
+
+
+def test_mi_stack_of_an_ide(case: dict[str, Any], tmp_path: Path) -> None:
+    truth = case["truth"][:3]
+    assert _mi_addresses(case["binary"], False, tmp_path)[2] != truth[2]
+    assert _mi_addresses(case["binary"], True, tmp_path)[:3] == truth
