@@ -1,6 +1,7 @@
 """Benchmark: `bt` over a deep recursion through cold fragments, with and without the plugin.
 
     .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]...
+    .venv/bin/python bench/bt.py --alternate N   # GDB: the unwinder against the filter alone
 
 The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The program is built
 on the spot with GCC PGO (tests/builders.py's recipe): `descend` recurses from a branch the
@@ -164,13 +165,38 @@ def session_pair(name: str, binary: Path, depth: int, mode: str, warm: int,
     return first, later, best_warm
 
 
+def alternate(binary: Path, depth: int, count: int, cache: Path) -> dict[str, float]:
+    """GDB's first `bt` of a later session, the frame filter alone and with the unwinder, in
+    `count` rounds of one session each, their order swapped every round (the load of a shared
+    machine drifts over the minutes a mode-by-mode table takes): median seconds per mode."""
+    one_session("gdb", binary, depth, "unsplit", 0, cache)  # the cache every session reads
+    runs: dict[str, list[float]] = {"filter": [], "unsplit": []}
+    for i in range(count):
+        for mode in ("filter", "unsplit") if i % 2 else ("unsplit", "filter"):
+            runs[mode].append(one_session("gdb", binary, depth, mode, 0, cache)[0])
+    return {mode: statistics.median(times) for mode, times in runs.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--depth", type=int, default=1500)
     parser.add_argument("--repeats", type=int, default=5, help="sessions per figure")
     parser.add_argument("--warm", type=int, default=5, help="warm bts per session")
     parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    parser.add_argument("--alternate", type=int, default=0, metavar="N",
+                        help="only GDB's later-session bt, filter alone against the unwinder, "
+                             "N rounds alternated")
     args = parser.parse_args()
+    if args.alternate:
+        with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
+            binary = build(Path(tmp))
+            got = alternate(binary, args.depth, args.alternate, Path(tmp) / "cache")
+        print(f"gdb later bt, median of {args.alternate} alternated rounds: filter "
+              f"{got['filter'] * 1e3:.1f} ms, unsplit {got['unsplit'] * 1e3:.1f} ms "
+              f"({got['unsplit'] / got['filter']:.2f}x)")
+        save("bt-alternate", {"depth": args.depth, "rounds": args.alternate,
+                              **{f"{k}_ms": v * 1e3 for k, v in got.items()}})
+        return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
