@@ -3,10 +3,11 @@ unwinder (``gdb.unwinder``, GDB 13+) registered as "unsplit".
 
 GDB reads every FDE of `.eh_frame` and, of several that start at one address, keeps whichever
 its sort leaves first: on a BOLTed libLLVM (128,541 shared starts, 17,753 with other rules
-somewhere) that can be the stale one, whose rules send the unwind into the heap. For a frame whose pc lies where FDEs with other
-rules compete (unsplit.debug.cfi_check.exact_needed), this unwinder gives GDB the caller's
-registers from the FDE `bb bt` trusts; everywhere else it returns None and GDB's own unwinders
-run, so a frame elsewhere costs one read of its pc and one bisection.
+somewhere) that can be the stale one, whose rules send the unwind into the heap. For a frame
+whose pc lies where FDEs with other rules compete (unsplit.debug.cfi_check.exact_needed), this
+unwinder gives GDB the caller's registers from the FDE `bb bt` trusts; everywhere else it
+returns None and GDB's own unwinders run, so a frame elsewhere costs one read of its pc and one
+bisection.
 """
 
 from __future__ import annotations
