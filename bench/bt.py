@@ -1,6 +1,7 @@
 """Benchmark: `bt` over a deep recursion through cold fragments, with and without the plugin.
 
     .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]...
+    .venv/bin/python bench/bt.py --alternate N   # GDB: the unwinder against the filter alone
 
 The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The program is built
 on the spot with GCC PGO (tests/builders.py's recipe): `descend` recurses from a branch the
@@ -25,7 +26,9 @@ the pair:
 GDB runs a third way too, with a frame filter that passes every frame through unchanged: once
 any Python frame filter is registered GDB prints `bt` through its Python frame-decorator path
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
-GDB plugin that renames frames. Each figure is the median over --repeats pairs of sessions. The
+GDB plugin that renames frames; and a fourth, "filter": the plugin with `bb exact-frames off`
+(its frame filter without its unwinder), the base the unwinder's cost is measured against. Each
+figure is the median over --repeats pairs of sessions. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -125,13 +128,16 @@ def _timed_bt(session: Any) -> tuple[float, int, int]:
 def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
                 cache: Path) -> tuple[float, float]:
     """(first bt, best of `warm` more bts) in seconds, unsplit's cache root `cache`; `mode` is
-    plain, noop (GDB) or unsplit."""
-    plugin = mode == "unsplit"
+    plain, noop (GDB), filter (GDB: unsplit with `bb exact-frames off`, its frame filter
+    alone) or unsplit."""
+    plugin = mode in ("unsplit", "filter")
     with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin,
                        env={"UNSPLIT_CACHE": str(cache)}) as session:
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
+        if mode == "filter":
+            session.command("bb exact-frames off")
         if plugin:
             session.command("bb disable")
         session.run(timeout=120)
@@ -159,13 +165,38 @@ def session_pair(name: str, binary: Path, depth: int, mode: str, warm: int,
     return first, later, best_warm
 
 
+def alternate(binary: Path, depth: int, count: int, cache: Path) -> dict[str, float]:
+    """GDB's first `bt` of a later session, the frame filter alone and with the unwinder, in
+    `count` rounds of one session each, their order swapped every round (the load of a shared
+    machine drifts over the minutes a mode-by-mode table takes): median seconds per mode."""
+    one_session("gdb", binary, depth, "unsplit", 0, cache)  # the cache every session reads
+    runs: dict[str, list[float]] = {"filter": [], "unsplit": []}
+    for i in range(count):
+        for mode in ("filter", "unsplit") if i % 2 else ("unsplit", "filter"):
+            runs[mode].append(one_session("gdb", binary, depth, mode, 0, cache)[0])
+    return {mode: statistics.median(times) for mode, times in runs.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--depth", type=int, default=1500)
     parser.add_argument("--repeats", type=int, default=5, help="sessions per figure")
     parser.add_argument("--warm", type=int, default=5, help="warm bts per session")
     parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    parser.add_argument("--alternate", type=int, default=0, metavar="N",
+                        help="only GDB's later-session bt, filter alone against the unwinder, "
+                             "N rounds alternated")
     args = parser.parse_args()
+    if args.alternate:
+        with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
+            binary = build(Path(tmp))
+            got = alternate(binary, args.depth, args.alternate, Path(tmp) / "cache")
+        print(f"gdb later bt, median of {args.alternate} alternated rounds: filter "
+              f"{got['filter'] * 1e3:.1f} ms, unsplit {got['unsplit'] * 1e3:.1f} ms "
+              f"({got['unsplit'] / got['filter']:.2f}x)")
+        save("bt-alternate", {"depth": args.depth, "rounds": args.alternate,
+                              **{f"{k}_ms": v * 1e3 for k, v in got.items()}})
+        return 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
@@ -176,7 +207,8 @@ def main() -> int:
         print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
               f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
-            modes = ["plain", "noop", "unsplit"] if name == "gdb" else ["plain", "unsplit"]
+            modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
+                ["plain", "unsplit"]
             base: tuple[float, float, float] | None = None
             for mode in modes:
                 runs = [session_pair(name, binary, args.depth, mode, args.warm, cache)

@@ -19,7 +19,9 @@ Then, in one run, so that every ratio compares figures taken under the same load
               debugger's peak RSS (VmHWM) at the end of the session, plain and with the
               plugin; with the plugin twice: `first` with an empty unsplit cache
               ($UNSPLIT_CACHE pointed at a fresh directory), `later` with the cache the
-              first session left. Ratios are to the plain session of the same debugger.
+              first session left; GDB also `filter`, a later session with `bb exact-frames
+              off` (the frame filter without the unwinder). Ratios are to the plain session
+              of the same debugger.
     where     `unsplit where --exe LIB ADDR` of a cold-fragment address: empty cache, warm cache
     symbolize `unsplit symbolize --exe LIB` of 2,000 addresses in split functions (every
               fragment kind), empty cache and warm cache
@@ -218,7 +220,8 @@ def _timed_bt(session: Any, depth: int) -> tuple[float, int, int, str]:
     return float(m.group(1)), int(m.group(2)), int(m.group(3)), out[m.end():]
 
 
-def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, Any]:
+def one_session(name: str, plugin: bool, cache: Path, depth: int, exact: bool = True
+                ) -> dict[str, Any]:
     """One debugger session on the core: its wall time up to the end of `bt`, the `bt` alone,
     and the debugger's peak RSS."""
     os.environ["UNSPLIT_CACHE"] = str(cache)
@@ -229,6 +232,8 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, A
     os.environ["PYTHONPYCACHEPREFIX"] = bytecode_env()["PYTHONPYCACHEPREFIX"]
     start = time.perf_counter()
     with DRIVERS[name](OPT, core=str(CORE), plugin=plugin, startup_timeout=900) as session:
+        if not exact:
+            session.command("bb exact-frames off")
         seconds, frames, cold, text = _timed_bt(session, depth)
         total = time.perf_counter() - start
         rss = _peak_rss_mb(session.child.pid)
@@ -299,7 +304,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             plain = one_session(name, False, cache, args.depth)
             first = one_session(name, True, cache, args.depth)
             later = one_session(name, True, cache, args.depth)
-            for kind, row in (("plain", plain), ("first", first), ("later", later)):
+            rows = [("plain", plain), ("first", first), ("later", later)]
+            if name == "gdb":  # the frame filter alone: GDB's unwinding without unsplit's
+                rows.append(("filter", one_session(name, True, cache, args.depth, False)))
+            for kind, row in rows:
                 row["kind"] = kind
                 for key in ("session_s", "bt_s", "peak_rss_mb"):
                     row[key.rsplit("_", 1)[0] + "_ratio"] = row[key] / plain[key]

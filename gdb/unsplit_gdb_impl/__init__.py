@@ -8,6 +8,7 @@
     frame_hooks.py  the same line after `frame`, `up`, `down`, `info frame` (CLI post-hooks)
     breakpoints.py  `bb break`: a group of native breakpoints, kept in step with module loads
     debuginfo.py unsplit's debug file for split modules without DWARF (`bb debuginfo`)
+    unwinder.py  GDB's own frames exact where a split module's FDEs compete (`bb exact-frames`)
 
 :func:`register` is idempotent: the state lives in this module, which Python imports once, so
 sourcing gdb/unsplit_gdb.py again finds everything in place.
@@ -83,6 +84,11 @@ def register() -> Plugin:
         from . import frames
 
         frames.install(locator)
+    if capabilities.has_unwinders(gdb):  # unwinder.py subclasses gdb.unwinder.Unwinder
+        from . import unwinder
+
+        unwinder.install(session, host)
+        host.exact_switch = unwinder.set_enabled
     for registry in ("new_objfile", "clear_objfiles", "free_objfile", "exited"):
         events = getattr(gdb.events, registry, None)  # free_objfile is GDB 13+
         if events is not None:

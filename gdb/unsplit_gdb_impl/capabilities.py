@@ -32,6 +32,11 @@ def has_frame_filters(gdb: Any) -> bool:
         _importable("gdb.FrameDecorator")
 
 
+def has_unwinders(gdb: Any) -> bool:
+    """Python frame unwinders (module ``gdb.unwinder``, PendingFrame.level: GDB 11+)."""
+    return _importable("gdb.unwinder") and hasattr(getattr(gdb, "PendingFrame", None), "level")
+
+
 def missing_notes(gdb: Any) -> list[str]:
     """One line per feature this GDB cannot have, saying what is missing and what still works."""
     notes = []

@@ -152,6 +152,7 @@ class GdbHost:
         self.generation = 0  # bumped whenever the module list changes; frame caches follow it
         self.naming_switch: Callable[[bool], None] | None = None
         self.debuginfo_switch: Callable[[bool | None], str] | None = None
+        self.exact_switch: Callable[[bool | None], str] | None = None  # unwinder.set_enabled
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
         self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
@@ -332,8 +333,9 @@ class GdbHost:
         return []
 
     def set_exact_frames(self, flag: bool | None) -> str:
-        return ("GDB unwinds with each fragment's .eh_frame already: its frames are exact, "
-                "nothing to turn " + ("off" if flag is False else "on"))
+        if self.exact_switch is None:
+            raise UsageError("bb exact-frames: this GDB has no Python unwinders (gdb.unwinder)")
+        return self.exact_switch(flag)
 
     def set_debuginfo(self, flag: bool | None) -> str:
         if self.debuginfo_switch is None:

@@ -5,7 +5,8 @@
 Names are demangled in LLVM's wording (as llvm-symbolizer, which `unsplit symbolize` follows);
 `--no-demangle` shows linkage names, as llvm-symbolizer's option does.
 
-Errors are one line on stderr and exit status 1; set UNSPLIT_DEBUG=1 for tracebacks.
+Errors are one line on stderr and exit status 1 (a bug: 2, as a usage error); set
+UNSPLIT_DEBUG=1 for tracebacks. A check that finds something exits with 3 (tools.EXIT_FOUND).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from unsplit import __version__, dependencies
 from unsplit.errors import UnsplitError, internal_error
 from unsplit.index.demangle import LLVM
 from unsplit.tools import COMMANDS as TOOL_COMMANDS
-from unsplit.tools import tool_for
+from unsplit.tools import Outcome, tool_for
 
 if TYPE_CHECKING:
     from unsplit.tools import Tool
@@ -138,8 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     args = build_parser(_command(argv)).parse_args(argv)
+    status = 0
     try:
         text = args.handler(args)
+        if isinstance(text, Outcome):
+            text, status = text
     except UnsplitError as e:
         print(f"unsplit: {e}", file=sys.stderr)
         return 1
@@ -153,4 +157,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(text)
     except BrokenPipeError:  # `unsplit … | head`
         sys.stderr.close()
-    return 0
+    return status

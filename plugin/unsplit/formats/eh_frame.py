@@ -253,6 +253,12 @@ class EntryReader:
         self.cies[offset] = cie
         return cie
 
+    def cie_bytes(self, offset: int) -> bytes:
+        """The CIE's fields and instructions after its id, without trailing DW_CFA_nop: two
+        CIEs with equal bytes give every FDE the same initial rules."""
+        end, _, _, body = self.header(offset)
+        return self.data[body:end].rstrip(b"\0")
+
     def fde_head(self, offset: int) -> tuple[int, Cie, int, int, int, int] | None:
         """The FDE at `offset` without its instructions: (its CIE's offset, the CIE, start,
         size, where its instructions begin, where they end); None for a CIE or a terminator."""

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
+
+# A check that ran and found something (`unsplit check-cfi`): not 1 (bad input) nor 2 (usage,
+# or a bug), so a script can tell "found" from "could not look".
+EXIT_FOUND = 3
+
+
+class Outcome(NamedTuple):
+    """What a subcommand prints and the exit status it asks for (a plain str means 0)."""
+
+    text: str
+    status: int
 
 
 class Tool(Protocol):
@@ -16,7 +27,7 @@ COMMANDS = {
     "bbmap": "bbmap", "ranges": "annotate", "lines": "annotate", "annotate": "annotate",
     "symbolize": "symbolize", "frames": "frames", "bt": "unwind", "lldb-cfi": "lldb_cfi",
     "debuginfo": "debuginfo", "cache": "cache", "fold": "perf_fold", "perf-script": "perf_fold",
-    "breakpad": "breakpad", "perf-symfs": "perf_symfs",
+    "breakpad": "breakpad", "perf-symfs": "perf_symfs", "check-cfi": "check_cfi",
 }
 
 
@@ -32,6 +43,7 @@ def tools() -> list[Tool]:
         bbmap,
         breakpad,
         cache,
+        check_cfi,
         debuginfo,
         frames,
         lldb_cfi,
@@ -41,5 +53,5 @@ def tools() -> list[Tool]:
         unwind,
     )
 
-    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, debuginfo, breakpad, perf_fold,
-            perf_symfs, cache]
+    return [bbmap, annotate, symbolize, frames, unwind, lldb_cfi, check_cfi, debuginfo, breakpad,
+            perf_fold, perf_symfs, cache]

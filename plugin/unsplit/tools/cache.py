@@ -1,6 +1,7 @@
 """`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.store)
-and the files made from it beside it: LLDB's CFI symbol files (unsplit.debug.breakpad) and the
-debug files the adapters give split modules (unsplit.debuginfo.cache).
+and the files made from it beside it: LLDB's CFI symbol files (unsplit.debug.breakpad), the
+debug files the adapters give split modules (unsplit.debuginfo.cache) and the address ranges
+where a module's FDEs compete (unsplit.debug.cfi_check, for GDB's unwinder).
 
     info  [BINARY...]   where the cache is and what it holds: per BINARY whether its index is
                         there and current; without BINARY every file unsplit keeps there
@@ -18,7 +19,7 @@ import os
 import time
 from typing import Any
 
-from unsplit.debug import breakpad
+from unsplit.debug import breakpad, cfi_check
 from unsplit.debuginfo import cache as debuginfo_cache
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
@@ -26,7 +27,8 @@ from unsplit.index.module_index import ModuleIndex
 from unsplit.index.store import IndexStore, cache_root, remove_files
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).
-_KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"))
+_KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"),
+          ("contested-v", "contested-cfi"))
 
 
 def _kept_files() -> list[tuple[str, str, int]]:
@@ -56,6 +58,7 @@ def _kept_files() -> list[tuple[str, str, int]]:
 def _derived_files(binary: Binary) -> list[str]:
     """The debug file and LLDB CFI symbol files kept for `binary` that exist."""
     found = debuginfo_cache.kept_paths(binary)
+    found.append(cfi_check.stored_path(binary))  # where FDEs compete (GDB's unwinder)
     if binary.build_id:
         by_id = breakpad.cache_path(binary.build_id)
         if breakpad.made_from(by_id, binary):

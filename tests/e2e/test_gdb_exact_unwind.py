@@ -1,0 +1,194 @@
+"""GDB's own frames made exact where FDEs compete (`bb exact-frames`, gdb/unsplit_gdb_impl/
+unwinder.py): the zoo's bolt-random2 crash core read with a copy of the binary whose `.eh_frame`
+holds, first in the section, a duplicate of `run.cold.0`'s FDE with another length and a CFA
+16 bytes off (tests/cfi_damage.py); `.eh_frame_hdr` lists the true one. Plain GDB takes the
+duplicate and loses the stack at frame 2; with the plugin GDB's `bt`, `frame N` and `info frame`
+show the true stack (an IDE's MI stack too); and live, on bolt-random2's recurse damaged the
+same way in walk.cold.0, `finish` out of walk's frame stops where walk returns.
+
+Oracles, never unsplit: the undamaged binary's frames (fixtures: GDB's unwind of the live
+crash), LLDB 22's own unwind of the damaged core, and every caller frame's pc being a return
+address (llvm-objdump-22: the instruction before it is a call ending there).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import cfi_damage
+from ..cfi_oracle import dwarfdump_fdes
+from ..conftest import ROOT, facts
+from .driver_mi import MiSession
+
+pytestmark = pytest.mark.e2e
+
+_FRAME = re.compile(r"^#(\d+)\s+(?:0x([0-9a-f]+) in )?")
+
+
+def _pcs(session: Any, count: int) -> list[int]:
+    """The pcs of the first `count` frames, each read with `frame N` (exact even where bt
+    leaves frame 0's address out)."""
+    out = []
+    for n in range(count):
+        out.append(session.register("pc", n))
+    return out
+
+
+def _bt_pcs(text: str) -> list[int]:
+    pcs = []
+    for line in text.splitlines():
+        m = _FRAME.match(line)
+        if m and m[2]:
+            pcs.append(int(m[2], 16))
+    return pcs
+
+
+def call_ends_at(binary: Path, start: int, pc: int) -> bool:
+    """Whether the instruction of [start, pc) that ends at `pc` is a call (llvm-objdump-22)."""
+    out = subprocess.run(["llvm-objdump-22", "-d", f"--start-address={start:#x}",
+                          f"--stop-address={pc:#x}", str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    last = None
+    for line in out.splitlines():
+        m = re.match(r"^\s*([0-9a-f]+):\s+((?:[0-9a-f]{2} )+)\s*(\S+)", line)
+        if m:
+            last = (int(m[1], 16), len(m[2].split()), m[3])
+    return last is not None and last[0] + last[1] == pc and last[2].startswith("call")
+
+
+def lldb_pcs(binary: Path, core: Path) -> list[int]:
+    out = subprocess.run(["lldb-22", "--no-lldbinit", "-b", "-o", "bt", str(binary), "-c",
+                          str(core)], capture_output=True, text=True, timeout=120).stdout
+    return [int(m[1], 16) for m in re.finditer(r"frame #\d+: 0x([0-9a-f]+)", out)]
+
+
+@pytest.fixture(scope="module")
+def case(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    f = facts(zoo, "bolt-random2", "crash")
+    frags = f["split_functions"]["run"]["fragments"]
+    cold = next(x for x in frags if x["fragment"] != "hot")
+    damaged = tmp_path_factory.mktemp("exact-unwind") / "crash"
+    cfi_damage.duplicate_fde(ROOT / f["binary"], damaged, int(cold["start"], 16),
+                             spare_below=0x800000)
+    truth = [int(x["pc"], 16) for x in f["crash"]["frames"]]
+    starts = {x["symbol"]: int(x["start"], 16) for fn in f["split_functions"].values()
+              for x in fn["fragments"]}
+    return {"binary": damaged, "original": ROOT / f["binary"], "core": ROOT / f["crash"]["core"],
+            "truth": truth, "symbols": [x["symbol"] for x in f["crash"]["frames"]],
+            "starts": starts}
+
+
+def test_oracles_agree_on_the_damaged_core(case: dict[str, Any]) -> None:
+    """LLDB unwinds the damaged core right, and the true callers' pcs are return addresses."""
+    assert lldb_pcs(case["binary"], case["core"])[:3] == case["truth"][:3]
+    for pc, symbol in zip(case["truth"][1:3], case["symbols"][1:3], strict=True):
+        assert call_ends_at(case["binary"], case["starts"][symbol], pc), hex(pc)
+
+
+def test_plain_gdb_loses_the_stack(gdb: Callable[..., Any], case: dict[str, Any]) -> None:
+    s = gdb(case["binary"], core=str(case["core"]), plugin=False)
+    pcs = _bt_pcs(s.backtrace())
+    assert pcs[:2] == case["truth"][:2]
+    assert pcs[2] != case["truth"][2]  # the duplicate's CFA sends GDB elsewhere
+
+
+def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
+                                                  case: dict[str, Any]) -> None:
+    s = gdb(case["binary"], core=str(case["core"]))
+    truth = case["truth"]
+    assert _bt_pcs(s.backtrace())[:3] == truth[:3]
+    assert _pcs(s, 3) == truth[:3]
+    for pc, symbol in zip(_pcs(s, 3)[1:], case["symbols"][1:3], strict=True):
+        assert call_ends_at(case["binary"], case["starts"][symbol], pc), hex(pc)
+    # info frame of frame 1 (run.cold.0): its CFA by the true rules (llvm-dwarfdump-22's row of
+    # the undamaged FDE at the call: CFA=RSP+N) and its caller, frame 2 at main.cold.0's pc.
+    rsp = s.register("rsp", 1)
+    true_fde = next(f for f in dwarfdump_fdes(case["original"])
+                    if f["start"] <= truth[1] - 1 < f["end"])
+    row = true_fde["rows"][max(a for a in true_fde["rows"] if a <= truth[1] - 1)]
+    offset = int(re.match(r"CFA=RSP\+(\d+):", row)[1])  # type: ignore[index]
+    info = s.command("info frame")
+    assert f"frame at {rsp + offset:#x}:" in info, info
+    assert re.search(f"saved rip = 0x0*{truth[2]:x}", info), info
+    status = s.command("bb exact-frames")
+    assert "exact frames on" in status
+    assert re.search(r"crash: 3 moved fragments, 1 address range where FDEs compete: "
+                     r"[1-9]\d* frames? unwound by unsplit", status), status
+    # Off: GDB's own unwinding again (the duplicate wins); on: exact again.
+    assert "exact frames off" in s.command("bb exact-frames off")
+    assert _bt_pcs(s.backtrace())[2] != truth[2]
+    s.command("bb exact-frames on")
+    assert _bt_pcs(s.backtrace())[:3] == truth[:3]
+
+
+def test_the_unwinder_stays_out_of_clean_modules(gdb: Callable[..., Any], zoo: dict[str, Any],
+                                                 ) -> None:
+    f = facts(zoo, "bolt-random2", "crash")
+    s = gdb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    assert _pcs(s, 3) == [int(x["pc"], 16) for x in f["crash"]["frames"][:3]]
+    status = s.command("bb exact-frames")
+    assert "crash: 3 moved fragments, one FDE for each address: GDB's own unwinding is exact" \
+        in status, status
+    assert "unwound by unsplit" not in status
+
+
+@pytest.fixture(scope="module")
+def recurse(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """bolt-random2's recurse, whose walk.cold.0 calls note_limit and returns to main.cold.0,
+    with a wrong duplicate of walk.cold.0's FDE first in the section."""
+    f = facts(zoo, "bolt-random2", "recurse")
+    frags = {x["symbol"]: int(x["start"], 16) for fn in f["split_functions"].values()
+             for x in fn["fragments"]}
+    damaged = tmp_path_factory.mktemp("exact-finish") / "recurse"
+    cfi_damage.duplicate_fde(ROOT / f["binary"], damaged, frags["walk.cold.0"],
+                             spare_below=0x800000)
+    return {"binary": damaged, "original": ROOT / f["binary"], "starts": frags}
+
+
+def _stopped_in_note_limit(gdb: Callable[..., Any], binary: Path, plugin: bool) -> Any:
+    s = gdb(binary, args=["deep"], plugin=plugin)
+    s.break_function("note_limit")
+    s.run()
+    return s
+
+
+def test_finish_out_of_a_frame_gdb_unwinds_wrong(gdb: Callable[..., Any],
+                                                 recurse: dict[str, Any]) -> None:
+    """Live: stopped in note_limit, called from walk's cold fragment; `up` and `finish` must
+    stop where walk returns (frame 2's pc in the undamaged binary, a return address)."""
+    truth = _pcs(_stopped_in_note_limit(gdb, recurse["original"], False), 3)
+    assert call_ends_at(recurse["original"], recurse["starts"]["main.cold.0"], truth[2])
+    plain = _stopped_in_note_limit(gdb, recurse["binary"], False)
+    assert _pcs(plain, 3)[:2] == truth[:2] and _pcs(plain, 3)[2] != truth[2]
+    s = _stopped_in_note_limit(gdb, recurse["binary"], True)
+    assert _pcs(s, 3) == truth
+    s.command("frame 1")
+    out = s.command("finish")
+    assert "Run till exit from #1" in out, out
+    assert s.register("pc", 0) == truth[2]
+    assert "unwound by unsplit" in s.command("bb exact-frames")
+
+
+def _mi_addresses(binary: Path, plugin: bool, cache: Path) -> list[int]:
+    """-stack-list-frames of the damaged crash, live, at its SIGSEGV, as an IDE asks."""
+    session = MiSession([str(binary), "crash"], plugin=plugin, env={"UNSPLIT_CACHE": str(cache)})
+    try:
+        session.command("-exec-run")
+        assert session.wait_stopped()["reason"] == "signal-received"
+        frames = [next(iter(item.values()))
+                  for item in session.command("-stack-list-frames")["stack"]]
+        return [int(f["addr"], 16) for f in frames]
+    finally:
+        session.close()
+
+
+def test_mi_stack_of_an_ide(case: dict[str, Any], tmp_path: Path) -> None:
+    truth = case["truth"][:3]
+    assert _mi_addresses(case["binary"], False, tmp_path)[2] != truth[2]
+    assert _mi_addresses(case["binary"], True, tmp_path)[:3] == truth
