@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import re
@@ -56,7 +57,9 @@ sys.path.insert(0, str(ROOT / "plugin"))
 from bytecode import bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 
+from tests.e2e.driver_dap import DapSession  # noqa: E402
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
+from tests.e2e.driver_lldb import PLUGIN as LLDB_PLUGIN  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
 
 CACHE = ROOT / "bench" / "libllvm" / "cache"
@@ -194,6 +197,13 @@ def _peak_rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmHWM for {pid}")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system seconds the process has run so far, all its threads (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 _TIMED = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
 
 
@@ -235,6 +245,41 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int) -> dict[str, A
     return {"debugger": name, "plugin": plugin, "session_s": total, "bt_s": seconds,
             "frames": frames, "moved_frames": cold, "peak_rss_mb": rss,
             "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
+
+
+def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
+    """lldb-dap-22 attached to the core as an IDE attaches (VS Code's `attach` with
+    `coreFile`), the plugin in `initCommands` or not: seconds from the adapter's start to the
+    first `stackTrace` of the stopped thread, that request alone, and its frames named
+    `___lldb_unnamed_symbol…` (LLDB found no symbol file naming them)."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = {"UNSPLIT_CACHE": str(cache),
+           "PYTHONPYCACHEPREFIX": bytecode_env()["PYTHONPYCACHEPREFIX"]}
+    start = time.perf_counter()
+    session = DapSession(["lldb-dap-22"], env=env)
+    try:
+        session.request("initialize", adapterID="unsplit-bench", clientID="unsplit-bench",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        init = [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+        session.send("attach", program=OPT, coreFile=str(CORE), initCommands=init)
+        session.wait("event", "initialized", timeout=900)
+        session.request("configurationDone", timeout=900)
+        stopped = session.wait("event", "stopped", timeout=900)
+        thread = stopped["body"].get("threadId") or \
+            session.request("threads")["threads"][0]["id"]
+        asked = time.perf_counter()
+        frames = session.request("stackTrace", timeout=900, threadId=thread, startFrame=0,
+                                 levels=levels)["stackFrames"]
+        done = time.perf_counter()
+        rss = _peak_rss_mb(session.proc.pid)
+        cpu = _cpu_s(session.proc.pid)
+    finally:
+        session.close()
+    names = [str(f.get("name", "")) for f in frames]
+    return {"adapter": "lldb-dap-22", "plugin": plugin, "first_stack_s": done - start,
+            "stack_trace_s": done - asked, "frames": len(frames), "peak_rss_mb": rss,
+            "cpu_s": cpu,
+            "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
 
 class CliRun(NamedTuple):
@@ -294,7 +339,8 @@ def cold_addresses(count: int, seed: int = 15) -> list[int]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
     with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
-        for name in [] if args.cli_only else args.debugger or ["gdb", "lldb"]:
+        sessions = args.cli_only or args.dap_only or args.debuginfo_only
+        for name in [] if sessions else args.debugger or ["gdb", "lldb"]:
             cache = Path(tmp) / f"cache-{name}"
             plain = one_session(name, False, cache, args.depth)
             first = one_session(name, True, cache, args.depth)
@@ -310,7 +356,40 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"({row['peak_rss_ratio']:4.2f}x)  {row['frames']} frames, "
                       f"{row['moved_frames']} moved" + (
                           "  [said: indexing]" if row["indexing_said"] else ""), flush=True)
+        if args.dap or args.dap_only:
+            cache = Path(tmp) / "cache-dap"
+            plain = dap_session(False, cache, args.depth)
+            out["dap"] = [plain]
+            for kind in ("first", "later"):
+                row = dap_session(True, cache, args.depth)
+                row["kind"] = kind
+                row["ratio"] = row["first_stack_s"] / plain["first_stack_s"]
+                out["dap"].append(row)
+            plain["kind"], plain["ratio"] = "plain", 1.0
+            for row in out["dap"]:
+                print(f"lldb-dap {row['kind']:6} first stackTrace {row['first_stack_s']:7.2f} s "
+                      f"({row['ratio']:5.2f}x, cpu {row['cpu_s']:6.2f} s)  the request "
+                      f"{row['stack_trace_s']:6.3f} s  "
+                      f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
+                      f"{row['unnamed']} ___lldb_unnamed_symbol", flush=True)
+            if args.dap_only:
+                return out
         cache = Path(tmp) / "cache-cli"
+        for kind in ("empty", "warm"):  # warm: the persistent index kept, the file made again
+            file = Path(tmp) / "lib.debug"
+            run = _best_cli(["debuginfo", str(LIB), "-o", str(file), "--json"], cache, kind,
+                            args.repeat)
+            report = json.loads(run.stdout)
+            out[f"debuginfo_{kind}"] = {
+                "seconds": run.seconds, "cpu_s": run.cpu, "peak_rss_mb": run.rss,
+                "bytes": file.stat().st_size, "procedures": report["procedures"],
+                "split_procedures": report["split_procedures"]}
+            print(f"debuginfo  {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
+                  f"{run.rss:6.1f} MB  {report['procedures']} procedures, "
+                  f"{file.stat().st_size / 1e6:.1f} MB file", flush=True)
+        shutil.rmtree(cache)
+        if args.debuginfo_only:
+            return out
         address = hex(cold_addresses(1)[0])
         for kind in ("empty", "warm"):
             run = _best_cli(["where", "--exe", str(LIB), address], cache, kind, args.repeat)
@@ -347,6 +426,12 @@ def main() -> int:
     parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
     parser.add_argument("--cli-only", action="store_true",
                         help="only `unsplit where` and `unsplit symbolize`, no debugger sessions")
+    parser.add_argument("--dap", action="store_true",
+                        help="also lldb-dap-22's first stackTrace on the core, plain and with "
+                        "the plugin (first: empty cache; later: the cache it left)")
+    parser.add_argument("--dap-only", action="store_true", help="only the lldb-dap figures")
+    parser.add_argument("--debuginfo-only", action="store_true",
+                        help="only `unsplit debuginfo` of the library (no sessions)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="CLI runs per figure, the fastest kept (the machine is shared)")
     args = parser.parse_args()
@@ -356,7 +441,9 @@ def main() -> int:
     results = measure(args)
     for row in results["sessions"]:
         row.pop("bt", None) if row["kind"] != "first" else None
-    print(f"results: {save('libllvm-cli' if args.cli_only else 'libllvm', results)}")
+    kind = "-cli" if args.cli_only else "-dap" if args.dap_only else \
+        "-debuginfo" if args.debuginfo_only else ""
+    print(f"results: {save('libllvm' + kind, results)}")
     return 0
 
 
