@@ -1,6 +1,7 @@
 """Benchmark: unsplit on the binary BOLT exists for, a BOLTed libLLVM.
 
-    .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N]
+    .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N] [--dap]
+                                      [--dap-only] [--debuginfo-only]
 
 Built once into bench/libllvm/cache (git-ignored; a stamp per step holds its recipe's hash):
 
@@ -23,6 +24,12 @@ Then, in one run, so that every ratio compares figures taken under the same load
     where     `unsplit where --exe LIB ADDR` of a cold-fragment address: empty cache, warm cache
     symbolize `unsplit symbolize --exe LIB` of 2,000 addresses in split functions (every
               fragment kind), empty cache and warm cache
+    debuginfo `unsplit debuginfo LIB -o FILE`: the library's names-only debug file (its input
+              has no DWARF), empty cache and warm (the persistent index kept)
+    dap       (--dap, --dap-only) lldb-dap-22 attached to the core with `coreFile`, plain and
+              with the plugin in `initCommands` (first: empty cache, later: the cache the
+              first left): wall time and CPU of the adapter up to the first `stackTrace`
+              response, and how many of its frames are `___lldb_unnamed_symbol…`
     The CLI figures: wall time and CPU time (user + system) of the process, the least of
     --repeat runs each, and its peak RSS. "empty": the cache directory removed before each
     run; "warm": the cache the runs before left.
@@ -30,7 +37,8 @@ Then, in one run, so that every ratio compares figures taken under the same load
 The CLI runs from compiled bytecode, as an installed plugin does (bench/bytecode.py).
 
 Goals: bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
-empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/results/libllvm.json.
+empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm; debuginfo <= 5 s and 300 MB;
+lldb-dap's first stackTrace <= 3x plain. Results: bench/results/libllvm*.json.
 """
 
 from __future__ import annotations
@@ -374,6 +382,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"{row['unnamed']} ___lldb_unnamed_symbol", flush=True)
             if args.dap_only:
                 return out
+        if args.sessions_only:
+            return out
         cache = Path(tmp) / "cache-cli"
         for kind in ("empty", "warm"):  # warm: the persistent index kept, the file made again
             file = Path(tmp) / "lib.debug"
@@ -430,6 +440,8 @@ def main() -> int:
                         help="also lldb-dap-22's first stackTrace on the core, plain and with "
                         "the plugin (first: empty cache; later: the cache it left)")
     parser.add_argument("--dap-only", action="store_true", help="only the lldb-dap figures")
+    parser.add_argument("--sessions-only", action="store_true",
+                        help="only the debugger sessions (and lldb-dap with --dap)")
     parser.add_argument("--debuginfo-only", action="store_true",
                         help="only `unsplit debuginfo` of the library (no sessions)")
     parser.add_argument("--repeat", type=int, default=1,
@@ -442,7 +454,7 @@ def main() -> int:
     for row in results["sessions"]:
         row.pop("bt", None) if row["kind"] != "first" else None
     kind = "-cli" if args.cli_only else "-dap" if args.dap_only else \
-        "-debuginfo" if args.debuginfo_only else ""
+        "-debuginfo" if args.debuginfo_only else "-sessions" if args.sessions_only else ""
     print(f"results: {save('libllvm' + kind, results)}")
     return 0
 
