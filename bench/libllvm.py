@@ -290,6 +290,47 @@ def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
             "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
 
+def check_file(debug: Path, count: int = 63) -> tuple[int, int]:
+    """(agreeing, asked): of `count` addresses in moved code, those whose function in the
+    debug file (llvm-symbolizer-22 on it alone) is the input function perf2bolt-22 translates
+    them to through BAT: the same input address (`__BOLT_FDE_FUNCat<address>` for a function
+    without a symbol; the pre-BOLT library's .dynsym for a named one). Nothing of unsplit's
+    but the addresses' choice."""
+    addresses = cold_addresses(count, seed=7)
+    with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-check-") as tmp:
+        agg, fdata = Path(tmp) / "truth.agg", Path(tmp) / "truth.fdata"
+        agg.write_text("".join(f"B 0 {a:x} {1 << k} 0\n" for k, a in enumerate(addresses)))
+        subprocess.run(["perf2bolt-22", str(LIB), "--allow-stripped", "--pa", "-p", str(agg),
+                        "-o", str(fdata)], check=True, capture_output=True)
+        truth: dict[int, str] = {}
+        for line in fdata.read_text().splitlines()[1:]:
+            fields = line.split()
+            for k, a in enumerate(addresses):
+                if int(fields[7]) >> k & 1:
+                    truth[a] = fields[4].partition("/")[0]
+    dynsym: dict[str, int] = {}
+    for line in subprocess.run(["llvm-readelf-22", "--dyn-syms", "-W", str(SYSTEM_LIB)],
+                               capture_output=True, text=True, check=True).stdout.splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC" and p[6] != "UND":
+            dynsym.setdefault(p[7].split("@")[0], int(p[1], 16))
+
+    def address_of(name: str) -> int | None:
+        for prefix in ("__BOLT_FDE_FUNCat", "0x"):
+            if name.startswith(prefix):
+                return int(name[len(prefix):], 16)
+        return dynsym.get(name)
+
+    text = subprocess.run(["llvm-symbolizer-22", "--obj", str(debug), "--no-inlines",
+                           "--no-demangle"], input="".join(f"{a:#x}\n" for a in addresses),
+                          capture_output=True, text=True, check=True).stdout
+    ours = [block.split("\n")[0] for block in text.strip("\n").split("\n\n")]
+    agree = sum(1 for a, name in zip(addresses, ours, strict=True)
+                if a in truth and address_of(name) is not None
+                and address_of(name) == address_of(truth[a]))
+    return agree, len(addresses)
+
+
 class CliRun(NamedTuple):
     seconds: float  # wall
     cpu: float  # user + system seconds (GNU time): what the machine's other load adds least to
@@ -397,6 +438,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             print(f"debuginfo  {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
                   f"{run.rss:6.1f} MB  {report['procedures']} procedures, "
                   f"{file.stat().st_size / 1e6:.1f} MB file", flush=True)
+            if kind == "warm":
+                agree, asked = check_file(file)
+                out["debuginfo_check"] = {"agree": agree, "addresses": asked}
+                print(f"debuginfo  its function is perf2bolt-22's at {agree} of {asked} "
+                      "moved addresses", flush=True)
         shutil.rmtree(cache)
         if args.debuginfo_only:
             return out
