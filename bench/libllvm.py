@@ -1,6 +1,7 @@
 """Benchmark: unsplit on the binary BOLT exists for, a BOLTed libLLVM.
 
-    .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N]
+    .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N] [--dap]
+                                      [--dap-only] [--debuginfo-only]
 
 Built once into bench/libllvm/cache (git-ignored; a stamp per step holds its recipe's hash):
 
@@ -25,6 +26,12 @@ Then, in one run, so that every ratio compares figures taken under the same load
     where     `unsplit where --exe LIB ADDR` of a cold-fragment address: empty cache, warm cache
     symbolize `unsplit symbolize --exe LIB` of 2,000 addresses in split functions (every
               fragment kind), empty cache and warm cache
+    debuginfo `unsplit debuginfo LIB -o FILE`: the library's names-only debug file (its input
+              has no DWARF), empty cache and warm (the persistent index kept)
+    dap       (--dap, --dap-only) lldb-dap-22 attached to the core with `coreFile`, plain and
+              with the plugin in `initCommands` (first: empty cache, later: the cache the
+              first left): wall time and CPU of the adapter up to the first `stackTrace`
+              response, and how many of its frames are `___lldb_unnamed_symbol…`
     The CLI figures: wall time and CPU time (user + system) of the process, the least of
     --repeat runs each, and its peak RSS. "empty": the cache directory removed before each
     run; "warm": the cache the runs before left.
@@ -32,13 +39,15 @@ Then, in one run, so that every ratio compares figures taken under the same load
 The CLI runs from compiled bytecode, as an installed plugin does (bench/bytecode.py).
 
 Goals: bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
-empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm. Results: bench/results/libllvm.json.
+empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm; debuginfo <= 5 s and 300 MB;
+lldb-dap's first stackTrace <= 3x plain. Results: bench/results/libllvm*.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import random
 import re
@@ -58,7 +67,9 @@ sys.path.insert(0, str(ROOT / "plugin"))
 from bytecode import bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 
+from tests.e2e.driver_dap import DapSession  # noqa: E402
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
+from tests.e2e.driver_lldb import PLUGIN as LLDB_PLUGIN  # noqa: E402
 from tests.e2e.driver_lldb import LldbDriver  # noqa: E402
 
 CACHE = ROOT / "bench" / "libllvm" / "cache"
@@ -196,6 +207,13 @@ def _peak_rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmHWM for {pid}")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system seconds the process has run so far, all its threads (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 _TIMED = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
 
 
@@ -240,6 +258,82 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int, exact: bool = 
     return {"debugger": name, "plugin": plugin, "session_s": total, "bt_s": seconds,
             "frames": frames, "moved_frames": cold, "peak_rss_mb": rss,
             "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
+
+
+def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
+    """lldb-dap-22 attached to the core as an IDE attaches (VS Code's `attach` with
+    `coreFile`), the plugin in `initCommands` or not: seconds from the adapter's start to the
+    first `stackTrace` of the stopped thread, that request alone, and its frames named
+    `___lldb_unnamed_symbol…` (LLDB found no symbol file naming them)."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = {"UNSPLIT_CACHE": str(cache),
+           "PYTHONPYCACHEPREFIX": bytecode_env()["PYTHONPYCACHEPREFIX"]}
+    start = time.perf_counter()
+    session = DapSession(["lldb-dap-22"], env=env)
+    try:
+        session.request("initialize", adapterID="unsplit-bench", clientID="unsplit-bench",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        init = [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+        session.send("attach", program=OPT, coreFile=str(CORE), initCommands=init)
+        session.wait("event", "initialized", timeout=900)
+        session.request("configurationDone", timeout=900)
+        stopped = session.wait("event", "stopped", timeout=900)
+        thread = stopped["body"].get("threadId") or \
+            session.request("threads")["threads"][0]["id"]
+        asked = time.perf_counter()
+        frames = session.request("stackTrace", timeout=900, threadId=thread, startFrame=0,
+                                 levels=levels)["stackFrames"]
+        done = time.perf_counter()
+        rss = _peak_rss_mb(session.proc.pid)
+        cpu = _cpu_s(session.proc.pid)
+    finally:
+        session.close()
+    names = [str(f.get("name", "")) for f in frames]
+    return {"adapter": "lldb-dap-22", "plugin": plugin, "first_stack_s": done - start,
+            "stack_trace_s": done - asked, "frames": len(frames), "peak_rss_mb": rss,
+            "cpu_s": cpu,
+            "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
+
+
+def check_file(debug: Path, count: int = 63) -> tuple[int, int]:
+    """(agreeing, asked): of `count` addresses in moved code, those whose function in the
+    debug file (llvm-symbolizer-22 on it alone) is the input function perf2bolt-22 translates
+    them to through BAT: the same input address (`__BOLT_FDE_FUNCat<address>` for a function
+    without a symbol; the pre-BOLT library's .dynsym for a named one). Nothing of unsplit's
+    but the addresses' choice."""
+    addresses = cold_addresses(count, seed=7)
+    with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-check-") as tmp:
+        agg, fdata = Path(tmp) / "truth.agg", Path(tmp) / "truth.fdata"
+        agg.write_text("".join(f"B 0 {a:x} {1 << k} 0\n" for k, a in enumerate(addresses)))
+        subprocess.run(["perf2bolt-22", str(LIB), "--allow-stripped", "--pa", "-p", str(agg),
+                        "-o", str(fdata)], check=True, capture_output=True)
+        truth: dict[int, str] = {}
+        for line in fdata.read_text().splitlines()[1:]:
+            fields = line.split()
+            for k, a in enumerate(addresses):
+                if int(fields[7]) >> k & 1:
+                    truth[a] = fields[4].partition("/")[0]
+    dynsym: dict[str, int] = {}
+    for line in subprocess.run(["llvm-readelf-22", "--dyn-syms", "-W", str(SYSTEM_LIB)],
+                               capture_output=True, text=True, check=True).stdout.splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC" and p[6] != "UND":
+            dynsym.setdefault(p[7].split("@")[0], int(p[1], 16))
+
+    def address_of(name: str) -> int | None:
+        for prefix in ("__BOLT_FDE_FUNCat", "0x"):
+            if name.startswith(prefix):
+                return int(name[len(prefix):], 16)
+        return dynsym.get(name)
+
+    text = subprocess.run(["llvm-symbolizer-22", "--obj", str(debug), "--no-inlines",
+                           "--no-demangle"], input="".join(f"{a:#x}\n" for a in addresses),
+                          capture_output=True, text=True, check=True).stdout
+    ours = [block.split("\n")[0] for block in text.strip("\n").split("\n\n")]
+    agree = sum(1 for a, name in zip(addresses, ours, strict=True)
+                if a in truth and address_of(name) is not None
+                and address_of(name) == address_of(truth[a]))
+    return agree, len(addresses)
 
 
 class CliRun(NamedTuple):
@@ -299,7 +393,8 @@ def cold_addresses(count: int, seed: int = 15) -> list[int]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
     with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
-        for name in [] if args.cli_only else args.debugger or ["gdb", "lldb"]:
+        sessions = args.cli_only or args.dap_only or args.debuginfo_only
+        for name in [] if sessions else args.debugger or ["gdb", "lldb"]:
             cache = Path(tmp) / f"cache-{name}"
             plain = one_session(name, False, cache, args.depth)
             first = one_session(name, True, cache, args.depth)
@@ -318,7 +413,47 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"({row['peak_rss_ratio']:4.2f}x)  {row['frames']} frames, "
                       f"{row['moved_frames']} moved" + (
                           "  [said: indexing]" if row["indexing_said"] else ""), flush=True)
+        if args.dap or args.dap_only:
+            cache = Path(tmp) / "cache-dap"
+            plain = dap_session(False, cache, args.depth)
+            out["dap"] = [plain]
+            for kind in ("first", "later"):
+                row = dap_session(True, cache, args.depth)
+                row["kind"] = kind
+                row["ratio"] = row["first_stack_s"] / plain["first_stack_s"]
+                out["dap"].append(row)
+            plain["kind"], plain["ratio"] = "plain", 1.0
+            for row in out["dap"]:
+                print(f"lldb-dap {row['kind']:6} first stackTrace {row['first_stack_s']:7.2f} s "
+                      f"({row['ratio']:5.2f}x, cpu {row['cpu_s']:6.2f} s)  the request "
+                      f"{row['stack_trace_s']:6.3f} s  "
+                      f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
+                      f"{row['unnamed']} ___lldb_unnamed_symbol", flush=True)
+            if args.dap_only:
+                return out
+        if args.sessions_only:
+            return out
         cache = Path(tmp) / "cache-cli"
+        for kind in ("empty", "warm"):  # warm: the persistent index kept, the file made again
+            file = Path(tmp) / "lib.debug"
+            run = _best_cli(["debuginfo", str(LIB), "-o", str(file), "--json"], cache, kind,
+                            args.repeat)
+            report = json.loads(run.stdout)
+            out[f"debuginfo_{kind}"] = {
+                "seconds": run.seconds, "cpu_s": run.cpu, "peak_rss_mb": run.rss,
+                "bytes": file.stat().st_size, "procedures": report["procedures"],
+                "split_procedures": report["split_procedures"]}
+            print(f"debuginfo  {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
+                  f"{run.rss:6.1f} MB  {report['procedures']} procedures, "
+                  f"{file.stat().st_size / 1e6:.1f} MB file", flush=True)
+            if kind == "warm":
+                agree, asked = check_file(file)
+                out["debuginfo_check"] = {"agree": agree, "addresses": asked}
+                print(f"debuginfo  its function is perf2bolt-22's at {agree} of {asked} "
+                      "moved addresses", flush=True)
+        shutil.rmtree(cache)
+        if args.debuginfo_only:
+            return out
         address = hex(cold_addresses(1)[0])
         for kind in ("empty", "warm"):
             run = _best_cli(["where", "--exe", str(LIB), address], cache, kind, args.repeat)
@@ -355,6 +490,14 @@ def main() -> int:
     parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
     parser.add_argument("--cli-only", action="store_true",
                         help="only `unsplit where` and `unsplit symbolize`, no debugger sessions")
+    parser.add_argument("--dap", action="store_true",
+                        help="also lldb-dap-22's first stackTrace on the core, plain and with "
+                        "the plugin (first: empty cache; later: the cache it left)")
+    parser.add_argument("--dap-only", action="store_true", help="only the lldb-dap figures")
+    parser.add_argument("--sessions-only", action="store_true",
+                        help="only the debugger sessions (and lldb-dap with --dap)")
+    parser.add_argument("--debuginfo-only", action="store_true",
+                        help="only `unsplit debuginfo` of the library (no sessions)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="CLI runs per figure, the fastest kept (the machine is shared)")
     args = parser.parse_args()
@@ -364,7 +507,9 @@ def main() -> int:
     results = measure(args)
     for row in results["sessions"]:
         row.pop("bt", None) if row["kind"] != "first" else None
-    print(f"results: {save('libllvm-cli' if args.cli_only else 'libllvm', results)}")
+    kind = "-cli" if args.cli_only else "-dap" if args.dap_only else \
+        "-debuginfo" if args.debuginfo_only else "-sessions" if args.sessions_only else ""
+    print(f"results: {save('libllvm' + kind, results)}")
     return 0
 
 

@@ -217,3 +217,26 @@ def test_lldb_dap_dlopen_library_callers_in_moved_code(dap: Any, zoo: dict[str, 
     assert source.get("path") and Path(source["path"]).name == "libwork.c", caller
     assert os.path.isfile(source["path"]), caller
     assert caller["line"] == f["markers"]["libwork.c"]["work cold park call"], caller
+
+
+def test_lldb_dap_names_moved_frames_of_a_module_over_the_limit(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module no source of lines describes (a BOLT output whose pre-BOLT input is not at
+    hand, as a BOLTed Debian libLLVM's is nowhere) gets its file of names whatever its size:
+    with the limit for files with lines at 0 KB, the IDE still names each frame in moved code
+    by its procedure, not by its fragment symbol (`transfer.cold.1`, what lldb-dap says with
+    no file). Oracle: the chain the zoo's gdb probe recorded at the crash (facts)."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    (tmp_path / "alone").mkdir()
+    binary = tmp_path / "alone" / "crash"
+    shutil.copy2(ROOT / f["binary"], binary)  # its input stays in the fixture's input/
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_MAX_KB", "0")
+    monkeypatch.delenv("UNSPLIT_INPUT_PATH", raising=False)
+    monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "no-debuginfod"))
+    monkeypatch.delenv("DEBUGINFOD_URLS", raising=False)
+    frames = _stopped_frames(dap([LLDB_DAP]), "attach", program=str(binary),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    assert [x["procedure"] for x in f["crash"]["frames"][:3]] == f["crash"]["expected_chain"]
+    assert [x["name"] for x in frames[:3]] == f["crash"]["expected_chain"], frames[:3]
+    assert not any("___lldb_unnamed_symbol" in x["name"] for x in frames), frames

@@ -339,7 +339,7 @@ def _merged(unit: _Unit) -> Spans:
     """The unit's code ranges, sorted and merged."""
     starts, ends = unit.starts, unit.ends
     out: Spans = []
-    for k in sorted(range(len(starts)), key=lambda m: (starts[m], ends[m])):
+    for k in sorted(range(len(starts)), key=starts.__getitem__):
         start, end = starts[k], ends[k]
         if out and start <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], end))

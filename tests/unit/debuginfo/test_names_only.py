@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ... import bolt_truth
 from ...conftest import ROOT, facts
 
@@ -77,12 +79,16 @@ def test_stripped_bolt_output_names_each_procedure_over_its_fragments(
         for n, i in f["split_functions"].items())
 
 
-def test_a_session_gives_a_names_only_file_whatever_the_size(zoo: dict[str, Any],
-                                                            tmp_path: Path) -> None:
+def test_a_session_gives_a_names_only_file_whatever_the_size(
+        zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of names alone is one pass over the procedures: a session writes it however much
     code the module has. Once the pre-BOLT input (with DWARF) is beside it, the file would
     walk its code for lines, and a module over the limit is left to the command line."""
     from unsplit.debuginfo.cache import debug_file_for
+    from unsplit.index import prebolt
+
+    monkeypatch.delenv(prebolt.ENV_PATH, raising=False)
+    monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "no-debuginfod"))
 
     f = facts(zoo, "bolt-dlopen", "libwork")
     (tmp_path / "lib").mkdir()

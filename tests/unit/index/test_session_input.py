@@ -53,3 +53,34 @@ def test_bb_input_is_one_sessions(zoo: dict[str, Any], tmp_path: Path,
     assert theirs.binary is not index.binary and theirs.input_binary() is None
     assert other.locations.generation == 0 and len(other.locations) == 1
     assert all(theirs.line_at(a) is None for fr in moved for a in range(fr.start, fr.end))
+
+
+def test_a_later_session_says_the_input_is_missing_without_scanning_bat(
+        zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a session says of a BOLTed module's missing pre-BOLT input costs no second
+    decoding of its BAT note: the persistent index holds the note's scan (a BOLTed libLLVM's
+    36 MB note took 2 s to scan in every later session, bench/libllvm.py --dap-only)."""
+    from unsplit.formats import bat_scan
+
+    monkeypatch.delenv(prebolt.ENV_PATH, raising=False)
+    monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "no-debuginfod"))
+    f = facts(zoo, "bolt-dlopen", "libwork")
+    (tmp_path / "alone").mkdir()
+    lib = tmp_path / "alone" / "libwork.so"
+    shutil.copy2(ROOT / f["binary"], lib)  # no input beside it
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    first = Session(progress=None)
+    notes = first.input_notes(str(lib))
+    assert len(notes) == 1 and "not found" in notes[0]
+    assert first.indexes.get(str(lib)).moved_starts()  # the first session's index is kept
+    scans: list[int] = []
+    real = bat_scan.scan
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        scans.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bat_scan, "scan", counted)
+    later = Session(progress=None)
+    assert later.input_notes(str(lib)) == notes
+    assert scans == []
