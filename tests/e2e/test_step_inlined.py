@@ -186,21 +186,6 @@ def _steps_out_of_produce(session: Any, command: str) -> tuple[list[int], str]:
     return pcs, out
 
 
-def test_step_never_stops_on_a_closing_brace_without_a_statement(
-        gdb: Callable[..., Any], program: Path) -> None:
-    """produce (not split) ends with a row for its closing brace that is no statement (GCC, at
-    its `ret`): GDB's own `step` goes from its last line straight back into consume; `bb step`
-    stopped on the brace first. Oracle: GDB's `step` without the plugin, on the same binary.
-    (LLDB's own `thread step-in` does stop on the brace: it does not skip rows that are no
-    statement.)"""
-    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
-    theirs, _ = _steps_out_of_produce(native, native.spelling("step"))
-    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
-    ours, _ = _steps_out_of_produce(mine, "bb step")
-    assert ours[:-1] == theirs[:-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
-    assert mine.alive()
-
-
 def test_step_back_at_inlined_code_shows_the_call_line(gdb: Callable[..., Any],
                                                        program: Path) -> None:
     """Out of produce, the step lands in consume.cold where the inlined `twice` begins. GDB's

@@ -153,21 +153,15 @@ class LineTable:
 
     def _build(self, proc: Procedure) -> ProcedureLines:
         spans: list[Span] = []
+        statement_rows: list[LineRow] = []
         has_lines = False
         for frag in sorted(proc.fragments, key=lambda f: f.start):
-            stmts, stmt_rows = self._candidates(proc, frag.start, frag.end)
+            stmts = self._candidates(proc, frag.start, frag.end, statement_rows)
             points = sorted(stmts)
             previous: tuple[str, int] | None = None
             for k, point in enumerate(points):
                 end = points[k + 1] if k + 1 < len(points) else frag.end
                 row = self.line_at(point)
-                if row is not None and row.address == point and not row.is_stmt:
-                    # Several rows at one address, the last no statement (GCC): the line a
-                    # debugger stops on there is the address's last statement row (GDB's
-                    # find_pc_line), not the row a symbolizer names.
-                    statement = stmt_rows.get(point)
-                    if statement is not None and statement.source == row.source:
-                        row = statement
                 key = None if row is None else (row.file, row.line)
                 # GCC puts several rows at one address, the last often not a statement: the
                 # address begins a statement if any of its rows says so (GDB's rule too).
@@ -182,32 +176,31 @@ class LineTable:
                     spans.append(Span(point, end, row.file if row else None,
                                       row.line if row else None, starts))
                 previous = key
-        # A line of moved code none of whose rows is a statement (clang marks code that
-        # machine-function splitting moved so) still begins where a run of its rows begins.
-        # Not in the entry fragment: GDB never stops on a row that is no statement, and GCC
-        # writes such rows for a function's closing brace (its `ret`).
+        # A line none of whose rows is a statement (clang marks code that machine-function
+        # splitting moved so) still begins where a run of its rows begins.
+        # Not a line that has a statement row where a line starts already (GCC puts several
+        # rows at one address): GDB stops for it there, never on its later rows.
         stated = {s.key for s in spans if s.starts_line}
-        entry = proc.fragments[0]
+        begun = {s.start for s in spans if s.starts_line}
+        stated |= {(r.file, r.line) for r in statement_rows if r.address in begun}
         for i, span in enumerate(spans):
-            if entry.start <= span.start < entry.end:
-                continue
             if span.key is not None and span.key not in stated and (
                     i == 0 or spans[i - 1].key != span.key or spans[i - 1].end != span.start):
                 spans[i] = Span(span.start, span.end, span.file, span.line, True)
         return ProcedureLines(proc, spans, has_lines)
 
-    def _candidates(self, proc: Procedure, start: int,
-                    end: int) -> tuple[dict[int, bool], dict[int, LineRow]]:
+    def _candidates(self, proc: Procedure, start: int, end: int,
+                    statement_rows: list[LineRow]) -> dict[int, bool]:
         """Addresses in [start, end) where the line may change -> whether a row there is a
-        statement (a line-table row with is_stmt and a line); and the last such row of each."""
+        statement (a line-table row with is_stmt and a line); those rows go to
+        `statement_rows`."""
         out: dict[int, bool] = {start: False}
-        stmt_rows: dict[int, LineRow] = {}
         for r in self.rows_in(start, end):
-            stmt = r.is_stmt and r.line != 0
-            out[r.address] = out.get(r.address, False) or stmt
-            if stmt:
-                stmt_rows[r.address] = r
+            statement = r.is_stmt and r.line != 0
+            out[r.address] = out.get(r.address, False) or statement
+            if statement:
+                statement_rows.append(r)
         for b in proc.blocks:
             if start <= b.start < end:
                 out.setdefault(b.start, False)
-        return out, stmt_rows
+        return out

@@ -152,12 +152,10 @@ def test_line_starts_in_every_fragment_match_the_markers(zoo: dict[str, Any],
             if placed.get(name):
                 holders = [frags[sym] for sym in placed[name] if sym in frags]
                 assert any(lo <= s.start < hi for s in at for lo, hi in holders), (name, at)
-    # Lines are told apart in both fragments of transfer: its hot path and its cold path.
-    # (Not the crash site everywhere: GCC gives its only statement row the address of line
-    # 33's, and GDB, as the line table here, names an address by its last statement row.)
+    # Lines are told apart in both fragments of transfer: its hot path and its crash site.
     spans = _lines(f, "transfer").line_starts()
     lines_started = {s.line for s in spans}
-    assert {markers["transfer hot path"], markers["transfer cold path"]} <= lines_started
+    assert {markers["transfer hot path"], markers["crash site"]} <= lines_started
 
 
 @pytest.mark.parametrize("variant", BOLT_VARIANTS)
