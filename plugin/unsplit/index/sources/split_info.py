@@ -59,13 +59,15 @@ def _decode(binary: Binary) -> _Decoded:
 
 
 def _check_in_code(records: tuple[si.SplitRecord, ...], code: list[tuple[int, int]]) -> None:
-    """Every moved range and branch lies inside one executable section: a damaged record can
-    say anything else, up to 4 GB past 2^64, and every byte of a range is later asked for
-    its line."""
+    """Every moved range and branch starts inside an executable section and ends within the
+    module's code (a branch's bytes may run over the padding up to the next section): a damaged
+    record can say anything else, up to 4 GB past 2^64, and every byte of a range is later asked
+    for its line."""
+    last = max((end for _, end in code), default=0)
     for r in records:
         for what, lo, hi in (("moved range", r.vaddr, r.moved_end),
                              ("branch", r.branch_addr, r.branch_end)):
-            if not any(start <= lo and hi <= end for start, end in code):
+            if not (lo <= hi <= last and any(start <= lo < end for start, end in code)):
                 raise DecodeError(si.SECTION, r.offset,
                                   f"{what} [{lo:#x}, {hi:#x}) is not in the module's code")
 
