@@ -216,6 +216,8 @@ class BatIndex:
             else:
                 kind, symbol = _fragment_name(syms, proc, addr, table)
             size = symbol.size if symbol is not None and symbol.size else 0
+            if size and not _in_code(self.binary, addr, addr + size):
+                size = 0  # a damaged size (past the section's end): BAT's own limit, as above
             ends[k] = addr + size if size else _limit(self.binary, table, addr, following)
             kinds.append(kind)
             names.append(None if symbol is None else symbol.name)
