@@ -25,10 +25,13 @@ _PADDED_SEC_OFFSET = b"\x97\x80\x80\x00"  # DW_FORM_sec_offset as a 4-byte ULEB1
 class Rewritten:
     """What became of one section of units."""
 
+    name: str
     data: bytearray  # the section, patched (left-out units still in it)
     kept: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of units kept
     aranges: list[tuple[int, list[tuple[int, int]]]] = field(default_factory=list)
     addr_bases: list[tuple[int, int, AddrTable]] = field(default_factory=list)  # place, size
+    refs: list[tuple[int, int, int]] = field(default_factory=list)  # DW_FORM_ref_addr: unit,
+    # place, size (unsplit.debuginfo.translate.refs)
 
 
 class UnitRewriter:
@@ -50,7 +53,7 @@ class UnitRewriter:
 
     def section(self, name: str) -> Rewritten:
         data = self.inputs.get(name, b"")
-        done = Rewritten(bytearray(data))
+        done = Rewritten(name, bytearray(data))
         try:
             for header in dwarf_unit.unit_headers(data, name):
                 where = f"unit at {name}+{header.offset:#x}"
@@ -220,6 +223,10 @@ class _Sites:
             _put(out, pos, self.header.offset_size, new)
         elif what == K.INDIRECT:
             mover.dropped["values in DW_FORM_indirect"] += 1
+        elif what == K.REF_ADDR:  # DWARF 2 wrote it in an address's size
+            size = self.header.offset_size if self.header.version >= 3 else \
+                self.header.address_size
+            self.done.refs.append((self.header.offset, pos, size))
 
     def pair(self, pair: list[tuple[K.Kind, int]], die: int) -> None:
         """DW_AT_low_pc and DW_AT_high_pc: the ranges their code went to."""
