@@ -64,6 +64,7 @@ EXPRESSION = 8  # a block holding a DWARF expression
 STMT_LIST = 9  # DW_AT_stmt_list
 INDIRECT = 10  # DW_FORM_indirect on an attribute that matters: not rewritten, counted
 REF_ADDR = 11  # DW_FORM_ref_addr: an offset in .debug_info, moved when units are left out
+LOCVIEWS = 12  # DW_AT_GNU_locviews: GCC's view numbers of the DIE's location list entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,8 @@ def classify(tag: int, attribute: int, form: int, version: int, pair: bool) -> i
         return EXPRESSION
     if attribute == DW_AT_stmt_list:
         return STMT_LIST
+    if attribute == DW_AT_GNU_locviews and form in (DW_FORM_sec_offset, DW_FORM_data4):
+        return LOCVIEWS
     return 0
 
 

@@ -150,6 +150,7 @@ class _Sites:
                                                                       done, where)
         self.address_at = address_at
         self.mover = owner.mover
+        self.location_list = -1  # the new offset of the current DIE's location list
 
     def walk(self, sites: die_scan.Sites) -> None:
         positions, numbers, dies = sites.positions, sites.kinds, sites.dies
@@ -162,14 +163,21 @@ class _Sites:
             while j < n and dies[j] == die:
                 j += 1
             pair: list[tuple[K.Kind, int]] = []
+            views: list[tuple[K.Kind, int]] = []
+            self.location_list = -1
             for k in range(i, j):
                 kind = table[numbers[k]]
                 if kind.what in (K.PAIR_LOW, K.PAIR_HIGH, K.PAIR_HIGH_KEPT):
                     pair.append((kind, positions[k]))
+                elif kind.what == K.LOCVIEWS:
+                    views.append((kind, positions[k]))
                 else:
                     self.one(kind, positions[k], die)
             if len(pair) == 2:
                 self.pair(pair, die)
+            for kind, pos in views:  # once the DIE's location list is written
+                size = self.header.offset_size if kind.form == K.DW_FORM_sec_offset else 4
+                _put(self.out, pos, size, self.lists.views(self.location_list))
             i = j
 
     def _read_address(self, kind: K.Kind, pos: int) -> tuple[int, int, int]:
@@ -209,6 +217,8 @@ class _Sites:
             name = self.lists.loc_name if locations else self.lists.rng_name
             new = self.lists.list_at(name, old, locations)
             _put(out, pos, size, new)
+            if locations:
+                self.location_list = new
             if not locations and die == self.unit.die_start:
                 self.done.aranges.append((self.header.offset, self.lists.placed[new]))
         elif what == K.EXPRESSION:
