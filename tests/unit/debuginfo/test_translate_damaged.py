@@ -206,3 +206,24 @@ def test_a_unit_naming_a_unit_left_out_is_left_out(lto: Path, tmp_path: Path) ->
     assert "no abbreviation 127" in first
     assert naming and all("its DW_FORM_ref_addr at .debug_info+0x" in n for n in naming)
     assert report["units"] == 5 - len(naming)
+
+
+# Found by the 100,000 inputs of `bench/fuzz.py --only debuginfo --seed 1` (fail before).
+
+def test_a_units_low_pc_in_a_block_form_leaves_the_unit_out(zoo: dict[str, Any]) -> None:
+    def low_pc_as_block(data: bytes) -> bytes:
+        # GCC's first declaration, the unit's: code 1, DW_TAG_compile_unit, children, ...
+        at = data.index(b"\x11\x01", 3)  # DW_AT_low_pc, DW_FORM_addr
+        return data[:at + 1] + b"\x09" + data[at + 2:]  # DW_FORM_block
+
+    _, summary = _translate("bolt-gcc-dwarf4", "crash", ".debug_abbrev", low_pc_as_block)
+    (line,) = summary.left_out
+    assert line.startswith("unit at .debug_info+0x0: ") and "not a number" in line, line
+
+
+def test_a_block_longer_than_2_64_leaves_the_unit_out(zoo: dict[str, Any]) -> None:
+    # a run of 0xff over a DW_FORM_block's ULEB128 length (inside a location expression)
+    _, summary = _translate("bolt-gcc-dwarf4", "crash", ".debug_info",
+                            lambda d: d[:1410] + b"\xff" * 19 + d[1429:])
+    (line,) = summary.left_out
+    assert line.startswith("unit at .debug_info+0x0: ") and "runs past the end" in line, line

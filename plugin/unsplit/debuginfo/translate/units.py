@@ -19,6 +19,9 @@ from unsplit.formats.die_scan import Declaration, Unit
 from unsplit.formats.dwarf_unit import UnitHeader
 
 _PADDED_SEC_OFFSET = b"\x97\x80\x80\x00"  # DW_FORM_sec_offset as a 4-byte ULEB128
+# The unit DIE's attributes read as numbers (a damaged abbreviation may give them a block).
+_NUMBERS = frozenset((K.DW_AT_addr_base, K.DW_AT_low_pc, K.DW_AT_rnglists_base,
+                      K.DW_AT_loclists_base, K.DW_AT_ranges))
 
 
 @dataclass
@@ -105,7 +108,12 @@ class UnitRewriter:
             raise DecodeError(name, unit.die_start, f"no abbreviation {code} in the unit's "
                               "table")
         values, _ = dwarf_unit.die_values(data, pos, unit, top)
-        attrs = {a: (form, at, value) for a, form, at, value in values}
+        attrs = {a: (form, at, value) for a, form, at, value in values
+                 if a not in _NUMBERS or isinstance(value, int)}
+        for a, form, at, value in values:
+            if a in _NUMBERS and not isinstance(value, int):
+                raise DecodeError(name, at, f"the unit's attribute {a:#x} in form {form:#x}, "
+                                  "not a number")
         table: AddrTable | None = None
         if K.DW_AT_addr_base in attrs:
             _, at, base = attrs[K.DW_AT_addr_base]
@@ -120,7 +128,10 @@ class UnitRewriter:
 
         base_address = 0
         if K.DW_AT_low_pc in attrs:
-            form, _, value = attrs[K.DW_AT_low_pc]
+            form, at, value = attrs[K.DW_AT_low_pc]
+            if form not in K.ADDRESS_FORMS:
+                raise DecodeError(name, at, f"the unit's DW_AT_low_pc in form {form:#x}, not "
+                                  "an address")
             base_address = int(value) if form == K.DW_FORM_addr else address_at(int(value))
         lists = UnitLists(self.mover, header.version, header.offset_size, base_address,
                           address_at, self.inputs, self.outputs, where)
