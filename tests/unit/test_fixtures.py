@@ -25,6 +25,7 @@ VARIANTS = [
     "bolt-random2-dbg", "bolt-profile2", "bolt-profile2-dbg", "bolt-cdsplit", "bolt-cdsplit-dbg",
     "bolt-randomN", "bolt-randomN-dbg", "bolt-reverse", "bolt-reverse-dbg",
     "bolt-nonreloc", "bolt-nonreloc-dbg", "bolt-nolite", "bolt-nolite-dbg", "bolt-patched",
+    "bolt-gcc", "bolt-gcc-dwarf4", "bolt-clang-dwarf4",
 ]
 PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 # The multi-TU program with same-named local functions has variants of its own.
