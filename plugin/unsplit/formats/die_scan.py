@@ -288,6 +288,9 @@ def _skip(data: bytes | memoryview, pos: int, kind: int, unit: Unit, die: int, e
         return pos + 4 + int.from_bytes(data[pos:pos + 4], "little")
     if kind == _BLOCK:
         size, pos = read_uleb(data, pos, end, SECTION)
+        if size > end - pos:  # a length past 2^64 would not even fit the sites' arrays
+            raise DecodeError(SECTION, die, f"a block of {size} bytes runs past the end of "
+                              "its unit")
         return pos + size
     # DW_FORM_indirect: the form comes first, as a ULEB128
     form, pos = read_uleb(data, pos, end, SECTION)

@@ -4,6 +4,7 @@ that does not decode, says which and why in one line, writes the rest, never a t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,99 @@ def test_a_line_table_with_a_positive_line_base_is_written(zoo: dict[str, Any]) 
     data, summary = _translate("bolt-gcc-dwarf4", "crash", ".debug_line", positive_line_base)
     assert not summary.left_out, summary.left_out
     assert data
+
+
+# DW_FORM_ref_addr across units (clang's LTO names a DIE of another unit so): a unit left out
+# moves the units after it up, and a reference into it names nothing.
+
+@pytest.fixture(scope="module")
+def lto(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A BOLT output (o/statics) of an LTO build (o/input/statics) whose first unit is a
+    plain C one that nothing names, then five LTO units that name each other's DIEs."""
+    work = tmp_path_factory.mktemp("lto")
+    (work / "o" / "input").mkdir(parents=True)
+    (work / "extra.c").write_text("int unsplit_extra_unit(int x) { return x * 3; }\n")
+    src = ROOT / "fixtures" / "src"
+    given = work / "o" / "input" / "statics"
+    subprocess.run(["clang-22", "-O2", "-g", "-c", str(work / "extra.c"), "-o",
+                    str(work / "extra.o")], check=True)
+    subprocess.run(["clang++-22", "-O2", "-g", "-flto", "-fuse-ld=lld", "-fno-pie", "-no-pie",
+                    "-Wl,--emit-relocs", str(work / "extra.o"),
+                    *(str(src / f"statics_{u}.cpp") for u in ("main", "a", "b", "c", "d")),
+                    "-o", str(given)], check=True)
+    subprocess.run(["llvm-bolt-22", str(given), "-o", str(work / "o" / "statics"),
+                    "--split-functions", "--split-strategy=all", "--enable-bat"], check=True,
+                   capture_output=True)
+    return work / "o"
+
+
+def _damaged_unit(out: Path, unit: int, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The BOLT output in `tmp_path` with its input's `unit`th unit's first DIE naming an
+    abbreviation its table lacks; unsplit debuginfo's --json report of it."""
+    work = tmp_path / "o"
+    (work / "input").mkdir(parents=True)
+    shutil.copy(out / "statics", work / "statics")
+    damaged = work / "input" / "statics"
+    shutil.copy(out / "input" / "statics", damaged)
+    offset, _ = _section(damaged, ".debug_info")
+    data = bytearray(damaged.read_bytes())
+    at = offset
+    for _ in range(unit):
+        at += 4 + int.from_bytes(data[at:at + 4], "little")
+    data[at + 12] = 0x7F
+    damaged.write_bytes(bytes(data))
+    debug = tmp_path / "x.debug"
+    run = subprocess.run([sys.executable, "-m", "unsplit", "debuginfo", str(work / "statics"),
+                          "-o", str(debug), "--json"], capture_output=True, text=True,
+                         timeout=300, env={"PYTHONPATH": str(ROOT / "plugin")})
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    verify = subprocess.run(["llvm-dwarfdump-22", "--verify", str(debug)], capture_output=True,
+                            text=True, timeout=120)
+    assert "No errors." in verify.stdout, verify.stdout[-2000:]
+    return debug, json.loads(run.stdout)
+
+
+def _origins(path: Path) -> list[str]:
+    """The name each DW_AT_abstract_origin names, as llvm-dwarfdump-22 resolves it."""
+    dump = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(path)], capture_output=True,
+                          text=True, timeout=120, check=True).stdout
+    return re.findall(r'DW_AT_abstract_origin\t\(0x[0-9a-f]+ "([^"]*)"\)', dump)
+
+
+def test_references_across_units_move_with_them(lto: Path, tmp_path: Path) -> None:
+    debug, report = _damaged_unit(lto, 0, tmp_path)
+    (line,) = report["units_left_out"]
+    assert line.startswith("unit at .debug_info+0x0: "), line
+    assert report["units"] == 5
+    origins = _origins(lto / "input" / "statics")
+    assert len(origins) > 10
+    assert _origins(debug) == origins
+
+
+def test_a_unit_naming_a_unit_left_out_is_left_out(lto: Path, tmp_path: Path) -> None:
+    _, report = _damaged_unit(lto, 1, tmp_path)
+    first, *naming = report["units_left_out"]
+    assert "no abbreviation 127" in first
+    assert naming and all("its DW_FORM_ref_addr at .debug_info+0x" in n for n in naming)
+    assert report["units"] == 5 - len(naming)
+
+
+# Found by the 100,000 inputs of `bench/fuzz.py --only debuginfo --seed 1` (fail before).
+
+def test_a_units_low_pc_in_a_block_form_leaves_the_unit_out(zoo: dict[str, Any]) -> None:
+    def low_pc_as_block(data: bytes) -> bytes:
+        # GCC's first declaration, the unit's: code 1, DW_TAG_compile_unit, children, ...
+        at = data.index(b"\x11\x01", 3)  # DW_AT_low_pc, DW_FORM_addr
+        return data[:at + 1] + b"\x09" + data[at + 2:]  # DW_FORM_block
+
+    _, summary = _translate("bolt-gcc-dwarf4", "crash", ".debug_abbrev", low_pc_as_block)
+    (line,) = summary.left_out
+    assert line.startswith("unit at .debug_info+0x0: ") and "not a number" in line, line
+
+
+def test_a_block_longer_than_2_64_leaves_the_unit_out(zoo: dict[str, Any]) -> None:
+    # a run of 0xff over a DW_FORM_block's ULEB128 length (inside a location expression)
+    _, summary = _translate("bolt-gcc-dwarf4", "crash", ".debug_info",
+                            lambda d: d[:1410] + b"\xff" * 19 + d[1429:])
+    (line,) = summary.left_out
+    assert line.startswith("unit at .debug_info+0x0: ") and "runs past the end" in line, line

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from unsplit.debuginfo import synthesize
 from unsplit.debuginfo.dwarf.aranges import ArangesWriter
 from unsplit.debuginfo.dwarf.elf import write_debug_file
+from unsplit.debuginfo.translate import refs
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.debuginfo.translate.strings import own_strings
 from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
@@ -62,13 +63,14 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     rewriter = UnitRewriter(inputs, mover)
     info = rewriter.section(".debug_info")
     types = rewriter.section(".debug_types") if ".debug_types" in inputs else None
+    rewriter.units -= refs.settle(info, [types] if types else [], rewriter.left_out)
     addr, unplaced = rewriter.addr.write(imap, info.data)
     mover.dropped["addresses"] += unplaced
     sections: list[tuple[str, bytes]] = [(".debug_abbrev", bytes(rewriter.abbrev))]
-    info_bytes, aranges = _kept(info)
+    info_bytes, aranges = _kept(info, info)
     sections.append((".debug_info", info_bytes))
     if types is not None:
-        sections.append((".debug_types", _kept(types)[0]))
+        sections.append((".debug_types", _kept(types, info)[0]))
     if ".debug_str" in inputs and ".debug_str_offsets" in inputs:
         strings, offsets, problems = own_strings(inputs[".debug_str"],
                                                  inputs[".debug_str_offsets"])
@@ -101,11 +103,12 @@ def _covered(ranges: list[tuple[int, int]], entry: int) -> bool:
     return i >= 0 and entry < ranges[i][1]
 
 
-def _kept(done: Rewritten) -> tuple[bytes, bytes]:
+def _kept(done: Rewritten, info: Rewritten) -> tuple[bytes, bytes]:
     """The section without the units left out, and .debug_aranges for its units (offsets as
-    they are in it)."""
+    they are in it); references into `info` moved with their units."""
     for at, size, table in done.addr_bases:
         done.data[at:at + size] = table.new_base.to_bytes(size, "little")
+    refs.patch(info, done)
     new_offset: dict[int, int] = {}
     out = bytearray()
     for start, end in done.kept:

@@ -30,7 +30,7 @@ DW_TAG_skeleton_unit, DW_TAG_GNU_call_site = 0x4A, 0x4109
 # §7.5.6 Table 7.6
 DW_FORM_addr, DW_FORM_block2, DW_FORM_block4, DW_FORM_data2, DW_FORM_data4 = 1, 3, 4, 5, 6
 DW_FORM_data8, DW_FORM_block, DW_FORM_block1, DW_FORM_data1, DW_FORM_udata = 7, 9, 0x0A, 0x0B, 0x0F
-DW_FORM_indirect, DW_FORM_sec_offset, DW_FORM_exprloc = 0x16, 0x17, 0x18
+DW_FORM_ref_addr, DW_FORM_indirect, DW_FORM_sec_offset, DW_FORM_exprloc = 0x10, 0x16, 0x17, 0x18
 DW_FORM_addrx, DW_FORM_loclistx, DW_FORM_rnglistx = 0x1B, 0x22, 0x23
 DW_FORM_addrx1, DW_FORM_addrx2, DW_FORM_addrx3, DW_FORM_addrx4 = 0x29, 0x2A, 0x2B, 0x2C
 DW_FORM_GNU_addr_index = 0x1F01
@@ -63,6 +63,8 @@ LOCLIST = 7  # a location list as an offset
 EXPRESSION = 8  # a block holding a DWARF expression
 STMT_LIST = 9  # DW_AT_stmt_list
 INDIRECT = 10  # DW_FORM_indirect on an attribute that matters: not rewritten, counted
+REF_ADDR = 11  # DW_FORM_ref_addr: an offset in .debug_info, moved when units are left out
+LOCVIEWS = 12  # DW_AT_GNU_locviews: GCC's view numbers of the DIE's location list entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ def classify(tag: int, attribute: int, form: int, version: int, pair: bool) -> i
             DW_AT_low_pc, DW_AT_high_pc, DW_AT_entry_pc, DW_AT_call_pc, DW_AT_call_return_pc,
             DW_AT_ranges, DW_AT_stmt_list)
         return INDIRECT if interesting else 0
+    if form == DW_FORM_ref_addr:
+        return REF_ADDR
     if attribute == DW_AT_low_pc and form in ADDRESS_FORMS:
         if pair:
             return PAIR_LOW
@@ -132,6 +136,8 @@ def classify(tag: int, attribute: int, form: int, version: int, pair: bool) -> i
         return EXPRESSION
     if attribute == DW_AT_stmt_list:
         return STMT_LIST
+    if attribute == DW_AT_GNU_locviews and form in (DW_FORM_sec_offset, DW_FORM_data4):
+        return LOCVIEWS
     return 0
 
 

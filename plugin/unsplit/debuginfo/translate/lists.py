@@ -103,6 +103,7 @@ class UnitLists:
         self._done: dict[tuple[str, int], int] = {}
         self.indexed_ranges: list[list[tuple[int, int]]] = []  # by DW_FORM_rnglistx index
         self.placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+        self.bounded: dict[int, int] = {}  # a new location list's entries that have a range
 
     def _contribution(self, name: str, offsets: int = 0) -> int:
         """Starts this unit's DWARF 5 contribution to `name` (room for `offsets`); its base."""
@@ -159,12 +160,26 @@ class UnitLists:
         if locations:
             moved = self.mover.locations(entries, self.offset_size, where)
             new = self.write(name, moved, True)
+            self.bounded[new] = sum(1 for begin, _, _ in moved if begin != L.DEFAULT)
         else:
             ranges = self.mover.ranges(entries)
             new = self.write(name, [(s, e, b"") for s, e in ranges], False)
             self.placed[new] = ranges
         self._done[key] = new
         return new
+
+    def views(self, location_list: int) -> int:
+        """Where GCC's DW_AT_GNU_locviews of the location list written at `location_list`
+        (-1: none) now points: a view pair (0, 0) for each of its entries with a range. The
+        input's view numbers count line table rows at an address, and the rows are not the
+        input's once moved; view 0 is the first at the address, as with no views at all."""
+        count = self.bounded.get(location_list, 0)
+        if self.version >= 5:
+            self._contribution(self.loc_name)
+        out = self.outputs[self.loc_name]
+        offset = len(out)
+        out += bytes(2 * count)  # ULEB128 zeros
+        return offset
 
     def write(self, name: str, entries: list[L.Entry], locations: bool) -> int:
         """Appends a list to this unit's part of `name`; its offset in the section."""

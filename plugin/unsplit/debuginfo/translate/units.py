@@ -19,16 +19,22 @@ from unsplit.formats.die_scan import Declaration, Unit
 from unsplit.formats.dwarf_unit import UnitHeader
 
 _PADDED_SEC_OFFSET = b"\x97\x80\x80\x00"  # DW_FORM_sec_offset as a 4-byte ULEB128
+# The unit DIE's attributes read as numbers (a damaged abbreviation may give them a block).
+_NUMBERS = frozenset((K.DW_AT_addr_base, K.DW_AT_low_pc, K.DW_AT_rnglists_base,
+                      K.DW_AT_loclists_base, K.DW_AT_ranges))
 
 
 @dataclass
 class Rewritten:
     """What became of one section of units."""
 
+    name: str
     data: bytearray  # the section, patched (left-out units still in it)
     kept: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of units kept
     aranges: list[tuple[int, list[tuple[int, int]]]] = field(default_factory=list)
     addr_bases: list[tuple[int, int, AddrTable]] = field(default_factory=list)  # place, size
+    refs: list[tuple[int, int, int]] = field(default_factory=list)  # DW_FORM_ref_addr: unit,
+    # place, size (unsplit.debuginfo.translate.refs)
 
 
 class UnitRewriter:
@@ -50,7 +56,7 @@ class UnitRewriter:
 
     def section(self, name: str) -> Rewritten:
         data = self.inputs.get(name, b"")
-        done = Rewritten(bytearray(data))
+        done = Rewritten(name, bytearray(data))
         try:
             for header in dwarf_unit.unit_headers(data, name):
                 where = f"unit at {name}+{header.offset:#x}"
@@ -102,7 +108,12 @@ class UnitRewriter:
             raise DecodeError(name, unit.die_start, f"no abbreviation {code} in the unit's "
                               "table")
         values, _ = dwarf_unit.die_values(data, pos, unit, top)
-        attrs = {a: (form, at, value) for a, form, at, value in values}
+        attrs = {a: (form, at, value) for a, form, at, value in values
+                 if a not in _NUMBERS or isinstance(value, int)}
+        for a, form, at, value in values:
+            if a in _NUMBERS and not isinstance(value, int):
+                raise DecodeError(name, at, f"the unit's attribute {a:#x} in form {form:#x}, "
+                                  "not a number")
         table: AddrTable | None = None
         if K.DW_AT_addr_base in attrs:
             _, at, base = attrs[K.DW_AT_addr_base]
@@ -117,7 +128,10 @@ class UnitRewriter:
 
         base_address = 0
         if K.DW_AT_low_pc in attrs:
-            form, _, value = attrs[K.DW_AT_low_pc]
+            form, at, value = attrs[K.DW_AT_low_pc]
+            if form not in K.ADDRESS_FORMS:
+                raise DecodeError(name, at, f"the unit's DW_AT_low_pc in form {form:#x}, not "
+                                  "an address")
             base_address = int(value) if form == K.DW_FORM_addr else address_at(int(value))
         lists = UnitLists(self.mover, header.version, header.offset_size, base_address,
                           address_at, self.inputs, self.outputs, where)
@@ -147,6 +161,7 @@ class _Sites:
                                                                       done, where)
         self.address_at = address_at
         self.mover = owner.mover
+        self.location_list = -1  # the new offset of the current DIE's location list
 
     def walk(self, sites: die_scan.Sites) -> None:
         positions, numbers, dies = sites.positions, sites.kinds, sites.dies
@@ -159,14 +174,21 @@ class _Sites:
             while j < n and dies[j] == die:
                 j += 1
             pair: list[tuple[K.Kind, int]] = []
+            views: list[tuple[K.Kind, int]] = []
+            self.location_list = -1
             for k in range(i, j):
                 kind = table[numbers[k]]
                 if kind.what in (K.PAIR_LOW, K.PAIR_HIGH, K.PAIR_HIGH_KEPT):
                     pair.append((kind, positions[k]))
+                elif kind.what == K.LOCVIEWS:
+                    views.append((kind, positions[k]))
                 else:
                     self.one(kind, positions[k], die)
             if len(pair) == 2:
                 self.pair(pair, die)
+            for kind, pos in views:  # once the DIE's location list is written
+                size = self.header.offset_size if kind.form == K.DW_FORM_sec_offset else 4
+                _put(self.out, pos, size, self.lists.views(self.location_list))
             i = j
 
     def _read_address(self, kind: K.Kind, pos: int) -> tuple[int, int, int]:
@@ -206,6 +228,8 @@ class _Sites:
             name = self.lists.loc_name if locations else self.lists.rng_name
             new = self.lists.list_at(name, old, locations)
             _put(out, pos, size, new)
+            if locations:
+                self.location_list = new
             if not locations and die == self.unit.die_start:
                 self.done.aranges.append((self.header.offset, self.lists.placed[new]))
         elif what == K.EXPRESSION:
@@ -220,6 +244,10 @@ class _Sites:
             _put(out, pos, self.header.offset_size, new)
         elif what == K.INDIRECT:
             mover.dropped["values in DW_FORM_indirect"] += 1
+        elif what == K.REF_ADDR:  # DWARF 2 wrote it in an address's size
+            size = self.header.offset_size if self.header.version >= 3 else \
+                self.header.address_size
+            self.done.refs.append((self.header.offset, pos, size))
 
     def pair(self, pair: list[tuple[K.Kind, int]], die: int) -> None:
         """DW_AT_low_pc and DW_AT_high_pc: the ranges their code went to."""
