@@ -100,7 +100,9 @@ def test_plain_gdb_loses_the_stack(gdb: Callable[..., Any], case: dict[str, Any]
 
 def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
                                                   case: dict[str, Any]) -> None:
-    s = gdb(case["binary"], core=str(case["core"]))
+    """The unwinder alone: without the debug file, whose `.debug_frame` (which GDB reads before
+    `.eh_frame`) makes the same choice of FDE (test_the_debug_files_cfi_also_wins below)."""
+    s = gdb(case["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
     truth = case["truth"]
     assert _bt_pcs(s.backtrace())[:3] == truth[:3]
     assert _pcs(s, 3) == truth[:3]
@@ -125,6 +127,14 @@ def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
     assert _bt_pcs(s.backtrace())[2] != truth[2]
     s.command("bb exact-frames on")
     assert _bt_pcs(s.backtrace())[:3] == truth[:3]
+
+
+def test_the_debug_files_cfi_also_wins(gdb: Callable[..., Any], case: dict[str, Any]) -> None:
+    """With the debug file (the default), GDB's own unwinding follows its `.debug_frame`: the
+    true stack even with the unwinder off."""
+    s = gdb(case["binary"], core=str(case["core"]))
+    assert "exact frames off" in s.command("bb exact-frames off")
+    assert _bt_pcs(s.backtrace())[:3] == case["truth"][:3]
 
 
 def test_the_unwinder_stays_out_of_clean_modules(gdb: Callable[..., Any], zoo: dict[str, Any],
