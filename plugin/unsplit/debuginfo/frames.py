@@ -15,8 +15,10 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
+from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
 from unsplit.errors import UnsplitError
+from unsplit.formats import nops
 from unsplit.formats.dwarf_expr import RIP
 from unsplit.formats.eh_frame import FrameDescription, Row, initial_state
 from unsplit.index.module_index import ModuleIndex
@@ -49,14 +51,24 @@ def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
         whole = _whole(table, starts, frag_start, frag_end, copier)
         if whole is not None:
             section.add_instructions(frag_start, whole[0], whole[2], whole[1])
-            summary.uncovered += whole[0] < frag_end
+            summary.uncovered += _bare(binary, [(whole[0], frag_end)])
             continue
         pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
             section.add(start, end, rows)
-        summary.uncovered += [p[:2] for p in pieces] != [(frag_start, frag_end)]
+        bounds = [frag_start, *(b for p in pieces for b in p[:2]), frag_end]
+        summary.uncovered += _bare(binary, list(zip(bounds[0::2], bounds[1::2], strict=True)))
     summary.fdes = section.fdes
     return (bytes(section.data), summary) if section.fdes else None
+
+
+def _bare(binary: Binary, gaps: list[tuple[int, int]]) -> bool:
+    """Whether some of the [start, end) runs no FDE covers is code, not padding: a fragment
+    whose extent the index takes up to the next one's start (no sized symbol: a stripped
+    library's BAT fragments) has its function's padding after its FDE's end."""
+    return any(start < end and not nops.padding(binary.code_bytes(start, end - start),
+                                                binary.machine)
+               for start, end in gaps)
 
 
 def split_fragments(index: ModuleIndex) -> list[tuple[int, int]]:

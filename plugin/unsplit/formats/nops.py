@@ -27,6 +27,24 @@ def _jump(code: bytes, machine: int) -> bool:
     return False
 
 
+def padding(code: bytes, machine: int) -> bool:
+    """Whether `code` is what a linker or BOLT puts between functions: nops, zeros and int3
+    in any mix (BOLT fills room it freed in a rewritten `.text` with zeros between nops)."""
+    if machine != EM_X86_64:
+        rest = code.strip(b"\0")
+        return not rest or all_nops(rest, machine)
+    pos, end = 0, len(code)
+    while pos < end:
+        if code[pos] in (0x00, 0xCC):
+            pos += 1
+            continue
+        size = _x86_nop(code, pos)
+        if not size:
+            return False
+        pos += size
+    return True
+
+
 def all_nops(code: bytes, machine: int) -> bool:
     """Whether `code` decodes, to its last byte, as no-operation instructions."""
     if machine == EM_AARCH64:
