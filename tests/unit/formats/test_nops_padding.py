@@ -1,13 +1,12 @@
 """nops.padding: what sits between functions (nops, zeros, int3 in any mix) against code. The
 NOPs are the Intel SDM's recommended multi-byte forms (vol. 2B, "NOP", table 4-12) and the
-66.. 2E prefixed 15-byte form GNU as and LLVM emit; llvm-mc-free: the bytes are the table's."""
+66.. 2E prefixed 15-byte form GNU as and LLVM emit."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
-
 from unsplit.formats import nops
 
 SDM_NOPS = [bytes.fromhex(h) for h in (
