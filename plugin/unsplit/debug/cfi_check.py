@@ -344,7 +344,7 @@ def uncovered(index: ModuleIndex, fragments: list[Fragment]) -> Iterator[Uncover
 
 def _padding(code: bytes, machine: int) -> bool:
     """Bytes a linker or BOLT puts between functions: zeros, int3, nops."""
-    return not code.strip(b"\0\xcc") or nops.all_nops(code, machine)
+    return nops.padding(code, machine)
 
 
 def rule_mismatches(index: ModuleIndex, fragments: list[Fragment], input_binary: Binary

@@ -14,14 +14,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from elftools.dwarf.constants import DW_CFA
-
 from unsplit.debuginfo.dwarf.frame import DebugFrame
+from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
 from unsplit.errors import UnsplitError
+from unsplit.formats import nops
 from unsplit.formats.dwarf_expr import RIP
-from unsplit.formats.eh_frame import FrameDescription, Row, decode_rows
-from unsplit.index.model import Fragment
+from unsplit.formats.eh_frame import FrameDescription, Row, initial_state
 from unsplit.index.module_index import ModuleIndex
 
 
@@ -47,107 +46,194 @@ def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
     starts = sorted(a for _, a in table.fde_starts())
     section = DebugFrame(RIP)
     summary = FrameSummary()
-    bodies: dict[tuple[str, int, bytes], list[tuple[int, bytes]] | None] = {}
-    for frag in fragments:
-        whole = _whole(table, starts, frag, section, bodies)
+    copier = _Copier(table, section)
+    for frag_start, frag_end in fragments:
+        whole = _whole(table, starts, frag_start, frag_end, copier)
         if whole is not None:
-            section.add_instructions(frag.start, whole[0], whole[1])
-            summary.uncovered += whole[0] < frag.end
+            section.add_instructions(frag_start, whole[0], whole[2], whole[1])
+            summary.uncovered += _bare(binary, [(whole[0], frag_end)])
             continue
-        pieces = _pieces(table, starts, frag, summary)
+        pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
             section.add(start, end, rows)
-        summary.uncovered += [p[:2] for p in pieces] != [(frag.start, frag.end)]
+        bounds = [frag_start, *(b for p in pieces for b in p[:2]), frag_end]
+        summary.uncovered += _bare(binary, list(zip(bounds[0::2], bounds[1::2], strict=True)))
     summary.fdes = section.fdes
     return (bytes(section.data), summary) if section.fdes else None
 
 
-def split_fragments(index: ModuleIndex) -> list[Fragment]:
-    """Every fragment of each procedure with moved code, in address order: a debugger's
-    function is all of them (DWARF ranges), and takes its plan from each."""
-    seen: dict[tuple[int, int], Fragment] = {}
-    procedures: set[int] = set()
-    for moved in index.moved_fragments():
-        seen.setdefault((moved.start, moved.end), moved)
-        proc = index.procedure_at(moved.start)
-        if proc is None or id(proc) in procedures:
+def _bare(binary: Binary, gaps: list[tuple[int, int]]) -> bool:
+    """Whether some of the [start, end) runs no FDE covers is code, not padding: a fragment
+    whose extent the index takes up to the next one's start (no sized symbol: a stripped
+    library's BAT fragments) has its function's padding after its FDE's end."""
+    return any(start < end and not nops.padding(binary.code_bytes(start, end - start),
+                                                binary.machine)
+               for start, end in gaps)
+
+
+def split_fragments(index: ModuleIndex) -> list[tuple[int, int]]:
+    """[start, end) of every fragment of each procedure in more than one, in address order: a
+    debugger's function is all of them (DWARF ranges), and takes its plan from each. From
+    the index's spans, without a Procedure per function (a BOLTed libLLVM has 89k split)."""
+    seen: set[tuple[int, int]] = set()
+    for _, _, spans in index.procedure_spans():
+        if len(spans) > 1:
+            seen.update(s for s in spans if s[0] < s[1])
+    return sorted(seen)
+
+
+class _Copier:
+    """FDE instructions copied as the module's section has them, under a CIE of the debug file
+    per distinct source CIE (same factors and initial instructions): what each of them says is
+    then what it says in the module, with nothing decoded. Only for instructions every reader
+    of `.debug_frame` knows and that do not depend on the source's encoding (no set_loc, no
+    GNU extension), with balanced state pushes; anything else is decoded (_pieces)."""
+
+    def __init__(self, table: CfiTable, section: DebugFrame) -> None:
+        self.table, self.section = table, section
+        self.cies: dict[tuple[str, int], int | None] = {}
+        self.made: dict[tuple[int, int, bytes], int] = {}
+        self.bodies: dict[bytes, bool] = {}
+
+    def cie(self, name: str, cfi: CfiSection, offset: int) -> int | None:
+        """The debug file's CIE for the source CIE at `offset` of `cfi`, or None when an FDE
+        under it must be decoded (a signal frame, a return address in another register)."""
+        key = (name, offset)
+        if key not in self.cies:
+            self.cies[key] = self._make_cie(cfi, offset)
+        return self.cies[key]
+
+    def _make_cie(self, cfi: CfiSection, offset: int) -> int | None:
+        try:
+            cie = cfi.reader.cie(offset)
+            initial_state(cie)  # DecodeError for initial instructions that are not rules
+        except UnsplitError:
+            return None
+        initial = cfi.reader.data[cie.initial[0]:cie.initial[1]]
+        if (b"S" in cie.augmentation or cie.return_address_register != RIP
+                or not copyable(initial)):
+            return None
+        key = (cie.code_alignment_factor, cie.data_alignment_factor, initial)
+        if key not in self.made:
+            self.made[key] = self.section.cie(*key)
+        return self.made[key]
+
+    def body(self, instructions: bytes) -> bool:
+        """Whether an FDE's instruction bytes can be copied (kept per distinct body)."""
+        found = self.bodies.get(instructions)
+        if found is None:
+            found = self.bodies[instructions] = copyable(instructions)
+        return found
+
+
+def copyable(code: bytes) -> bool:
+    """Whether `code` is whole DWARF call frame instructions, each a standard one whose
+    meaning is the same in `.debug_frame` (DWARF 5 §6.4.2), restore_state never without a
+    remembered state."""
+    i, n, depth = 0, len(code), 0
+    while i < n:
+        op = code[i]
+        i += 1
+        if op & 0xC0:
+            if op & 0xC0 == 0x80:  # DW_CFA_offset: a ULEB
+                i = _skip_leb(code, i)
             continue
-        procedures.add(id(proc))
-        for frag in proc.fragments:
-            seen.setdefault((frag.start, frag.end), frag)
-    return [seen[k] for k in sorted(seen) if k[0] < k[1]]
+        operands = _OPERANDS.get(op)
+        if operands is None:
+            return False
+        if op == 0x0A:  # remember_state
+            depth += 1
+        elif op == 0x0B:  # restore_state
+            depth -= 1
+            if depth < 0:
+                return False
+        for kind in operands:
+            if kind == "l":
+                i = _skip_leb(code, i)
+            elif kind == "b":  # a ULEB length, then that many bytes
+                length, k = 0, 0
+                while i < n:
+                    byte = code[i]
+                    i += 1
+                    length |= (byte & 0x7F) << k
+                    k += 7
+                    if not byte & 0x80:
+                        break
+                else:
+                    return False
+                i += length
+            else:
+                i += int(kind)
+        if i > n:
+            return False
+    return i == n
 
 
-def _whole(table: CfiTable, starts: list[int], frag: Fragment, section: DebugFrame,
-           bodies: dict[tuple[str, int, bytes], list[tuple[int, bytes]] | None]
-           ) -> tuple[int, bytes] | None:
-    """(end, instructions) of `frag`'s one FDE when the unwinder takes a single FDE for all of
-    it: the one at its start, ending within it, no other FDE starting inside and no longer one
-    at its start (code past the FDE's end, padding or another function's, has no CFI). FDEs
-    with one CIE and instruction bytes have the same rows at the same offsets (set_loc
-    aside), so each distinct body is decoded once. None: _pieces decides, address by address."""
-    head = table.head_at(frag.start)
-    if head is None or head[2] != frag.start or head[3] > frag.end:
+def _skip_leb(code: bytes, i: int) -> int:
+    """Where the LEB128 at `i` ends; past the end of `code` when it runs off it."""
+    n = len(code)
+    while i < n and code[i] & 0x80:
+        i += 1
+    return i + 1
+
+
+# Operands of the standard opcodes below 0x40 (DWARF 5 §7.24): "l" a LEB128, "b" a ULEB length
+# and a block, a digit that many bytes. set_loc (its pointer's encoding is the source's) and
+# the vendor opcodes (GNU_args_size, ...) are left out: such an FDE is decoded instead.
+_OPERANDS: dict[int, str] = {
+    0x00: "", 0x02: "1", 0x03: "2", 0x04: "4", 0x05: "ll", 0x06: "l", 0x07: "l", 0x08: "l",
+    0x09: "ll", 0x0A: "", 0x0B: "", 0x0C: "ll", 0x0D: "l", 0x0E: "l", 0x0F: "b", 0x10: "lb",
+    0x11: "ll", 0x12: "ll", 0x13: "l", 0x14: "ll", 0x15: "ll", 0x16: "lb",
+}
+
+
+def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, copier: _Copier
+           ) -> tuple[int, int, bytes] | None:
+    """(end, CIE, instructions) of the fragment's one FDE, copied, when the unwinder takes a
+    single FDE for all of it: the one at its start, ending within it, no other FDE starting
+    inside and no longer one at its start (code past the FDE's end, padding or another
+    function's, has no CFI). None: _pieces decides, address by address."""
+    head = table.head_at(frag_start)
+    if head is None or head[2] != frag_start or head[3] > frag_end:
         return None
-    i = bisect_right(starts, frag.start)
-    if i < len(starts) and starts[i] < frag.end:
+    i = bisect_right(starts, frag_start)
+    if i < len(starts) and starts[i] < frag_end:
         return None
     cfi = table.section_named(head[0])
-    first = bisect_left(cfi.starts, frag.start)
-    for k in range(first, bisect_right(cfi.starts, frag.start)):
+    first = bisect_left(cfi.starts, frag_start)
+    for k in range(first, bisect_right(cfi.starts, frag_start)):
         other = cfi.head(cfi.offsets[k])
         if other is not None and other[2] + other[3] > head[3]:
             return None  # the unwinder goes on with that one past this one's end
     found = cfi.head(head[1])
     if found is None:
         return None
-    cie_offset, _, _, size, body, body_end = found
-    key = (head[0], cie_offset, cfi.reader.data[body:body_end])
-    if key not in bodies:
-        bodies[key] = _relative_chunks(cfi, head[1], section)
-    chunks = bodies[key]
-    if chunks is None:
+    cie = copier.cie(head[0], cfi, found[0])
+    instructions = cfi.reader.data[found[4]:found[5]]
+    if cie is None or not copier.body(instructions):
         return None
-    return head[3], b"".join(chunk for at, chunk in chunks if at < size)
+    return head[3], cie, instructions
 
 
-def _relative_chunks(cfi: CfiSection, offset: int, section: DebugFrame
-                     ) -> list[tuple[int, bytes]] | None:
-    """The FDE at `offset`'s instruction chunks (DebugFrame.chunks) at offsets from its start;
-    None where _pieces decides: set_loc (rows not a function of the body), a signal frame, a
-    return address in another register, or CFI that does not decode (_pieces says so)."""
-    try:
-        fde = cfi.reader.fde(offset)
-        if fde is None or any(i.opcode == DW_CFA.set_loc for i in fde.instructions):
-            return None
-        cie = fde.cie
-        if b"S" in cie.augmentation or cie.return_address_register != RIP:
-            return None
-        rows = decode_rows(cie, fde, 0)
-    except UnsplitError:
-        return None
-    return section.chunks(rows)
-
-
-def _pieces(table: CfiTable, starts: list[int], frag: Fragment, summary: FrameSummary
-            ) -> list[tuple[int, int, list[Row]]]:
+def _pieces(table: CfiTable, starts: list[int], frag_start: int, frag_end: int,
+            summary: FrameSummary) -> list[tuple[int, int, list[Row]]]:
     """[start, end) runs of `frag` with their rows: one run unless some code of it has no
     usable FDE (a gap ends a run)."""
     out: list[tuple[int, int, list[Row]]] = []
     rows: list[Row] = []
-    run_start = addr = frag.start
+    run_start = addr = frag_start
     decoded: dict[tuple[str, int], FrameDescription | None] = {}
-    while addr < frag.end:
+    while addr < frag_end:
         i = bisect_right(starts, addr)
-        following = starts[i] if i < len(starts) else frag.end
+        following = starts[i] if i < len(starts) else frag_end
         fd = _chosen(table, addr, decoded, summary)
         if fd is None:
             if rows:
                 out.append((run_start, addr, rows))
             rows = []
-            addr = run_start = min(following, frag.end)
+            addr = run_start = min(following, frag_end)
             continue
-        end = min(fd.end, frag.end, following)
+        end = min(fd.end, frag_end, following)
         at = fd.row_at(addr)
         here = ([] if at is None else [Row(addr, at.cfa, at.rules)]) + \
             [r for r in fd.rows if addr < r.address < end]
@@ -158,7 +244,7 @@ def _pieces(table: CfiTable, starts: list[int], frag: Fragment, summary: FrameSu
             run_start = end
         addr = end
     if rows:
-        out.append((run_start, frag.end, rows))
+        out.append((run_start, frag_end, rows))
     return out
 
 

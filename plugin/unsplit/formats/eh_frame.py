@@ -109,6 +109,7 @@ class Cie:
     instructions: list[Instruction]
     section: str = ".eh_frame"  # where it is: what a DecodeError about its rules names
     offset: int = 0
+    initial: tuple[int, int] = (0, 0)  # [start, end) of its initial instructions' bytes
 
 
 @dataclass(slots=True)
@@ -249,7 +250,7 @@ class EntryReader:
         if i > end:
             raise self.error(offset, "the CIE's fields run past its entry")
         cie = Cie(caf, daf, ra, augmentation, fde_encoding, self.instructions(i, end),
-                  self.section, offset)
+                  self.section, offset, (i, end))
         self.cies[offset] = cie
         return cie
 

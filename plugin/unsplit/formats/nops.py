@@ -6,6 +6,8 @@ so input bytes with no output place that are only those are no loss."""
 
 from __future__ import annotations
 
+import re
+
 EM_X86_64, EM_AARCH64 = 62, 183
 _AARCH64_NOP = bytes.fromhex("1f2003d5")
 
@@ -25,6 +27,25 @@ def _jump(code: bytes, machine: int) -> bool:
     if machine == EM_X86_64:
         return (len(code) == 2 and code[0] == 0xEB) or (len(code) == 5 and code[0] == 0xE9)
     return False
+
+
+def padding(code: bytes, machine: int) -> bool:
+    """Whether `code` is what a linker or BOLT puts between functions: nops, zeros and int3
+    in any mix (BOLT fills room it freed in a rewritten `.text` with zeros between nops)."""
+    if machine != EM_X86_64:
+        rest = code.strip(b"\0")
+        return not rest or all_nops(rest, machine)
+    return _X86_PADDING.fullmatch(code) is not None
+
+
+# What padding() takes on x86-64, as one expression (a stripped library's 142k gaps in a
+# fraction of _x86_nop's loop): zero, int3, or up to 14 66/2E prefixes and 90 or 0F 1F /0
+# with the ModRM forms _x86_nop reads (SIB after rm=4, disp8 after mod 1, disp32 after mod
+# 2 or mod 0 rm=5). Possessive: no backtracking on code that is not padding.
+_X86_PADDING = re.compile(
+    rb"(?:[\x00\xcc]|[\x66\x2e]{0,14}+(?:\x90|\x0f\x1f(?:[\x00-\x03\x06\x07\xc0-\xc7]|\x04."
+    rb"|\x05.{4}|\x44..|[\x40-\x43\x45-\x47].|\x84.{5}|[\x80-\x83\x85-\x87].{4})))*+",
+    re.DOTALL)
 
 
 def all_nops(code: bytes, machine: int) -> bool:

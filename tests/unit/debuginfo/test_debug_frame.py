@@ -130,3 +130,36 @@ def test_debug_frame_takes_the_unwinders_choice_among_duplicates(zoo: dict[str, 
     expected = {a: _at(copy if a < frag[0] + 0x10 else own, a) for a in range(*frag)}
     assert {a: _at(rows, a) for a in range(*frag)} == expected
     assert any(_at(own, a) != expected[a] for a in range(*frag))  # the choice shows
+
+
+def _covered(fdes_of: dict[tuple[int, int], list[tuple[int, str]]], start: int, end: int) -> bool:
+    """Whether FDEs with rows cover every byte of [start, end)."""
+    at = start
+    while at < end:
+        reach = max((e for s, e in fdes_of if s <= at < e and fdes_of[s, e]), default=at)
+        if reach == at:
+            return False
+        at = reach
+    return True
+
+
+@pytest.mark.parametrize(("variant", "program"), [("bolt-all", "crash"),
+                                                  ("bolt-randomN", "except"),
+                                                  ("bolt-cdsplit", "crash")])
+def test_padding_after_an_fde_is_not_code_without_cfi(zoo: dict[str, Any], variant: str,
+                                                      program: str, tmp_path: Path) -> None:
+    """Stripped of its symbol table (BAT kept), a BOLT output's fragments have no size: the
+    index takes each up to the next fragment's start, over the padding after its function.
+    The count of fragments in part without an FDE is then the one their symbols' sizes
+    (nm, facts.json) give with llvm-dwarfdump-22's FDEs: padding is not code without CFI."""
+    f = facts(zoo, variant, program)
+    binary = ROOT / f["binary"]
+    module = fdes(binary, "eh-frame")
+    expected = sum(not _covered(module, int(g["start"], 16), int(g["end"], 16))
+                   for info in f["split_functions"].values() for g in info["fragments"]
+                   if int(g["end"], 16) > int(g["start"], 16))
+    stripped = tmp_path / program
+    bolt_truth.run("llvm-strip-22", "--strip-all", "--keep-section=.note.bolt_bat", binary,
+                   "-o", stripped)
+    report = _write(stripped, tmp_path / "x.debug")
+    assert report["cfi_fdes"] and report["cfi_fragments_not_whole"] == expected, report

@@ -1,8 +1,10 @@
-"""`.debug_frame` (DWARF 5 §6.4): one CIE, then an FDE per range whose rows are given whole
+"""`.debug_frame` (DWARF 5 §6.4): a CIE, then an FDE per range whose rows are given whole
 (CFA and register rules, as unsplit.formats.eh_frame decodes them), each row said as the
 changes from the one before. Version 4 CIE, code and data alignment 1 (any offset is said as
 it is), no initial instructions (each FDE's first row says every rule), addresses absolute.
-Inverse: unsplit.formats.eh_frame's EntryReader over a `.debug_frame` section."""
+Further CIEs (`cie`) carry another section's alignment factors and initial rules, for FDEs
+whose instructions are copied as they are. Inverse: unsplit.formats.eh_frame's EntryReader
+over a `.debug_frame` section."""
 
 from __future__ import annotations
 
@@ -24,13 +26,19 @@ class DebugFrame:
     """The section being written: the CIE first, FDEs appended."""
 
     def __init__(self, return_register: int) -> None:
-        body = bytearray(struct.pack("<I", _CIE_ID))
-        body += bytes([4]) + b"\0" + bytes([8, 0])  # version, augmentation "", sizes
-        body += encode_uleb128(1) + encode_sleb128(1) + encode_uleb128(return_register)
         self.return_register = return_register
         self.data = bytearray()
-        self._entry(body)
         self.fdes = 0
+        self.cie(1, 1, b"")  # at offset 0: the one `add` uses
+
+    def cie(self, code_alignment: int, data_alignment: int, initial: bytes) -> int:
+        """A CIE with these factors and initial instructions; its offset (the FDE's pointer)."""
+        offset = len(self.data)
+        body = bytearray(struct.pack("<I", _CIE_ID))
+        body += bytes([4]) + b"\0" + bytes([8, 0])  # version, augmentation "", sizes
+        body += encode_uleb128(code_alignment) + encode_sleb128(data_alignment)
+        self._entry(body + encode_uleb128(self.return_register) + initial)
+        return offset
 
     def _entry(self, body: bytearray) -> None:
         while (len(body) + 4) % 8:
@@ -41,29 +49,25 @@ class DebugFrame:
         """An FDE for [start, end) whose table is `rows` (ascending, the first at `start`)."""
         self.add_instructions(start, end, self.instructions(rows))
 
-    def add_instructions(self, start: int, end: int, instructions: bytes) -> None:
-        """An FDE for [start, end) with the call frame instructions `instructions`."""
-        body = bytearray(struct.pack("<IQQ", 0, start, end - start))  # the CIE at offset 0
+    def add_instructions(self, start: int, end: int, instructions: bytes, cie: int = 0) -> None:
+        """An FDE for [start, end) with the call frame instructions `instructions`, under the
+        CIE at offset `cie`."""
+        body = bytearray(struct.pack("<IQQ", cie, start, end - start))
         self._entry(body + instructions)
         self.fdes += 1
 
     def instructions(self, rows: Sequence[Row]) -> bytes:
         """The instructions that make `rows` from the first one's address on."""
-        return b"".join(chunk for _, chunk in self.chunks(rows))
-
-    def chunks(self, rows: Sequence[Row]) -> list[tuple[int, bytes]]:
-        """(row address, the instructions that make it from the row before) for each row that
-        changes something: they depend on the rows' distances alone, so FDEs with the same
-        rows at the same offsets share them, and an FDE cut at N keeps the chunks below N."""
-        out: list[tuple[int, bytes]] = []
+        out = bytearray()
         previous: Row | None = None
         for row in rows:
             if previous is not None and (row.cfa, row.rules) == (previous.cfa, previous.rules):
                 continue  # a row that changes nothing
-            step = b"" if previous is None else _advance(row.address - previous.address)
-            out.append((row.address, step + _changes(previous, row, self.return_register)))
+            if previous is not None:
+                out += _advance(row.address - previous.address)
+            out += _changes(previous, row, self.return_register)
             previous = row
-        return out
+        return bytes(out)
 
 
 def _advance(delta: int) -> bytes:

@@ -1,0 +1,31 @@
+"""nops.padding: what sits between functions (nops, zeros, int3 in any mix) against code. The
+NOPs are the Intel SDM's recommended multi-byte forms (vol. 2B, "NOP", table 4-12) and the
+66.. 2E prefixed 15-byte form GNU as and LLVM emit."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from unsplit.formats import nops
+
+SDM_NOPS = [bytes.fromhex(h) for h in (
+    "90", "6690", "0f1f00", "0f1f4000", "0f1f440000", "660f1f440000", "0f1f8000000000",
+    "0f1f840000000000", "660f1f840000000000", "66666666662e0f1f840000000000")]
+
+
+def test_every_mix_of_nops_zeros_and_int3_is_padding() -> None:
+    for a, b in itertools.product([*SDM_NOPS, b"\0" * 3, b"\xcc"], repeat=2):
+        assert nops.padding(a + b, nops.EM_X86_64), (a + b).hex()
+
+
+@pytest.mark.parametrize("code", [
+    "55",  # push %rbp: a function's first instruction after the padding
+    "0f1f84000000",  # a nop cut short
+    "0f1f48",  # 0F 1F /1 is not a NOP (reg field 1)
+    "66" * 15 + "90",  # more prefixes than an instruction may have
+    "90c3",  # ret after a nop
+])
+def test_code_is_not_padding(code: str) -> None:
+    assert not nops.padding(bytes.fromhex(code) + b"\0", nops.EM_X86_64)
+    assert not nops.padding(SDM_NOPS[-1] + bytes.fromhex(code), nops.EM_X86_64)
