@@ -5,7 +5,8 @@ not disassembly.
 With the debug file (the default) LLDB has the lines itself; with `bb debuginfo off`
 (UNSPLIT_LLDB_DEBUGINFO=0) it gets the Breakpad CFI file, which gives LLDB lines for moved code
 only while that code is small (UNSPLIT_LLDB_LINES_MAX_KB, 64 KB by default: any real BOLTed
-program has more); 0 here stands for such a program. The lines expected are the fixture's markers (comments in crash.c).
+program has more); 0 here stands for such a program. The lines expected are the fixture's
+markers (comments in crash.c).
 """
 
 from __future__ import annotations
