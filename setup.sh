@@ -16,8 +16,9 @@ PACKAGES=(gdb lldb-22 python3-lldb-22 clang-22 libclang-rt-22-dev lld-22 llvm-22
           gcc g++ make binutils libc6-dev python3 python3-venv python3-pip
           # for the tests: glibc's debug info (frames in libc are named the same everywhere) and
           # LLVM 14 (llc-14, llvm-readobj-14: the oracle for the oldest bb address map format),
-          # elfutils' debuginfod server (the fleet recipe's test serves debug files with it)
-          libc6-dbg llvm-14 debuginfod)
+          # elfutils' debuginfod server (the fleet recipe's test serves debug files with it),
+          # perf (unsplit fold's tests profile a BOLTed program with it)
+          libc6-dbg llvm-14 debuginfod linux-perf)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

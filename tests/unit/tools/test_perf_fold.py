@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -27,10 +26,6 @@ from fixtures import toolbox
 from ... import bolt_truth
 from ...builders import gcc_pgo_build
 from ...conftest import ROOT, facts
-
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("perf", "perf2bolt-22", "llvm-symbolizer-22")),
-    reason="needs perf, perf2bolt-22 and llvm-symbolizer-22")
 
 _FRAME = re.compile(r"^\s+([0-9a-f]+) (\S+)\+0x([0-9a-f]+) \((.*)\)$")
 
@@ -396,8 +391,6 @@ def test_gcc_cold_profile_folds_to_the_parent(tmp_path: Path) -> None:
     """A real profile of a GCC PGO program run on the path its training never took: its time
     is in `work.cold`; every sample whose leaf is in the program folds to the symbol table's
     parent of the symbol around it (nm: `work.cold` is `work`)."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc not installed")
     gcc_pgo_build(tmp_path, {"hc.c": GCC_HOT_COLD}, [["gcc", "-O2", "-g", "hc.c", "-o", "hc"]],
                   train=["./hc"])
     binary = tmp_path / "hc"
