@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from unsplit.debuginfo.dwarf.frame import DebugFrame
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
-from unsplit.errors import UnsplitError
+from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats import nops
 from unsplit.formats.dwarf_expr import RIP
 from unsplit.formats.eh_frame import FrameDescription, Row, initial_state
+from unsplit.formats.leb128 import read_uleb, skip_leb
 from unsplit.index.module_index import ModuleIndex
 
 
@@ -130,13 +131,20 @@ def copyable(code: bytes) -> bool:
     """Whether `code` is whole DWARF call frame instructions, each a standard one whose
     meaning is the same in `.debug_frame` (DWARF 5 §6.4.2), restore_state never without a
     remembered state."""
+    try:
+        return _copyable(code)
+    except DecodeError:  # a LEB128 that runs off the end: not whole instructions
+        return False
+
+
+def _copyable(code: bytes) -> bool:
     i, n, depth = 0, len(code), 0
     while i < n:
         op = code[i]
         i += 1
         if op & 0xC0:
             if op & 0xC0 == 0x80:  # DW_CFA_offset: a ULEB
-                i = _skip_leb(code, i)
+                i = skip_leb(code, i, n, _SECTION)
             continue
         operands = _OPERANDS.get(op)
         if operands is None:
@@ -149,18 +157,9 @@ def copyable(code: bytes) -> bool:
                 return False
         for kind in operands:
             if kind == "l":
-                i = _skip_leb(code, i)
+                i = skip_leb(code, i, n, _SECTION)
             elif kind == "b":  # a ULEB length, then that many bytes
-                length, k = 0, 0
-                while i < n:
-                    byte = code[i]
-                    i += 1
-                    length |= (byte & 0x7F) << k
-                    k += 7
-                    if not byte & 0x80:
-                        break
-                else:
-                    return False
+                length, i = read_uleb(code, i, n, _SECTION)
                 i += length
             else:
                 i += int(kind)
@@ -169,13 +168,7 @@ def copyable(code: bytes) -> bool:
     return i == n
 
 
-def _skip_leb(code: bytes, i: int) -> int:
-    """Where the LEB128 at `i` ends; past the end of `code` when it runs off it."""
-    n = len(code)
-    while i < n and code[i] & 0x80:
-        i += 1
-    return i + 1
-
+_SECTION = ".eh_frame"  # where the instructions copyable reads come from
 
 # Operands of the standard opcodes below 0x40 (DWARF 5 §7.24): "l" a LEB128, "b" a ULEB length
 # and a block, a digit that many bytes. set_loc (its pointer's encoding is the source's) and
