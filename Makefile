@@ -44,7 +44,7 @@ debuggers:
 	bash tools/debuggers.sh
 
 # LLDB 19 runs the scenario table and the version checks: the other e2e files drive what it
-# cannot do (its own bt through split functions with DWARF, see README's version table).
+# cannot do (its own bt through split functions with DWARF, see docs/versions.md).
 matrix: fixtures debuggers
 	$(PY) -m pytest -q $(XDIST) tests/e2e
 	UNSPLIT_GDB=$(GDB18) $(PY) -m pytest -q $(XDIST) tests/e2e -k "gdb and not lldb"

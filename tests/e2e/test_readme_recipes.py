@@ -1,5 +1,5 @@
-"""The README's init-file lines, read as a user's init file reads them: plain `next`/`step`
-(and `n`/`s`) run `bb next`/`bb step`, and GDB asks nothing while it starts.
+"""The init-file lines of docs/gdb.md and docs/lldb.md, read as a user's init file reads them:
+plain `next`/`step` (and `n`/`s`) run `bb next`/`bb step`, and GDB asks nothing while it starts.
 
 The oracle is the debugger itself: GDB's `set trace-commands on` echoes the commands a user
 command runs (`++bb next`), `show confirm` says the setting is as it was; LLDB's `help n`
@@ -19,11 +19,11 @@ from .driver_gdb import PLUGIN, GdbDriver
 pytestmark = pytest.mark.e2e
 
 
-def _block_after(text: str) -> list[str]:
-    """The lines of the README's first code block after `text`."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index(text)
-    m = re.compile(r"^```\n(.*?)^```$", re.S | re.M).search(readme, start)
+def _block_after(page: str, text: str) -> list[str]:
+    """The lines of the first code block after `text` in docs/`page`."""
+    doc = (ROOT / "docs" / page).read_text()
+    start = doc.index(text)
+    m = re.compile(r"^```\n(.*?)^```$", re.S | re.M).search(doc, start)
     assert m is not None, text
     return m.group(1).splitlines()
 
@@ -40,7 +40,7 @@ class _InitFileGdb(GdbDriver):
 
 @pytest.mark.parametrize("confirm", ["on", "off"])
 def test_gdbinit_recipe(zoo: dict[str, Any], tmp_path: Path, confirm: str) -> None:
-    lines = _block_after("in `~/.gdbinit` after the source line")
+    lines = _block_after("gdb.md", "in `~/.gdbinit` after the source line")
     assert "define next" in lines and "define step" in lines
     init = tmp_path / "gdbinit"
     init.write_text("\n".join([f"set confirm {confirm}", f"source {PLUGIN}", *lines]) + "\n")
@@ -69,7 +69,7 @@ def test_gdbinit_recipe(zoo: dict[str, Any], tmp_path: Path, confirm: str) -> No
 def test_lldbinit_recipe(lldb: Any, zoo: dict[str, Any]) -> None:
     """Without a process, LLDB's own `n` says it needs one; `bb next` says so in its own name:
     which one `n` runs shows. With one, `n` and `s` step."""
-    lines = _block_after("in `~/.lldbinit` after the import line")
+    lines = _block_after("lldb.md", "in `~/.lldbinit` after the import line")
     f = facts(zoo, "gcc-pgo", "crash")
     session = lldb(ROOT / f["binary"], args=["crash"])
     native = session.command("n")
