@@ -7,7 +7,7 @@ at load, and goes on with the rest:
   logical names in ``bt``. Without them ``bt`` keeps GDB's own names; ``bb`` commands and the
   stop line still work.
 
-Newer hooks (the README's version table says which GDB has which):
+Newer hooks (docs/versions.md says which GDB has which):
 
 * ``gdb.Breakpoint.locations`` (GDB 13+): `bb break` checks where GDB put a symbolic breakpoint.
 * ``gdb.missing_debug`` (GDB 15+): missing-debug-info handlers; not used yet.

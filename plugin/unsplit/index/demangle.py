@@ -15,7 +15,8 @@ Two wordings exist for the same name, and each consumer keeps its debugger's:
 Rust: legacy names (``_ZN4core3ptr13drop_in_place17h0123456789abcdefE``) are Itanium-shaped
 with a hash as last component; they are read here as rustc-demangle and libiberty read them
 (hash dropped, ``$LT$``-style escapes undone: ``core::ptr::drop_in_place``). Rust v0 names
-(``_R…``) are left as they are: no v0 demangler is on every machine (README says so).
+(``_R…``) are left as they are: no v0 demangler is on every machine (docs/commands.md,
+"Names", says so).
 """
 
 from __future__ import annotations
