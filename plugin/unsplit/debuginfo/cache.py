@@ -83,8 +83,8 @@ def fingerprint(binary: Binary) -> str:
     `-split-strategy=all` and `=cdsplit` outputs share it. Their section headers and symbol
     tables differ."""
     digest = hashlib.sha1()
-    for section in binary.elf.iter_sections():
-        digest.update(f"{section.name}:{section['sh_addr']}:{section['sh_size']};".encode())
+    for section in binary.raw_sections:  # (pyelftools not needed: a later session spares it)
+        digest.update(f"{section.name}:{section.addr}:{section.size};".encode())
     digest.update(binary.section_data(".symtab") or b"")
     return digest.hexdigest()[:16]
 
@@ -180,7 +180,8 @@ def write_once(path: str, data: Callable[[], bytes]) -> str:
     file take turns on ``PATH.lock`` (two debuggers on one cache make it once), and a reader
     never sees half a file (written to a temporary name, then renamed)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(f"{path}.lock", "ab") as lock:
+    lock_path = f"{path}.lock"
+    with open(lock_path, "ab") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         if os.path.isfile(path):
             return CACHED
@@ -190,6 +191,8 @@ def write_once(path: str, data: Callable[[], bytes]) -> str:
                 f.write(data())
             os.replace(tmp, path)
         finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            # (a writer that took the lock before it goes finds the file, or writes it)
+            for left in (tmp, lock_path):
+                if os.path.exists(left):
+                    os.remove(left)
     return MADE
