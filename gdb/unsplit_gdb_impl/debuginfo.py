@@ -105,6 +105,9 @@ class DebugInfoLoader:
         self.outcomes[name] = outcome
         if outcome.reason != TO_WRITE:
             return outcome.path
+        if name in self.pending:  # the file read again while its writer runs: one writer
+            self.pending[name] = (objfile, self.pending[name][1])
+            return None
         found = prebolt.input_for(self.indexes.binary(name))
         try:
             writer = background.start(name, None if found is None else found.path)

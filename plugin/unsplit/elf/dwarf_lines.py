@@ -281,9 +281,9 @@ class DwarfLines:
             for at, ranges in unit_ranges.unit_ranges(sections):
                 if at in covered:
                     continue
-                if isinstance(ranges, DecodeError):
-                    self.warn(DecodeError(ranges.section, ranges.offset,
-                                          f"ranges of the CU at {at:#x}: {ranges.message}"))
+                if isinstance(ranges, DecodeError):  # said at the unit, as what it points at
+                    self.warn(DecodeError(".debug_info", at,
+                                          f"ranges of the CU at {at:#x}: {ranges}"))
                 elif any(hi > _MASK for _, hi in ranges):
                     self.warn(DecodeError(".debug_info", at, f"ranges of the CU at {at:#x}: "
                                           "a range runs past 2^64"))
