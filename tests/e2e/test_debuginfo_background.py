@@ -157,3 +157,18 @@ def test_writer_that_cannot_write_says_one_line(
     bt = session.command("bt 1")
     assert re.search(r"^#0\s+0x[0-9a-f]+ in transfer \[cold[.\d]*\] \(\) at crash\.c:"
                      rf"{f['markers']['crash.c']['crash site']}$", bt, re.M), bt
+
+
+def test_background_off_writes_the_file_at_load(gdb: Callable[..., GdbDriver],
+                                                zoo: dict[str, Any], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """UNSPLIT_DEBUGINFO_BACKGROUND=0: the file is written as the module loads, so the first
+    `bt` already has the input's arguments."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_BACKGROUND", "0")
+    f = facts(zoo, "bolt-gcc", "crash")
+    session = gdb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    assert "unsplit: debug info for split module crash" in session.startup, session.startup
+    bt = session.command("bt 1")
+    assert re.search(r"^#0\s+(0x[0-9a-f]+ in )?transfer \[cold[.\d]*\] \(a=.*amount=amount@"
+                     r"entry=1000, mode=mode@entry=1\)", bt, re.M), bt
