@@ -3,6 +3,7 @@ a split module without DWARF.
 
     .venv/bin/python bench/debuginfo.py [--repeats N]                  # the zoo
     .venv/bin/python bench/debuginfo.py --realworld [--repeats N]      # Lua and simdjson
+    .venv/bin/python bench/debuginfo.py --realworld --sessions-only    # GDB on their cores
 
 The zoo: for every BOLT variant and each of its programs, the `-dbg` twin's recorded
 llvm-bolt-22 command (facts.json `bolt_command`) rerun into a temporary file (what a release
@@ -32,9 +33,11 @@ profiles beside them:
                ADDR a line, plain GDB none.
     bt         a core of the BOLT output stopped at the first moved fragment its rare paths
                reach (plain GDB, a breakpoint on every moved fragment); `gdb -batch BINARY -c
-               CORE -ex bt` with the plugin (first: empty cache; later: the cache that left)
-               against plain GDB on BOLT's twin reading the same core (same code bytes);
-               the plugin's frames must have lines, the same in both of its sessions.
+               CORE -ex bt` with the plugin (first: empty cache, the file written in the
+               background; args: empty cache, `bt` then `info args`, which waits for the file;
+               later: the cache the first left) against plain GDB on BOLT's twin reading the
+               same core (same code bytes); the plugin's frames must have lines, its `info args`
+               as many arguments as the twin's (--sessions-only: these alone).
 
 Cache state: every `unsplit debuginfo` run has an empty unsplit cache of its own
 ($UNSPLIT_CACHE; the command keeps no index there either); the GDB sessions' is stated above.
@@ -47,6 +50,7 @@ bench/results/debuginfo.json (the zoo) or debuginfo-realworld.json.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -228,46 +232,87 @@ def _core(binary: Path, args: list[str], cwd: Path, core: Path) -> None:
         raise RuntimeError(f"{binary}: no core at a moved fragment ({' '.join(args)})")
 
 
-def _gdb_bt(binary: Path, core: Path, plugin: bool, cache: Path) -> tuple[Timing, str]:
-    """The time of `gdb -batch BINARY -c CORE -ex bt`, and the backtrace."""
+def _gdb_bt(binary: Path, core: Path, plugin: bool, cache: Path, then: tuple[str, ...] = ()
+            ) -> tuple[Timing, str]:
+    """The time of `gdb -batch BINARY -c CORE -ex bt [-ex THEN...]`, and what it printed."""
     cmd = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
     if plugin:
         cmd += ["-iex", f"source {GDB_PLUGIN}"]
     cmd += [str(binary), "-c", str(core), "-ex", "bt"]
+    for command in then:
+        cmd += ["-ex", "echo <<then>>\\n", "-ex", command]
     timing, out = _timed(cmd, bytecode_env(UNSPLIT_CACHE=str(cache)))
-    return timing, "\n".join(ln for ln in out.splitlines() if ln.startswith("#"))
+    return timing, out
+
+
+def _frames(out: str) -> str:
+    return "\n".join(ln for ln in out.split("<<then>>")[0].splitlines() if ln.startswith("#"))
+
+
+def _written(cache: Path, timeout: float = 600) -> None:
+    """Wait for the debug file a first session left its writer to finish (its lock free)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = list(cache.rglob("*.debug"))
+        if done:
+            with open(f"{done[0]}.lock", "ab") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"no debug file in {cache} after {timeout} s")
 
 
 _FRAME_LINE = re.compile(r"^#\d+ .* at \S+:\d+$")
+_ARGUMENT = re.compile(r"^\w+ = ", re.M)
 
 
 def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path
                    ) -> dict[str, Any]:
-    """GDB's first `bt` on a core of the BOLT output with the plugin (empty cache: its debug
-    file is written at load; then the cache that left), against plain GDB reading the same
-    core with BOLT's --update-debug-sections twin (same code bytes)."""
+    """GDB on a core of the BOLT output with the plugin, against plain GDB reading the same
+    core with BOLT's --update-debug-sections twin (same code bytes):
+      first   `bt` on an empty cache: the file is written in the background, GDB exits after
+              `bt` (the writer finishes after it; not counted)
+      args    `bt` then `info args` on an empty cache: `info args` waits for the file and shows
+              the arguments: when the variables appear, the writer's CPU counted once waited
+      later   `bt` with the cache the first left
+      twin    plain GDB, `bt` then `info args`"""
     args, cwd = _workloads(tmp)[name]
     core = tmp / f"{name}.core"
     _core(binary, args, cwd, core)
-    runs: dict[str, list[Timing]] = {"twin": [], "first": [], "later": []}
+    runs: dict[str, list[Timing]] = {"twin": [], "first": [], "args": [], "later": []}
     said: dict[str, str] = {}
+    info = ("info args",)
     for k in range(repeats):
         cache = Path(tempfile.mkdtemp(prefix=f"bt-{name}-{k}-", dir=tmp))
-        for kind, path, plugin in (("twin", twin, False), ("first", binary, True),
-                                   ("later", binary, True)):
-            timing, said[kind] = _gdb_bt(path, core, plugin, cache)
+        other = Path(tempfile.mkdtemp(prefix=f"bt-args-{name}-{k}-", dir=tmp))
+        for kind, path, plugin, where, then in (("twin", twin, False, cache, info),
+                                                ("first", binary, True, cache, ()),
+                                                ("args", binary, True, other, info),
+                                                ("later", binary, True, cache, ())):
+            if kind == "later":
+                _written(cache)
+            timing, said[kind] = _gdb_bt(path, core, plugin, where, then)
             runs[kind].append(timing)
     best = {kind: _best(t) for kind, t in runs.items()}
-    lines = {k: sum(bool(_FRAME_LINE.match(f)) for f in v.splitlines()) for k, v in said.items()}
-    if not lines["first"] or lines["first"] != lines["later"]:
+    frames = {k: _frames(v) for k, v in said.items()}
+    lines = {k: sum(bool(_FRAME_LINE.match(f)) for f in v.splitlines()) for k, v in
+             frames.items()}
+    arguments = {k: len(_ARGUMENT.findall(v.split("<<then>>", 1)[1])) for k, v in said.items()
+                 if "<<then>>" in v}
+    # (the first `bt` has no inlined frame, and may go past `main`, which GDB knows as the
+    # program's main function only with the file)
+    if not lines["first"] or lines["later"] < lines["twin"] or \
+            arguments["args"] != arguments["twin"]:
         raise RuntimeError(f"{name}: bt on the core with the plugin: {said}")
     return {**{f"bt_{k}_s": v.wall for k, v in best.items()},
             **{f"bt_{k}_cpu_s": v.cpu for k, v in best.items()},
-            "bt_first_over_twin": round(best["first"].wall / best["twin"].wall, 2),
-            "bt_later_over_twin": round(best["later"].wall / best["twin"].wall, 2),
-            "bt_first_over_twin_cpu": round(best["first"].cpu / best["twin"].cpu, 2),
-            "bt_later_over_twin_cpu": round(best["later"].cpu / best["twin"].cpu, 2),
-            "bt_frames_with_line": lines, "bt": said}
+            **{f"bt_{k}_over_twin": round(best[k].wall / best["twin"].wall, 2)
+               for k in ("first", "args", "later")},
+            **{f"bt_{k}_over_twin_cpu": round(best[k].cpu / best["twin"].cpu, 2)
+               for k in ("first", "args", "later")},
+            "bt_frames": {k: len(v.splitlines()) for k, v in frames.items()},
+            "bt_frames_with_line": lines, "info_args_arguments": arguments,
+            "bt": frames}
 
 
 def _with_line(binary: Path, twin: Path) -> int:
@@ -277,6 +322,31 @@ def _with_line(binary: Path, twin: Path) -> int:
     answers, _ = rw.llvm_symbolize(twin, insns)
     return int(next(a for a, answer in zip(insns, answers, strict=True)
                     if (answer.get("Symbol") or [{}])[0].get("Line")))
+
+
+def _print_sessions(name: str, row: dict[str, Any]) -> None:
+    print(f"{name:9} gdb bt on a core: plain on BOLT's twin {row['bt_twin_s']:5.2f} s (cpu "
+          f"{row['bt_twin_cpu_s']:5.2f} s)" + "".join(
+              f", {what} {row[f'bt_{k}_s']:5.2f} s (cpu {row[f'bt_{k}_cpu_s']:5.2f} s; "
+              f"{row[f'bt_{k}_over_twin_cpu']}x cpu)"
+              for k, what in (("first", "first bt"), ("args", "first with arguments"),
+                              ("later", "later"))) + "; frames (with a line) "
+          + ", ".join(f"{k} {row['bt_frames'][k]} ({v})"
+                      for k, v in row["bt_frames_with_line"].items()), flush=True)
+
+
+def sessions(repeats: int, tmp: Path) -> dict[str, Any]:
+    """The core sessions alone (--sessions-only)."""
+    rows = []
+    for name, binary, _, twin, _ in REALWORLD:
+        if not all(p.is_file() for p in (binary, twin)):
+            print(f"{name}: no {binary} and its twin (run bench/realworld*.py first)")
+            continue
+        row = {"program": name, "binary": str(binary), "repeats": repeats,
+               **_core_sessions(name, binary, twin, repeats, tmp)}
+        rows.append(row)
+        _print_sessions(name, row)
+    return {"rows": rows}
 
 
 def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
@@ -336,13 +406,7 @@ def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
         print(f"{'':9} gdb " + ", ".join(f"{k} {v.wall:5.2f} s (cpu {v.cpu:5.2f} s)"
                                          for k, v in best.items())
               + f"  [{said['first']}]", flush=True)
-        print(f"{'':9} gdb bt on a core: plain on BOLT's twin {row['bt_twin_s']:5.2f} s (cpu "
-              f"{row['bt_twin_cpu_s']:5.2f} s), the plugin first {row['bt_first_s']:5.2f} s "
-              f"(cpu {row['bt_first_cpu_s']:5.2f} s; {row['bt_first_over_twin']}x), later "
-              f"{row['bt_later_s']:5.2f} s (cpu {row['bt_later_cpu_s']:5.2f} s; "
-              f"{row['bt_later_over_twin']}x); frames with a line "
-              + ", ".join(f"{k} {v}" for k, v in row["bt_frames_with_line"].items()),
-              flush=True)
+        _print_sessions(name, row)
     return {"rows": rows}
 
 
@@ -351,9 +415,13 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--realworld", action="store_true",
                     help="Lua's, simdjson's and sqlite3's BOLT builds instead of the zoo")
+    ap.add_argument("--sessions-only", action="store_true",
+                    help="with --realworld: GDB's sessions on the cores alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="unsplit-bench-debuginfo-") as tmp:
-        if args.realworld:
+        if args.realworld and args.sessions_only:
+            print(save("debuginfo-realworld-sessions", sessions(args.repeats, Path(tmp))))
+        elif args.realworld:
             print(save("debuginfo-realworld", realworld(args.repeats, Path(tmp))))
         else:
             print(save("debuginfo", zoo(args.repeats, Path(tmp))))

@@ -25,7 +25,7 @@ from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks
 from .breakpoints import Breakpoints
-from .debuginfo import DebugInfoLoader, register_missing_debug_handler
+from .debuginfo import DebugInfoLoader, install_hooks, register_missing_debug_handler
 from .host import GdbHost
 from .locator import Locator
 from .step_report import StepReporter
@@ -40,6 +40,7 @@ class Plugin:
     stop_printer: StopPrinter
     commands: list[Any]
     breakpoints: Breakpoints
+    debuginfo: DebugInfoLoader
 
 
 _plugin: Plugin | None = None
@@ -76,8 +77,9 @@ def register() -> Plugin:
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
     host.breakpoint_lister = breaks.listing
+    loader = DebugInfoLoader(session.indexes)
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
-                    breaks)
+                    breaks, loader)
     for note in capabilities.missing_notes(gdb):
         print(note)
     if capabilities.has_frame_filters(gdb):  # frames.py subclasses gdb.FrameDecorator
@@ -97,10 +99,12 @@ def register() -> Plugin:
     gdb.events.new_objfile.connect(lambda event: _say_input(session, event.new_objfile))
     for objfile in gdb.objfiles():
         _say_input(session, objfile)
-    loader = DebugInfoLoader(session.indexes)
     host.debuginfo_switch = loader.set_enabled
     register_missing_debug_handler(loader)  # GDB >= 15: asked before "No debugging symbols"
     gdb.events.new_objfile.connect(loader.on_new_objfile)  # older GDBs, and files loaded before
+    gdb.events.new_thread.connect(loader.on_new_thread)  # a live process waits for its files
+    gdb.events.stop.connect(loader.poll)
+    gdb.events.before_prompt.connect(loader.poll)
     if loader.enabled:
         for objfile in gdb.objfiles():  # the program may be loaded before the plugin
             loader.load(objfile)
@@ -111,7 +115,7 @@ def register() -> Plugin:
     gdb.events.stop.connect(stop_printer.on_stop)
     gdb.events.before_prompt.connect(stop_printer.on_prompt)
     gdb.events.before_prompt.connect(breaks.flush)
-    for warning in frame_hooks.install():
+    for warning in [*frame_hooks.install(), *install_hooks()]:
         gdb.write(warning + "\n", gdb.STDERR)
     _plugin = plugin
     return plugin
@@ -131,6 +135,16 @@ def after_frame_command() -> None:
     that fails would stop the user's scripts)."""
     if _plugin is not None:
         _plugin.stop_printer.on_frame_command()
+
+
+def before_command(wait: bool) -> None:
+    """What the pre-hooks of debuginfo.HOOKED_COMMANDS run: a debug file made meanwhile is
+    loaded, and with `wait` one being written is waited for (neither ever raises)."""
+    if _plugin is not None:
+        if wait:
+            _plugin.debuginfo.wait()
+        else:
+            _plugin.debuginfo.poll()
 
 
 def plugin() -> Plugin | None:

@@ -9,19 +9,44 @@ Where GDB has missing-debug handlers (GDB >= 15, ``gdb.missing_debug``), the fil
 handler's answer: GDB asks it when its own search (debug-file-directory, debuginfod) found
 nothing, before it says "No debugging symbols found", and ``info missing-debug-handler`` lists
 it (``disable missing-debug-handler unsplit``). Older GDBs get it from ``gdb.events.new_objfile``.
+
+A file not made yet is written by another process (unsplit.debuginfo.background) while the
+session goes on: `bt` names and lines frames from the index meanwhile. Once made, the file is
+loaded, and named in one line, at the next prompt, stop or command of HOOKED_COMMANDS. What
+needs it waits for it: a live process (`run`, `attach`: before the program runs), a library
+loaded in one, and the commands of WAITING_COMMANDS (`break FILE:LINE`, `info args`, `print`,
+`finish`...). ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes it at load instead. (No thread tells
+GDB's event loop when the writer ends: an event GDB 13 still holds when it exits crashes it.)
 """
 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debuginfo.cache import Outcome, debug_file_for, max_code_bytes
+from unsplit.debuginfo import background
+from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_bytes
+from unsplit.errors import UnsplitError
+from unsplit.index import prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
+from . import console
 from .report import report_internal
+
+WAITING_COMMANDS = ("break", "tbreak", "until", "advance", "list", "info line", "info scope",
+                    "info address", "info args", "info locals", "print", "output", "call",
+                    "ptype", "whatis", "finish")
+"""The commands that read what the debug file says (source lines, symbols, values): each waits
+for a file being written (its pre-hook, ``define hook-print``)."""
+
+HOOKED_COMMANDS = (*WAITING_COMMANDS, "backtrace", "frame", "up", "down", "info frame")
+"""The commands before which a file made meanwhile is loaded (the others of them show frames,
+and do not wait: the plugin names and lines frames without the file)."""
+
+HOOK_CALL = "python import unsplit_gdb_impl; unsplit_gdb_impl.before_command({wait})"
 
 
 class DebugInfoLoader:
@@ -31,6 +56,8 @@ class DebugInfoLoader:
         self.outcomes: dict[str, Outcome] = {}
         self.announced: set[str] = set()
         self.answered: set[str] = set()  # modules given as GDB's missing-debug handler
+        self.background = os.environ.get("UNSPLIT_DEBUGINFO_BACKGROUND", "1") != "0"
+        self.pending: dict[str, tuple[Any, background.Writer]] = {}  # module -> being written
 
     def missing_debug(self, objfile: Any) -> str | None:
         """GDB >= 15's question for an objfile without debug info: our file's path, or None
@@ -39,13 +66,12 @@ class DebugInfoLoader:
         if not self.enabled or not name or not os.path.isfile(name):
             return None
         objfile.unsplit_debuginfo = True
-        outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes())
-        self.outcomes[name] = outcome
-        if outcome.path is None:
+        path = self._file_now(objfile, name)
+        if path is None:
             return None
         self.answered.add(name)
-        self._announce(name, outcome.path)
-        return outcome.path
+        self._announce(name, path)
+        return path
 
     def on_new_objfile(self, event: Any) -> None:
         if self.enabled:
@@ -66,19 +92,80 @@ class DebugInfoLoader:
         if getattr(objfile, "unsplit_debuginfo", False):
             return  # looked at already (GDB keeps attributes set on an Objfile)
         objfile.unsplit_debuginfo = True
-        outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes())
+        path = self._file_now(objfile, name)
+        if path is not None:
+            self._attach(objfile, name, path)
+
+    def _file_now(self, objfile: Any, name: str) -> str | None:
+        """The file to give `objfile` now: kept, or written here where the session needs it at
+        once (a live process: its breakpoints and stops; or no background); None when it needs
+        none, or when it is being written in the background (:meth:`poll` gives it)."""
+        later = self.background and not _live_process()
+        outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes(), write=not later)
+        self.outcomes[name] = outcome
+        if outcome.reason != TO_WRITE:
+            return outcome.path
+        if name in self.pending:  # the file read again while its writer runs: one writer
+            self.pending[name] = (objfile, self.pending[name][1])
+            return None
+        found = prebolt.input_for(self.indexes.binary(name))
+        try:
+            writer = background.start(name, None if found is None else found.path)
+        except UnsplitError as e:  # no interpreter to run it: written here, as without
+            gdb.write(f"{e}; writing it now\n")
+            outcome = debug_file_for(name, self.indexes, max_code=max_code_bytes())
+            self.outcomes[name] = outcome
+            return outcome.path
+        self.pending[name] = (objfile, writer)
+        return None
+
+    def poll(self, _: object = None) -> None:
+        """Load every file whose writer has finished (before a prompt, at a stop, before a
+        command of HOOKED_COMMANDS); while the program runs, the next stop does."""
+        try:
+            if self.pending and not _running():
+                for name in [n for n, (_, w) in self.pending.items() if w.done()]:
+                    self._finish(name)
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def wait(self) -> None:
+        """Load every file being written, waiting for each (a command or a live process that
+        needs it)."""
+        try:
+            for name in list(self.pending):
+                self._finish(name)
+        except Exception as e:
+            report_internal(e, once=True)
+
+    def on_new_thread(self, event: Any) -> None:
+        if self.pending and _live_process():
+            self.wait()  # before the program runs: breakpoints and stops need the file
+
+    def _finish(self, name: str) -> None:
+        objfile, writer = self.pending.pop(name)
+        if not writer.done():
+            gdb.write(f"unsplit: waiting for the debug file of {os.path.basename(name)} "
+                      f"(being written for {time.monotonic() - writer.started:.1f} s)\n")
+        outcome = writer.wait()
         self.outcomes[name] = outcome
         if outcome.path is None:
-            return
+            gdb.write(f"unsplit: no debug file for {os.path.basename(name)}: "
+                      f"{outcome.reason}\n")
+        elif objfile.is_valid():
+            self._attach(objfile, name, outcome.path)
+
+    def _attach(self, objfile: Any, name: str, path: str) -> None:
         try:
-            objfile.add_separate_debug_file(outcome.path)
+            objfile.add_separate_debug_file(path)
         except gdb.error as e:
-            gdb.write(f"unsplit: cannot load {outcome.path} for {name}: {e}\n")
+            gdb.write(f"unsplit: cannot load {path} for {name}: {e}\n")
             return
-        # Frames GDB made before (a core loaded before the plugin) have no inlined frames
-        # and name the procedure with an inlined callee's line: GDB makes them again.
+        # Frames GDB made before (a core loaded before the plugin, a `bt` before the file was
+        # made) have no inlined frames and name the procedure with an inlined callee's line:
+        # GDB makes them again.
         gdb.invalidate_cached_frames()
-        self._announce(name, outcome.path)
+        self._announce(name, path)
 
     def _announce(self, name: str, path: str) -> None:
         if name not in self.announced:
@@ -94,13 +181,53 @@ class DebugInfoLoader:
                     self.load(objfile)
         given = [(os.path.basename(m), o.path
                   + (" (GDB's missing-debug handler)" if m in self.answered else ""))
-                 for m, o in self.outcomes.items() if o.path]
+                 for m, o in self.outcomes.items() if o.path and m not in self.pending]
         too_big = [(os.path.basename(m), o.reason) for m, o in self.outcomes.items()
                    if not o.path and "KB of code" in o.reason]
+        too_big += [(os.path.basename(m), f"being written since {time.monotonic() - w.started:.1f}"
+                     " s (its variables follow once it is loaded)")
+                    for m, (_, w) in self.pending.items()]
         state = DebugInfoState(self.enabled, otherwise="no debug file from unsplit (the "
                                "plugin still names their frames)",
                                kept="files already loaded stay until the module reloads")
         return status_text(state, given, too_big, turned_off=flag is False)
+
+
+def _live_process() -> bool:
+    """Whether the inferior is a running program (not a core, nor none yet)."""
+    inferior = gdb.selected_inferior()
+    return bool(inferior.pid) and \
+        getattr(getattr(inferior, "connection", None), "type", None) != "core"
+
+
+def _running() -> bool:
+    thread = gdb.selected_thread()
+    return thread is not None and thread.is_valid() and thread.is_running()
+
+
+def install_hooks() -> list[str]:
+    """Define a pre-hook on each command of HOOKED_COMMANDS that has none of the user's;
+    return one warning per command left without (it may then answer before the file is
+    loaded)."""
+    warnings = []
+    for command in HOOKED_COMMANDS:
+        prefix, _, last = command.rpartition(" ")
+        name = f"{prefix} hook-{last}".lstrip()
+        call = HOOK_CALL.format(wait=command in WAITING_COMMANDS)
+        try:
+            current: str | None = console.execute(f"show user {name}")
+        except gdb.error:  # no hook yet
+            current = None
+        if current is not None and HOOK_CALL.split("(")[0] not in current:
+            warnings.append(f"unsplit: `{name}` is yours, so `{command}` may answer before a "
+                            "debug file being written is loaded")
+            continue
+        try:
+            gdb.execute(f"define {name}\n{call}\nend")
+        except gdb.error as e:
+            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` may answer "
+                            "before a debug file being written is loaded")
+    return warnings
 
 
 def register_missing_debug_handler(loader: DebugInfoLoader) -> bool:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
 from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
 from unsplit.elf.binary import allocated_sections
@@ -92,6 +91,9 @@ def _file_sections(path: str) -> dict[str, int]:
 
 
 def _sections_of(path: str) -> dict[str, int]:
+    # (imported here: a session that never asks spares pyelftools' import, 0.08 s)
+    from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
+
     found: dict[str, int] = {}
     try:
         with open(path, "rb") as stream, reading(path, 0, "section headers"):

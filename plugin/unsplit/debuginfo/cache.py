@@ -7,8 +7,10 @@ were made from (:func:`made_from`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
@@ -81,8 +83,8 @@ def fingerprint(binary: Binary) -> str:
     `-split-strategy=all` and `=cdsplit` outputs share it. Their section headers and symbol
     tables differ."""
     digest = hashlib.sha1()
-    for section in binary.elf.iter_sections():
-        digest.update(f"{section.name}:{section['sh_addr']}:{section['sh_size']};".encode())
+    for section in binary.raw_sections:  # (pyelftools not needed: a later session spares it)
+        digest.update(f"{section.name}:{section.addr}:{section.size};".encode())
     digest.update(binary.section_data(".symtab") or b"")
     return digest.hexdigest()[:16]
 
@@ -101,7 +103,10 @@ class Outcome:
 
     module: str
     path: str | None
-    reason: str  # "made", "cached", or why nothing is needed
+    reason: str  # MADE, CACHED, TO_WRITE (path: where it goes), or why nothing is needed
+
+
+MADE, CACHED, TO_WRITE = "made", "cached", "to write"
 
 
 def max_code_bytes() -> int:
@@ -131,13 +136,14 @@ def names_only(binary: Binary) -> bool:
 
 
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
-                   max_code: int | None = None) -> Outcome:
-    """The cached debug file for `module`, written first if missing; Outcome.path is None for
-    a module with DWARF, no split procedure, no build-id, or (with `max_code`) more code than
-    that to describe from the index with lines (a file translated from the input's DWARF, or
-    of names alone, has no limit). `indexes`: the session's files and indexes, whose choice of
-    pre-BOLT input (`bb input`) the file follows. Never raises: a module the core cannot read
-    gets a reason instead."""
+                   max_code: int | None = None, write: bool = True) -> Outcome:
+    """The cached debug file for `module`, written first if missing (`write` False: said
+    TO_WRITE with the path it goes to, for another process to write: unsplit.debuginfo.
+    background); Outcome.path is None for a module with DWARF, no split procedure, no build-id,
+    or (with `max_code`) more code than that to describe from the index with lines (a file
+    translated from the input's DWARF, or of names alone, has no limit). `indexes`: the
+    session's files and indexes, whose choice of pre-BOLT input (`bb input`) the file follows.
+    Never raises: a module the core cannot read gets a reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
         binary = indexes.binary(module)
@@ -147,7 +153,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if path is None:
             return Outcome(module, None, "no build-id")
         if os.path.isfile(path):
-            return Outcome(module, path, "cached")
+            return Outcome(module, path, CACHED)
         code = sum(end - start for start, end in binary.text_address_ranges())
         if (max_code is not None and code > max_code and not _translated(binary)
                 and not names_only(binary)):
@@ -162,12 +168,31 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
             return Outcome(module, None, "not split")
         if has_own_dwarf(index):
             return Outcome(module, None, "has DWARF")
-        data = make(index).data
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-        return Outcome(module, path, "made")
+        if not write:
+            return Outcome(module, path, TO_WRITE)
+        return Outcome(module, path, write_once(path, lambda: make(index).data))
     except (UnsplitError, OSError) as e:
         return Outcome(module, None, f"cannot make one: {e}")
+
+
+def write_once(path: str, data: Callable[[], bytes]) -> str:
+    """Write `path` with `data()` unless another process has (MADE, or CACHED): writers of one
+    file take turns on ``PATH.lock`` (two debuggers on one cache make it once), and a reader
+    never sees half a file (written to a temporary name, then renamed)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lock_path = f"{path}.lock"
+    with open(lock_path, "ab") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if os.path.isfile(path):
+            return CACHED
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data())
+            os.replace(tmp, path)
+        finally:
+            # (a writer that took the lock before it goes finds the file, or writes it)
+            for left in (tmp, lock_path):
+                if os.path.exists(left):
+                    os.remove(left)
+    return MADE

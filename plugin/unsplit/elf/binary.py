@@ -403,6 +403,11 @@ class Binary:
         return self._raw.little if self._raw is not None else bool(self.elf.little_endian)
 
     @property
+    def little_endian(self) -> bool:
+        """The file's byte order (ELF header), read without pyelftools where it can be."""
+        return self._little
+
+    @property
     def _wide(self) -> bool:
         return self._raw.wide if self._raw is not None else self.elf.elfclass == 64
 

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from unsplit.elf.binary import Binary
 from unsplit.elf.line_row import LineRow
 from unsplit.errors import DecodeError, reading
+from unsplit.formats import unit_ranges
 from unsplit.formats.leb128 import leb128
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
@@ -268,7 +269,32 @@ class DwarfLines:
 
     def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
-        walk (what follows it cannot be found)."""
+        walk (what follows it cannot be found). Read from the bytes (formats.unit_ranges), but
+        for a big-endian file (through pyelftools)."""
+        if not self.binary.little_endian:
+            return self._parsed_cu_ranges(covered)
+        data = self.binary.section_data
+        sections = unit_ranges.Sections(*(data(name) or b"" for name in (
+            ".debug_info", ".debug_abbrev", ".debug_addr", ".debug_rnglists", ".debug_ranges")))
+        spans: list[tuple[int, int, int]] = []
+        try:
+            for at, ranges in unit_ranges.unit_ranges(sections):
+                if at in covered:
+                    continue
+                if isinstance(ranges, DecodeError):  # said at the unit, as what it points at
+                    self.warn(DecodeError(".debug_info", at,
+                                          f"ranges of the CU at {at:#x}: {ranges}"))
+                elif any(hi > _MASK for _, hi in ranges):
+                    self.warn(DecodeError(".debug_info", at, f"ranges of the CU at {at:#x}: "
+                                          "a range runs past 2^64"))
+                else:
+                    spans.extend((lo, hi, at) for lo, hi in ranges)
+        except DecodeError as e:
+            self.warn(e)
+        spans.sort()
+        return _spans(spans)
+
+    def _parsed_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         spans: list[tuple[int, int, int]] = []
         dwarf = self.binary.dwarf
         try:

@@ -28,7 +28,7 @@ from unsplit.index.store import IndexStore, cache_root, remove_files
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).
 _KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"),
-          ("contested-v", "contested-cfi"))
+          ("contested-v", "contested-cfi"), ("inputs-v", "verified-input"))
 
 
 def _kept_files() -> list[tuple[str, str, int]]:

@@ -24,7 +24,7 @@ from elftools.elf.elffile import ELFFile
 from unsplit import cli
 from unsplit.elf import dwarf_lines
 from unsplit.elf.binary import Binary
-from unsplit.formats import die_scan
+from unsplit.formats import die_scan, unit_ranges
 from unsplit.index.inlines import InlineChains
 
 from ...conftest import PYTHON_ERROR, ROOT, facts
@@ -378,7 +378,7 @@ def test_a_bug_in_the_cu_ranges_reader_surfaces(zoo: dict[str, Any],
     """clang writes no .debug_aranges: each CU's own ranges are read, where a bug of ours must
     not become 'ranges of the CU at …' and a missing line."""
     path, pc = _crash_pc(zoo, "clang-mfs")
-    monkeypatch.setattr(dwarf_lines, "_cu_ranges", _bug)
+    monkeypatch.setattr(unit_ranges, "_ranges", _bug)
     with closing(Binary(path)) as b:
         assert b.section_data(".debug_aranges") is None
         lines = dwarf_lines.DwarfLines(b)

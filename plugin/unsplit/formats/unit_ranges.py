@@ -1,0 +1,157 @@
+"""The code ranges of each compile unit, from its top DIE (DWARF 5 §3.1.1: DW_AT_low_pc and
+DW_AT_high_pc, or DW_AT_ranges with DW_AT_low_pc as the lists' base address), read from the
+sections' bytes: which unit covers an address, where .debug_aranges is missing (clang writes
+none by default).
+
+Why by hand: pyelftools parses each unit's whole abbreviation table into objects to read one
+DIE; on a BOLTed Lua's input (33 units) that was 0.15 s of every debugging session's first `bt`
+(docs/benchmarks.md), this reads the same ranges in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from unsplit.errors import DecodeError
+from unsplit.formats import die_scan, dwarf_lists
+from unsplit.formats.dwarf_unit import UnitHeader, Value, die_values, read_header, uleb
+from unsplit.formats.leb128 import read_sleb, read_uleb
+
+DW_AT_low_pc, DW_AT_high_pc, DW_AT_ranges = 0x11, 0x12, 0x55
+DW_AT_addr_base, DW_AT_rnglists_base, DW_AT_GNU_addr_base = 0x73, 0x74, 0x2133
+DW_FORM_addr, DW_FORM_sec_offset, DW_FORM_rnglistx = 0x01, 0x17, 0x23
+_ADDRX = frozenset((0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))  # addrx, addrx1-4, GNU_addr_index
+_DW_UT_compile_units = frozenset((0x01, 0x03, 0x04))  # compile, partial, skeleton
+
+
+@dataclass(frozen=True, slots=True)
+class Sections:
+    """The bytes the ranges are read from (b"" for a section the file lacks)."""
+
+    info: bytes
+    abbrev: bytes
+    addr: bytes = b""
+    rnglists: bytes = b""
+    ranges: bytes = b""
+
+
+def unit_ranges(sections: Sections) -> Iterator[tuple[int, list[tuple[int, int]] | DecodeError]]:
+    """(offset of the unit, its non-empty [lo, hi) ranges, or why they cannot be read) for each
+    compile unit in order; DecodeError is raised where a unit header does not parse (what
+    follows cannot be found)."""
+    pos = 0
+    while pos < len(sections.info):
+        header = read_header(sections.info, pos, ".debug_info")
+        pos = header.end
+        if header.unit_type not in _DW_UT_compile_units:
+            continue
+        try:
+            yield header.offset, _ranges(sections, header)
+        except DecodeError as e:
+            yield header.offset, e
+
+
+def _ranges(s: Sections, header: UnitHeader) -> list[tuple[int, int]]:
+    unit = header.scan
+    code, pos = uleb(s.info, header.die_start)
+    if code == 0:
+        return []
+    decl = _declaration(s.abbrev, header.abbrev_offset, code)
+    if decl is None:
+        raise DecodeError(".debug_info", header.die_start,
+                          f"abbreviation {code} of the unit's first DIE is not in its table")
+    attrs = {a: (form, value) for a, form, _, value in die_values(s.info, pos, unit, decl)[0]}
+    addr_base = _number(attrs, DW_AT_addr_base, header) or _number(attrs, DW_AT_GNU_addr_base,
+                                                                   header)
+
+    def address(form: int, value: int) -> int:
+        if form not in _ADDRX:
+            return value
+        if addr_base is None and header.version >= 5:
+            raise DecodeError(".debug_info", header.offset,
+                              "an indexed address without the unit's DW_AT_addr_base")
+        at = (addr_base or 0) + value * header.address_size
+        if at + header.address_size > len(s.addr):
+            raise DecodeError(".debug_addr", at, "an address index past the end of the section")
+        return int.from_bytes(s.addr[at:at + header.address_size], "little")
+
+    low = attrs.get(DW_AT_low_pc)
+    base = address(*_int(low, header)) if low is not None else 0
+    if DW_AT_ranges in attrs:
+        return _range_list(s, header, attrs, base, address)
+    high = attrs.get(DW_AT_high_pc)
+    if low is None or high is None:
+        return []
+    form, value = _int(high, header)
+    end = address(form, value) if form == DW_FORM_addr or form in _ADDRX else base + value
+    return [(base, end)] if end > base else []
+
+
+def _range_list(s: Sections, header: UnitHeader, attrs: dict[int, tuple[int, Value]],
+                base: int, address: Callable[[int, int], int]) -> list[tuple[int, int]]:
+    form, value = _int(attrs[DW_AT_ranges], header)
+    if header.version < 5:
+        entries = dwarf_lists.read_v4_list(s.ranges, value, ".debug_ranges", False,
+                                           header.address_size, base)
+    else:
+        if form == DW_FORM_rnglistx:
+            lists_base = _number(attrs, DW_AT_rnglists_base, header)
+            if lists_base is None:
+                raise DecodeError(".debug_info", header.offset,
+                                  "DW_FORM_rnglistx without the unit's DW_AT_rnglists_base")
+            at = lists_base + value * header.offset_size
+            if at + header.offset_size > len(s.rnglists):
+                raise DecodeError(".debug_rnglists", at, "a list index past the end of the "
+                                  "section")
+            value = lists_base + int.from_bytes(s.rnglists[at:at + header.offset_size],
+                                                "little")
+        entries = dwarf_lists.read_v5_list(
+            s.rnglists, value, ".debug_rnglists", False, header.address_size, base,
+            lambda index: address(0x1B, index))
+    return [(lo, hi) for lo, hi, _ in entries if hi > lo]
+
+
+def _declaration(data: bytes, offset: int, code: int) -> die_scan.Declaration | None:
+    """Declaration `code` of the abbreviation table at `offset`, read up to it only (a unit's
+    first DIE has the first code, most often: a clang unit's table has hundreds)."""
+    pos, end = offset, len(data)
+    while True:
+        found, pos = read_uleb(data, pos, end, _ABBREV)
+        if found == 0:
+            return None
+        tag, pos = read_uleb(data, pos, end, _ABBREV)
+        if pos >= end:
+            raise DecodeError(_ABBREV, pos, "the table runs past the end of the section")
+        children = data[pos] != 0
+        pos += 1
+        specs, at = [], []
+        while True:
+            where = pos
+            attribute, pos = read_uleb(data, pos, end, _ABBREV)
+            form, pos = read_uleb(data, pos, end, _ABBREV)
+            if attribute == 0 and form == 0:
+                break
+            if form == die_scan.DW_FORM_implicit_const:
+                _, pos = read_sleb(data, pos, end, _ABBREV)
+            specs.append((attribute, form))
+            at.append(where)
+        if found == code:
+            return die_scan.Declaration(code, tag, children, tuple(specs), tuple(at))
+
+
+_ABBREV = ".debug_abbrev"
+
+
+def _int(attr: tuple[int, Value], header: UnitHeader) -> tuple[int, int]:
+    form, value = attr
+    if not isinstance(value, int):
+        raise DecodeError(".debug_info", header.die_start,
+                          f"an attribute of form {form:#x} of the unit's DIE is not a number")
+    return form, value
+
+
+def _number(attrs: dict[int, tuple[int, Value]], attribute: int, header: UnitHeader
+            ) -> int | None:
+    found = attrs.get(attribute)
+    return None if found is None else _int(found, header)[1]
