@@ -79,6 +79,9 @@ def environment(home: Path) -> dict[str, str]:
                PATH=f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}")
     if "UNSPLIT_CACHE" in os.environ:
         env["UNSPLIT_CACHE"] = os.environ["UNSPLIT_CACHE"]
+    # The pages show sessions with the debug file loaded; a first session's file arrives from
+    # a background writer at a moment no page can show, so it is written at load here.
+    env["UNSPLIT_DEBUGINFO_BACKGROUND"] = "0"
     return env
 
 

@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--init", action="append", default=[],
                         help="a debugger command run first (lldb-dap's initCommands)")
     parser.add_argument("--core", help="a core file of PROGRAM, instead of running it")
+    parser.add_argument("--levels", type=int, default=20, help="how many frames to ask for")
     parser.add_argument("program")
     parser.add_argument("args", nargs="*")
     a = parser.parse_args()
@@ -95,7 +96,8 @@ def main() -> None:
     dap.request("configurationDone")
     stopped = dap.event("stopped")
     thread = stopped["body"].get("threadId") or dap.request("threads")["threads"][0]["id"]
-    frames = dap.request("stackTrace", threadId=thread, startFrame=0, levels=20)["stackFrames"]
+    frames = dap.request("stackTrace", threadId=thread, startFrame=0,
+                         levels=a.levels)["stackFrames"]
     for n, f in enumerate(frames):
         source = f.get("source") or {}
         where = f"{source.get('path') or source.get('name') or '?'}:{f.get('line', 0)}"
