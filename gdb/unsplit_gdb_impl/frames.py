@@ -38,10 +38,10 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameVars,
 )
 from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
 
 from . import console
-from .locator import Locator, gdb_has_line
+from .frame_view import gdb_has_line
+from .locator import Locator
 from .report import report_internal
 
 NAME = "unsplit"
@@ -250,7 +250,7 @@ class UnsplitFrameFilter:
             frame = gdb.newest_frame()
         except gdb.error:
             return True  # no stack: nothing is printed (`info frame-filter` says the choice)
-        self.locator.begin_backtrace()
+        self.locator.sync()
         for _ in range(STACK_CHECK_LIMIT):
             if frame is None:
                 return False
@@ -263,7 +263,7 @@ class UnsplitFrameFilter:
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
         style = self.locator.session.demangling()  # `print demangle`, asked once per bt
         try:
-            self.locator.begin_backtrace()
+            self.locator.sync()
             checked = True
         except Exception as e:
             report_internal(e, once=True)
@@ -290,16 +290,7 @@ def decorated(decorator: Any, loc: Location | None, style: str | None,
     `full_paths`: files by their full path (GDB/MI)."""
     if loc is None or not loc.in_moved_code:
         return LineDecorator(decorator, loc, full_paths)
-    if decorator.inferior_frame().type() == gdb.INLINE_FRAME and \
-            not _names_procedure(decorator, loc):
-        return LineDecorator(decorator, None, full_paths)  # an inlined function keeps its name
     return MovedCodeDecorator(decorator, loc, style, full_paths)
-
-
-def _names_procedure(decorator: Any, loc: Location) -> bool:
-    name = decorator.function()
-    return isinstance(name, str) and loc.procedure is not None and (
-        name == loc.fragment_symbol or names_procedure(name, loc.procedure))
 
 
 def install(locator: Locator) -> UnsplitFrameFilter:

@@ -23,7 +23,6 @@ from unsplit.render import stop as stop_text
 from unsplit.session import Session
 
 from . import console
-from .host import address_in_block
 from .locator import Locator
 
 # Return types whose value GDB's `finish` reads from $rax (x86-64 SysV).
@@ -73,7 +72,7 @@ class StepReporter:
         return self.locator.session
 
     def _key(self, frame: Any) -> tuple[str | None, int | None]:
-        loc = self.locator.locate(address_in_block(frame))
+        loc = self.locator.procedure_at(frame)
         name = loc.procedure if loc is not None and loc.procedure else frame.name()
         older = frame.older()
         return name, None if older is None else int(older.read_register("sp"))
@@ -104,7 +103,9 @@ class StepReporter:
         return StepContext(self._key(frame), located, return_type)
 
     def report(self, host: Host, kind: str, loc: Location | None, pc: int,
-               context: StepContext | None) -> str:
+               step: object) -> str:
+        """`step`: what context() said before the step (None: nothing known)."""
+        context = step if isinstance(step, StepContext) else None
         frame = gdb.newest_frame()
         if loc is not None and loc.inlined and frame.type() != gdb.INLINE_FRAME:
             # GDB stops at the start of inlined code in the frame it was inlined into (at the

@@ -36,7 +36,9 @@ from typing import Any
 import lldb
 from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 from unsplit.errors import UnsplitError, UsageError
+from unsplit.session import Session
 
+from . import state
 from .frame_source import with_source
 from .naming import plugin_line
 from .report import report_internal, with_traceback
@@ -159,10 +161,8 @@ class LogicalStep:
 
     # -- legs ------------------------------------------------------------------------------
 
-    def _context(self, selected: bool = False) -> tuple[Any, Any]:
+    def _context(self, selected: bool = False) -> tuple[state.StepHost, Session]:
         """An LldbHost on frame 0 (or the selected frame) of this thread, and the session."""
-        from . import state
-
         thread = self.thread_plan.GetThread()
         target = thread.GetProcess().GetTarget()
         frame = thread.GetSelectedFrame() if selected else thread.GetFrameAtIndex(0)
@@ -173,7 +173,7 @@ class LogicalStep:
         host, session = self._context(selected=True)
         kind = str(args.get("kind") or "next")
         line = args.get("line")
-        reason = cannot_run(host.target)
+        reason = host.cannot_run()
         if reason:
             raise UsageError(f"bb {kind}: {reason}")
         self.walk = Walk(session, host, kind, None if line in (None, "") else int(line))

@@ -613,6 +613,11 @@ PREFIX_HELP = (
 )
 
 
+CAPABILITIES: tuple[type, ...] = tuple(dict.fromkeys(
+    [need for command in COMMANDS.values() for need in command.needs] + [FrameNaming]))
+"""Every protocol a `bb` command asks a host for (FrameNaming: `bb enable`/`disable`): what
+each debugger adapter's host provides, checked as it loads."""
+
 RAW_QUOTES = {"where"}
 """Commands whose words are debugger expressions: quotes are the expression's own."""
 
