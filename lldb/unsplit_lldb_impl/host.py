@@ -8,7 +8,7 @@ which are only set in the interactive ``script`` interpreter.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unsplit.commands import CAPABILITIES
 from unsplit.debug.breakpoints import BreakSpec, Site
@@ -21,6 +21,9 @@ from unsplit.render.breaks import BreakGroup
 
 from . import state as state_mod
 from .modules import loaded_modules
+
+if TYPE_CHECKING:
+    import lldb
 
 _INVALID = 0xFFFFFFFFFFFFFFFF  # LLDB_INVALID_ADDRESS
 
@@ -36,14 +39,15 @@ def _first_error(message: str | None) -> str:
 class LldbHost:
     """Host for one command invocation (or one frame callback)."""
 
-    def __init__(self, debugger: Any, target: Any, frame: Any | None = None) -> None:
+    def __init__(self, debugger: lldb.SBDebugger, target: lldb.SBTarget,
+                 frame: lldb.SBFrame | None = None) -> None:
         self.debugger = debugger
         self.target = target
         self.frame = frame if frame is not None and frame.IsValid() else None
         self.notes: list[str] = []  # warnings for the command's result
 
     @classmethod
-    def from_exe_ctx(cls, debugger: Any, exe_ctx: Any) -> LldbHost:
+    def from_exe_ctx(cls, debugger: lldb.SBDebugger, exe_ctx: lldb.SBExecutionContext) -> LldbHost:
         target = exe_ctx.GetTarget()
         if not target.IsValid():
             target = debugger.GetSelectedTarget()

@@ -3,7 +3,7 @@ file and load bias, asked again only when the process ran or a module came or we
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from unsplit.host import LoadedModule
 from unsplit.session import Session
@@ -11,10 +11,13 @@ from unsplit.session import Session
 from . import state as state_mod
 from .unwinding import read_memory
 
+if TYPE_CHECKING:
+    import lldb
+
 _INVALID = 0xFFFFFFFFFFFFFFFF  # LLDB_INVALID_ADDRESS
 
 
-def module_bias(target: Any, module: Any) -> int:
+def module_bias(target: lldb.SBTarget, module: lldb.SBModule) -> int:
     """Load address minus file address of the first loaded section (0 before the run)."""
     for section in module.section_iter():
         load = section.GetLoadAddress(target)
@@ -23,7 +26,7 @@ def module_bias(target: Any, module: Any) -> int:
     return 0
 
 
-def module_list(target: Any) -> list[LoadedModule]:
+def module_list(target: lldb.SBTarget) -> list[LoadedModule]:
     """Every module of `target` with a file, as LLDB lists it now."""
     mods = []
     for module in target.module_iter():
@@ -33,7 +36,7 @@ def module_list(target: Any) -> list[LoadedModule]:
     return mods
 
 
-def sync(session: Session, target: Any, process: Any) -> None:
+def sync(session: Session, target: lldb.SBTarget, process: lldb.SBProcess) -> None:
     """Bring the session's module map up to `target`'s module list when the process (the
     program, without one), its stop or the module count changed."""
     live = process.IsValid()
@@ -42,7 +45,7 @@ def sync(session: Session, target: Any, process: Any) -> None:
     session.namer.sync(key, lambda: module_list(target), lambda a, n: read_memory(target, a, n))
 
 
-def loaded_modules(target: Any) -> list[LoadedModule]:
+def loaded_modules(target: lldb.SBTarget) -> list[LoadedModule]:
     """`target`'s modules, as the session's module map has them (brought up to date)."""
     session = state_mod.for_debugger(target.GetDebugger().GetID()).session
     sync(session, target, target.GetProcess())

@@ -44,17 +44,17 @@ def entry(callback: str) -> str:
 
 # -- settings -------------------------------------------------------------------------------
 
-def get_setting(debugger: Any, name: str) -> str:
+def get_setting(debugger: lldb.SBDebugger, name: str) -> str:
     return str(debugger.GetSetting(name).GetStringValue(1 << 20))
 
 
-def set_setting(debugger: Any, name: str, value: str) -> str | None:
+def set_setting(debugger: lldb.SBDebugger, name: str, value: str) -> str | None:
     """Set a format setting; returns LLDB's error text, or None."""
     error = lldb.SBDebugger.SetInternalVariable(name, value, debugger.GetInstanceName())
     return None if error.Success() else str(error.GetCString())
 
 
-def install(debugger: Any) -> list[str]:
+def install(debugger: lldb.SBDebugger) -> list[str]:
     """Put our entries into the user's current formats (idempotent); returns warnings."""
     fs = state_mod.for_debugger(debugger.GetID()).formats
     notes = []
@@ -75,7 +75,7 @@ def install(debugger: Any) -> list[str]:
     return notes
 
 
-def restore(debugger: Any) -> list[str]:
+def restore(debugger: lldb.SBDebugger) -> list[str]:
     """Give the user's formats back, unless they changed them since; returns warnings."""
     fs = state_mod.for_debugger(debugger.GetID()).formats
     notes = []
@@ -92,7 +92,7 @@ def restore(debugger: Any) -> list[str]:
     return notes
 
 
-def set_enabled(debugger: Any, flag: bool) -> list[str]:
+def set_enabled(debugger: lldb.SBDebugger, flag: bool) -> list[str]:
     state_mod.for_debugger(debugger.GetID()).session.enabled = flag
     return install(debugger) if flag else restore(debugger)
 
@@ -104,7 +104,7 @@ def set_enabled(debugger: Any, flag: bool) -> list[str]:
 _Context = tuple[state_mod.DebuggerState, Any, Any, Any]
 
 
-def _context(frame: Any) -> _Context:
+def _context(frame: lldb.SBFrame) -> _Context:
     thread = frame.GetThread()
     process = thread.GetProcess()
     target = process.GetTarget()
@@ -117,7 +117,7 @@ class LldbFrame:
 
     __slots__ = ("_kind", "frame", "thread")
 
-    def __init__(self, frame: Any, thread: Any) -> None:
+    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread) -> None:
         self.frame = frame
         self.thread = thread
         self._kind: FrameKind | None = None
@@ -143,7 +143,7 @@ class LldbFrame:
         return str(self.frame.GetFunctionName() or "")
 
 
-def name_frame(frame: Any, context: _Context | None = None) -> Naming:
+def name_frame(frame: lldb.SBFrame, context: _Context | None = None) -> Naming:
     """What the session's FrameNamer says of `frame`, its module map brought up to LLDB's
     module list first when the process ran or a module came or went (a `bt` asks for every
     frame: a cheap check, measured by bench/bt.py)."""
@@ -156,7 +156,7 @@ def name_frame(frame: Any, context: _Context | None = None) -> Naming:
     return naming
 
 
-def render_native(frame: Any, text: str) -> str:
+def render_native(frame: lldb.SBFrame, text: str) -> str:
     fmt = _formats.get(text)
     if fmt is None:
         error = lldb.SBError()
@@ -170,7 +170,7 @@ def render_native(frame: Any, text: str) -> str:
     return str(stream.GetData() or "")
 
 
-def logical_name(frame: Any, callback: str) -> str:
+def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     context = _context(frame)
     st = context[0]
     part = st.formats.parts.get(callback, DEFAULT_PART)
@@ -194,7 +194,7 @@ def logical_name(frame: Any, callback: str) -> str:
     return loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc - naming.lookup)
 
 
-def pc_offset(frame: Any, offset: int) -> str:
+def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
     """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
     decimal, only for a frame without debug information (``${frame.no-debug}``: no line
     entry) and a non-zero offset, so that one backtrace has one offset style."""
@@ -203,7 +203,7 @@ def pc_offset(frame: Any, offset: int) -> str:
     return f" + {offset}"
 
 
-def source_line(frame: Any) -> str:
+def source_line(frame: lldb.SBFrame) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
     loc = plugin_line(frame)
     if loc is None:
@@ -212,7 +212,7 @@ def source_line(frame: Any) -> str:
     return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
 
 
-def plugin_line(frame: Any) -> Location | None:
+def plugin_line(frame: lldb.SBFrame) -> Location | None:
     """The core's line of a frame LLDB has no line for (its file and line known), else None."""
     line_entry = frame.GetLineEntry()
     if line_entry.IsValid() and line_entry.GetLine() > 0:
@@ -229,7 +229,7 @@ def plugin_line(frame: Any) -> Location | None:
     return loc if loc.file is not None and loc.line else None
 
 
-def guarded_name(frame: Any, callback: str) -> str:
+def guarded_name(frame: lldb.SBFrame, callback: str) -> str:
     try:
         return logical_name(frame, callback)
     except Exception as e:
@@ -237,7 +237,7 @@ def guarded_name(frame: Any, callback: str) -> str:
         return str(frame.GetDisplayFunctionName() or "??")
 
 
-def guarded_line(frame: Any) -> str:
+def guarded_line(frame: lldb.SBFrame) -> str:
     try:
         return source_line(frame)
     except Exception as e:
@@ -245,7 +245,7 @@ def guarded_line(frame: Any) -> str:
         return ""
 
 
-def _report(frame: Any, e: Exception) -> None:
+def _report(frame: lldb.SBFrame, e: Exception) -> None:
     """A bug in a callback: said once per debugger session (a `bt` calls the callbacks for
     every frame); the frame is then named as LLDB names it."""
     report_internal(e, _context(frame)[0].reported)

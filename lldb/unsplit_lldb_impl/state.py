@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from unsplit.debug.stepping import SteppingHost
 from unsplit.host import LiveHost
 from unsplit.index.demangle import LLVM
 from unsplit.session import Session
+
+if TYPE_CHECKING:
+    import lldb
 
 
 @dataclass
@@ -49,7 +52,8 @@ class StepHost(LiveHost, SteppingHost, Protocol):
 
 
 class HostMaker(Protocol):
-    def __call__(self, debugger: Any, target: Any, frame: Any | None = None) -> StepHost: ...
+    def __call__(self, debugger: lldb.SBDebugger, target: lldb.SBTarget,
+                 frame: lldb.SBFrame | None = None) -> StepHost: ...
 
 
 # The adapter's Host class, registered by host.py as it loads: stepping makes hosts through
@@ -61,6 +65,7 @@ def register_host(cls: HostMaker) -> None:
     _HOST_CLASS[:] = [cls]
 
 
-def make_host(debugger: Any, target: Any, frame: Any | None = None) -> StepHost:
+def make_host(debugger: lldb.SBDebugger, target: lldb.SBTarget,
+              frame: lldb.SBFrame | None = None) -> StepHost:
     """An LldbHost on `target` (and `frame`)."""
     return _HOST_CLASS[0](debugger, target, frame)
