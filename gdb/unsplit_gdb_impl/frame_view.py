@@ -11,19 +11,16 @@ _KINDS = {gdb.NORMAL_FRAME: FrameKind.NORMAL, gdb.INLINE_FRAME: FrameKind.INLINE
 
 
 class GdbFrame:
-    __slots__ = ("_kind", "frame")
+    __slots__ = ("frame",)
 
     def __init__(self, frame: gdb.Frame) -> None:
         self.frame = frame
-        self._kind: FrameKind | None = None
+
+    def kind(self) -> FrameKind:
+        return _KINDS.get(self.frame.type(), FrameKind.OTHER)
 
     def pc(self) -> int:
         return int(self.frame.pc())
-
-    def kind(self) -> FrameKind:
-        if self._kind is None:
-            self._kind = _KINDS.get(self.frame.type(), FrameKind.OTHER)
-        return self._kind
 
     def newer(self) -> FrameView | None:
         newer = self.frame.newer()

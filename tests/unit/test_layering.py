@@ -35,14 +35,15 @@ def _layer(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
+    """Every module `path` imports by absolute name, at any depth (lazy and TYPE_CHECKING
+    imports too), with `from X import Y` also as X.Y."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-            if node.module == "unsplit":
-                names.update(f"unsplit.{a.name}" for a in node.names)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
 
 
@@ -135,19 +136,6 @@ ADAPTERS = ("gdb/unsplit_gdb_impl", "lldb/unsplit_lldb_impl")
 NAMER_ONLY = ("unsplit.index.location_cache", "unsplit.debug.module_map", "unsplit.index.frame")
 
 
-def _all_imports(path: Path) -> set[str]:
-    """Every module `path` imports by absolute name, at any depth (lazy and TYPE_CHECKING
-    imports too), with `from X import Y` also as X.Y."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
-    return names
-
-
 def _calls_on_session(path: Path) -> list[str]:
     """`….session.X(` and `session.X(` calls of a frame-finding method (the namer's job)."""
     found = []
@@ -170,7 +158,7 @@ def test_adapters_name_frames_only_through_the_frame_namer() -> None:
     wrong = []
     for folder in ADAPTERS:
         for path in sorted((root / folder).glob("*.py")):
-            wrong += [f"{path.name} imports {name}" for name in sorted(_all_imports(path))
+            wrong += [f"{path.name} imports {name}" for name in sorted(_imports(path))
                       if name.startswith(NAMER_ONLY)]
             wrong += _calls_on_session(path)
     assert wrong == []
@@ -181,7 +169,7 @@ def test_the_frame_namer_never_calls_back_into_the_adapter() -> None:
     and asks no debugger, and finds locations through the index alone, never a source."""
     for name in ("frame_namer", "module_map"):
         path = CORE / "debug" / f"{name}.py"
-        imports = _all_imports(path)
+        imports = _imports(path)
         assert not {i for i in imports if i.startswith("unsplit.host.")} - \
             {"unsplit.host.LoadedModule"}, name
         assert not [i for i in imports if i.startswith(("unsplit.session", "unsplit.commands",
@@ -194,5 +182,5 @@ def test_sources_never_reach_up_into_the_index() -> None:
     above = ("unsplit.index.module_index", "unsplit.index.line_table",
              "unsplit.index.location_cache", "unsplit.index.session_view", "unsplit.debug")
     wrong = [f"{p.name} imports {n}" for p in sorted((CORE / "index" / "sources").glob("*.py"))
-             for n in sorted(_all_imports(p)) if n.startswith(above)]
+             for n in sorted(_imports(p)) if n.startswith(above)]
     assert wrong == []

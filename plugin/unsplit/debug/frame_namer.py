@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from unsplit.debug.module_map import ModuleMap, ReadMemory
 from unsplit.host import LoadedModule
@@ -84,10 +83,10 @@ class Shown(Enum):
     ADD_LINE = "add line"  # the debugger's name, the core's line (it has none)
 
 
-@dataclass(frozen=True, slots=True)
-class Naming:
+class Naming(NamedTuple):
     """The answer for one frame: what to do, the Location (None for KEEP) and the address it
-    was looked up at (`pc - lookup` is how far the pc lies past it)."""
+    was looked up at (`pc - lookup` is how far the pc lies past it). A tuple: made per frame
+    of every `bt`."""
 
     shown: Shown
     location: Location | None
