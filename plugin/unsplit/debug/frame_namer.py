@@ -143,8 +143,8 @@ class FrameNamer:
         return Naming(Shown.ADD_LINE, loc, pc, lookup)
 
     def locate(self, address: int, what: str = MOVED_LINES) -> Location | None:
-        """Where runtime `address` is (None: in no attached module's code); `what` says which
-        line (unsplit.index.location_cache), a line question costing a DWARF look-up."""
+        """Where runtime `address` is (None: in no attached module's code); `what`: LINES or
+        MOVED_LINES (unsplit.index.location_cache), a line question costing a DWARF look-up."""
         key = (address, what)
         cache = self.locations
         if key in cache:
@@ -165,12 +165,9 @@ class FrameNamer:
         index = self.modules.index(attached)
         if index is None:
             return None
-        loc = index.locate(address - mod.bias, mod.bias, lines=what == LINES)
-        if what == MOVED_LINES and loc.in_moved_code:
-            # Lines only for moved code: elsewhere the debugger's own line stands, and a line
-            # question costs a scan of big DWARF (libc's) the first time.
-            loc = index.locate(address - mod.bias, mod.bias)
-        return loc
+        # MOVED_LINES: lines only for moved code, as elsewhere the debugger's own line stands,
+        # and a line question costs a scan of big DWARF (libc's) the first time.
+        return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None)
 
     # -- warnings, each said once ----------------------------------------------------------
 

@@ -145,6 +145,8 @@ def test_a_line_is_added_only_where_the_debugger_has_none(
     want = toolbox.symbolize(binary, [main.start])[main.start][0]
     namer = _namer(binary, bias)
     assert namer.name(Fake(bias + main.start, line=True)).shown is Shown.KEEP
+    hot = namer.locate(bias + main.start)  # no line asked where the debugger has one
+    assert hot is not None and hot.procedure == "main" and hot.line is None
     naming = namer.name(Fake(bias + main.start, line=False))
     assert naming.shown is Shown.ADD_LINE and naming.location is not None
     assert (naming.location.file, naming.location.line) == want
