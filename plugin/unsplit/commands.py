@@ -363,7 +363,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int], mismatch: dict[str
     for (number, count), pc in zip(numbers, pcs, strict=True):
         found = session.module_of(host, lookup_pc(pc, caller))
         if found is not None and found[0].path not in mismatch:
-            mismatch[found[0].path] = session.image_mismatch(host, found[0])
+            mismatch[found[0].path] = session.image_mismatch(found[0])
         loc = None if found is None or mismatch[found[0].path] else \
             _locate_frame(session, host, pc, caller)
         frame = Frame(number, pc, None if found is None else found[0].path,

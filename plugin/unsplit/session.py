@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from unsplit.debug import breakpoints
 from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import FrameNamer
-from unsplit.debug.module_map import image_mismatch
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import Host, LoadedModule, MachineState
@@ -69,8 +68,6 @@ class Session:
         self.demangling = demangling
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
-        self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
-        self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
         # Both adapters' frame naming: the module map the adapter keeps up to date, the
         # locations by pc (dropped by set_input too: the lines of BOLTed code change).
         self.namer = FrameNamer(self.indexes)
@@ -157,26 +154,15 @@ class Session:
     def index(self, path: str) -> ModuleIndex:
         return self.indexes.open(path)
 
-    def _holds(self, path: str, file_address: int) -> bool:
-        """Is `file_address` in the code of `path`? Reads section headers only."""
-        try:
-            ranges = self.indexes.binary(path).text_address_ranges()
-        except (OSError, UnsplitError):
-            return False
-        return any(lo <= file_address < hi for lo, hi in ranges)
-
     def module_of(self, host: Host, address: int) -> tuple[LoadedModule, ModuleIndex] | None:
-        """The loaded module whose code contains runtime `address`."""
-        for mod in host.modules():
-            if not mod.path or not os.path.exists(mod.path) or mod.path in self._bad:
-                continue
-            if not self._holds(mod.path, address - mod.bias):
-                continue
-            try:
-                return mod, self.index(mod.path)
-            except UnsplitError as e:
-                self._bad[mod.path] = str(e)
-        return None
+        """The loaded module whose code contains runtime `address`: the host's module list
+        goes into the namer's module map first (each new module attached once)."""
+        self.namer.update(host.modules(), host.read_memory if isinstance(host, MachineState)
+                          else None)
+        modules = self.namer.modules
+        attached = modules.at(address)
+        index = None if attached is None else modules.index(attached)
+        return None if attached is None or index is None else (attached.module, index)
 
     def find_procedures(self, host: Host, name: str) -> list[tuple[LoadedModule, Procedure]]:
         """Every procedure `name` names in the loaded modules (executable first): the linkage
@@ -229,22 +215,14 @@ class Session:
         if found is None:
             return None
         mod, index = found
-        other = self.image_mismatch(host, mod)
+        other = self.image_mismatch(mod)
         if other is not None:  # never name code by the wrong file
             return Location(address, address - mod.bias, mod.path, None, warnings=(other,))
         return index.locate(address - mod.bias, mod.bias, lines=lines)
 
-    def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
+    def image_mismatch(self, mod: LoadedModule) -> str | None:
         """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core
-        of another program has its own code where the debugger placed this file. Needs
-        MachineState's memory: a host without it cannot tell, and its None is not kept for a
-        later host that can (a plain `bt` before `bb frames`). Checked once per (file, load
-        address)."""
-        key = (mod.path, mod.bias)
-        if key not in self._images:
-            if not isinstance(host, MachineState):
-                return None
-            self._images[key] = image_mismatch(host.read_memory, mod,
-                                               self.indexes.binary(mod.path))
-        return self._images[key]
-
+        of another program has its own code where the debugger placed this file. Checked as the
+        module was attached (module_of), with the memory of the host that gave it."""
+        attached = self.namer.modules.attached(mod)
+        return None if attached is None else attached.mismatch

@@ -31,6 +31,7 @@ class Attached:
     stamp: tuple[int, int]  # the file's (size, mtime): a file rebuilt on disk is attached again
     code: list[tuple[int, int]]
     mismatch: str | None
+    checked: bool = True  # False: attached without memory to check it against
     index: ModuleIndex | None = field(default=None)
     failed: bool = False  # the index could not be made: the module names nothing
 
@@ -69,7 +70,7 @@ class ModuleMap:
             if stamp is None:
                 continue  # not a file here ([vdso], a deleted library)
             old = self._attached.get(module)
-            if old is None or old.stamp != stamp:
+            if old is None or old.stamp != stamp or (not old.checked and read is not None):
                 old = self._attach(module, stamp, read)
                 attached = True
             kept[module] = old
@@ -90,7 +91,10 @@ class ModuleMap:
             mismatch = None if read is None else image_mismatch(read, module, binary)
         except (OSError, UnsplitError):  # a file the core cannot read: it names nothing
             return Attached(module, stamp, [], None, failed=True)
-        return Attached(module, stamp, code, mismatch)
+        return Attached(module, stamp, code, mismatch, checked=read is not None)
+
+    def attached(self, module: LoadedModule) -> Attached | None:
+        return self._attached.get(module)
 
     def at(self, address: int) -> Attached | None:
         """The attached module whose code holds runtime `address`."""
