@@ -28,7 +28,7 @@ any Python frame filter is registered GDB prints `bt` through its Python frame-d
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
 GDB plugin that renames frames; and a fourth, "filter": the plugin with `bb exact-frames off`
 (its frame filter without its unwinder), the base the unwinder's cost is measured against. Each
-figure is the median over --repeats pairs of sessions. The
+figure is the median over --repeats pairs of sessions, the modes interleaved. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -209,11 +209,17 @@ def main() -> int:
         for name in args.debugger or ["gdb", "lldb"]:
             modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
                 ["plain", "unsplit"]
+            # Modes interleaved, their order rotated each repeat: a shared machine's load
+            # drifts over the minutes a run takes, and then drifts for every mode alike.
+            runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
+            for k in range(args.repeats):
+                for mode in modes[k % len(modes):] + modes[:k % len(modes)]:
+                    runs[mode].append(session_pair(name, binary, args.depth, mode, args.warm,
+                                                   cache))
             base: tuple[float, float, float] | None = None
             for mode in modes:
-                runs = [session_pair(name, binary, args.depth, mode, args.warm, cache)
-                        for _ in range(args.repeats)]
-                first, later, warm = (statistics.median(r[i] for r in runs) for i in range(3))
+                first, later, warm = (statistics.median(r[i] for r in runs[mode])
+                                      for i in range(3))
                 base = base or (first, later, warm)
                 row = {"debugger": name, "mode": mode, "depth": args.depth,
                        "sessions": 2 * args.repeats, "first_ms": first * 1e3,
