@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
-from unsplit.commands import CAPABILITIES
+from unsplit.commands import check_capabilities
 from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import holds_return_address
 from unsplit.debug.stepping import StepOutcome, StepPlan
@@ -352,7 +352,4 @@ class GdbHost:
 # What GdbHost provides: every protocol of the core's a `bb` command asks for (commands.py's
 # CAPABILITIES), checked as the adapter loads: a missing or renamed method fails every session
 # at once, not the one command that needs it.
-PROVIDES = CAPABILITIES
-_missing = [p.__name__ for p in PROVIDES if not issubclass(GdbHost, p)]
-if _missing:
-    raise TypeError(f"GdbHost lacks the methods of {', '.join(_missing)}")
+PROVIDES = check_capabilities(GdbHost)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from unsplit.commands import CAPABILITIES
+from unsplit.commands import check_capabilities
 from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import holds_return_address
 from unsplit.debug.stepping import StepOutcome, StepPlan
@@ -223,7 +223,4 @@ class LldbHost:
 # CAPABILITIES), checked as the adapter loads: a missing or renamed method fails every session
 # at once, not the one command that needs it.
 state_mod.register_host(LldbHost)
-PROVIDES = CAPABILITIES
-_missing = [p.__name__ for p in PROVIDES if not issubclass(LldbHost, p)]
-if _missing:
-    raise TypeError(f"LldbHost lacks the methods of {', '.join(_missing)}")
+PROVIDES = check_capabilities(LldbHost)

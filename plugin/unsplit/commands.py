@@ -618,6 +618,15 @@ CAPABILITIES: tuple[type, ...] = tuple(dict.fromkeys(
 """Every protocol a `bb` command asks a host for (FrameNaming: `bb enable`/`disable`): what
 each debugger adapter's host provides, checked as it loads."""
 
+
+def check_capabilities(host_class: type) -> tuple[type, ...]:
+    """CAPABILITIES, once `host_class` (a debugger adapter's host) is checked to have the
+    methods of each: a TypeError naming what it lacks fails the adapter as it loads."""
+    missing = [p.__name__ for p in CAPABILITIES if not issubclass(host_class, p)]
+    if missing:
+        raise TypeError(f"{host_class.__name__} lacks the methods of {', '.join(missing)}")
+    return CAPABILITIES
+
 RAW_QUOTES = {"where"}
 """Commands whose words are debugger expressions: quotes are the expression's own."""
 

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from unsplit.commands import CAPABILITIES, COMMANDS, NEEDS_SAID, dispatch
+from unsplit.commands import CAPABILITIES, COMMANDS, NEEDS_SAID, check_capabilities, dispatch
 from unsplit.debug.breakpoints import BreakpointHost
 from unsplit.debug.stepping import SteppingHost
 from unsplit.errors import UsageError
@@ -116,7 +116,7 @@ def _provided(host_module: Path) -> set[type]:
     tree = ast.parse(host_module.read_text(), str(host_module))
     value = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "PROVIDES" for t in node.targets))
-    if isinstance(value, ast.Name) and value.id == "CAPABILITIES":
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "check_capabilities":
         return set(CAPABILITIES)
     assert isinstance(value, ast.Tuple), ast.dump(value)
     return {PROTOCOLS[e.id] for e in value.elts if isinstance(e, ast.Name)}
@@ -139,3 +139,8 @@ def test_each_adapter_checks_every_protocol_the_core_asks_for(adapter: str) -> N
     uncovered = sorted(name for name in asked
                        if not any(PROTOCOLS[name] in p.__mro__ for p in provided))
     assert uncovered == []
+
+
+def test_a_host_class_without_a_capability_fails_the_check() -> None:
+    with pytest.raises(TypeError, match=r"^_Stepper lacks the methods of .*LiveHost"):
+        check_capabilities(_Stepper)
