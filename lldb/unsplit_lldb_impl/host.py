@@ -77,7 +77,8 @@ class LldbHost:
         from .naming import LldbFrame
 
         frame = self.frame
-        return frame is not None and holds_return_address(LldbFrame(frame, frame.GetThread()))
+        return frame is not None and holds_return_address(
+            LldbFrame(frame, frame.GetThread(), trampolines=True))
 
     def evaluate_address(self, expression: str) -> int:
         text = expression.strip()

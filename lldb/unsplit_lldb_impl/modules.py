@@ -36,10 +36,12 @@ def module_list(target: lldb.SBTarget) -> list[LoadedModule]:
     return mods
 
 
-def sync(session: Session, target: lldb.SBTarget, process: lldb.SBProcess) -> None:
+def sync(session: Session, target: lldb.SBTarget, process: lldb.SBProcess,
+         live: bool | None = None) -> None:
     """Bring the session's module map up to `target`'s module list when the process (the
-    program, without one), its stop or the module count changed."""
-    live = process.IsValid()
+    program, without one), its stop or the module count changed (`live`: the process is
+    valid, as a frame's is)."""
+    live = process.IsValid() if live is None else live
     key = (process.GetUniqueID() if live else target.GetExecutable().fullpath,
            process.GetStopID() if live else 0, target.GetNumModules())
     session.namer.sync(key, lambda: module_list(target), lambda a, n: read_memory(target, a, n))

@@ -113,13 +113,17 @@ def _context(frame: lldb.SBFrame) -> _Context:
 
 class LldbFrame:
     """An SBFrame as the core's FrameView (unsplit.debug.frame_namer), each answer fetched from
-    LLDB when a rule asks."""
+    LLDB when a rule asks. LLDB marks no signal trampoline: with `trampolines` they are known
+    by name (the selected frame's questions); frame names leave them out, as they always did,
+    since a name per frame costs `bt` about 8% (bench/bt.py --clock cpu)."""
 
-    __slots__ = ("_kind", "frame", "thread")
+    __slots__ = ("_kind", "frame", "thread", "trampolines")
 
-    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread) -> None:
+    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread,
+                 trampolines: bool = False) -> None:
         self.frame = frame
         self.thread = thread
+        self.trampolines = trampolines
         self._kind: FrameKind | None = None
 
     def pc(self) -> int:
@@ -128,12 +132,15 @@ class LldbFrame:
     def kind(self) -> FrameKind:
         if self._kind is None:
             frame = self.frame
-            self._kind = kind_by_name(frame.IsInlined(), frame.GetFunctionName())
+            self._kind = kind_by_name(frame.IsInlined(), frame.GetFunctionName()) \
+                if self.trampolines else FrameKind.INLINE if frame.IsInlined() \
+                else FrameKind.NORMAL
         return self._kind
 
     def newer(self) -> FrameView | None:
         newer = int(self.frame.GetFrameID()) - 1
-        return None if newer < 0 else LldbFrame(self.thread.GetFrameAtIndex(newer), self.thread)
+        return None if newer < 0 else \
+            LldbFrame(self.thread.GetFrameAtIndex(newer), self.thread, self.trampolines)
 
     def has_line(self) -> bool:
         line_entry = self.frame.GetLineEntry()
@@ -149,7 +156,7 @@ def name_frame(frame: lldb.SBFrame, context: _Context | None = None) -> Naming:
     frame: a cheap check, measured by bench/bt.py)."""
     st, target, process, thread = context if context is not None else _context(frame)
     namer = st.session.namer
-    modules.sync(st.session, target, process)
+    modules.sync(st.session, target, process, live=True)
     naming = namer.name(LldbFrame(frame, thread))
     for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
         print(f"unsplit: {warning}", file=sys.stderr)
