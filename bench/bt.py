@@ -1,6 +1,6 @@
 """Benchmark: `bt` over a deep recursion through cold fragments, with and without the plugin.
 
-    .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]...
+    .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]... [--clock cpu]
     .venv/bin/python bench/bt.py --alternate N   # GDB: the unwinder against the filter alone
 
 The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The program is built
@@ -28,7 +28,7 @@ any Python frame filter is registered GDB prints `bt` through its Python frame-d
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
 GDB plugin that renames frames; and a fourth, "filter": the plugin with `bb exact-frames off`
 (its frame filter without its unwinder), the base the unwinder's cost is measured against. Each
-figure is the median over --repeats pairs of sessions. The
+figure is the median over --repeats pairs of sessions, the modes interleaved. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -106,17 +106,21 @@ def build(work: Path) -> Path:
     return work / "deep"
 
 
+CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
+clock = CLOCKS["wall"]  # --clock: the debugger's CPU time is steadier on a loaded machine
+
+
 def _timed_bt(session: Any) -> tuple[float, int, int]:
     """Seconds one `bt` takes inside the debugger, its line count, and its `[cold]` frames."""
     report = ("print('T=%f N=%d COLD=%d' % (_e, _o.count(chr(10)), "
               "_o.count('descend [cold]')))")
     if session.name == "gdb":
-        line = ("python import time as _t; _s = _t.perf_counter(); "
-                "_o = gdb.execute('bt', to_string=True); _e = _t.perf_counter() - _s; " + report)
+        line = (f"python import time as _t; _s = _t.{clock}(); "
+                f"_o = gdb.execute('bt', to_string=True); _e = _t.{clock}() - _s; " + report)
     else:
         line = ("script import time as _t; _r = lldb.SBCommandReturnObject(); "
-                "_i = lldb.debugger.GetCommandInterpreter(); _s = _t.perf_counter(); "
-                "_i.HandleCommand('bt', _r); _e = _t.perf_counter() - _s; "
+                f"_i = lldb.debugger.GetCommandInterpreter(); _s = _t.{clock}(); "
+                f"_i.HandleCommand('bt', _r); _e = _t.{clock}() - _s; "
                 "_o = _r.GetOutput() or ''; " + report)
     out = session.command(line, timeout=300)
     m = _RESULT.search(out)
@@ -183,10 +187,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="sessions per figure")
     parser.add_argument("--warm", type=int, default=5, help="warm bts per session")
     parser.add_argument("--debugger", action="append", choices=sorted(DRIVERS))
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall time, or the debugger process's CPU time (steadier under "
+                             "load; leaves out waiting for the disk)")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
     args = parser.parse_args()
+    global clock
+    clock = CLOCKS[args.clock]
     if args.alternate:
         with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
             binary = build(Path(tmp))
@@ -201,7 +210,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
         cache = Path(tmp) / "cache"
-        print(f"bt over {args.depth} frames in descend.cold (GCC PGO), ms: median of "
+        print(f"bt over {args.depth} frames in descend.cold (GCC PGO), {args.clock} ms: median of "
               f"{args.repeats} session pairs; first: empty unsplit cache, later: the cache the "
               f"first session left, warm: best of {args.warm} bts after the first")
         print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
@@ -209,13 +218,19 @@ def main() -> int:
         for name in args.debugger or ["gdb", "lldb"]:
             modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
                 ["plain", "unsplit"]
+            # Modes interleaved, their order rotated each repeat: a shared machine's load
+            # drifts over the minutes a run takes, and then drifts for every mode alike.
+            runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
+            for k in range(args.repeats):
+                for mode in modes[k % len(modes):] + modes[:k % len(modes)]:
+                    runs[mode].append(session_pair(name, binary, args.depth, mode, args.warm,
+                                                   cache))
             base: tuple[float, float, float] | None = None
             for mode in modes:
-                runs = [session_pair(name, binary, args.depth, mode, args.warm, cache)
-                        for _ in range(args.repeats)]
-                first, later, warm = (statistics.median(r[i] for r in runs) for i in range(3))
+                first, later, warm = (statistics.median(r[i] for r in runs[mode])
+                                      for i in range(3))
                 base = base or (first, later, warm)
-                row = {"debugger": name, "mode": mode, "depth": args.depth,
+                row = {"debugger": name, "mode": mode, "depth": args.depth, "clock": args.clock,
                        "sessions": 2 * args.repeats, "first_ms": first * 1e3,
                        "later_ms": later * 1e3, "warm_ms": warm * 1e3,
                        "first_ratio": first / base[0], "later_ratio": later / base[1],

@@ -15,38 +15,21 @@ in ``frame-format``/``thread-format``, and has LLDB unwind moved fragments with 
 from __future__ import annotations
 
 import os
-import site
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_REPO = os.path.dirname(_HERE)
-
-
-def _add_paths() -> None:
-    ours = [_HERE, os.path.join(_REPO, "plugin")]
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    venv = os.path.join(_REPO, ".venv", "lib", version, "site-packages")
-    added: list[str] = []
-    if os.path.isdir(venv) and venv not in sys.path:
-        # addsitedir appends; the venv's pyelftools (0.33) must win over a distribution's older
-        # one (Debian's 0.29 cannot read DWARF 5), so what it added goes to the front, after
-        # this checkout's own code: an editable install's .pth in the venv may name another
-        # checkout's plugin/. As gdb/unsplit_gdb.py does.
-        before = list(sys.path)
-        site.addsitedir(venv)
-        added = [p for p in sys.path if p not in before]
-    rest = [p for p in sys.path if p not in ours and p not in added]
-    sys.path[:] = ours + added + rest
+if TYPE_CHECKING:
+    import lldb
 
 
-def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
-    _add_paths()
+def __lldb_init_module(debugger: lldb.SBDebugger, internal_dict: dict[str, Any]) -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(os.path.dirname(here), "plugin"))  # this checkout's core
     from unsplit import dependencies
 
-    problem = dependencies.missing()
+    problem = dependencies.adapter_problem(here)
     if problem is not None:  # one line, and LLDB goes on without the plugin
-        print(f"unsplit: not loaded: {problem}", file=sys.stderr)
+        print(problem, file=sys.stderr)
         return
     import lldb
     from unsplit_lldb_impl import capabilities, cfi_symbols, commands, naming
@@ -65,28 +48,28 @@ def __lldb_init_module(debugger: Any, internal_dict: dict[str, Any]) -> None:
 
 # -- ${script.frame:unsplit_lldb.NAME} callbacks: LLDB calls NAME(frame, internal_dict) --------
 
-def frame_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+def frame_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """The function part of `frame-format`: `transfer [cold] + 31` in moved code."""
     from unsplit_lldb_impl import naming
 
     return naming.guarded_name(frame, "frame_function")
 
 
-def thread_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+def thread_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """The function part of `thread-format`."""
     from unsplit_lldb_impl import naming
 
     return naming.guarded_name(frame, "thread_function")
 
 
-def thread_stop_function(frame: Any, internal_dict: dict[str, Any]) -> str:
+def thread_stop_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """The function part of `thread-stop-format`, when the user's has one."""
     from unsplit_lldb_impl import naming
 
     return naming.guarded_name(frame, "thread_stop_function")
 
 
-def frame_line(frame: Any, internal_dict: dict[str, Any]) -> str:
+def frame_line(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """` at file:line` from unsplit when LLDB has no line for the frame (BOLT without DWARF)."""
     from unsplit_lldb_impl import naming
 

@@ -1,7 +1,8 @@
 """unsplit's GDB adapter (GDB 13+): commands, the `unsplit` frame filter, the stop printer.
 
     host.py      unsplit.host.Host for GDB (modules and biases from `info files`)
-    locator.py   per-PC cache between the hooks and unsplit.session.Session
+    locator.py   GDB's frames named by the session's FrameNamer (unsplit.debug.frame_namer)
+    frame_view.py  a gdb.Frame as the namer's FrameView
     commands.py  `bb` and one subcommand per unsplit.commands.COMMANDS entry
     frames.py    the frame filter/decorator (`bt`)
     stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)

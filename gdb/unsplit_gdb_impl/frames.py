@@ -38,10 +38,10 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameVars,
 )
 from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
 
 from . import console
-from .locator import Locator, gdb_has_line
+from .frame_view import gdb_has_line
+from .locator import Locator
 from .report import report_internal
 
 NAME = "unsplit"
@@ -74,11 +74,13 @@ class LineDecorator(FrameDecorator):
     a function that does not return is the next function or padding (an empty name, where
     GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types."""
 
-    def __init__(self, base: Any, loc: Location | None, full_paths: bool = False) -> None:
+    def __init__(self, base: Any, loc: Location | None, full_paths: bool = False,
+                 scalars: bool | None = None) -> None:
         super().__init__(base)
         self._loc = loc
         self._full_paths = full_paths  # GDB/MI: the file is the source's full path
         self._has_line: bool | None = None
+        self._scalars = scalars  # `print frame-arguments scalars` (None: asked when needed)
 
     @_guarded
     def function(self) -> Any:
@@ -158,9 +160,15 @@ class LineDecorator(FrameDecorator):
             except (gdb.error, RuntimeError):
                 return None
             args = FrameVars(frame).fetch_frame_args()
-        if self._full_paths or gdb.parameter("print frame-arguments") != "scalars":
+        if self._scalars is None:
+            self._scalars = scalars_only()
+        if self._full_paths or not self._scalars:
             return args  # MI prints every value in full: `...` would read as a string there
         return [_as_gdb_prints(frame, item) for item in args]
+
+
+def scalars_only() -> bool:
+    return bool(gdb.parameter("print frame-arguments") == "scalars")
 
 
 _NON_SCALAR = (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION, gdb.TYPE_CODE_ARRAY,
@@ -179,15 +187,22 @@ def _as_gdb_prints(frame: gdb.Frame, item: Any) -> Any:
     if item.value() is not None or not isinstance(symbol, gdb.Symbol):
         return item
     try:
+        # The symbol's type first: a scalar is never `...`, and reading it costs a frame read.
+        if symbol.type is not None and not _non_scalar(symbol.type):
+            return item
         value = frame.read_var(symbol)
-        kind = value.type.strip_typedefs()
-        while kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
-            kind = kind.target().strip_typedefs()
-        if not value.is_optimized_out or kind.code not in _NON_SCALAR:
+        if not value.is_optimized_out or not _non_scalar(value.type):
             return item
     except gdb.error:  # GDB reads it again and says why it cannot
         return item
     return _Ellipsis(symbol)
+
+
+def _non_scalar(kind: gdb.Type) -> bool:
+    kind = kind.strip_typedefs()
+    while kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
+        kind = kind.target().strip_typedefs()
+    return kind.code in _NON_SCALAR
 
 
 class _Ellipsis:
@@ -207,8 +222,8 @@ class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
     def __init__(self, base: Any, loc: Location, style: str | None,
-                 full_paths: bool = False) -> None:
-        super().__init__(base, loc, full_paths)
+                 full_paths: bool = False, scalars: bool | None = None) -> None:
+        super().__init__(base, loc, full_paths, scalars)
         self._shown = loc
         self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
 
@@ -250,7 +265,7 @@ class UnsplitFrameFilter:
             frame = gdb.newest_frame()
         except gdb.error:
             return True  # no stack: nothing is printed (`info frame-filter` says the choice)
-        self.locator.begin_backtrace()
+        self.locator.sync()
         for _ in range(STACK_CHECK_LIMIT):
             if frame is None:
                 return False
@@ -262,44 +277,37 @@ class UnsplitFrameFilter:
 
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
         style = self.locator.session.demangling()  # `print demangle`, asked once per bt
+        scalars = scalars_only()  # and `print frame-arguments`
         try:
-            self.locator.begin_backtrace()
+            self.locator.sync()
             checked = True
         except Exception as e:
             report_internal(e, once=True)
             checked = False
         for decorator in frame_iter:
-            yield self._decorate(decorator, style, checked)
+            yield self._decorate(decorator, style, checked, scalars)
 
-    def _decorate(self, decorator: Any, style: str | None, checked: bool = False) -> Any:
+    def _decorate(self, decorator: Any, style: str | None, checked: bool = False,
+                  scalars: bool | None = None) -> Any:
         try:
             frame = decorator.inferior_frame()
             if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator
             return decorated(decorator, self.locator.shown(frame, checked=checked), style,
-                             self.full_paths)
+                             self.full_paths, scalars)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
             return decorator
 
 
 def decorated(decorator: Any, loc: Location | None, style: str | None,
-              full_paths: bool = False) -> Any:
+              full_paths: bool = False, scalars: bool | None = None) -> Any:
     """What `bt` prints a normal or inlined frame with, given where the plugin shows it (`loc`,
     Locator.shown): also how stop.py words the selected frame after `up`, so both read alike.
     `full_paths`: files by their full path (GDB/MI)."""
     if loc is None or not loc.in_moved_code:
-        return LineDecorator(decorator, loc, full_paths)
-    if decorator.inferior_frame().type() == gdb.INLINE_FRAME and \
-            not _names_procedure(decorator, loc):
-        return LineDecorator(decorator, None, full_paths)  # an inlined function keeps its name
-    return MovedCodeDecorator(decorator, loc, style, full_paths)
-
-
-def _names_procedure(decorator: Any, loc: Location) -> bool:
-    name = decorator.function()
-    return isinstance(name, str) and loc.procedure is not None and (
-        name == loc.fragment_symbol or names_procedure(name, loc.procedure))
+        return LineDecorator(decorator, loc, full_paths, scalars)
+    return MovedCodeDecorator(decorator, loc, style, full_paths, scalars)
 
 
 def install(locator: Locator) -> UnsplitFrameFilter:

@@ -14,20 +14,23 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
-from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
+from unsplit.commands import check_capabilities
+from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.frame_namer import holds_return_address
+from unsplit.debug.stepping import StepOutcome, StepPlan
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UnsplitError, UsageError, reading
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
-from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
-from unsplit.index.frame import lookup_pc
+from unsplit.host import Host, LoadedModule
 from unsplit.index.model import Location
+from unsplit.index.session_view import SessionView
 from unsplit.render.breaks import BreakGroup
 
 from . import console
+from .frame_view import GdbFrame
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")
@@ -118,18 +121,6 @@ def _bias(mod: MappedModule) -> int | None:
     return None
 
 
-def address_in_block(frame: gdb.Frame) -> int:
-    """The PC to look a frame up by: a caller's PC minus one, as GDB does, since a call that
-    ends a fragment returns to the first byte after it (possibly another fragment)."""
-    pc = int(frame.pc())
-    newer = frame.newer()
-    while newer is not None and newer.type() == gdb.INLINE_FRAME:
-        newer = newer.newer()
-    caller = newer is not None and newer.type() == gdb.NORMAL_FRAME and frame.type() in (
-        gdb.NORMAL_FRAME, gdb.INLINE_FRAME)
-    return lookup_pc(pc, caller)
-
-
 def progspace_file() -> str | None:
     """The current program space's file (None: no program, or no program space)."""
     space = gdb.current_progspace()
@@ -145,6 +136,18 @@ def _address_value(expression: str) -> int:
     return int(value) & ((1 << 64) - 1)
 
 
+class StepReports(Protocol):
+    """What GDB prints for its own steps (step_report.StepReporter, set by register())."""
+
+    @property
+    def session(self) -> SessionView: ...
+
+    def context(self, kind: str, line: int | None) -> object: ...
+
+    def report(self, host: Host, kind: str, loc: Location | None, pc: int,
+               context: object) -> str: ...
+
+
 class GdbHost:
     """Host for the GDB that loaded the plugin (one per GDB process)."""
 
@@ -158,7 +161,7 @@ class GdbHost:
         self.breakpoint_maker: Callable[[BreakSpec, list[tuple[LoadedModule, Site]]], str] | None \
             = None  # breakpoints.Breakpoints.create, set by register()
         self.breakpoint_lister: Callable[[], list[BreakGroup]] | None = None  # .listing
-        self.step_reporter: Any = None  # step_report.StepReporter, set by register()
+        self.step_reporter: StepReports | None = None  # step_report.StepReporter
 
     # -- modules ------------------------------------------------------------------------
 
@@ -186,13 +189,6 @@ class GdbHost:
     def modules(self) -> list[LoadedModule]:
         return [LoadedModule(m.path, m.bias or 0) for m in self.mapped()]
 
-    def module_at(self, address: int) -> LoadedModule | None:
-        """The module whose mapped sections hold runtime `address` (a cheap pre-filter)."""
-        for mod in self.mapped():
-            if mod.contains(address):
-                return LoadedModule(mod.path, mod.bias or 0)
-        return None
-
     # -- frames and expressions ---------------------------------------------------------
 
     def selected_pc(self) -> int:
@@ -206,7 +202,7 @@ class GdbHost:
             frame = gdb.selected_frame()
         except gdb.error:
             return False
-        return address_in_block(frame) != int(frame.pc())
+        return holds_return_address(GdbFrame(frame))
 
     def selected_frame_level(self) -> int:
         try:
@@ -241,7 +237,7 @@ class GdbHost:
         if self.step_reporter is None:
             return verbose_line(loc, pc)
         try:
-            return str(self.step_reporter.report(self, kind, loc, pc, context))
+            return self.step_reporter.report(self, kind, loc, pc, context)
         except gdb.error:  # GDB cannot show the frame: say where, our way
             return verbose_line(loc, pc, self.step_reporter.session.demangling())
 
@@ -355,36 +351,7 @@ class GdbHost:
         return self.breakpoint_lister()
 
 
-@dataclass(slots=True)
-class OneModuleHost:
-    """A Host that knows only the module holding one address: lets the frame filter and the
-    stop printer ask the core without indexing every library in the process."""
-
-    host: GdbHost
-    module: LoadedModule
-
-    def modules(self) -> list[LoadedModule]:
-        return [self.module]
-
-    def selected_pc(self) -> int:
-        return self.host.selected_pc()
-
-    def evaluate_address(self, expression: str) -> int:
-        return self.host.evaluate_address(expression)
-
-    # MachineState: the core asks whether the image in memory is this module's file (a core
-    # of another program) before it names a frame by it.
-    def read_memory(self, address: int, size: int) -> bytes:
-        return self.host.read_memory(address, size)
-
-    def frame0_registers(self, thread: int | None = None) -> dict[str, int]:
-        return self.host.frame0_registers(thread)
-
-
-# What GdbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
-# debug.stepping), checked as the adapter loads: a missing or renamed method fails every
-# session at once, not the one command that needs it.
-PROVIDES = (SteppingHost, BreakpointHost, FrameNaming, ExactFrames, DebugInfo)
-_missing = [p.__name__ for p in PROVIDES if not issubclass(GdbHost, p)]
-if _missing:
-    raise TypeError(f"GdbHost lacks the methods of {', '.join(_missing)}")
+# What GdbHost provides: every protocol of the core's a `bb` command asks for (commands.py's
+# CAPABILITIES), checked as the adapter loads: a missing or renamed method fails every session
+# at once, not the one command that needs it.
+PROVIDES = check_capabilities(GdbHost)

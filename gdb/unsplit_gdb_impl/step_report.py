@@ -23,7 +23,6 @@ from unsplit.render import stop as stop_text
 from unsplit.session import Session
 
 from . import console
-from .host import address_in_block
 from .locator import Locator
 
 # Return types whose value GDB's `finish` reads from $rax (x86-64 SysV).
@@ -36,7 +35,7 @@ _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TY
 class StepContext:
     frame: tuple[str | None, int | None]  # (procedure or GDB's name, CFA) of the stepping frame
     located: bool  # finish, until LINE, advance LINE: GDB prints the frame line whatever frame
-    return_type: Any  # finish: gdb.Type of a scalar return value, or None
+    return_type: gdb.Type | None  # finish: the type of a scalar return value
 
 
 def parameter(name: str, default: Any) -> Any:
@@ -46,7 +45,7 @@ def parameter(name: str, default: Any) -> Any:
         return default
 
 
-def frame_output(frame: Any) -> list[str]:
+def frame_output(frame: gdb.Frame) -> list[str]:
     """GDB's own `frame` output for `frame` (its location line, then its source line); []
     when GDB cannot print it (the report is then made from the core's answer alone)."""
     try:
@@ -72,8 +71,8 @@ class StepReporter:
     def session(self) -> Session:
         return self.locator.session
 
-    def _key(self, frame: Any) -> tuple[str | None, int | None]:
-        loc = self.locator.locate(address_in_block(frame))
+    def _key(self, frame: gdb.Frame) -> tuple[str | None, int | None]:
+        loc = self.locator.procedure_at(frame)
         name = loc.procedure if loc is not None and loc.procedure else frame.name()
         older = frame.older()
         return name, None if older is None else int(older.read_register("sp"))
@@ -104,7 +103,9 @@ class StepReporter:
         return StepContext(self._key(frame), located, return_type)
 
     def report(self, host: Host, kind: str, loc: Location | None, pc: int,
-               context: StepContext | None) -> str:
+               step: object) -> str:
+        """`step`: what context() said before the step (None: nothing known)."""
+        context = step if isinstance(step, StepContext) else None
         frame = gdb.newest_frame()
         if loc is not None and loc.inlined and frame.type() != gdb.INLINE_FRAME:
             # GDB stops at the start of inlined code in the frame it was inlined into (at the
@@ -126,7 +127,7 @@ class StepReporter:
             out.append(_value_returned(context.return_type))
         return "\n".join(line for line in out if line)
 
-    def _gdb_is_right(self, frame: Any, loc: Location | None, native: list[str]) -> bool:
+    def _gdb_is_right(self, frame: gdb.Frame, loc: Location | None, native: list[str]) -> bool:
         """GDB's own stop names this frame as the procedure and knows its line: outside moved
         code where GDB has a line (BOLT without DWARF: only the pre-BOLT binary has it), or in
         a function inlined into moved code (GDB names the inlined function, rightly)."""
@@ -160,7 +161,7 @@ def _native_stop(native: list[str], what: str, pc: int, print_address: bool) -> 
     return location
 
 
-def _value_returned(return_type: Any) -> str:
+def _value_returned(return_type: gdb.Type) -> str:
     """`Value returned is $N = V`, as GDB's finish prints it (the value joins the history)."""
     try:
         value = gdb.parse_and_eval("$rax").cast(return_type)

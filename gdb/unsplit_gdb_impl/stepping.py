@@ -27,11 +27,11 @@ from . import console
 _CALL = re.compile(r"^\s*(call|callq|bl|blr|jalr?)\b")
 
 
-def _sp(frame: Any) -> int:
+def _sp(frame: gdb.Frame) -> int:
     return int(frame.read_register("sp"))
 
 
-def _cfa(frame: Any) -> int | None:
+def _cfa(frame: gdb.Frame) -> int | None:
     """The CFA of `frame`: the SP its caller has once it returns."""
     older = frame.older()
     return None if older is None else _sp(older)
@@ -60,7 +60,7 @@ class Stepper:
         self.plan: StepPlan | None = None
         self.cfa: int | None = None
         self.hit_site: _Site | None = None
-        self.event: Any = None
+        self.event: gdb.StopEvent | None = None
         self.exited = False
 
     def hit(self, site: _Site) -> bool:
@@ -73,7 +73,7 @@ class Stepper:
             self.hit_site = site
         return ok
 
-    def _is_stepping_frame(self, frame: Any) -> bool:
+    def _is_stepping_frame(self, frame: gdb.Frame) -> bool:
         """The newest frame is the stepping frame: the plan's CFA rule says so where it has
         one; else GDB's caller frame, when GDB unwinds (stop rather than run away if not)."""
         if self.cfa is None:
@@ -87,10 +87,10 @@ class Stepper:
 
     # -- run control ------------------------------------------------------------------------
 
-    def _on_stop(self, event: Any) -> None:
+    def _on_stop(self, event: gdb.StopEvent) -> None:
         self.event = event
 
-    def _on_exit(self, event: Any) -> None:
+    def _on_exit(self, event: gdb.ExitedEvent) -> None:
         self.exited = True
 
     def _resume(self, command: str) -> str:
@@ -197,7 +197,7 @@ def _pc() -> int:
 _decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[set[int], list[int]]] = {}
 
 
-def _decode(frame: Any, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], list[int]]:
+def _decode(frame: gdb.Frame, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], list[int]]:
     """Instruction starts and call instructions in `ranges` (cached per process)."""
     key = (gdb.selected_inferior().pid, ranges)
     found = _decoded.get(key)

@@ -70,15 +70,6 @@ def _gdb_says_it(frame: gdb.Frame, loc: Location) -> bool:
         os.path.basename(sal.symtab.filename) == os.path.basename(loc.file or "")
 
 
-def _inlined_other(frame: gdb.Frame, loc: Location) -> bool:
-    """A frame of a function inlined into moved code: GDB's line names it, rightly (as `bt`
-    does)."""
-    if not loc.in_moved_code or frame.type() != gdb.INLINE_FRAME or loc.procedure is None:
-        return False
-    name = frame.name() or ""
-    return name != loc.fragment_symbol and not names_procedure(name, loc.procedure)
-
-
 class StopPrinter:
     def __init__(self, locator: Locator) -> None:
         self.locator = locator
@@ -114,11 +105,9 @@ class StopPrinter:
     def _shown(self, frame: gdb.Frame) -> Location | None:
         """What the plugin shows for `frame` (None: GDB's own frame stands): the procedure's
         frame, at its own line where code is inlined (never with a callee's line); a frame of
-        a function inlined into moved code is GDB's."""
+        a function inlined into moved code is GDB's (FrameNamer.name)."""
         loc = self.locator.shown(frame)
-        if loc is None or _inlined_other(frame, loc):
-            return None
-        return loc.as_procedure()
+        return None if loc is None else loc.as_procedure()
 
     def line(self) -> str | None:
         """The corrected line for the newest frame."""

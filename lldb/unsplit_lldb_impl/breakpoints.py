@@ -91,7 +91,7 @@ class SplitResolver:
         debugger_id = self.bkpt.GetTarget().GetDebugger().GetID()
         return report_internal(e, state_mod.for_debugger(debugger_id).reported)
 
-    def _resolve(self, module: Any) -> None:
+    def _resolve(self, module: lldb.SBModule) -> None:
         if self.spec is None or not module.IsValid():
             return
         path = module.GetFileSpec().fullpath
@@ -113,7 +113,7 @@ class SplitResolver:
                 self.bkpt.AddLocation(address)
 
 
-def create(target: Any, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]],
+def create(target: lldb.SBTarget, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]],
            session: Session) -> str:
     """Make the breakpoint; returns what `breakpoint set` says (`Breakpoint 1: 2 locations.`,
     or where its one location is, named by the procedure as written)."""
@@ -151,7 +151,7 @@ def _shown_address(location: Any) -> int:
 _OURS = re.compile(r"^SBBreakpoint: id = \d+, unsplit: bb break (?P<text>.+?)(?: \(.*\))?$")
 
 
-def listing(target: Any) -> list[BreakGroup]:
+def listing(target: lldb.SBTarget) -> list[BreakGroup]:
     """Every breakpoint of `target` that SplitResolver resolves (`bb break`, or `breakpoint set
     -P unsplit_lldb.SplitResolver`), known by the short help it gives LLDB's description."""
     out = []

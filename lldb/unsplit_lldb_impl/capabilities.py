@@ -18,7 +18,10 @@ Two probes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import lldb
 
 # (owner, attribute) the frame names use; an owner of None is the lldb module itself
 _NAMING_CALLS = ((None, "SBFormat"), ("SBFrame", "GetDescriptionWithFormat"),
@@ -35,7 +38,7 @@ def missing_for_naming(lldb: Any) -> list[str]:
     return missing
 
 
-def split_function(module: Any, procedures: list[str]) -> tuple[str, bool] | None:
+def split_function(module: lldb.SBModule, procedures: list[str]) -> tuple[str, bool] | None:
     """The first of `procedures` (those with moved fragments) that `module`'s DWARF gives
     several ranges, and whether LLDB unwinds it as those ranges (True) or as one span (False);
     None when there is no such function."""

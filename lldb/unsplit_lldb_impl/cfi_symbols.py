@@ -38,7 +38,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
@@ -50,6 +50,11 @@ from unsplit.render.debuginfo import DebugInfoState, status_text
 from . import capabilities, frame_source
 from . import state as state_mod
 from .report import report_internal
+
+if TYPE_CHECKING:
+    import lldb
+    from unsplit.elf.binary import Binary
+    from unsplit.index.module_index import ModuleIndex
 
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
 
@@ -98,7 +103,7 @@ def enabled() -> bool:
     return _DONE.on
 
 
-def _run(debugger: Any, command: str) -> tuple[bool, str]:
+def _run(debugger: lldb.SBDebugger, command: str) -> tuple[bool, str]:
     import lldb
 
     result = lldb.SBCommandReturnObject()
@@ -106,7 +111,7 @@ def _run(debugger: Any, command: str) -> tuple[bool, str]:
     return result.Succeeded(), (result.GetOutput() or "") + (result.GetError() or "")
 
 
-def install(debugger: Any) -> list[str]:
+def install(debugger: lldb.SBDebugger) -> list[str]:
     """At import: the search path, the stop hook (in LLDB's dummy target, which LLDB copies
     into every target made later, and in the targets that exist), and a first sync."""
     if not enabled():
@@ -147,7 +152,7 @@ SYMBOL_COMMANDS = ("breakpoint set", "process launch", "process attach", "target
                    "disassemble", "source list")
 
 
-def _add_overrides(debugger: Any) -> list[str]:
+def _add_overrides(debugger: lldb.SBDebugger) -> list[str]:
     """Have every command of UNWINDING_COMMANDS and SYMBOL_COMMANDS sync first (an override
     callback that lets the command run); returns one line for the commands that could not be
     hooked."""
@@ -165,7 +170,7 @@ def _add_overrides(debugger: Any) -> list[str]:
             "symbol file (no command override callback)"] if missing else []
 
 
-def _syncing(debugger: Any, then: frame_source.FrameSelect | None = None) -> Any:
+def _syncing(debugger: lldb.SBDebugger, then: frame_source.FrameSelect | None = None) -> Any:
     def before_command(*words: str) -> bool:
         """Sync, then let LLDB run the command (False: not handled here) unless `then` ran
         it."""
@@ -181,13 +186,13 @@ def _syncing(debugger: Any, then: frame_source.FrameSelect | None = None) -> Any
     return before_command
 
 
-def _add_hook(debugger: Any, target: Any) -> None:
+def _add_hook(debugger: lldb.SBDebugger, target: lldb.SBTarget) -> None:
     if target == debugger.GetDummyTarget() and debugger.GetSelectedTarget().IsValid():
         return  # with a target selected, commands cannot reach the dummy one
     _run_on(debugger, target, f"target stop-hook add -P {HOOK_CLASS}")
 
 
-def _modules(target: Any, everything: bool) -> list[tuple[Any, list[int]]]:
+def _modules(target: lldb.SBTarget, everything: bool) -> list[tuple[Any, list[int]]]:
     """The modules to look at, each with the file addresses of the threads' pcs in it: every
     module, or those that matter now. LLDB's guess (the assembly profiler) is only ever used
     for a thread's innermost frame (callers unwind with the `.eh_frame` at their call site), so
@@ -211,7 +216,7 @@ def _modules(target: Any, everything: bool) -> list[tuple[Any, list[int]]]:
     return list(found.values())
 
 
-def _no_pc_in_moved_code(debugger: Any, path: str, pcs: list[int]) -> bool:
+def _no_pc_in_moved_code(debugger: lldb.SBDebugger, path: str, pcs: list[int]) -> bool:
     """Whether none of `pcs` (file addresses) is in moved code of the module at `path`: then
     LLDB unwinds every frame of the module right without the CFI file (callers use the
     `.eh_frame` at their call site), and the file waits for a stop that needs it. A BOLTed
@@ -221,7 +226,7 @@ def _no_pc_in_moved_code(debugger: Any, path: str, pcs: list[int]) -> bool:
     return not any(index.locate(pc, lines=False, blocks=False).in_moved_code for pc in pcs)
 
 
-def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
+def sync(debugger: lldb.SBDebugger, target: lldb.SBTarget, everything: bool = False) -> list[str]:
     """Give each new module of `target` that needs one its CFI symbol file (of those that
     matter now, see _modules; all of them with `everything`); returns warnings, and what a
     new module's pre-BOLT input needs said (Session.input_notes). Cheap when nothing is new
@@ -251,7 +256,7 @@ def sync(debugger: Any, target: Any, everything: bool = False) -> list[str]:
     return notes
 
 
-def _describe(debugger: Any, target: Any, notes: list[str]) -> None:
+def _describe(debugger: lldb.SBDebugger, target: lldb.SBTarget, notes: list[str]) -> None:
     """Debuginfo on: each module not looked at yet gets unsplit's DWARF file now, not once a
     thread's pc is in its moved code as the CFI file does: an IDE names every frame from the
     module's symbol file, a caller in a cold fragment too (park <- work.cold in a library
@@ -272,7 +277,8 @@ def _describe(debugger: Any, target: Any, notes: list[str]) -> None:
             _DONE.seen[key] = given
 
 
-def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | None:
+def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule,
+                path: str) -> str | None:
     """unsplit's debug file rather than the Breakpad file (a module has one symbol file in
     LLDB): every client gets the procedure, its lines and variables, and LLDB's unwinder the
     fragments' CFI (.debug_frame). None: not for this module, or not for this LLDB."""
@@ -294,7 +300,7 @@ def _give_dwarf(debugger: Any, target: Any, module: Any, path: str) -> str | Non
     return given
 
 
-def _takes_spans(debugger: Any, module: Any, path: str) -> bool:
+def _takes_spans(debugger: lldb.SBDebugger, module: lldb.SBModule, path: str) -> bool:
     """Whether this LLDB takes a function in several DWARF ranges as one span (probed once,
     on the first module given the file whose split procedure the file describes): its bt
     then ends in moved code (LLDB 19), where the Breakpad CFI file unwinds right."""
@@ -308,8 +314,8 @@ def _takes_spans(debugger: Any, module: Any, path: str) -> bool:
     return bool(_DONE.spans)
 
 
-def _give_dwarf_file(debugger: Any, target: Any, binary: Any, made: str, found: bool,
-                     symbol_file: str, root: str) -> str:
+def _give_dwarf_file(debugger: lldb.SBDebugger, target: lldb.SBTarget, binary: Binary, made: str,
+                     found: bool, symbol_file: str, root: str) -> str:
     """Hand LLDB the debug file at `made` (found: LLDB read `symbol_file` from our cache)."""
     shared = not breakpad.alone_under_build_id(binary)  # a BOLT output's build-id
     if found and shared and _forget_by_build_id(binary, symbol_file, root):
@@ -332,7 +338,8 @@ def _give_dwarf_file(debugger: Any, target: Any, binary: Any, made: str, found: 
     return f"given unsplit's DWARF: {made}"
 
 
-def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) -> str:
+def _give(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule, path: str,
+          notes: list[str]) -> str:
     symbol_file = module.GetSymbolFileSpec().fullpath or ""
     root = breakpad.cache_dir()
     if not os.path.isfile(path):
@@ -378,7 +385,7 @@ def _give(debugger: Any, target: Any, module: Any, path: str, notes: list[str]) 
     return f"given: {out}"
 
 
-def _forget_by_build_id(binary: Any, symbol_file: str, root: str) -> bool:
+def _forget_by_build_id(binary: Binary, symbol_file: str, root: str) -> bool:
     """Remove our cache's file at `binary`'s build-id path if LLDB read `symbol_file` from
     there (an older plugin's DWARF or CFI file of a BOLT output): it may be another layout's,
     and LLDB would find it again in every later session. Whether it was there."""
@@ -392,7 +399,8 @@ def _forget_by_build_id(binary: Any, symbol_file: str, root: str) -> bool:
     return True
 
 
-def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> str:
+def _dwarf_status(debugger: lldb.SBDebugger, module: lldb.SBModule, index: ModuleIndex,
+                  notes: list[str]) -> str:
     """What LLDB does with a module's own DWARF; the first module whose split functions LLDB
     cannot unwind (capabilities.split_function) gets a note, once per debugger."""
     procedures = list(dict.fromkeys(f.procedure for f in index.moved_fragments()))
@@ -406,13 +414,13 @@ def _dwarf_status(debugger: Any, module: Any, index: Any, notes: list[str]) -> s
             "span: its bt may end in any part but the lowest (`bb bt` shows every frame)")
 
 
-def _add(debugger: Any, target: Any, path: str) -> None:
+def _add(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str) -> None:
     ok, message = _run_on(debugger, target, f'target symbols add "{path}"')
     if not ok:
         raise UnsplitError(message.strip().splitlines()[0] if message.strip() else "failed")
 
 
-def _run_on(debugger: Any, target: Any, command: str) -> tuple[bool, str]:
+def _run_on(debugger: lldb.SBDebugger, target: lldb.SBTarget, command: str) -> tuple[bool, str]:
     """`command` with `target` selected (`target symbols add` acts on the selected one)."""
     selected = debugger.GetSelectedTarget()
     switch = selected.IsValid() and selected != target
@@ -425,7 +433,7 @@ def _run_on(debugger: Any, target: Any, command: str) -> tuple[bool, str]:
             debugger.SetSelectedTarget(selected)
 
 
-def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
+def set_enabled(debugger: lldb.SBDebugger, target: lldb.SBTarget, flag: bool | None) -> str:
     """`bb exact-frames [on|off]`: give modules their CFI from now on (on), or stop (off);
     with no argument, the state and what each module got."""
     if flag is not None:
@@ -446,7 +454,7 @@ def set_enabled(debugger: Any, target: Any, flag: bool | None) -> str:
     return "\n".join(lines)
 
 
-def set_debuginfo(debugger: Any, target: Any, flag: bool | None) -> str:
+def set_debuginfo(debugger: lldb.SBDebugger, target: lldb.SBTarget, flag: bool | None) -> str:
     """`bb debuginfo [on|off|status]`: modules looked at from now on get unsplit's DWARF (on)
     or the CFI file alone (off)."""
     if flag is not None:
@@ -473,10 +481,11 @@ class CfiSymbolsHook:
     """The stop hook (lldb-dap): modules loaded since the last stop get their CFI symbol file
     before anyone looks at the stop's frames. Never raises into LLDB; never stops the stop."""
 
-    def __init__(self, target: Any, extra_args: Any, internal_dict: dict[str, Any]) -> None:
+    def __init__(self, target: lldb.SBTarget, extra_args: Any,
+                 internal_dict: dict[str, Any]) -> None:
         self.target = target
 
-    def handle_stop(self, exe_ctx: Any, stream: Any) -> bool:
+    def handle_stop(self, exe_ctx: lldb.SBExecutionContext, stream: Any) -> bool:
         target = exe_ctx.GetTarget()
         try:
             for note in sync(target.GetDebugger(), target):

@@ -24,7 +24,8 @@ PREFIX_SHORT_HELP = ("unsplit: debug hot/cold split code as if it had never been
                      "(bb COMMAND --help for options)")
 
 
-def run_command(name: str, debugger: Any, command: str, exe_ctx: Any, result: Any) -> None:
+def run_command(name: str, debugger: lldb.SBDebugger, command: str,
+                exe_ctx: lldb.SBExecutionContext, result: lldb.SBCommandReturnObject) -> None:
     """Run `bb NAME COMMAND` and put its text, or its one-line error, into `result`."""
     try:
         # The CFI first: a symbol file it gives flushes the thread's frames, and LLDB 19
@@ -54,7 +55,7 @@ class BbCommand:
 
     command_name: ClassVar[str] = ""
 
-    def __init__(self, debugger: Any, internal_dict: dict[str, Any]) -> None:
+    def __init__(self, debugger: lldb.SBDebugger, internal_dict: dict[str, Any]) -> None:
         self.debugger = debugger
 
     def get_short_help(self) -> str:
@@ -63,7 +64,8 @@ class BbCommand:
     def get_long_help(self) -> str:
         return COMMANDS[self.command_name].help
 
-    def __call__(self, debugger: Any, command: str, exe_ctx: Any, result: Any) -> None:
+    def __call__(self, debugger: lldb.SBDebugger, command: str, exe_ctx: lldb.SBExecutionContext,
+                 result: lldb.SBCommandReturnObject) -> None:
         run_command(self.command_name, debugger, command, exe_ctx, result)
 
 
@@ -83,13 +85,13 @@ def make_classes(module: ModuleType) -> dict[str, str]:
     return paths
 
 
-def _run(debugger: Any, line: str) -> str | None:
+def _run(debugger: lldb.SBDebugger, line: str) -> str | None:
     result = lldb.SBCommandReturnObject()
     debugger.GetCommandInterpreter().HandleCommand(line, result)
     return None if result.Succeeded() else (result.GetError() or "failed").strip()
 
 
-def register(debugger: Any, module: ModuleType) -> list[str]:
+def register(debugger: lldb.SBDebugger, module: ModuleType) -> list[str]:
     """Add `bb` and its subcommands once per debugger; returns one line per failure."""
     st = state_mod.for_debugger(debugger.GetID())
     paths = make_classes(module)  # a re-import replaces the module: its classes are new

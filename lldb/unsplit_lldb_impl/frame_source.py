@@ -12,7 +12,6 @@ plain `frame select [N]` / `-r N` is taken over, and only for such a frame.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import lldb
 from unsplit.index.model import Location
@@ -22,14 +21,15 @@ from . import state as state_mod
 from .naming import plugin_line
 
 
-def setting(debugger: Any, name: str, default: str) -> str:
+def setting(debugger: lldb.SBDebugger, name: str, default: str) -> str:
     values = lldb.SBDebugger.GetInternalVariableValue(name, debugger.GetInstanceName())
     if values is None or values.GetSize() == 0:
         return default
     return str(values.GetStringAtIndex(0) or default)
 
 
-def with_source(debugger: Any, lines: list[str], heading: str, loc: Location) -> list[str]:
+def with_source(debugger: lldb.SBDebugger, lines: list[str], heading: str,
+                loc: Location) -> list[str]:
     """`lines` (LLDB's output for a frame without a line) with the source of `loc` under the
     line holding `heading` (``frame #N:``), in place of the disassembly unless
     ``stop-disassembly-display`` is ``always``."""
@@ -46,7 +46,7 @@ def with_source(debugger: Any, lines: list[str], heading: str, loc: Location) ->
     return [*lines[:at + 1], *block.splitlines(), *(lines[at + 1:] if keep else [])]
 
 
-def _frame_asked(thread: Any, words: tuple[str, ...]) -> int | None:
+def _frame_asked(thread: lldb.SBThread, words: tuple[str, ...]) -> int | None:
     """The frame `frame select ARGS` selects, for the plain forms (else None: LLDB's own)."""
     args = words[2:]
     current = int(thread.GetSelectedFrame().GetFrameID())
@@ -65,7 +65,7 @@ def _frame_asked(thread: Any, words: tuple[str, ...]) -> int | None:
 class FrameSelect:
     """The override callback's second half for `frame select` (after the CFI sync)."""
 
-    def __init__(self, debugger: Any) -> None:
+    def __init__(self, debugger: lldb.SBDebugger) -> None:
         self.debugger = debugger
         self.running = False  # our own HandleCommand of the same command
 

@@ -8,48 +8,24 @@ which are only set in the interactive ``script`` interpreter.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
-from unsplit.debug.stepping import StepOutcome, SteppingHost, StepPlan
+from unsplit.commands import check_capabilities
+from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.frame_namer import holds_return_address
+from unsplit.debug.stepping import StepOutcome, StepPlan
 from unsplit.errors import UsageError
-from unsplit.host import DebugInfo, ExactFrames, FrameNaming, LoadedModule
-from unsplit.index.frame import is_signal_trampoline
+from unsplit.host import LoadedModule
 from unsplit.index.model import Location
 from unsplit.render.breaks import BreakGroup
 
 from . import state as state_mod
+from .modules import loaded_modules
+
+if TYPE_CHECKING:
+    import lldb
 
 _INVALID = 0xFFFFFFFFFFFFFFFF  # LLDB_INVALID_ADDRESS
-
-
-def module_bias(target: Any, module: Any) -> int:
-    """Load address minus file address of the first loaded section (0 before the run)."""
-    for section in module.section_iter():
-        load = section.GetLoadAddress(target)
-        if load != _INVALID:
-            return int(load) - int(section.GetFileAddress())
-    return 0
-
-
-def loaded_modules(target: Any) -> list[LoadedModule]:
-    """Every module of `target`, cached until the stop id or the module count changes."""
-    st = state_mod.for_debugger(target.GetDebugger().GetID())
-    process = target.GetProcess()
-    key = (target.GetExecutable().fullpath,
-           process.GetProcessID() if process.IsValid() else 0,
-           process.GetStopID() if process.IsValid() else 0,
-           target.GetNumModules())
-    if key != st.modules_key:
-        mods = []
-        for module in target.module_iter():
-            path = module.GetFileSpec().fullpath
-            if path:
-                mods.append(LoadedModule(path, module_bias(target, module)))
-        if mods != st.modules_cache:
-            st.session.locations.invalidate()  # locations hold only for one mapping
-        st.modules_cache, st.modules_key = mods, key
-    return list(st.modules_cache)
 
 
 def _first_error(message: str | None) -> str:
@@ -63,14 +39,15 @@ def _first_error(message: str | None) -> str:
 class LldbHost:
     """Host for one command invocation (or one frame callback)."""
 
-    def __init__(self, debugger: Any, target: Any, frame: Any | None = None) -> None:
+    def __init__(self, debugger: lldb.SBDebugger, target: lldb.SBTarget,
+                 frame: lldb.SBFrame | None = None) -> None:
         self.debugger = debugger
         self.target = target
         self.frame = frame if frame is not None and frame.IsValid() else None
         self.notes: list[str] = []  # warnings for the command's result
 
     @classmethod
-    def from_exe_ctx(cls, debugger: Any, exe_ctx: Any) -> LldbHost:
+    def from_exe_ctx(cls, debugger: lldb.SBDebugger, exe_ctx: lldb.SBExecutionContext) -> LldbHost:
         target = exe_ctx.GetTarget()
         if not target.IsValid():
             target = debugger.GetSelectedTarget()
@@ -96,18 +73,12 @@ class LldbHost:
         return 0 if self.frame is None else int(self.frame.GetFrameID())
 
     def selected_frame_is_caller(self) -> bool:
-        """A caller's PC is a return address (not so above a signal trampoline)."""
+        """A caller's PC is a return address (unsplit.debug.frame_namer's rule)."""
+        from .naming import LldbFrame
+
         frame = self.frame
-        if frame is None or frame.GetFrameID() == 0:
-            return False
-        thread = frame.GetThread()
-        # Inlined frames share their caller's PC: only a frame whose PC differs from the
-        # innermost one holds a return address.
-        if frame.GetPC() == thread.GetFrameAtIndex(0).GetPC():
-            return False
-        below = thread.GetFrameAtIndex(frame.GetFrameID() - 1)
-        name = (below.GetFunctionName() or "") if below.IsValid() else ""
-        return not is_signal_trampoline(name)
+        return frame is not None and holds_return_address(
+            LldbFrame(frame, frame.GetThread(), trampolines=True))
 
     def evaluate_address(self, expression: str) -> int:
         text = expression.strip()
@@ -249,11 +220,8 @@ class LldbHost:
         return cfi_symbols.set_debuginfo(self.debugger, self.target, flag)
 
 
-# What LldbHost provides of the core's host protocols (unsplit.host, debug.breakpoints,
-# debug.stepping), checked as the adapter loads: a missing or renamed method fails every
-# session at once, not the one command that needs it.
+# What LldbHost provides: every protocol of the core's a `bb` command asks for (commands.py's
+# CAPABILITIES), checked as the adapter loads: a missing or renamed method fails every session
+# at once, not the one command that needs it.
 state_mod.register_host(LldbHost)
-PROVIDES = (SteppingHost, BreakpointHost, FrameNaming, ExactFrames, DebugInfo)
-_missing = [p.__name__ for p in PROVIDES if not issubclass(LldbHost, p)]
-if _missing:
-    raise TypeError(f"LldbHost lacks the methods of {', '.join(_missing)}")
+PROVIDES = check_capabilities(LldbHost)

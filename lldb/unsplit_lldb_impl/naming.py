@@ -5,9 +5,9 @@ frame it prints with ``frame-format``/``thread-format`` and prints the string re
 callbacks name a frame in moved code by its logical procedure and fragment (``transfer [cold]``)
 and render everything else with the user's own format text, so nothing else changes.
 
-They run for every frame of every ``bt``: locations are cached by pc (see
-:func:`unsplit_lldb_impl.host.loaded_modules` for when the cache is dropped), and a callback
-never raises: an exception would print a traceback into the backtrace.
+They run for every frame of every ``bt``: the session's FrameNamer (unsplit.debug.frame_namer)
+names each from its location cache, and a callback never raises: an exception would print a
+traceback into the backtrace.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import sys
 from typing import Any
 
 import lldb
-from unsplit.index.frame import lookup_pc
-from unsplit.index.location_cache import LINES, NO_LINES
+from unsplit.debug.frame_namer import FrameKind, FrameView, Naming, Shown, kind_by_name
 from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
 
+from . import modules
 from . import state as state_mod
 from .formats import rewrite
 from .report import report_internal
@@ -45,17 +44,17 @@ def entry(callback: str) -> str:
 
 # -- settings -------------------------------------------------------------------------------
 
-def get_setting(debugger: Any, name: str) -> str:
+def get_setting(debugger: lldb.SBDebugger, name: str) -> str:
     return str(debugger.GetSetting(name).GetStringValue(1 << 20))
 
 
-def set_setting(debugger: Any, name: str, value: str) -> str | None:
+def set_setting(debugger: lldb.SBDebugger, name: str, value: str) -> str | None:
     """Set a format setting; returns LLDB's error text, or None."""
     error = lldb.SBDebugger.SetInternalVariable(name, value, debugger.GetInstanceName())
     return None if error.Success() else str(error.GetCString())
 
 
-def install(debugger: Any) -> list[str]:
+def install(debugger: lldb.SBDebugger) -> list[str]:
     """Put our entries into the user's current formats (idempotent); returns warnings."""
     fs = state_mod.for_debugger(debugger.GetID()).formats
     notes = []
@@ -76,7 +75,7 @@ def install(debugger: Any) -> list[str]:
     return notes
 
 
-def restore(debugger: Any) -> list[str]:
+def restore(debugger: lldb.SBDebugger) -> list[str]:
     """Give the user's formats back, unless they changed them since; returns warnings."""
     fs = state_mod.for_debugger(debugger.GetID()).formats
     notes = []
@@ -93,7 +92,7 @@ def restore(debugger: Any) -> list[str]:
     return notes
 
 
-def set_enabled(debugger: Any, flag: bool) -> list[str]:
+def set_enabled(debugger: lldb.SBDebugger, flag: bool) -> list[str]:
     state_mod.for_debugger(debugger.GetID()).session.enabled = flag
     return install(debugger) if flag else restore(debugger)
 
@@ -105,58 +104,66 @@ def set_enabled(debugger: Any, flag: bool) -> list[str]:
 _Context = tuple[state_mod.DebuggerState, Any, Any, Any]
 
 
-def _context(frame: Any) -> _Context:
+def _context(frame: lldb.SBFrame) -> _Context:
     thread = frame.GetThread()
     process = thread.GetProcess()
     target = process.GetTarget()
     return state_mod.for_debugger(target.GetDebugger().GetID()), target, process, thread
 
 
-# id(DebuggerState) -> (process, stop, module count) whose module list was last checked
-_checked: dict[int, tuple[int, int, int]] = {}
+class LldbFrame:
+    """An SBFrame as the core's FrameView (unsplit.debug.frame_namer), each answer fetched from
+    LLDB when a rule asks. LLDB marks no signal trampoline: with `trampolines` they are known
+    by name (the selected frame's questions); frame names leave them out, as they always did,
+    since a name per frame costs `bt` about 8% (bench/bt.py --clock cpu)."""
+
+    __slots__ = ("_kind", "frame", "thread", "trampolines")
+
+    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread,
+                 trampolines: bool = False) -> None:
+        self.frame = frame
+        self.thread = thread
+        self.trampolines = trampolines
+        self._kind: FrameKind | None = None
+
+    def pc(self) -> int:
+        return int(self.frame.GetPC())
+
+    def kind(self) -> FrameKind:
+        if self._kind is None:
+            frame = self.frame
+            self._kind = kind_by_name(frame.IsInlined(), frame.GetFunctionName()) \
+                if self.trampolines else FrameKind.INLINE if frame.IsInlined() \
+                else FrameKind.NORMAL
+        return self._kind
+
+    def newer(self) -> FrameView | None:
+        newer = int(self.frame.GetFrameID()) - 1
+        return None if newer < 0 else \
+            LldbFrame(self.thread.GetFrameAtIndex(newer), self.thread, self.trampolines)
+
+    def has_line(self) -> bool:
+        line_entry = self.frame.GetLineEntry()
+        return bool(line_entry.IsValid() and line_entry.GetLine() > 0)
+
+    def name(self) -> str:
+        return str(self.frame.GetFunctionName() or "")
 
 
-def locate_frame(frame: Any, context: _Context | None = None, *,
-                 lines: bool = False) -> tuple[Location | None, int]:
-    """The frame's Location and how far its pc lies past the address looked up.
-
-    A caller's pc is a return address, which may already be the first byte of the next
-    fragment; like LLDB's own symbolication we look up pc - 1 for every frame but the first.
-    A `bt` calls this for every frame: while the process has not run and no module came or
-    went since the module list was last checked, a cached pc skips the check (measured by
-    bench/bt.py: the check and a second _context were half of a warm frame's cost).
-    `lines`: with the source line, which only frames LLDB has no line for need (the first line
-    question in a module with big DWARF, libc's, costs a scan of its CUs).
-    """
+def name_frame(frame: lldb.SBFrame, context: _Context | None = None) -> Naming:
+    """What the session's FrameNamer says of `frame`, its module map brought up to LLDB's
+    module list first when the process ran or a module came or went (a `bt` asks for every
+    frame: a cheap check, measured by bench/bt.py)."""
     st, target, process, thread = context if context is not None else _context(frame)
-    cache = st.session.locations  # dropped by `bb input` and by a new module list
-    pc = int(frame.GetPC())
-    lookup = lookup_pc(pc, _holds_return_address(frame, thread))
-    epoch = (int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules()))
-    key = (lookup, LINES if lines else NO_LINES)
-    if _checked.get(id(st)) == epoch and key in cache:
-        return cache[key], pc - lookup
-    host = state_mod.make_host(target.GetDebugger(), target, frame)
-    host.modules()  # refreshes the module list and drops stale locations
-    _checked[id(st)] = epoch
-    if key not in cache:
-        cache[key] = loc = st.session.locate(host, lookup, lines=lines)
-        for warning in st.session.new_warnings(loc):  # e.g. damaged DWARF: said once
-            print(f"unsplit: {warning}", file=sys.stderr)
-    return cache[key], pc - lookup
+    namer = st.session.namer
+    modules.sync(st.session, target, process, live=True)
+    naming = namer.name(LldbFrame(frame, thread))
+    for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
+        print(f"unsplit: {warning}", file=sys.stderr)
+    return naming
 
 
-def _holds_return_address(frame: Any, thread: Any) -> bool:
-    """A caller's pc is a return address, but not where LLDB made the frame: frame 0 holds
-    where the thread stopped, and a frame whose newer frame is an inlined call holds the first
-    address of that call's range (LLDB's pc for the scope an inlined block is in), perhaps a
-    fragment's first byte, where pc - 1 is the last byte of another procedure's fragment.
-    Only a frame whose newer frame is a real (not inlined) one holds a return address."""
-    newer = int(frame.GetFrameID()) - 1
-    return newer >= 0 and not thread.GetFrameAtIndex(newer).IsInlined()
-
-
-def render_native(frame: Any, text: str) -> str:
+def render_native(frame: lldb.SBFrame, text: str) -> str:
     fmt = _formats.get(text)
     if fmt is None:
         error = lldb.SBError()
@@ -170,17 +177,16 @@ def render_native(frame: Any, text: str) -> str:
     return str(stream.GetData() or "")
 
 
-def logical_name(frame: Any, callback: str) -> str:
+def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     context = _context(frame)
     st = context[0]
     part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
         return render_native(frame, part)
-    loc, delta = locate_frame(frame, context)
-    if loc is None or not loc.in_moved_code or loc.procedure is None:
+    naming = name_frame(frame, context)
+    loc = naming.location
+    if naming.shown is not Shown.RENAME or loc is None:
         return render_native(frame, part)
-    if frame.IsInlined() and not _names_procedure(str(frame.GetFunctionName() or ""), loc):
-        return render_native(frame, part)  # an inlined function keeps its own name, as in GDB
     style = st.session.demangling()
     function = frame.GetFunction()
     if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
@@ -192,10 +198,10 @@ def logical_name(frame: Any, callback: str) -> str:
         if native.startswith(base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
             return loc.label(style, parameters=False) + native[len(base):]
-    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + delta)
+    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc - naming.lookup)
 
 
-def pc_offset(frame: Any, offset: int) -> str:
+def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
     """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
     decimal, only for a frame without debug information (``${frame.no-debug}``: no line
     entry) and a non-zero offset, so that one backtrace has one offset style."""
@@ -204,12 +210,7 @@ def pc_offset(frame: Any, offset: int) -> str:
     return f" + {offset}"
 
 
-def _names_procedure(name: str, loc: Location) -> bool:
-    return loc.procedure is not None and (name == loc.fragment_symbol
-                                          or names_procedure(name, loc.procedure))
-
-
-def source_line(frame: Any) -> str:
+def source_line(frame: lldb.SBFrame) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
     loc = plugin_line(frame)
     if loc is None:
@@ -218,7 +219,7 @@ def source_line(frame: Any) -> str:
     return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
 
 
-def plugin_line(frame: Any) -> Location | None:
+def plugin_line(frame: lldb.SBFrame) -> Location | None:
     """The core's line of a frame LLDB has no line for (its file and line known), else None."""
     line_entry = frame.GetLineEntry()
     if line_entry.IsValid() and line_entry.GetLine() > 0:
@@ -226,7 +227,7 @@ def plugin_line(frame: Any) -> Location | None:
     context = _context(frame)
     if not context[0].session.enabled:
         return None
-    loc, _ = locate_frame(frame, context, lines=True)
+    loc = name_frame(frame, context).location
     if loc is None:
         return None
     # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
@@ -235,7 +236,7 @@ def plugin_line(frame: Any) -> Location | None:
     return loc if loc.file is not None and loc.line else None
 
 
-def guarded_name(frame: Any, callback: str) -> str:
+def guarded_name(frame: lldb.SBFrame, callback: str) -> str:
     try:
         return logical_name(frame, callback)
     except Exception as e:
@@ -243,7 +244,7 @@ def guarded_name(frame: Any, callback: str) -> str:
         return str(frame.GetDisplayFunctionName() or "??")
 
 
-def guarded_line(frame: Any) -> str:
+def guarded_line(frame: lldb.SBFrame) -> str:
     try:
         return source_line(frame)
     except Exception as e:
@@ -251,7 +252,7 @@ def guarded_line(frame: Any) -> str:
         return ""
 
 
-def _report(frame: Any, e: Exception) -> None:
+def _report(frame: lldb.SBFrame, e: Exception) -> None:
     """A bug in a callback: said once per debugger session (a `bt` calls the callbacks for
     every frame); the frame is then named as LLDB names it."""
     report_internal(e, _context(frame)[0].reported)

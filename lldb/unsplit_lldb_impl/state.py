@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from unsplit.debug.stepping import SteppingHost
+from unsplit.host import LiveHost
 from unsplit.index.demangle import LLVM
 from unsplit.session import Session
+
+if TYPE_CHECKING:
+    import lldb
 
 
 @dataclass
@@ -29,10 +34,6 @@ class DebuggerState:
     session: Session = field(default_factory=lambda: Session(_llvm))
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
-    # the module list, kept while the process has not run and no module came or went; a new
-    # one drops the session's locations (Session.locations)
-    modules_key: tuple[Any, ...] = ()
-    modules_cache: list[Any] = field(default_factory=list)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
 
 
@@ -46,15 +47,25 @@ def for_debugger(debugger_id: int) -> DebuggerState:
     return state
 
 
-# The adapter's Host class, registered by host.py as it loads: naming and stepping make hosts
-# through `make_host` and so never import host.py, which imports them (no import circle).
-_HOST_CLASS: list[Any] = []
+class StepHost(LiveHost, SteppingHost, Protocol):
+    """What the scripted thread plan (stepping.py) asks of the host it makes: LldbHost."""
 
 
-def register_host(cls: Any) -> None:
+class HostMaker(Protocol):
+    def __call__(self, debugger: lldb.SBDebugger, target: lldb.SBTarget,
+                 frame: lldb.SBFrame | None = None) -> StepHost: ...
+
+
+# The adapter's Host class, registered by host.py as it loads: stepping makes hosts through
+# `make_host` and so never imports host.py, which imports it (no import circle).
+_HOST_CLASS: list[HostMaker] = []
+
+
+def register_host(cls: HostMaker) -> None:
     _HOST_CLASS[:] = [cls]
 
 
-def make_host(debugger: Any, target: Any, frame: Any | None = None) -> Any:
+def make_host(debugger: lldb.SBDebugger, target: lldb.SBTarget,
+              frame: lldb.SBFrame | None = None) -> StepHost:
     """An LldbHost on `target` (and `frame`)."""
     return _HOST_CLASS[0](debugger, target, frame)

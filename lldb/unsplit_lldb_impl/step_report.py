@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import lldb
 from unsplit.index.model import Location
@@ -36,7 +35,7 @@ class StepContext:
     return_type: str | None  # finish: the name of a scalar return type
 
 
-def context(thread: Any, kind: str) -> StepContext:
+def context(thread: lldb.SBThread, kind: str) -> StepContext:
     if kind != "finish" or not thread.IsValid():
         return StepContext(None)
     selected = thread.GetSelectedFrame()
@@ -52,7 +51,7 @@ def context(thread: Any, kind: str) -> StepContext:
     return StepContext(str(returned.GetName()))
 
 
-def report(debugger: Any, thread: Any, kind: str, loc: Location | None,
+def report(debugger: lldb.SBDebugger, thread: lldb.SBThread, kind: str, loc: Location | None,
            step: StepContext | None) -> str:
     process = thread.GetProcess()
     stream = lldb.SBStream()

@@ -36,7 +36,9 @@ from typing import Any
 import lldb
 from unsplit.debug.stepping import CORE_FILE, NOT_RUNNING, StepOutcome, StepPlan, Walk
 from unsplit.errors import UnsplitError, UsageError
+from unsplit.session import Session
 
+from . import state
 from .frame_source import with_source
 from .naming import plugin_line
 from .report import report_internal, with_traceback
@@ -75,7 +77,7 @@ def _arguments(args_data: Any) -> dict[str, Any]:
 class LogicalStep:
     """A scripted thread plan: one leg given as a StepPlan, or a whole step command."""
 
-    def __init__(self, thread_plan: Any, args_data: Any = None,
+    def __init__(self, thread_plan: lldb.SBThreadPlan, args_data: Any = None,
                  internal_dict: dict[str, Any] | None = None) -> None:
         self.thread_plan = thread_plan
         self.job: _Job | None = None
@@ -159,10 +161,8 @@ class LogicalStep:
 
     # -- legs ------------------------------------------------------------------------------
 
-    def _context(self, selected: bool = False) -> tuple[Any, Any]:
+    def _context(self, selected: bool = False) -> tuple[state.StepHost, Session]:
         """An LldbHost on frame 0 (or the selected frame) of this thread, and the session."""
-        from . import state
-
         thread = self.thread_plan.GetThread()
         target = thread.GetProcess().GetTarget()
         frame = thread.GetSelectedFrame() if selected else thread.GetFrameAtIndex(0)
@@ -173,7 +173,7 @@ class LogicalStep:
         host, session = self._context(selected=True)
         kind = str(args.get("kind") or "next")
         line = args.get("line")
-        reason = cannot_run(host.target)
+        reason = host.cannot_run()
         if reason:
             raise UsageError(f"bb {kind}: {reason}")
         self.walk = Walk(session, host, kind, None if line in (None, "") else int(line))
@@ -279,7 +279,7 @@ class LogicalStep:
 
 # -- applying a plan ------------------------------------------------------------------------
 
-def _instructions(target: Any, ranges: tuple[tuple[int, int], ...]
+def _instructions(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
                   ) -> tuple[dict[int, int], set[int]]:
     """Call instructions (-> the address after each) and return instructions in `ranges`."""
     calls: dict[int, int] = {}
@@ -304,7 +304,7 @@ _decoded_cache: dict[tuple[int, tuple[tuple[int, int], ...]],
                      tuple[dict[int, int], set[int]]] = {}
 
 
-def _decoded(target: Any, ranges: tuple[tuple[int, int], ...]
+def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
              ) -> tuple[dict[int, int], set[int]]:
     """_instructions, cached per process."""
     key = (int(target.GetProcess().GetUniqueID()), ranges)
@@ -313,7 +313,7 @@ def _decoded(target: Any, ranges: tuple[tuple[int, int], ...]
     return _decoded_cache[key]
 
 
-def apply(debugger: Any, thread: Any, plan: StepPlan) -> StepOutcome:
+def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
     _ensure_imported(debugger)
     token = next(_tokens)
@@ -340,7 +340,7 @@ def apply(debugger: Any, thread: Any, plan: StepPlan) -> StepOutcome:
                        said or f"stopped: {thread.GetStopDescription(256)}")
 
 
-def _ensure_imported(debugger: Any) -> None:
+def _ensure_imported(debugger: lldb.SBDebugger) -> None:
     """The class must be reachable by name from the script interpreter's session."""
     if debugger.GetID() in _imported:
         return
@@ -350,7 +350,7 @@ def _ensure_imported(debugger: Any) -> None:
     _imported.add(debugger.GetID())
 
 
-def cannot_run(target: Any) -> str | None:
+def cannot_run(target: lldb.SBTarget) -> str | None:
     process = target.GetProcess() if target.IsValid() else None
     if process is None or not process.IsValid():
         return NOT_RUNNING

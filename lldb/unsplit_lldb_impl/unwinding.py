@@ -9,15 +9,18 @@ invents a frame unless cfi_symbols.py gave the module its CFI; the core's CFI ba
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unsplit.errors import UsageError
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
 
+if TYPE_CHECKING:
+    import lldb
+
 _USABLE = ("stopped", "crashed", "suspended")
 
 
-def _process(target: Any) -> Any:
+def _process(target: lldb.SBTarget) -> Any:
     import lldb
 
     process = target.GetProcess() if target.IsValid() else None
@@ -29,7 +32,7 @@ def _process(target: Any) -> Any:
     return process
 
 
-def thread(target: Any, frame: Any | None, number: int | None) -> Any:
+def thread(target: lldb.SBTarget, frame: lldb.SBFrame | None, number: int | None) -> Any:
     """The thread of the selected frame (`number` None), or the thread LLDB numbers `number`."""
     process = _process(target)
     if number is None:
@@ -41,11 +44,12 @@ def thread(target: Any, frame: Any | None, number: int | None) -> Any:
     return found
 
 
-def thread_numbers(target: Any) -> list[int]:
+def thread_numbers(target: lldb.SBTarget) -> list[int]:
     return [int(t.GetIndexID()) for t in _process(target)]
 
 
-def frame0_registers(target: Any, frame: Any | None, number: int | None) -> dict[str, int]:
+def frame0_registers(target: lldb.SBTarget, frame: lldb.SBFrame | None,
+                     number: int | None) -> dict[str, int]:
     frame0 = thread(target, frame, number).GetFrameAtIndex(0)
     values: dict[str, int] = {}
     for name in REGISTER_NAMES:
@@ -55,7 +59,7 @@ def frame0_registers(target: Any, frame: Any | None, number: int | None) -> dict
     return values
 
 
-def read_memory(target: Any, address: int, size: int) -> bytes:
+def read_memory(target: lldb.SBTarget, address: int, size: int) -> bytes:
     import lldb
 
     process = target.GetProcess()
@@ -64,7 +68,8 @@ def read_memory(target: Any, address: int, size: int) -> bytes:
     return bytes(data) if error.Success() and data else b""
 
 
-def _innermost_of_each_frame(target: Any, frame: Any | None, number: int | None) -> list[Any]:
+def _innermost_of_each_frame(target: lldb.SBTarget, frame: lldb.SBFrame | None,
+                             number: int | None) -> list[Any]:
     """For each frame an unwinder makes, the innermost of LLDB's frames that share its
     registers (its inlined calls come first in `bt`)."""
     out: list[Any] = []
@@ -77,7 +82,7 @@ def _innermost_of_each_frame(target: Any, frame: Any | None, number: int | None)
     return out
 
 
-def native_frame_numbers(target: Any, frame: Any | None, number: int | None
+def native_frame_numbers(target: lldb.SBTarget, frame: lldb.SBFrame | None, number: int | None
                          ) -> list[tuple[int, int]]:
     """The number `bt` gives each frame an unwinder makes (its innermost inlined call's),
     and how many of `bt`'s frames it is (its inlined calls and itself)."""
@@ -92,7 +97,8 @@ def native_frame_numbers(target: Any, frame: Any | None, number: int | None
     return out
 
 
-def native_frame_pcs(target: Any, frame: Any | None, number: int | None) -> list[int]:
+def native_frame_pcs(target: lldb.SBTarget, frame: lldb.SBFrame | None,
+                     number: int | None) -> list[int]:
     """The pc of each frame an unwinder makes. LLDB gives a concrete frame with inlined calls
     the pc of the inlined block's start, not its register's: the real pc is the innermost
     frame's of the group."""

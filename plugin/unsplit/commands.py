@@ -363,7 +363,7 @@ def _frame_rows(session: Session, host: Host, pcs: list[int], mismatch: dict[str
     for (number, count), pc in zip(numbers, pcs, strict=True):
         found = session.module_of(host, lookup_pc(pc, caller))
         if found is not None and found[0].path not in mismatch:
-            mismatch[found[0].path] = session.image_mismatch(host, found[0])
+            mismatch[found[0].path] = session.image_mismatch(found[0])
         loc = None if found is None or mismatch[found[0].path] else \
             _locate_frame(session, host, pc, caller)
         frame = Frame(number, pc, None if found is None else found[0].path,
@@ -612,6 +612,20 @@ PREFIX_HELP = (
     + "\n\nType `bb COMMAND --help` for a command's options."
 )
 
+
+CAPABILITIES: tuple[type, ...] = tuple(dict.fromkeys(
+    [need for command in COMMANDS.values() for need in command.needs] + [FrameNaming]))
+"""Every protocol a `bb` command asks a host for (FrameNaming: `bb enable`/`disable`): what
+each debugger adapter's host provides, checked as it loads."""
+
+
+def check_capabilities(host_class: type) -> tuple[type, ...]:
+    """CAPABILITIES, once `host_class` (a debugger adapter's host) is checked to have the
+    methods of each: a TypeError naming what it lacks fails the adapter as it loads."""
+    missing = [p.__name__ for p in CAPABILITIES if not issubclass(host_class, p)]
+    if missing:
+        raise TypeError(f"{host_class.__name__} lacks the methods of {', '.join(missing)}")
+    return CAPABILITIES
 
 RAW_QUOTES = {"where"}
 """Commands whose words are debugger expressions: quotes are the expression's own."""

@@ -9,6 +9,9 @@ Keep REQUIRED in step with requirements.txt (tests/unit/test_dependencies.py che
 from __future__ import annotations
 
 import importlib
+import os
+import site
+import sys
 from dataclasses import dataclass
 
 
@@ -51,3 +54,25 @@ def missing() -> str | None:
         return (f"{found}: install {req.spec} for this Python "
                 f"(python3 -m pip install '{req.spec}', or run setup.sh in the repository)")
     return None
+
+
+def adapter_problem(adapter_dir: str) -> str | None:
+    """What a debugger adapter (the folder of gdb/unsplit_gdb.py or lldb/unsplit_lldb.py) does
+    first: put itself, this checkout's core and the project venv's site-packages first on the
+    debugger's Python path, then say in one line what keeps the plugin from loading (None:
+    nothing). The venv's pyelftools (0.33) must win over a distribution's older one (Debian's
+    0.29 cannot read DWARF 5), and this checkout's core over the one an editable install's
+    .pth in the venv names (a git worktree sharing the venv)."""
+    repo = os.path.dirname(adapter_dir)
+    ours = [adapter_dir, os.path.join(repo, "plugin")]
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    venv_site = os.path.join(repo, ".venv", "lib", version, "site-packages")
+    added: list[str] = []
+    if os.path.isdir(venv_site) and venv_site not in sys.path:
+        before = list(sys.path)
+        site.addsitedir(venv_site)  # appends: what it added goes to the front, after ours
+        added = [p for p in sys.path if p not in before]
+    rest = [p for p in sys.path if p not in ours and p not in added]
+    sys.path[:] = ours + added + rest
+    problem = missing()
+    return None if problem is None else f"unsplit: not loaded: {problem}"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from unsplit.debug import breakpoints
 from unsplit.debug.breakpoints import BreakSpec, Site
+from unsplit.debug.frame_namer import FrameNamer
 from unsplit.elf.binary import Binary
-from unsplit.elf.core import image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import Host, LoadedModule, MachineState
 from unsplit.index import bat_translate, prebolt
@@ -68,12 +68,13 @@ class Session:
         self.demangling = demangling
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
-        self._images: dict[tuple[str, int], str | None] = {}  # (path, bias) -> image_mismatch
-        self._bad: dict[str, str] = {}  # modules that failed to load, and why (said once)
-        self._shown: set[str] = set()  # warnings an adapter has printed already
-        # Locations by pc, for both adapters' frame naming (dropped by set_input: the lines of
-        # BOLTed code change; and by the adapter when its module list changes).
-        self.locations = LocationCache()
+        # Both adapters' frame naming: the module map the adapter keeps up to date, the
+        # locations by pc (dropped by set_input too: the lines of BOLTed code change).
+        self.namer = FrameNamer(self.indexes)
+
+    @property
+    def locations(self) -> LocationCache:
+        return self.namer.locations
 
     def set_input(self, binary: Binary, path: str | None) -> Binary | None:
         """`bb input PATH`: the pre-BOLT input of `binary` (one of this session's, so the choice
@@ -153,26 +154,15 @@ class Session:
     def index(self, path: str) -> ModuleIndex:
         return self.indexes.open(path)
 
-    def _holds(self, path: str, file_address: int) -> bool:
-        """Is `file_address` in the code of `path`? Reads section headers only."""
-        try:
-            ranges = self.indexes.binary(path).text_address_ranges()
-        except (OSError, UnsplitError):
-            return False
-        return any(lo <= file_address < hi for lo, hi in ranges)
-
     def module_of(self, host: Host, address: int) -> tuple[LoadedModule, ModuleIndex] | None:
-        """The loaded module whose code contains runtime `address`."""
-        for mod in host.modules():
-            if not mod.path or not os.path.exists(mod.path) or mod.path in self._bad:
-                continue
-            if not self._holds(mod.path, address - mod.bias):
-                continue
-            try:
-                return mod, self.index(mod.path)
-            except UnsplitError as e:
-                self._bad[mod.path] = str(e)
-        return None
+        """The loaded module whose code contains runtime `address`: the host's module list
+        goes into the namer's module map first (each new module attached once)."""
+        self.namer.update(host.modules(), host.read_memory if isinstance(host, MachineState)
+                          else None)
+        modules = self.namer.modules
+        attached = modules.at(address)
+        index = None if attached is None else modules.index(attached)
+        return None if attached is None or index is None else (attached.module, index)
 
     def find_procedures(self, host: Host, name: str) -> list[tuple[LoadedModule, Procedure]]:
         """Every procedure `name` names in the loaded modules (executable first): the linkage
@@ -225,52 +215,14 @@ class Session:
         if found is None:
             return None
         mod, index = found
-        other = self.image_mismatch(host, mod)
+        other = self.image_mismatch(mod)
         if other is not None:  # never name code by the wrong file
             return Location(address, address - mod.bias, mod.path, None, warnings=(other,))
         return index.locate(address - mod.bias, mod.bias, lines=lines)
 
-    def new_warnings(self, loc: Location | None) -> list[str]:
-        """The warnings of `loc` not yet shown in this session, as lines to print: hooks that
-        name frames (GDB's frame filter and stop line, LLDB's frame format) print each once,
-        where a damaged section would otherwise silently cost a frame its line."""
-        if loc is None:
-            return []
-        module = os.path.basename(loc.module)
-        out = [f"warning: {module}: {w}" for w in loc.warnings]
-        out = [w for w in dict.fromkeys(out) if w not in self._shown]
-        self._shown.update(out)
-        return out
-
-    def image_mismatch(self, host: Host, mod: LoadedModule) -> str | None:
+    def image_mismatch(self, mod: LoadedModule) -> str | None:
         """Why `mod`'s image in memory is not its file (their build-ids differ), or None: a core
-        of another program has its own code where the debugger placed this file. Needs
-        MachineState's memory: a host without it cannot tell, and its None is not kept for a
-        later host that can (a plain `bt` before `bb frames`). Checked once per (file, load
-        address)."""
-        key = (mod.path, mod.bias)
-        if key not in self._images:
-            if not isinstance(host, MachineState):
-                return None
-            self._images[key] = _other_image(host, mod, self.indexes.binary(mod.path))
-        return self._images[key]
-
-
-def _other_image(host: MachineState, mod: LoadedModule, binary: Binary) -> str | None:
-    want = binary.build_id
-    elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
-    loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))
-             if h["p_type"] == "PT_LOAD"]
-    if want is None or not loads:
-        return None
-    read_memory = host.read_memory
-    start = mod.bias + min(loads)
-    # A debugger that placed the file by the core's entry point may be off the page.
-    for header in dict.fromkeys((start, start & ~0xFFF, (start + 0xFFF) & ~0xFFF)):
-        got = image_build_id(read_memory, header)
-        if got is not None and got != want:
-            return (f"the image in memory has build-id {got.hex()}, the file {want.hex()} "
-                    "(a core of another binary?); its code is not named")
-        if got is not None:
-            break
-    return None
+        of another program has its own code where the debugger placed this file. Checked as the
+        module was attached (module_of), with the memory of the host that gave it."""
+        attached = self.namer.modules.attached(mod)
+        return None if attached is None else attached.mismatch

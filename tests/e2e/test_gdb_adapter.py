@@ -230,7 +230,7 @@ def test_internal_errors_are_one_line(gcc_pgo: Crash, gdb_log: Any) -> None:
         out = one_line(gdb.command("bb where"))
         assert out == ("unsplit: internal error: ZeroDivisionError: integer division or modulo "
                        "by zero (set UNSPLIT_DEBUG=1 for the traceback)")
-        gdb.command("python p.plugin().locator.locate = lambda pc: 1 // 0")
+        gdb.command("python p.plugin().session.namer.name = lambda frame: 1 // 0")
         bt = gdb.backtrace()  # the filter's bug costs the names, never the backtrace
         assert bt_names(bt)[:3] == ["transfer", "run", "main"]
         assert bt.count("unsplit: internal error") == 1

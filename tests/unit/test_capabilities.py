@@ -3,8 +3,11 @@ protocols) and checked once by dispatch: a host without it gets one line naming 
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
-from unsplit.commands import COMMANDS, NEEDS_SAID, dispatch
+from unsplit.commands import CAPABILITIES, COMMANDS, NEEDS_SAID, check_capabilities, dispatch
 from unsplit.debug.breakpoints import BreakpointHost
 from unsplit.debug.stepping import SteppingHost
 from unsplit.errors import UsageError
@@ -16,6 +19,8 @@ from unsplit.host import (
     LiveHost,
     LoadedModule,
     MachineState,
+    NativeFrames,
+    SelectedFrame,
     StaticHost,
 )
 from unsplit.session import Session
@@ -89,3 +94,53 @@ def test_a_host_with_the_capability_passes_the_check() -> None:
     assert isinstance(host, SteppingHost) and not isinstance(host, FrameNaming)
     with pytest.raises(UsageError, match=r"^bb next: The program is not being run\.$"):
         dispatch(Session(persistent=False), host, "next", "")
+
+
+def _asked_of_hosts() -> set[str]:
+    """The protocols the core tests a host for anywhere (`isinstance(host, P)`, `needs=(P,)`)."""
+    names: set[str] = set()
+    for path in (ROOT / "plugin" / "unsplit").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" \
+                    and len(node.args) == 2 and getattr(node.args[0], "id", "") == "host" \
+                    and isinstance(node.args[1], ast.Name) and node.args[1].id[0].isupper():
+                names.add(node.args[1].id)
+            if isinstance(node, ast.keyword) and node.arg == "needs" and \
+                    isinstance(node.value, ast.Tuple):
+                names.update(e.id for e in node.value.elts if isinstance(e, ast.Name))
+    return names
+
+
+def _provided(host_module: Path) -> set[type]:
+    """What an adapter's host module checks its host class against as it loads (PROVIDES)."""
+    tree = ast.parse(host_module.read_text(), str(host_module))
+    value = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "PROVIDES" for t in node.targets))
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "check_capabilities":
+        return set(CAPABILITIES)
+    assert isinstance(value, ast.Tuple), ast.dump(value)
+    return {PROTOCOLS[e.id] for e in value.elts if isinstance(e, ast.Name)}
+
+
+PROTOCOLS: dict[str, type] = {p.__name__: p for p in (
+    Host, MachineState, SelectedFrame, NativeFrames, LiveHost, FrameNaming, ExactFrames,
+    DebugInfo, BreakpointHost, SteppingHost)}
+
+
+@pytest.mark.parametrize("adapter", ["gdb/unsplit_gdb_impl/host.py",
+                                     "lldb/unsplit_lldb_impl/host.py"])
+def test_each_adapter_checks_every_protocol_the_core_asks_for(adapter: str) -> None:
+    """A host method renamed or missing fails the adapter as it loads, whichever command
+    needs it: what an adapter checks covers each protocol the core asks a host for (LiveHost's
+    parts too: `bb bt` asks for registers, memory, the selected frame, the native frames)."""
+    asked = _asked_of_hosts()
+    assert {"LiveHost", "MachineState", "SelectedFrame", "NativeFrames"} <= asked
+    provided = _provided(ROOT / adapter)
+    uncovered = sorted(name for name in asked
+                       if not any(PROTOCOLS[name] in p.__mro__ for p in provided))
+    assert uncovered == []
+
+
+def test_a_host_class_without_a_capability_fails_the_check() -> None:
+    with pytest.raises(TypeError, match=r"^_Stepper lacks the methods of .*LiveHost"):
+        check_capabilities(_Stepper)

@@ -35,14 +35,15 @@ def _layer(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
+    """Every module `path` imports by absolute name, at any depth (lazy and TYPE_CHECKING
+    imports too), with `from X import Y` also as X.Y."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-            if node.module == "unsplit":
-                names.update(f"unsplit.{a.name}" for a in node.names)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
 
 
@@ -126,3 +127,60 @@ def test_adapters_have_no_import_circle() -> None:
         assert edges, folder
         circles = sorted(m for m in edges if _reaches(edges, m, m, {m}))
         assert circles == [], f"{folder.name}: modules on an import circle: {circles}"
+
+
+# -- one way down for a frame's name: adapter -> FrameNamer -> index -> sources ----------------
+
+ADAPTERS = ("gdb/unsplit_gdb_impl", "lldb/unsplit_lldb_impl")
+# What only the FrameNamer reaches: the location cache, the module map, the frame rules.
+NAMER_ONLY = ("unsplit.index.location_cache", "unsplit.debug.module_map", "unsplit.index.frame")
+
+
+def _calls_on_session(path: Path) -> list[str]:
+    """`….session.X(` and `session.X(` calls of a frame-finding method (the namer's job)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("locate", "module_of", "image_mismatch"):
+            receiver = node.func.value
+            name = receiver.attr if isinstance(receiver, ast.Attribute) else \
+                getattr(receiver, "id", "")
+            if name == "session":
+                found.append(f"{path.name}:{node.lineno} session.{node.func.attr}")
+    return found
+
+
+def test_adapters_name_frames_only_through_the_frame_namer() -> None:
+    """An adapter translates its frames to FrameViews and the namer's answer back: it never
+    finds a frame's module or location itself (the session's locate, the location cache, the
+    frame rules)."""
+    root = CORE.parents[1]
+    wrong = []
+    for folder in ADAPTERS:
+        for path in sorted((root / folder).glob("*.py")):
+            wrong += [f"{path.name} imports {name}" for name in sorted(_imports(path))
+                      if name.startswith(NAMER_ONLY)]
+            wrong += _calls_on_session(path)
+    assert wrong == []
+
+
+def test_the_frame_namer_never_calls_back_into_the_adapter() -> None:
+    """The namer gets modules (and a memory reader, a service) pushed to it: it takes no host
+    and asks no debugger, and finds locations through the index alone, never a source."""
+    for name in ("frame_namer", "module_map"):
+        path = CORE / "debug" / f"{name}.py"
+        imports = _imports(path)
+        assert not {i for i in imports if i.startswith("unsplit.host.")} - \
+            {"unsplit.host.LoadedModule"}, name
+        assert not [i for i in imports if i.startswith(("unsplit.session", "unsplit.commands",
+                                                        "unsplit.index.sources"))], name
+
+
+def test_sources_never_reach_up_into_the_index() -> None:
+    """index/sources/ answers the index and never asks it: no source imports the module
+    index, the line service, the location cache or the session's view."""
+    above = ("unsplit.index.module_index", "unsplit.index.line_table",
+             "unsplit.index.location_cache", "unsplit.index.session_view", "unsplit.debug")
+    wrong = [f"{p.name} imports {n}" for p in sorted((CORE / "index" / "sources").glob("*.py"))
+             for n in sorted(_imports(p)) if n.startswith(above)]
+    assert wrong == []

@@ -267,7 +267,7 @@ class ModuleIndex:
         (the module's LineTable)."""
         return self.line_table.line_at(address)
 
-    def locate(self, file_address: int, bias: int = 0, *, lines: bool = True,
+    def locate(self, file_address: int, bias: int = 0, *, lines: bool | None = True,
                blocks: bool = True, offsets: bool = True) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
         `lines=False` skips the line look-up: naming a frame needs none, and the first line
@@ -275,8 +275,12 @@ class ModuleIndex:
         `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
         of every one of its fragments (`unsplit symbolize` prints no block). `offsets=False`
         leaves ``offset``, ``input_address`` and BAT's facts None: in BOLTed code they decode
-        the fragment's BAT map (`unsplit symbolize` prints them only with --json)."""
+        the fragment's BAT map (`unsplit symbolize` prints them only with --json).
+        `lines=None`: the line only in moved code (frame names: elsewhere the debugger's own
+        line stands)."""
         found = self._lookup(file_address)
+        if lines is None:
+            lines = found is not None and found[1].name != HOT
         row = self.line_at(file_address) if lines else None
         module = self.binary.path
         if found is None:
