@@ -3,8 +3,9 @@ unwinder.py): the zoo's bolt-random2 crash core read with a copy of the binary w
 holds, first in the section, a duplicate of `run.cold.0`'s FDE with another length and a CFA
 16 bytes off (tests/cfi_damage.py); `.eh_frame_hdr` lists the true one. Plain GDB takes the
 duplicate and loses the stack at frame 2; with the plugin GDB's `bt`, `frame N` and `info frame`
-show the true stack (an IDE's MI stack too); and live, on bolt-random2's recurse damaged the
-same way in walk.cold.0, `finish` out of walk's frame stops where walk returns.
+show the true stack (an IDE's MI stack too, and GDB 18's DAP `stackTrace`); and live, on
+bolt-random2's recurse damaged the same way in walk.cold.0, `finish` out of walk's frame stops
+where walk returns.
 
 Oracles, never unsplit: the undamaged binary's frames (fixtures: GDB's unwind of the live
 crash), LLDB 22's own unwind of the damaged core, and every caller frame's pc being a return
@@ -24,6 +25,9 @@ import pytest
 from .. import cfi_damage
 from ..cfi_oracle import dwarfdump_fdes
 from ..conftest import ROOT, facts
+from .conftest import gdb_at_least
+from .driver_dap import DapSession
+from .driver_gdb import PLUGIN as GDB_PLUGIN
 from .driver_mi import MiSession
 
 pytestmark = pytest.mark.e2e
@@ -202,3 +206,46 @@ def test_mi_stack_of_an_ide(case: dict[str, Any], tmp_path: Path) -> None:
     truth = case["truth"][:3]
     assert _mi_addresses(case["binary"], False, tmp_path)[2] != truth[2]
     assert _mi_addresses(case["binary"], True, tmp_path)[:3] == truth
+
+
+def _dap_addresses(binary: Path, argv: list[str], cache: Path, plugin: bool,
+                   exact: bool = True) -> list[int]:
+    """`stackTrace` of GDB 18's DAP interpreter (`gdb -i dap`, what VS Code and other IDEs
+    start) at the damaged crash's SIGSEGV, live: each frame's instructionPointerReference.
+    Without the debug file, whose `.debug_frame` would correct GDB's own unwinding."""
+    command = [gdb_at_least(14), "-i", "dap", "-nx", "-iex", "set debuginfod enabled off"]
+    if plugin:
+        command += ["-iex", f"source {GDB_PLUGIN}"]
+        if not exact:
+            command += ["-iex", "bb exact-frames off"]
+    session = DapSession(command, env={"UNSPLIT_CACHE": str(cache), "UNSPLIT_DEBUGINFO": "0"})
+    try:
+        session.request("initialize", adapterID="unsplit-test", clientID="unsplit-test",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        session.send("launch", program=str(binary), args=argv)
+        session.wait("event", "initialized")
+        session.request("configurationDone")
+        stopped = session.wait("event", "stopped")
+        thread = stopped["body"].get("threadId") or \
+            session.request("threads")["threads"][0]["id"]
+        frames = session.request("stackTrace", threadId=thread, startFrame=0,
+                                 levels=20)["stackFrames"]
+        return [int(f["instructionPointerReference"], 16) for f in frames]
+    finally:
+        session.close()
+
+
+def test_dap_stack_of_an_ide(case: dict[str, Any], zoo: dict[str, Any], tmp_path: Path) -> None:
+    """An IDE's stack over DAP is GDB's own unwinding: with the plugin, the true callers (each
+    one's pc a return address); GDB alone, or the plugin with `bb exact-frames off`, loses
+    the stack at frame 2."""
+    truth = case["truth"][:3]
+    argv = facts(zoo, "bolt-random2", "crash")["crash"]["argv"][1:]
+    plain = _dap_addresses(case["binary"], argv, tmp_path, plugin=False)
+    assert plain[:2] == truth[:2] and plain[2] != truth[2], plain
+    off = _dap_addresses(case["binary"], argv, tmp_path, plugin=True, exact=False)
+    assert off[:2] == truth[:2] and off[2] != truth[2], off
+    exact = _dap_addresses(case["binary"], argv, tmp_path, plugin=True)
+    assert exact[:3] == truth
+    for pc, symbol in zip(exact[1:3], case["symbols"][1:3], strict=True):
+        assert call_ends_at(case["binary"], case["starts"][symbol], pc), hex(pc)
