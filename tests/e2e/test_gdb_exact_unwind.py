@@ -66,6 +66,40 @@ def call_ends_at(binary: Path, start: int, pc: int) -> bool:
     return last is not None and last[0] + last[1] == pc and last[2].startswith("call")
 
 
+def _functions(binary: Path) -> list[tuple[int, int]]:
+    """The binary's sized code symbols, (start, end), by llvm-nm-22."""
+    out = subprocess.run(["llvm-nm-22", "--defined-only", "--print-size", str(binary)],
+                         capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tTwW":
+            start = int(parts[0], 16)
+            found.append((start, start + int(parts[1], 16)))
+    return found
+
+
+def _bt_callers(text: str) -> list[int]:
+    """The pcs of frames 1 and up of a `bt`."""
+    return [int(m[2], 16) for m in map(_FRAME.match, text.splitlines())
+            if m and m[2] and int(m[1]) > 0]
+
+
+def assert_callers_return(binary: Path, pcs: list[int]) -> int:
+    """The oracle over a whole stack: every caller frame's pc (`pcs`: frames 1 and up) that
+    lies in `binary`'s code is a return address (the call before it ends there; a call last
+    in its function returns to the function's end). Frames in other modules (libc) are not
+    checked. Returns how many were."""
+    functions = _functions(binary)
+    checked = 0
+    for pc in pcs:
+        start = next((lo for lo, hi in functions if lo < pc <= hi), None)
+        if start is not None:
+            assert call_ends_at(binary, start, pc), f"{pc:#x} is not a return address"
+            checked += 1
+    return checked
+
+
 def lldb_pcs(binary: Path, core: Path) -> list[int]:
     out = subprocess.run(["lldb-22", "--no-lldbinit", "-b", "-o", "bt", str(binary), "-c",
                           str(core)], capture_output=True, text=True, timeout=120).stdout
@@ -108,10 +142,10 @@ def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
     `.eh_frame`) makes the same choice of FDE (test_the_debug_files_cfi_also_wins below)."""
     s = gdb(case["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
     truth = case["truth"]
-    assert _bt_pcs(s.backtrace())[:3] == truth[:3]
+    shown = s.backtrace()
+    assert _bt_pcs(shown)[:3] == truth[:3]
     assert _pcs(s, 3) == truth[:3]
-    for pc, symbol in zip(_pcs(s, 3)[1:], case["symbols"][1:3], strict=True):
-        assert call_ends_at(case["binary"], case["starts"][symbol], pc), hex(pc)
+    assert assert_callers_return(case["binary"], _bt_callers(shown)) >= 2
     # info frame of frame 1 (run.cold.0): its CFA by the true rules (llvm-dwarfdump-22's row of
     # the undamaged FDE at the call: CFA=RSP+N) and its caller, frame 2 at main.cold.0's pc.
     rsp = s.register("rsp", 1)
@@ -165,27 +199,60 @@ def recurse(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> di
     return {"binary": damaged, "original": ROOT / f["binary"], "starts": frags}
 
 
-def _stopped_in_note_limit(gdb: Callable[..., Any], binary: Path, plugin: bool) -> Any:
-    s = gdb(binary, args=["deep"], plugin=plugin)
+def _stopped_in_note_limit(gdb: Callable[..., Any], binary: Path, plugin: bool,
+                           exact: bool = True) -> Any:
+    """Live at note_limit's first call; with the plugin, without the debug file (whose
+    `.debug_frame` would correct GDB's own unwinding): the unwinder alone."""
+    s = gdb(binary, args=["deep"], plugin=plugin, env={"UNSPLIT_DEBUGINFO": "0"})
+    if not exact:
+        s.command("bb exact-frames off")
     s.break_function("note_limit")
     s.run()
     return s
 
 
+def _walk(depth: int, limit: int, acc: int) -> int:
+    """recurse.c's walk, in Python: what it returns (a C long, as in %rax)."""
+    if depth == 0:
+        return acc + 1
+    if depth == limit:
+        acc = acc * 31 + depth
+    return (_walk(depth - 1, limit, acc + depth) ^ (acc << 1)) & ((1 << 64) - 1)
+
+
+def _finish_from_walk(s: Any) -> str:
+    s.command("frame 1")
+    return str(s.command("finish"))
+
+
 def test_finish_out_of_a_frame_gdb_unwinds_wrong(gdb: Callable[..., Any],
                                                  recurse: dict[str, Any]) -> None:
-    """Live: stopped in note_limit, called from walk's cold fragment; `up` and `finish` must
-    stop where walk returns (frame 2's pc in the undamaged binary, a return address)."""
-    truth = _pcs(_stopped_in_note_limit(gdb, recurse["original"], False), 3)
+    """Live: stopped in note_limit, called from walk's cold fragment in `deep`'s first
+    walk(8, 5, 0), main's call (the compiler made walk's recursion a loop: frame 2 is main);
+    `finish` out of walk's frame must stop where walk returns (frame 2's pc in the undamaged
+    binary, a return address) with walk(8, 5, 0) in %rax, as recurse.c computes it and as GDB
+    finds it on the undamaged binary. Plain GDB, and the plugin with `bb exact-frames off`,
+    take the damaged FDE: frame 2 is lost, and `finish` does not stop where walk returns."""
+    returned = _walk(8, 5, 0)
+    original = _stopped_in_note_limit(gdb, recurse["original"], False)
+    truth = _pcs(original, 3)
     assert call_ends_at(recurse["original"], recurse["starts"]["main.cold.0"], truth[2])
+    assert "Run till exit from #1" in _finish_from_walk(original)
+    assert original.register("pc", 0) == truth[2]
+    assert original.register("rax", 0) == returned
     plain = _stopped_in_note_limit(gdb, recurse["binary"], False)
     assert _pcs(plain, 3)[:2] == truth[:2] and _pcs(plain, 3)[2] != truth[2]
+    off = _stopped_in_note_limit(gdb, recurse["binary"], True, exact=False)
+    assert _pcs(off, 3)[:2] == truth[:2] and _pcs(off, 3)[2] != truth[2]
+    _finish_from_walk(off)  # its breakpoint at the wrong caller: runs on (to note_limit's next)
+    assert off.register("pc", 0) != truth[2]
     s = _stopped_in_note_limit(gdb, recurse["binary"], True)
     assert _pcs(s, 3) == truth
-    s.command("frame 1")
-    out = s.command("finish")
+    assert assert_callers_return(recurse["binary"], _bt_callers(s.backtrace())) >= 2
+    out = _finish_from_walk(s)
     assert "Run till exit from #1" in out, out
     assert s.register("pc", 0) == truth[2]
+    assert s.register("rax", 0) == returned
     assert "unwound by unsplit" in s.command("bb exact-frames")
 
 
@@ -205,7 +272,9 @@ def _mi_addresses(binary: Path, plugin: bool, cache: Path) -> list[int]:
 def test_mi_stack_of_an_ide(case: dict[str, Any], tmp_path: Path) -> None:
     truth = case["truth"][:3]
     assert _mi_addresses(case["binary"], False, tmp_path)[2] != truth[2]
-    assert _mi_addresses(case["binary"], True, tmp_path)[:3] == truth
+    exact = _mi_addresses(case["binary"], True, tmp_path)
+    assert exact[:3] == truth
+    assert assert_callers_return(case["binary"], exact[1:]) >= 2
 
 
 def _dap_addresses(binary: Path, argv: list[str], cache: Path, plugin: bool,
@@ -247,5 +316,4 @@ def test_dap_stack_of_an_ide(case: dict[str, Any], zoo: dict[str, Any], tmp_path
     assert off[:2] == truth[:2] and off[2] != truth[2], off
     exact = _dap_addresses(case["binary"], argv, tmp_path, plugin=True)
     assert exact[:3] == truth
-    for pc, symbol in zip(exact[1:3], case["symbols"][1:3], strict=True):
-        assert call_ends_at(case["binary"], case["starts"][symbol], pc), hex(pc)
+    assert assert_callers_return(case["binary"], exact[1:]) >= 2
