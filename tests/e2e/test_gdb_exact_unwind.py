@@ -317,3 +317,63 @@ def test_dap_stack_of_an_ide(case: dict[str, Any], zoo: dict[str, Any], tmp_path
     exact = _dap_addresses(case["binary"], argv, tmp_path, plugin=True)
     assert exact[:3] == truth
     assert assert_callers_return(case["binary"], exact[1:]) >= 2
+
+
+@pytest.fixture(scope="module")
+def bare(zoo: dict[str, Any], case: dict[str, Any],
+         tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The crash binary with run.cold.0's FDE gone (tests/cfi_damage.drop_fde), its pre-BOLT
+    input beside it in input/ as a user keeps it; and a copy with no input at hand."""
+    f = facts(zoo, "bolt-random2", "crash")
+    work = tmp_path_factory.mktemp("moved-without-fde")
+    (work / "with").mkdir()
+    (work / "without").mkdir()
+    (work / "with" / "input").symlink_to((ROOT / f["binary"]).parent / "input")
+    cold = case["starts"]["run.cold.0"]
+    for where in ("with", "without"):
+        cfi_damage.drop_fde(ROOT / f["binary"], work / where / "crash", cold)
+    return {"binary": work / "with" / "crash", "no_input": work / "without" / "crash",
+            "cold": cold}
+
+
+def test_moved_code_without_an_fde(gdb: Callable[..., Any], case: dict[str, Any],
+                                   bare: dict[str, Any]) -> None:
+    """No FDE describes run.cold.0 (frame 1 of the crash core): GDB guesses its frame from
+    the fragment's first instructions, as if it were a function's start, and loses the stack
+    at frame 2 (so does LLDB, which stops after frame 1). With the plugin the unwinder gives
+    GDB the caller's registers by the pre-BOLT input's rules where BAT maps frame 1's pc: the
+    true stack, frame 1's CFA the undamaged FDE's (llvm-dwarfdump-22)."""
+    truth = case["truth"]
+    plain = gdb(bare["binary"], core=str(case["core"]), plugin=False)
+    pcs = _bt_pcs(plain.backtrace())
+    assert pcs[:2] == truth[:2] and pcs[2:3] != truth[2:3], pcs
+    assert lldb_pcs(bare["binary"], case["core"])[2:3] != truth[2:3]
+    s = gdb(bare["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
+    shown = s.backtrace()
+    assert _bt_pcs(shown)[:3] == truth[:3], shown
+    assert _pcs(s, 3) == truth[:3]
+    assert assert_callers_return(bare["binary"], _bt_callers(shown)) >= 2
+    rsp = s.register("rsp", 1)
+    true_fde = next(f for f in dwarfdump_fdes(case["original"])
+                    if f["start"] <= truth[1] - 1 < f["end"])
+    row = true_fde["rows"][max(a for a in true_fde["rows"] if a <= truth[1] - 1)]
+    offset = int(re.match(r"CFA=RSP\+(\d+):", row)[1])  # type: ignore[index]
+    info = s.command("info frame")
+    assert f"frame at {rsp + offset:#x}:" in info, info
+    assert re.search(f"saved rip = 0x0*{truth[2]:x}", info), info
+    status = s.command("bb exact-frames")
+    assert re.search(r"crash: 3 moved fragments, 1 without an FDE: [1-9]\d* frames? unwound "
+                     r"by unsplit", status), status
+    assert "exact frames off" in s.command("bb exact-frames off")
+    assert _bt_pcs(s.backtrace())[2:3] != truth[2:3]
+
+
+def test_moved_code_without_an_fde_nor_the_input(gdb: Callable[..., Any],
+                                                 case: dict[str, Any],
+                                                 bare: dict[str, Any]) -> None:
+    """Without the pre-BOLT input there are no rules to give: GDB's own guess stands (the
+    unwinder gives no frame), and `bb bt` says where its CFI walk stops."""
+    s = gdb(bare["no_input"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
+    assert _bt_pcs(s.backtrace())[2:3] != case["truth"][2:3]
+    assert "0 frames unwound by unsplit" in s.command("bb exact-frames")
+    assert f"no CFI covers {case['truth'][1]:#x} in crash" in s.command("bb bt")
