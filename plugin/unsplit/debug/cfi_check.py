@@ -183,6 +183,9 @@ class Contested:
         self.los, self.his = los, his
         self.fdes = fdes  # the competing FDEs alone
         self.sections, self.names = sections, names  # each one's section, by its index
+        # others_differ's answers by address: a stale FDE of a big function takes milliseconds
+        # to decode, and GDB asks again for each frame after every stop or cache flush.
+        self.answers: dict[int, bool] = {}
 
     @classmethod
     def scan(cls, binary: Binary) -> Contested:
@@ -313,6 +316,13 @@ def others_differ(binary: Binary, lookup: int) -> bool:
     found = contested(binary)
     if lookup not in found:
         return False
+    known = found.answers.get(lookup)
+    if known is None:
+        known = found.answers[lookup] = _others_differ(binary, found, lookup)
+    return known
+
+
+def _others_differ(binary: Binary, found: Contested, lookup: int) -> bool:
     table = cfi_table.table_for(binary)
     trusted = table.fde_at(lookup)
     mine = None if trusted is None else trusted.row_at(lookup)
