@@ -5,7 +5,8 @@ holds, first in the section, a duplicate of `run.cold.0`'s FDE with another leng
 duplicate and loses the stack at frame 2; with the plugin GDB's `bt`, `frame N` and `info frame`
 show the true stack (an IDE's MI stack too, and GDB 18's DAP `stackTrace`); and live, on
 bolt-random2's recurse damaged the same way in walk.cold.0, `finish` out of walk's frame stops
-where walk returns.
+where walk returns, with its value. The same binaries with a cold fragment's FDE gone
+(cfi_damage.drop_fde): the unwinder takes the pre-BOLT input's rules there.
 
 Oracles, never unsplit: the undamaged binary's frames (fixtures: GDB's unwind of the live
 crash), LLDB 22's own unwind of the damaged core, and every caller frame's pc being a return
@@ -377,3 +378,28 @@ def test_moved_code_without_an_fde_nor_the_input(gdb: Callable[..., Any],
     assert _bt_pcs(s.backtrace())[2:3] != case["truth"][2:3]
     assert "0 frames unwound by unsplit" in s.command("bb exact-frames")
     assert f"no CFI covers {case['truth'][1]:#x} in crash" in s.command("bb bt")
+
+
+def test_finish_out_of_moved_code_without_an_fde(gdb: Callable[..., Any], zoo: dict[str, Any],
+                                                 recurse: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    """Live, bolt-random2's recurse with walk.cold.0's FDE gone and its input beside it:
+    stopped in note_limit, `finish` out of walk's frame stops where walk returns (the undamaged
+    binary's frame 2) with walk(8, 5, 0) in %rax; without the plugin's unwinder it does not."""
+    f = facts(zoo, "bolt-random2", "recurse")
+    (tmp_path / "input").symlink_to((ROOT / f["binary"]).parent / "input")
+    binary = tmp_path / "recurse"
+    cfi_damage.drop_fde(ROOT / f["binary"], binary, recurse["starts"]["walk.cold.0"])
+    truth = _pcs(_stopped_in_note_limit(gdb, recurse["original"], False), 3)
+    off = _stopped_in_note_limit(gdb, binary, True, exact=False)
+    assert _pcs(off, 3)[:2] == truth[:2] and _pcs(off, 3)[2] != truth[2]
+    s = _stopped_in_note_limit(gdb, binary, True)
+    assert _pcs(s, 3) == truth
+    assert assert_callers_return(binary, _bt_callers(s.backtrace())) >= 2
+    assert "Run till exit from #1" in _finish_from_walk(s)
+    assert s.register("pc", 0) == truth[2]
+    assert s.register("rax", 0) == _walk(8, 5, 0)
+    moved = sum(x["fragment"] != "hot" for fn in f["split_functions"].values()
+                for x in fn["fragments"])
+    assert re.search(rf"recurse: {moved} moved fragments, 1 without an FDE: [1-9]\d* frames? "
+                     r"unwound by unsplit", s.command("bb exact-frames"))
