@@ -15,7 +15,10 @@ frame whether its pc is a return address: LLDB's disassembler, from the start of
 symbol (for the stripped library, the FDE LLDB made it from) to the pc, ends on a call
 instruction that ends exactly at the pc.
 
-Exit status 0 when the plugin's GDB (both sessions) agrees with LLDB in every frame and every
+With `--dap GDB` (GDB 16+), also the first `stackTrace` of `gdb -i dap` attached to the core
+(`coreFile`), with the plugin and without: each frame's pc against LLDB's.
+
+Exit status 0 when the plugin's GDB (every session) agrees with LLDB in every frame and every
 caller pc is a return address, 1 otherwise. Results: bench/results/libllvm_frames.json.
 """
 
@@ -38,6 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from saving import save  # noqa: E402
 
 from tests.e2e import driver_gdb  # noqa: E402
+from tests.e2e.driver_dap import DapSession  # noqa: E402
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
 
 CORE = ROOT / "bench" / "libllvm" / "cache" / "opt.core"
@@ -123,6 +127,29 @@ def gdb_frames(gdb: str, mode: str, depth: int, cache: Path) -> list[dict[str, A
     return frames
 
 
+def dap_pcs(gdb: str, cache: Path, plugin: bool, levels: int) -> list[int]:
+    """GDB's DAP interpreter (`gdb -i dap`, GDB 16+: `attach` with `coreFile`) on the core, as
+    an IDE opens it: each frame's instructionPointerReference in the first `stackTrace`."""
+    argv = [gdb, "-i", "dap", "-nx", "-iex", "set debuginfod enabled off"]
+    if plugin:
+        argv += ["-iex", f"source {driver_gdb.PLUGIN}"]
+    session = DapSession(argv, env={"UNSPLIT_CACHE": str(cache)})
+    try:
+        session.request("initialize", adapterID="bench", clientID="bench", linesStartAt1=True,
+                        columnsStartAt1=True, pathFormat="path", timeout=900)
+        session.send("attach", program=OPT, coreFile=str(CORE))
+        session.wait("event", "initialized", timeout=900)
+        session.request("configurationDone", timeout=900)
+        stopped = session.wait("event", "stopped", timeout=900)
+        thread = stopped["body"].get("threadId") or \
+            session.request("threads")["threads"][0]["id"]
+        frames = session.request("stackTrace", threadId=thread, startFrame=0, levels=levels,
+                                 timeout=900)["stackFrames"]
+        return [int(f["instructionPointerReference"], 16) for f in frames]
+    finally:
+        session.close()
+
+
 def compare(gdb: list[dict[str, Any]], lldb: list[dict[str, Any]]) -> list[str]:
     """Where GDB's frames differ from LLDB's: one line each."""
     rows = [f for f in gdb if "level" in f]
@@ -157,6 +184,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gdb", default=os.environ.get("UNSPLIT_GDB", "gdb"))
     parser.add_argument("--depth", type=int, default=40)
+    parser.add_argument("--dap", metavar="GDB",
+                        help="also the first stackTrace of this GDB's DAP interpreter (GDB 16+) "
+                        "on the core, with the plugin and without")
     parser.add_argument("--modes", default="plugin,unwinder,filter,plain",
                         help="GDB sessions to compare, of plugin, unwinder (the plugin without "
                         "its debug file), filter (`bb exact-frames off`), plain")
@@ -185,6 +215,17 @@ def main() -> int:
                 print("  " + frames[-1]["status"].strip().replace("\n", "\n  "))
             if mode in ("plugin", "unwinder"):
                 ok = ok and not diffs
+        if args.dap:
+            want = [f["pc"] for f in reference]
+            for plugin in (True, False):
+                got = dap_pcs(args.dap, Path(cache), plugin, args.depth)
+                differ = [n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
+                result["sessions"][f"dap{'' if plugin else ' plain'}"] = {
+                    "pcs": got, "frames_unlike_lldb": differ}
+                print(f"gdb -i dap{'' if plugin else ' plain'}: {len(got)} frames, pcs unlike "
+                      f"LLDB's: {differ or 'none'}")
+                if plugin:
+                    ok = ok and not differ and len(got) == len(want)
     print(f"results: {save('libllvm_frames', result)}")
     return 0 if ok else 1
 
