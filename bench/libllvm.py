@@ -28,6 +28,8 @@ Then, in one run, so that every ratio compares figures taken under the same load
               fragment kind), empty cache and warm cache
     debuginfo `unsplit debuginfo LIB -o FILE`: the library's names-only debug file (its input
               has no DWARF), empty cache and warm (the persistent index kept)
+    alternate (--alternate N, alone) GDB's `bt` with `bb exact-frames` on and off, N times
+              each in one session, alternated, frames flushed before each
     dap       (--dap, --dap-only) lldb-dap-22 attached to the core with `coreFile`, plain and
               with the plugin in `initCommands` (first: empty cache, later: the cache the
               first left): wall time and CPU of the adapter up to the first `stackTrace`
@@ -52,6 +54,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -260,6 +263,23 @@ def one_session(name: str, plugin: bool, cache: Path, depth: int, exact: bool = 
             "indexing_said": "unsplit: indexing" in session.transcript, "bt": text}
 
 
+def alternate_in_session(cache: Path, depth: int, rounds: int) -> dict[str, list[float]]:
+    """GDB's `bt DEPTH` with the unwinder on and off (`bb exact-frames`), in one session on the
+    cache a session before left, `rounds` times each, the order swapped every round and GDB's
+    frames flushed before each (`maint flush register-cache`): the two in the same process
+    under the same load, seconds."""
+    one_session("gdb", True, cache, depth)  # the cache the session below reads
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    with GdbDriver(OPT, core=str(CORE), plugin=True, startup_timeout=900) as session:
+        _timed_bt(session, depth)  # GDB's own caches (symbols, CFI) warm for both
+        for i in range(rounds):
+            for mode in ("on", "off") if i % 2 else ("off", "on"):
+                session.command(f"bb exact-frames {mode}")
+                session.command("maint flush register-cache")
+                times[mode].append(_timed_bt(session, depth)[0])
+    return times
+
+
 def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
     """lldb-dap-22 attached to the core as an IDE attaches (VS Code's `attach` with
     `coreFile`), the plugin in `initCommands` or not: seconds from the adapter's start to the
@@ -393,7 +413,7 @@ def cold_addresses(count: int, seed: int = 15) -> list[int]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
     with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
-        sessions = args.cli_only or args.dap_only or args.debuginfo_only
+        sessions = args.cli_only or args.dap_only or args.debuginfo_only or args.alternate
         for name in [] if sessions else args.debugger or ["gdb", "lldb"]:
             cache = Path(tmp) / f"cache-{name}"
             plain = one_session(name, False, cache, args.depth)
@@ -432,6 +452,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             if args.dap_only:
                 return out
         if args.sessions_only:
+            return out
+        if args.alternate:
+            times = alternate_in_session(Path(tmp) / "cache-alternate", args.depth,
+                                         args.alternate)
+            out["alternate"] = times
+            on, off = statistics.median(times["on"]), statistics.median(times["off"])
+            print(f"gdb bt {args.depth}, one session, median of {args.alternate} alternated: "
+                  f"unwinder on {on * 1e3:.1f} ms, off {off * 1e3:.1f} ms ({on / off:.2f}x); "
+                  f"on {min(times['on']) * 1e3:.0f}-{max(times['on']) * 1e3:.0f} ms, off "
+                  f"{min(times['off']) * 1e3:.0f}-{max(times['off']) * 1e3:.0f} ms", flush=True)
             return out
         cache = Path(tmp) / "cache-cli"
         for kind in ("empty", "warm"):  # warm: the persistent index kept, the file made again
@@ -498,6 +528,9 @@ def main() -> int:
                         help="only the debugger sessions (and lldb-dap with --dap)")
     parser.add_argument("--debuginfo-only", action="store_true",
                         help="only `unsplit debuginfo` of the library (no sessions)")
+    parser.add_argument("--alternate", type=int, default=0, metavar="N",
+                        help="only GDB's bt with the unwinder on and off, alternated N times "
+                        "in one session")
     parser.add_argument("--repeat", type=int, default=1,
                         help="CLI runs per figure, the fastest kept (the machine is shared)")
     args = parser.parse_args()
@@ -508,6 +541,7 @@ def main() -> int:
     for row in results["sessions"]:
         row.pop("bt", None) if row["kind"] != "first" else None
     kind = "-cli" if args.cli_only else "-dap" if args.dap_only else \
+        "-alternate" if args.alternate else \
         "-debuginfo" if args.debuginfo_only else "-sessions" if args.sessions_only else ""
     print(f"results: {save('libllvm' + kind, results)}")
     return 0

@@ -149,3 +149,20 @@ def duplicate_fde(src: Path, dst: Path, start: int, spare_below: int, delta: int
     dst.write_bytes(blob)
     shutil.copymode(src, dst)
     return true.offset, spare.offset
+
+
+def drop_fde(src: Path, dst: Path, start: int) -> int:
+    """`dst`: `src` as if the FDE starting at `start` were not there: its range made empty (0
+    bytes: it covers nothing, and every entry after it stays where it was) and its entry
+    removed from `.eh_frame_hdr`'s search table. Returns its offset in `.eh_frame`."""
+    blob, eh, hdr, fdes = _read(src)
+    fde = next(f for f in fdes if f.start == start)
+    struct.pack_into("<I", blob, eh.offset + fde.offset + 12, 0)
+    table = bytearray(blob[hdr.offset:hdr.offset + hdr.size])
+    entries = [(loc, at) for loc, at in _hdr_entries(bytes(table)) if hdr.address + loc != start]
+    assert len(entries) == len(_hdr_entries(bytes(table))) - 1, "the start is not listed once"
+    _write_hdr(table, entries)
+    blob[hdr.offset:hdr.offset + hdr.size] = table
+    dst.write_bytes(blob)
+    shutil.copymode(src, dst)
+    return fde.offset

@@ -1,13 +1,16 @@
-"""GDB's frames made exact where a split module's FDEs compete (`bb exact-frames`): a Python
-unwinder (``gdb.unwinder``, GDB 13+) registered as "unsplit".
+"""GDB's frames made exact where a split module's FDEs compete, or where none describes its
+moved code (`bb exact-frames`): a Python unwinder (``gdb.unwinder``, GDB 13+) registered as
+"unsplit".
 
 GDB reads every FDE of `.eh_frame` and, of several that start at one address, keeps whichever
 its sort leaves first: on a BOLTed libLLVM (128,541 shared starts, 17,753 with other rules
 somewhere) that can be the stale one, whose rules send the unwind into the heap. For a frame
 whose pc lies where FDEs with other rules compete (unsplit.debug.cfi_check.exact_needed), this
-unwinder gives GDB the caller's registers from the FDE `bb bt` trusts; everywhere else it
-returns None and GDB's own unwinders run, so a frame elsewhere costs one read of its pc and one
-bisection.
+unwinder gives GDB the caller's registers from the FDE `bb bt` trusts. Where no FDE describes
+moved code (GDB would guess from the fragment's first instructions as if it were a function's
+start), it gives them by the pre-BOLT input's rules where BAT maps the pc (input_cfi), in
+modules that have such code. Everywhere else it returns None and GDB's own unwinders run, so a
+frame elsewhere costs one read of its pc and one bisection.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class ExactUnwinder(Unwinder):
         self.policies: dict[str, cfi_check.ModulePolicy | None] = {}
         self.unwound: dict[str, int] = {}  # frames given per module
         self._active: dict[str, bool] = {}  # the policies' answers, by path (once per frame)
+        self._bare: dict[str, bool] = {}  # whether it has moved code without an FDE, by path
         self._has_pc = hasattr(gdb.PendingFrame, "pc")
         self._types: dict[str, Any] = {}
         self._spans: tuple[list[int], list[tuple[int, int, str, int]]] | None = None
@@ -65,9 +69,11 @@ class ExactUnwinder(Unwinder):
             if active is None:
                 policy = self._policy(path)
                 active = self._active[path] = policy is not None and policy.active
+                self._bare[path] = policy is not None and policy.uncovered > 0
             if not active:
                 return None
-            return self._unwind(pending_frame, pc, LoadedModule(path, spans[i][3]))
+            return self._unwind(pending_frame, pc, LoadedModule(path, spans[i][3]),
+                                self._bare[path])
         except gdb.error:  # memory or registers GDB cannot give: its own unwinders try
             return None
         except UnsplitError:  # CFI that does not decode: the same
@@ -98,12 +104,12 @@ class ExactUnwinder(Unwinder):
             self._spans = ([s[0] for s in spans], spans)
         return self._spans
 
-    def _unwind(self, pending_frame: Any, pc: int, mod: LoadedModule) -> Any:
+    def _unwind(self, pending_frame: Any, pc: int, mod: LoadedModule, bare: bool) -> Any:
         binary = self.session.indexes.binary(mod.path)
         # A caller's pc is a return address (looked up at pc - 1); frame 0's is exact. A frame
         # a signal interrupted is GDB's sigtramp unwinder's, which runs before Python's.
         innermost = pending_frame.level() == 0
-        if not cfi_check.exact_needed(binary, pc - mod.bias, innermost):
+        if not cfi_check.exact_needed(binary, pc - mod.bias, innermost, bare):
             return None
         regs = {i: int(pending_frame.read_register(name)) & ((1 << 64) - 1)
                 for i, name in enumerate(_NAMES)}
@@ -113,9 +119,8 @@ class ExactUnwinder(Unwinder):
             return None
         info = pending_frame.create_unwind_info(_FrameId(
             self._value("rsp", found.cfa, pending_frame),
-            self._value("rip", found.fde.start + mod.bias, pending_frame)))
-        row = found.fde.row_at(pc - mod.bias - (0 if innermost else 1))
-        undefined = {r for r, rule in (row.rules.items() if row else ())
+            self._value("rip", found.start + mod.bias, pending_frame)))
+        undefined = {r for r, rule in (found.row.rules.items() if found.row else ())
                      if rule.kind == "undefined"}
         caller = found.caller
         for i, name in enumerate(_NAMES):
@@ -138,7 +143,7 @@ class ExactUnwinder(Unwinder):
 
     def status(self) -> str:
         lines = [ModuleLine(os.path.basename(path), p.moved, p.contested,
-                            self.unwound.get(os.path.basename(path), 0))
+                            self.unwound.get(os.path.basename(path), 0), p.uncovered)
                  for path, p in sorted(self.policies.items()) if p is not None]
         return gdb_status(bool(self.enabled), lines)
 

@@ -1,7 +1,7 @@
 """`unsplit check-cfi` on zoo binaries: a clean BOLT output finds nothing; BOLT's in-place
 rewrite (bolt-nonreloc) leaves stale FDEs at the starts of the functions it rewrote; and copies
 whose `.eh_frame` is damaged on purpose (tests/cfi_damage.py): an FDE duplicated with another
-length and wrong rules, a cold fragment's CFA offset off by 16.
+length and wrong rules, a cold fragment's CFA offset off by 16, a cold fragment's FDE gone.
 
 Expectations come from llvm-dwarfdump-22 --eh-frame (the FDEs and their rows) and
 llvm-readobj-22 --unwind (the `.eh_frame_hdr` search table), never from unsplit.
@@ -50,11 +50,12 @@ def crash(zoo: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def damaged(crash: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("check-cfi")
-    dup, cfa = work / "crash-dup", work / "crash-cfa"
+    dup, cfa, bare = work / "crash-dup", work / "crash-cfa", work / "crash-bare"
     # The true copy goes to a slot of BOLT's stale FDEs of the original code (below 0x800000).
     cfi_damage.duplicate_fde(crash["binary"], dup, crash["cold"], spare_below=0x800000)
     cfi_damage.wrong_cfa_offset(crash["binary"], cfa, crash["cold"])
-    return {"dup": dup, "cfa": cfa}
+    cfi_damage.drop_fde(crash["binary"], bare, crash["cold"])
+    return {"dup": dup, "cfa": cfa, "bare": bare}
 
 
 def test_a_clean_binary_finds_nothing(crash: dict[str, Any]) -> None:
@@ -111,6 +112,26 @@ def test_a_wrong_cfa_offset_in_a_cold_fragment(crash: dict[str, Any],
         assert f"CFA={m['output']}:" in bad["rows"][int(m["address"], 16)]
         assert f"CFA={m['input']}:" in good["rows"][int(m["address"], 16)]
     assert record["shared_start"] == [] and record["moved_without_fde"] == []
+
+
+def test_a_moved_fragment_without_an_fde(crash: dict[str, Any], damaged: dict[str, Path]
+                                         ) -> None:
+    binary = damaged["bare"]
+    # The damage, as the oracles see it: no FDE covers run.cold.0, none is listed for it.
+    fdes = dwarfdump_fdes(binary)
+    assert not any(f["start"] <= crash["cold"] < f["end"] for f in fdes)
+    assert crash["cold"] not in hdr_table(binary)
+    r = _cli(str(binary))
+    assert r.returncode == EXIT_FOUND, r.stderr
+    covering = sum(f["end"] > f["start"] for f in fdes)  # the emptied one covers nothing
+    assert r.stdout.splitlines()[0] == \
+        f"crash-bare: 1 of 3 moved fragments without an FDE ({covering} FDEs in .eh_frame)"
+    code, record = _json(str(binary))
+    assert code == EXIT_FOUND
+    assert record["moved_without_fde"] == [
+        {"fragment_start": f"{crash['cold']:#x}", "fragment_end": f"{crash['cold_end']:#x}",
+         "procedure": "run", "fragment": "cold.0", "from": f"{crash['cold']:#x}"}]
+    assert record["shared_start"] == record["overlaps"] == []
 
 
 def test_bolt_rewriting_in_place_leaves_stale_fdes(zoo: dict[str, Any]) -> None:

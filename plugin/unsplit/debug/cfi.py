@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from unsplit.debug import input_cfi
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
 from unsplit.errors import UnsplitError
@@ -18,7 +19,7 @@ from unsplit.formats.dwarf_expr import (
     read_u64,
     register_name,
 )
-from unsplit.formats.eh_frame import FrameDescription, Rule
+from unsplit.formats.eh_frame import FrameDescription, Row, Rule
 from unsplit.index.frame import lookup_pc
 
 _MASK = (1 << 64) - 1
@@ -41,29 +42,45 @@ def is_signal_frame(binary: Binary, file_address: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """What unwinding one frame gives: its CFA and the caller's registers (None: outermost)."""
+    """What unwinding one frame gives: its CFA and the caller's registers (None: outermost),
+    by `row` of `fde`, whose code starts at `start` (a file address of the binary unwound:
+    the frame's function or fragment). `fde` is the pre-BOLT input's where no FDE of the
+    binary covers moved code."""
 
     cfa: int
     caller: dict[int, int] | None
     fde: FrameDescription
     why_outermost: str | None = None
+    row: Row | None = None
+    start: int = 0
 
 
 def step(binary: Binary, pc_file_address: int, bias: int, regs: dict[int, int],
          read_memory: ReadMemory, is_innermost: bool) -> Step | None:
     """Unwind the frame whose pc is `pc_file_address` (+ `bias` at run time) with `regs`.
 
-    None when no FDE covers the pc. A caller frame's pc is a return address, which may lie past
-    the end of its fragment (a call to a noreturn function last), so it is looked up at pc-1.
+    Where no FDE of the binary covers the pc but it is moved code, the rules are the pre-BOLT
+    input's where BAT maps it (input_cfi); None when neither covers it. A caller frame's pc is
+    a return address, which may lie past the end of its fragment (a call to a noreturn
+    function last), so it is looked up at pc-1.
     Raises ExpressionError / MemoryReadError / DecodeError (one line each).
     """
     lookup = lookup_pc(pc_file_address, holds_return_address=not is_innermost)
     fde = table_for(binary).fde_at(lookup)
     if fde is None:
-        return None
+        moved = input_cfi.row_for_moved_code(binary, lookup)
+        if moved is None:
+            return None
+        return _apply(moved.row, moved.fde, regs, read_memory, moved.output_start)
     row = fde.row_at(lookup)
     if row is None:
         return None
+    return _apply(row, fde, regs, read_memory, fde.start)
+
+
+def _apply(row: Row, fde: FrameDescription, regs: dict[int, int], read_memory: ReadMemory,
+           start: int) -> Step:
+    """The caller's registers by `row` (of `fde`, for its return-address register)."""
     # Rules that name a register by its value read runtime addresses: nothing to relocate
     # except what the CFI computed from rip (a PLT expression), which is runtime already.
     if row.cfa.register is None:
@@ -88,10 +105,11 @@ def step(binary: Binary, pc_file_address: int, bias: int, regs: dict[int, int],
         else:
             caller.pop(RIP, None)
     if ra not in row.rules or row.rules[ra].kind == "undefined":
-        return Step(cfa, None, fde, "the return address is undefined (outermost frame)")
+        return Step(cfa, None, fde, "the return address is undefined (outermost frame)", row,
+                    start)
     if caller.get(RIP, 0) == 0:
-        return Step(cfa, None, fde, "the return address is 0 (outermost frame)")
-    return Step(cfa, caller, fde)
+        return Step(cfa, None, fde, "the return address is 0 (outermost frame)", row, start)
+    return Step(cfa, caller, fde, None, row, start)
 
 
 def _recover(reg: int, rule: Rule, cfa: int, regs: dict[int, int],
