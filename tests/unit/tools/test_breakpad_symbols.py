@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -249,6 +251,33 @@ def test_no_build_id_and_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
         assert r.returncode != 0 and r.stderr.startswith("unsplit: "), (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
         assert "warning" not in r.stderr  # the error alone
+
+
+def _file_size_limit(limit: int) -> None:
+    """In the child: writes past `limit` bytes fail with EFBIG (SIGXFSZ ignored, so the
+    process lives to say so)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_file(zoo: dict[str, Any], tmp_path: Path
+                                                       ) -> None:
+    """The records go out as they are made: a write that fails halfway (the file grows past
+    the size limit, stdout is a full device) is the user's one-line error, and neither the
+    file nor a half-written temporary one is left where a crash server would read it."""
+    binary = ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]
+    out = tmp_path / "store" / "crash.sym"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "breakpad", str(binary), "-o", str(out)],
+                       text=True, capture_output=True, timeout=300, cwd=ROOT,
+                       preexec_fn=lambda: _file_size_limit(4096))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == f"unsplit: {out}: cannot write it (File too large)\n"
+    assert list(out.parent.iterdir()) == []
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "unsplit", "breakpad", str(binary), "-o", "-"],
+                           text=True, stdout=full, stderr=subprocess.PIPE, timeout=300, cwd=ROOT)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "unsplit: stdout: cannot write it (No space left on device)\n"
 
 
 def test_inlined_calls_of_moved_code_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> None:
