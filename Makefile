@@ -70,6 +70,7 @@ bench: fixtures
 	$(PY) bench/libllvm.py
 	$(PY) bench/fold.py
 	$(PY) bench/fold_corpus.py
+	$(PY) bench/breakpad_corpus.py
 
 clean:
 	rm -rf fixtures/build

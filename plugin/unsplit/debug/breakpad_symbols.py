@@ -6,7 +6,8 @@ order its processors read: ``MODULE``, ``INFO CODE_ID``, ``FILE``, ``INLINE_ORIG
 moved code by its symbol (``transfer.cold``) and gives a BOLT output without DWARF no lines,
 every fragment here is a ``FUNC`` named by its procedure (demangled, parameters and all, as
 dump_syms names functions), with the lines and inlined calls ``unsplit where`` gives
-(unsplit.index.code_lines: the module's DWARF, or the pre-BOLT input's at BAT's input address).
+(unsplit.index.code_lines: the module's DWARF, or the pre-BOLT input's at BAT's input address;
+bytes no line describes are line 0, so that a reader still names the function there).
 All addresses, ``INLINE`` ranges included (the spec's; the LLDB-only file of
 unsplit.debug.breakpad_lines writes those as LLDB reads them), are relative to the first
 ``PT_LOAD``. ``PUBLIC`` records name the function symbols no ``FUNC`` covers (symbols without
@@ -126,7 +127,8 @@ def write_symbol_file(index: ModuleIndex, out: Writer, style: str | None = GNU) 
             rows, runs = walker.walk(start, end)
             if rows or runs:
                 inlines = inline_records(runs, 0, base, files, origins)
-                lines = line_rows(rows, end, base, files)
+                lines = _no_line_said(line_rows(rows, end, base, files), start - base,
+                                      end - base)
                 spool.write("".join(f"{r}\n" for r in inlines + lines))
                 counts.inlines += len(inlines)
                 counts.lines += len(lines)
@@ -148,6 +150,29 @@ def write_symbol_file(index: ModuleIndex, out: Writer, style: str | None = GNU) 
             counts.stack_cfi += 1
             out.write("\n".join(records) + "\n")
     return counts
+
+
+def _no_line_said(records: list[str], start: int, end: int) -> list[str]:
+    """A function's line records with the bytes they leave out (code no source line describes:
+    a jump BOLT made, a compiler's line 0) said as line 0 of the file beside them. Sentry's
+    symbolic names no function at an address inside a ``FUNC`` that has line records but none
+    for that address (measured: 31 of 2,000 moved instructions of a BOLTed Lua); with line 0 it
+    names the procedure and no line, as `unsplit where` does there."""
+    if not records:
+        return records
+    out: list[str] = []
+    at = start
+    file = records[0].rsplit(" ", 1)[1]
+    for record in records:
+        address, size, _, own = record.split(" ")
+        first = int(address, 16)
+        if first > at:
+            out.append(f"{at:x} {first - at:x} 0 {file if out else own}")
+        out.append(record)
+        at, file = first + int(size, 16), own
+    if at < end:
+        out.append(f"{at:x} {end - at:x} 0 {file}")
+    return out
 
 
 def symbol_file(index: ModuleIndex, style: str | None = GNU) -> str:

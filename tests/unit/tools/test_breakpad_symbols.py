@@ -183,6 +183,38 @@ def test_symbolic_names_moved_code_by_procedure_and_input_line(
         assert all(code[a].startswith("jmp") for a in wrong), {hex(a): code[a] for a in wrong}
 
 
+@pytest.mark.parametrize(("variant", "program"), [("bolt-statics", "statics"),
+                                                  ("gcc-pgo", "crash"), ("clang-mfs", "crash")])
+def test_symbolic_names_every_instruction_of_every_function(zoo: dict[str, Any], variant: str,
+                                                           program: str, tmp_path: Path) -> None:
+    """Hot fragments too, and instructions between line records (bolt-statics' C++ static
+    destructors, whose line records leave bytes out where no source line describes them):
+    symbolic names each by its procedure, the symbol table's parent of the symbol around it.
+    (symbolic names nothing at such an address inside a FUNC unless a record covers it.)"""
+    f = facts(zoo, variant, program)
+    binary = ROOT / f["binary"]
+    out = tmp_path / f"{program}.sym"
+    args = [str(binary), "-o", str(out)] + (["--input", str(ROOT / f["input"])]
+                                           if f.get("input") else [])
+    r = _unsplit(*args)
+    assert r.returncode == 0, r.stderr
+    cache = symbolic.Archive.open(str(out)).get_object(arch="x86_64").make_symcache()
+    base = _base(binary)
+    code = bolt_truth.instructions(binary)
+    symbols = [s for s in toolbox.text_symbols(binary) if s.size]
+    shown = toolbox.demangle(sorted({toolbox.fragment_name(s.name)[0] for s in symbols}))
+    unnamed = []
+    checked = 0
+    for s in symbols:
+        parent = toolbox.fragment_name(s.name)[0]
+        for address in (a for a in code if s.start <= a < s.end and code[a] != "nop"):
+            frames = cache.lookup(address - base)
+            checked += 1
+            if not frames or frames[-1].symbol != shown.get(parent, parent):
+                unnamed.append((hex(address), parent, frames[-1].symbol if frames else None))
+    assert checked > 100 and not unnamed, unnamed[:10]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_record_as_the_format_says(written: dict[str, tuple[dict[str, Any], Path]],
                                          variant: str) -> None:
