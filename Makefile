@@ -69,6 +69,8 @@ bench: fixtures
 	$(PY) bench/debuginfo.py --realworld
 	$(PY) bench/libllvm.py
 	$(PY) bench/fold.py
+	$(PY) bench/fold_corpus.py
+	$(PY) bench/breakpad_corpus.py
 
 clean:
 	rm -rf fixtures/build

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/libllvm.py [--force] [--cli-only] [--repeat N] [--dap]
                                       [--dap-only] [--debuginfo-only]
+                                      [--breakpad-only]
 
 Built once into bench/libllvm/cache (git-ignored; a stamp per step holds its recipe's hash):
 
@@ -30,6 +31,9 @@ Then, in one run, so that every ratio compares figures taken under the same load
               has no DWARF), empty cache and warm (the persistent index kept)
     alternate (--alternate N, alone) GDB's `bt` with `bb exact-frames` on and off, N times
               each in one session, alternated, frames flushed before each
+    breakpad  (also --breakpad-only) `unsplit breakpad LIB -o FILE`, empty cache and warm, its
+              functions checked through Sentry's `symbolic` against perf2bolt-22; and
+              `unsplit lldb-cfi --print LIB` warm (the goal is a multiple of its CPU time)
     dap       (--dap, --dap-only) lldb-dap-22 attached to the core with `coreFile`, plain and
               with the plugin in `initCommands` (first: empty cache, later: the cache the
               first left): wall time and CPU of the adapter up to the first `stackTrace`
@@ -42,7 +46,8 @@ The CLI runs from compiled bytecode, as an installed plugin does (bench/bytecode
 
 Goals: bt first session <= 10x plain, later <= 2x, peak RSS <= 3x; where <= 2 s
 empty, <= 0.2 s warm; symbolize <= 3 s empty, <= 0.5 s warm; debuginfo <= 5 s and 300 MB;
-lldb-dap's first stackTrace <= 3x plain. Results: bench/results/libllvm*.json.
+breakpad <= 2x lldb-cfi's CPU time, written as it is made; lldb-dap's first stackTrace
+<= 3x plain. Results: bench/results/libllvm*.json.
 """
 
 from __future__ import annotations
@@ -315,12 +320,13 @@ def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
             "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
 
-def check_file(debug: Path, count: int = 63) -> tuple[int, int]:
+def check_file(debug: Path, count: int = 63, breakpad: bool = False) -> tuple[int, int]:
     """(agreeing, asked): of `count` addresses in moved code, those whose function in the
-    debug file (llvm-symbolizer-22 on it alone) is the input function perf2bolt-22 translates
-    them to through BAT: the same input address (`__BOLT_FDE_FUNCat<address>` for a function
-    without a symbol; the pre-BOLT library's .dynsym for a named one). Nothing of unsplit's
-    but the addresses' choice."""
+    debug file (llvm-symbolizer-22 on it alone; `breakpad`: the Breakpad symbol file, through
+    Sentry's `symbolic`) is the input function perf2bolt-22 translates them to through BAT:
+    the same input address (`__BOLT_FDE_FUNCat<address>` for a function without a symbol; the
+    pre-BOLT library's .dynsym for a named one). Nothing of unsplit's but the addresses'
+    choice."""
     addresses = cold_addresses(count, seed=7)
     with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-check-") as tmp:
         agg, fdata = Path(tmp) / "truth.agg", Path(tmp) / "truth.fdata"
@@ -346,14 +352,26 @@ def check_file(debug: Path, count: int = 63) -> tuple[int, int]:
                 return int(name[len(prefix):], 16)
         return dynsym.get(name)
 
-    text = subprocess.run(["llvm-symbolizer-22", "--obj", str(debug), "--no-inlines",
-                           "--no-demangle"], input="".join(f"{a:#x}\n" for a in addresses),
-                          capture_output=True, text=True, check=True).stdout
-    ours = [block.split("\n")[0] for block in text.strip("\n").split("\n\n")]
+    if breakpad:
+        ours = _breakpad_names(debug, addresses)
+    else:
+        text = subprocess.run(["llvm-symbolizer-22", "--obj", str(debug), "--no-inlines",
+                               "--no-demangle"], input="".join(f"{a:#x}\n" for a in addresses),
+                              capture_output=True, text=True, check=True).stdout
+        ours = [block.split("\n")[0] for block in text.strip("\n").split("\n\n")]
     agree = sum(1 for a, name in zip(addresses, ours, strict=True)
                 if a in truth and address_of(name) is not None
                 and address_of(name) == address_of(truth[a]))
     return agree, len(addresses)
+
+
+def _breakpad_names(sym: Path, addresses: list[int]) -> list[str]:
+    """The outermost function Sentry's `symbolic` names at each address (relative to the
+    first PT_LOAD, at 0 in this library), from the symbol file alone."""
+    import symbolic  # requirements-dev.txt
+
+    cache = symbolic.Archive.open(str(sym)).get_object(arch="x86_64").make_symcache()
+    return [(frames[-1].symbol if (frames := cache.lookup(a)) else "??") for a in addresses]
 
 
 class CliRun(NamedTuple):
@@ -410,10 +428,41 @@ def cold_addresses(count: int, seed: int = 15) -> list[int]:
     return sorted(a + rnd.randrange(0, 16) for a in rnd.sample(cold, count))
 
 
+def measure_breakpad(tmp: Path, repeat: int, out: dict[str, Any]) -> None:
+    """`unsplit breakpad LIB -o FILE` against `unsplit lldb-cfi --print LIB` (the CFI of the
+    moved fragments alone, what the goal is a multiple of), both on the persistent index a
+    first run left; the file's functions checked against perf2bolt-22 through `symbolic`."""
+    cache = tmp / "cache-breakpad"
+    sym = tmp / "libLLVM.sym"
+    args = ["breakpad", str(LIB), "-o", str(sym), "--json", "--no-demangle"]
+    for kind in ("empty", "warm"):
+        run = _best_cli(args, cache, kind, repeat)
+        report = json.loads(run.stdout)
+        out[f"breakpad_{kind}"] = {"seconds": run.seconds, "cpu_s": run.cpu,
+                                   "peak_rss_mb": run.rss, "bytes": sym.stat().st_size,
+                                   "functions": report["functions"],
+                                   "stack_cfi": report["stack_cfi"]}
+        print(f"breakpad   {kind:5} {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  "
+              f"{run.rss:6.1f} MB  {report['functions']} FUNC, {report['stack_cfi']} "
+              f"functions' CFI, {sym.stat().st_size / 1e6:.1f} MB file", flush=True)
+    agree, asked = check_file(sym, breakpad=True)
+    out["breakpad_check"] = {"agree": agree, "addresses": asked}
+    print(f"breakpad   symbolic's function is perf2bolt-22's at {agree} of {asked} moved "
+          "addresses", flush=True)
+    run = _best_cli(["lldb-cfi", "--print", str(LIB)], cache, "warm", repeat)
+    ratio = out["breakpad_warm"]["cpu_s"] / run.cpu
+    out["lldb_cfi_warm"] = {"seconds": run.seconds, "cpu_s": run.cpu, "peak_rss_mb": run.rss,
+                            "breakpad_cpu_ratio": ratio}
+    print(f"lldb-cfi   warm  {run.seconds:6.2f} s (cpu {run.cpu:5.2f} s)  {run.rss:6.1f} MB  "
+          f"breakpad/lldb-cfi CPU {ratio:.2f}x (goal <= 2x)", flush=True)
+    shutil.rmtree(cache)
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"library": str(LIB), "core": str(CORE), "sessions": []}
     with tempfile.TemporaryDirectory(prefix="unsplit-libllvm-") as tmp:
-        sessions = args.cli_only or args.dap_only or args.debuginfo_only or args.alternate
+        sessions = (args.cli_only or args.dap_only or args.debuginfo_only or args.alternate
+                    or args.breakpad_only)
         for name in [] if sessions else args.debugger or ["gdb", "lldb"]:
             cache = Path(tmp) / f"cache-{name}"
             plain = one_session(name, False, cache, args.depth)
@@ -463,6 +512,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                   f"on {min(times['on']) * 1e3:.0f}-{max(times['on']) * 1e3:.0f} ms, off "
                   f"{min(times['off']) * 1e3:.0f}-{max(times['off']) * 1e3:.0f} ms", flush=True)
             return out
+        if args.breakpad_only:
+            measure_breakpad(Path(tmp), args.repeat, out)
+            return out
         cache = Path(tmp) / "cache-cli"
         for kind in ("empty", "warm"):  # warm: the persistent index kept, the file made again
             file = Path(tmp) / "lib.debug"
@@ -484,6 +536,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(cache)
         if args.debuginfo_only:
             return out
+        measure_breakpad(Path(tmp), args.repeat, out)
         address = hex(cold_addresses(1)[0])
         for kind in ("empty", "warm"):
             run = _best_cli(["where", "--exe", str(LIB), address], cache, kind, args.repeat)
@@ -526,6 +579,9 @@ def main() -> int:
     parser.add_argument("--dap-only", action="store_true", help="only the lldb-dap figures")
     parser.add_argument("--sessions-only", action="store_true",
                         help="only the debugger sessions (and lldb-dap with --dap)")
+    parser.add_argument("--breakpad-only", action="store_true",
+                        help="only `unsplit debuginfo` and `unsplit breakpad` of the library, "
+                        "and `unsplit lldb-cfi` to compare with (no sessions)")
     parser.add_argument("--debuginfo-only", action="store_true",
                         help="only `unsplit debuginfo` of the library (no sessions)")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
@@ -542,7 +598,8 @@ def main() -> int:
         row.pop("bt", None) if row["kind"] != "first" else None
     kind = "-cli" if args.cli_only else "-dap" if args.dap_only else \
         "-alternate" if args.alternate else \
-        "-debuginfo" if args.debuginfo_only else "-sessions" if args.sessions_only else ""
+        "-debuginfo" if args.debuginfo_only else "-breakpad" if args.breakpad_only else \
+        "-sessions" if args.sessions_only else ""
     print(f"results: {save('libllvm' + kind, results)}")
     return 0
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from elftools.dwarf.constants import DW_CFA
@@ -483,12 +483,17 @@ def cfi_records(binary: Binary, starts: Iterable[int]) -> list[str]:
     """The ``STACK CFI INIT``/``STACK CFI`` records of LLDB's functions that hold the file
     addresses `starts`, in address order ([] unless x86-64); a function whose rules Breakpad
     cannot say is left out."""
+    return [record for records in cfi_functions(binary, starts) for record in records]
+
+
+def cfi_functions(binary: Binary, starts: Iterable[int]) -> Iterator[list[str]]:
+    """:func:`cfi_records`, one function's records at a time, each made when asked for (a
+    writer keeps none of them: a BOLTed libLLVM's are 136 MB of text)."""
     if binary.elf["e_machine"] != "EM_X86_64":
-        return []
+        return
     table = cfi_table.table_for(binary)
     base = base_address(binary)
     fde_starts = sorted(a for _, a in table.fde_starts())
-    records: list[str] = []
     whole = _Records(table)
     for start, end, head in _function_ranges(binary, starts, table):
         try:
@@ -497,11 +502,11 @@ def cfi_records(binary: Binary, starts: Iterable[int]) -> list[str]:
             if head is not None and head[2:] == (start, end) and \
                     bisect_left(fde_starts, start + 1) == bisect_left(fde_starts, end):
                 lines = whole.whole_fde(head[0], head[1], start, end, base)
-            records += lines or stack_cfi(_fdes_in(table, fde_starts, start, end), start,
-                                          end, base)
+            lines = lines or stack_cfi(_fdes_in(table, fde_starts, start, end), start, end,
+                                       base)
         except UnsplitError:  # Inexpressible, or CFI that does not decode
             continue
-    return records
+        yield lines
 
 
 def _code_id(binary: Binary, uuid: str | None) -> str:

@@ -15,13 +15,64 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, TextIO
 
-from unsplit.debug import breakpad, breakpad_symbols
+from unsplit.debug import breakpad_symbols
 from unsplit.errors import UsageError
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import GNU
 from unsplit.session import Session
+
+
+class _Checked:
+    """The file being written, whose failures (a full disk) are the user's one-line error."""
+
+    def __init__(self, f: TextIO, shown: str) -> None:
+        self.f, self.shown = f, shown
+
+    def write(self, text: str) -> int:
+        try:
+            return self.f.write(text)
+        except OSError as e:
+            raise self._error(e) from None
+
+    def flush(self) -> None:
+        try:
+            self.f.flush()
+        except OSError as e:
+            raise self._error(e) from None
+
+    def _error(self, e: OSError) -> UsageError:
+        return UsageError(f"{self.shown}: cannot write it ({e.strerror})")
+
+
+@contextmanager
+def _destination(path: str, shown: str) -> Iterator[_Checked]:
+    """Where the records go as they are made: a file beside `path` that takes its place only
+    once complete (a crash server polling the store never reads half a file)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        f = open(tmp, "w", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{shown}: cannot write it ({e.strerror})") from None
+    out = _Checked(f, shown)
+    try:
+        yield out
+        out.flush()
+        f.close()
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise out._error(e) from None
+    finally:
+        if not f.closed:
+            with suppress(OSError):  # what could not be written is already the error
+                f.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _run(args: argparse.Namespace) -> str:
@@ -33,17 +84,16 @@ def _run(args: argparse.Namespace) -> str:
             raise UsageError(f"{args.binary} has no BOLT address translation: --input is for "
                              "BOLTed binaries")
         prebolt.set_input(index.binary, args.input)
-    records, counts = breakpad_symbols.symbol_file(index, None if args.no_demangle else GNU)
+    style = None if args.no_demangle else GNU
     ident = breakpad_symbols.identity(index.binary)
-    text = "\n".join(records) + "\n"
     path = args.output or breakpad_symbols.store_path(args.symbol_store, ident)
     if args.output == "-":
-        sys.stdout.write(text)
+        stdout = _Checked(sys.stdout, "stdout")
+        counts = breakpad_symbols.write_symbol_file(index, stdout, style)
+        stdout.flush()
     else:
-        try:
-            breakpad.write(os.path.abspath(path), text)
-        except OSError as e:
-            raise UsageError(f"{path}: cannot write it ({e.strerror})") from None
+        with _destination(os.path.abspath(path), path) as out:
+            counts = breakpad_symbols.write_symbol_file(index, out, style)
     if ident.code_id is None:
         print(f"unsplit: warning: {args.binary} has no build-id: its MODULE id is a hash of "
               "its code (as dump_syms makes one), and no INFO CODE_ID", file=sys.stderr)

@@ -12,7 +12,9 @@ module (one with moved fragments: BOLT, GCC ``.cold``, clang MFS) by its procedu
   frame's line (``name (file:line)``), ``--inlines`` the calls inlined there as frames of their
   own (DWARF's chain; for BOLTed code the pre-BOLT input's).
 - ``perf-script``: perf's own text, each moved frame's ``SYMBOL+0xOFF`` replaced by the
-  procedure and its offset (for BOLTed code, the offset in the pre-BOLT input's function).
+  procedure and its offset (for BOLTed code, the offset in the pre-BOLT input's function);
+  ``--lines`` follows each renamed frame with its line as ``perf script -F +srcline`` does
+  (the line ``fold --lines`` gives; perf's own says ``bolt-pseudo.o:0`` in BOLTed code).
 
 A caller's address is a return address: it is named by the call before it (pc - 1), as every
 unwinder names it (unsplit.index.frame.lookup_pc); the leaf, and a user frame that a kernel
@@ -59,6 +61,7 @@ class ModuleNames:
         self._by_name: dict[str, list[int]] | None = None
         self._folded: dict[tuple[int, bool], tuple[str, ...] | None] = {}
         self._symbol: dict[tuple[int, bool], tuple[str, int | None] | None] = {}
+        self._srcline: dict[tuple[int, bool], str | None] = {}
 
     def file_address(self, frame: PerfFrame) -> int | None:
         """The ELF address of a frame: its symbol's address plus perf's offset where the
@@ -135,6 +138,22 @@ class ModuleNames:
         return self._symbol[key]
 
 
+    def srcline(self, frame: PerfFrame, caller: bool) -> str | None:
+        """``FILE:LINE`` of the frame, as ``--lines`` gives it in folded stacks (a caller's:
+        its call's); None where the module has no procedure or no line there."""
+        address = self.file_address(frame)
+        if address is None:
+            return None
+        key = (address, caller)
+        if key not in self._srcline:
+            loc = self.index.locate(address - 1 if caller else address, lines=True,
+                                    blocks=False, offsets=False)
+            own = loc.as_procedure()
+            self._srcline[key] = f"{own.file}:{own.line}" if (
+                loc.name(self.style) is not None and own.file and own.line) else None
+        return self._srcline[key]
+
+
 def _exec_segments(binary: Binary) -> list[tuple[int, int, int, int]]:
     """(p_offset, p_filesz, p_vaddr, p_memsz) of each executable PT_LOAD."""
     return [(int(s["p_offset"]), int(s["p_filesz"]), int(s["p_vaddr"]), int(s["p_memsz"]))
@@ -143,30 +162,48 @@ def _exec_segments(binary: Binary) -> list[tuple[int, int, int, int]]:
 
 
 class Renamer:
-    """The split modules of a profile, opened as perf names them (each once)."""
+    """The split modules of a profile, opened as perf names them (each once). `recorded`: the
+    build-id perf recorded for each path (``perf buildid-list``), where known: a file there
+    now with another one is not the file profiled."""
 
     def __init__(self, style: str | None, lines: bool = False, inlines: bool = False,
-                 warn: Any = None) -> None:
+                 warn: Any = None, recorded: dict[str, str] | None = None) -> None:
         self.style, self.lines, self.inlines = style, lines, inlines
         self.cache = IndexCache(IndexStore(), _progress)
         self.modules: dict[str, ModuleNames | None] = {}
         self.warn = warn or _warn
+        self.recorded = recorded or {}
 
     def module(self, dso: str) -> ModuleNames | None:
         """The names of `dso`'s frames, None for a module that is not split (or not a file
-        here: the kernel, ``[vdso]``, a JIT map, a file of another machine)."""
+        here: the kernel, ``[vdso]``, a JIT map, a file of another machine, one that is not
+        the file profiled)."""
         if dso in self.modules:
             return self.modules[dso]
         found: ModuleNames | None = None
         if dso and not dso.startswith("[") and os.path.isfile(dso):
             try:
                 index = self.cache.open(dso)
-                if index.moved_starts():
+                if index.moved_starts() and self._profiled(dso, index.binary.build_id):
                     found = ModuleNames(index, self.style, self.lines, self.inlines)
             except UnsplitError as e:
                 self.warn(f"{dso}: {e}; its frames keep perf's names")
         self.modules[dso] = found
         return found
+
+    def _profiled(self, dso: str, build_id: bytes | None) -> bool:
+        """Whether the split file at `dso` is the one profiled, as far as can be told; a
+        warning where it is not, or where nothing can tell."""
+        if build_id is None:
+            self.warn(f"{dso}: no build-id, so nothing tells whether it is the file profiled: "
+                      "its frames are named from it as it is now")
+            return True
+        recorded = self.recorded.get(dso)
+        if recorded is not None and recorded != build_id.hex():
+            self.warn(f"{dso}: not the file profiled (build-id {build_id.hex()}, the profile's "
+                      f"{recorded}): its frames keep perf's names")
+            return False
+        return True
 
 
 def _progress(text: str) -> None:
@@ -244,9 +281,11 @@ def _fold_sample(renamer: Renamer, sample: PerfSample, comm: bool) -> str:
     return ";".join(names) or UNKNOWN
 
 
-def rewrite(renamer: Renamer, lines: IO[str], out: IO[str]) -> int:
+def rewrite(renamer: Renamer, lines: IO[str], out: IO[str], srclines: bool = False) -> int:
     """perf script's text with moved frames renamed, sample by sample; how many samples.
-    Samples with the same frame lines are rewritten once."""
+    Samples with the same frame lines are rewritten once. `srclines`: each renamed frame
+    followed by its line as ``perf script -F +srcline`` prints one (``  FILE:LINE``, ``??:0``
+    where none is known), in place of perf's; the other frames keep the line perf printed."""
     count = 0
     known: dict[str, str] = {}
     for item in read_samples(lines):
@@ -260,23 +299,28 @@ def rewrite(renamer: Renamer, lines: IO[str], out: IO[str]) -> int:
             for b in bad:
                 _bad(renamer, b)
             body = known[item.body] = "".join(
-                _frame_text(renamer, frame, caller) + "\n"
+                _frame_text(renamer, frame, caller, srclines)
                 for frame, caller in zip(frames, roles(frames), strict=True))
         out.write(f"{item.header}{body}\n" if item.one_line else f"{item.header}\n{body}\n")
     return count
 
 
-def _frame_text(renamer: Renamer, frame: PerfFrame, caller: bool) -> str:
+def _frame_text(renamer: Renamer, frame: PerfFrame, caller: bool, srclines: bool) -> str:
+    """The frame's line (and the srcline perf printed after it, or ours), each with its
+    newline."""
     module = renamer.module(frame.dso)
     found = None if module is None else module.symbol(frame, caller)
-    if found is None:
-        return frame.text
+    if found is None or module is None:
+        return frame.text + "\n" + ("" if frame.srcline is None else frame.srcline + "\n")
     name, offset = found
     rest = frame.text.lstrip()
     head = frame.text[:len(frame.text) - len(rest)]
     address = rest.split(None, 1)[0]
     said = name if offset is None or frame.offset is None else f"{name}+{offset:#x}"
-    return f"{head}{address} {said} ({frame.dso})"
+    text = f"{head}{address} {said} ({frame.dso})\n"
+    if srclines:
+        return text + f"  {module.srcline(frame, caller) or '??:0'}\n"
+    return text + ("" if frame.srcline is None else frame.srcline + "\n")
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -300,6 +344,22 @@ def _input_lines(args: argparse.Namespace) -> tuple[IO[str], subprocess.Popen[st
     return proc.stdout, proc
 
 
+def recorded_build_ids(args: argparse.Namespace) -> dict[str, str]:
+    """The build-id perf recorded for each file of ``-i PERF_DATA`` (``perf buildid-list``),
+    {} when reading stdin or when perf cannot say (a damaged file: `perf script` says so)."""
+    perf = shutil.which("perf")
+    if args.input is None or perf is None:
+        return {}
+    proc = subprocess.run([perf, "buildid-list", "-i", args.input], capture_output=True,
+                          text=True, errors="replace", stdin=subprocess.DEVNULL)
+    out: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        build_id, _, path = line.partition(" ")
+        if path and all(c in "0123456789abcdef" for c in build_id):
+            out.setdefault(path, build_id)
+    return out
+
+
 def _finish(proc: subprocess.Popen[str] | None, args: argparse.Namespace) -> None:
     if proc is None:
         return
@@ -310,8 +370,9 @@ def _finish(proc: subprocess.Popen[str] | None, args: argparse.Namespace) -> Non
 
 
 def _run_fold(args: argparse.Namespace) -> str:
-    renamer = Renamer(None if args.no_demangle else GNU, args.lines, args.inlines)
     lines, proc = _input_lines(args)
+    renamer = Renamer(None if args.no_demangle else GNU, args.lines, args.inlines,
+                      recorded=recorded_build_ids(args))
     stacks, _ = fold(renamer, lines, comm=not args.no_comm)
     out = sys.stdout
     try:
@@ -325,10 +386,11 @@ def _run_fold(args: argparse.Namespace) -> str:
 
 
 def _run_script(args: argparse.Namespace) -> str:
-    renamer = Renamer(None if args.no_demangle else GNU)
     lines, proc = _input_lines(args)
+    renamer = Renamer(None if args.no_demangle else GNU, args.lines,
+                      recorded=recorded_build_ids(args))
     try:
-        rewrite(renamer, lines, sys.stdout)
+        rewrite(renamer, lines, sys.stdout, args.lines)
         sys.stdout.flush()
     except BrokenPipeError:
         sys.stderr.close()
@@ -365,4 +427,7 @@ def add_cli(subparsers: Any) -> None:
         description="perf script's own text, each frame of a split module named by its "
                     "procedure and its offset there (for BOLTed code, in the pre-BOLT input).")
     _common(s)
+    s.add_argument("--lines", action="store_true",
+                   help="each renamed frame followed by its line, `  FILE:LINE`, as `perf "
+                        "script -F +srcline` prints one (replacing perf's)")
     s.set_defaults(handler=_run_script)

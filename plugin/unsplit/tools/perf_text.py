@@ -5,7 +5,9 @@ line (``comm  tid [cpu] time: period event:``, ``tid`` as ``pid/tid`` with ``-F 
 recording without call chains has its one frame on the same line), then with ``-g`` one line per
 frame, leaf first, each ``<tab>ADDRESS SYMBOL+0xOFF (DSO)`` (``[unknown]`` for either name; no
 offset without ``symoff``), then a blank line. Where ``--inline`` is given perf adds frames for
-inlined calls, with the same address. Anything else (perf's own warnings, a damaged line) is a
+inlined calls, with the same address; with ``-F +srcline`` each frame line is followed by
+its source line, ``  FILE:LINE`` (two spaces: ``map__fprintf_srcline``'s prefix), kept with the
+frame (:attr:`PerfFrame.srcline`). Anything else (perf's own warnings, a damaged line) is a
 :class:`BadLine` the caller reports with its line number; the rest is read.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, NamedTuple
 
 UNKNOWN = "[unknown]"
@@ -28,6 +30,7 @@ class PerfFrame:
     offset: int | None  # the +0xOFF after the symbol, when printed
     dso: str  # the path in parentheses, "[unknown]", "[kernel.kallsyms]", "[vdso]"…
     text: str  # the line as read (without its newline), for what is printed unchanged
+    srcline: str | None = None  # the `  FILE:LINE` line perf printed after it (-F +srcline)
 
 
 class PerfSample(NamedTuple):
@@ -95,11 +98,16 @@ def frames_of(sample: PerfSample) -> tuple[list[PerfFrame], list[BadLine]]:
     for k, text in enumerate(sample.body.splitlines()):
         m = _FRAME.match(text)
         frame = None if m is None else frame_of(text, m["address"], m["rest"])
-        if frame is None:
-            bad.append(BadLine(sample.line + k + (0 if sample.one_line else 1), text))
-        else:
+        if frame is not None:
             frames.append(frame)
+        elif _SRCLINE.match(text) and frames and frames[-1].srcline is None:
+            frames[-1] = replace(frames[-1], srcline=text)
+        else:
+            bad.append(BadLine(sample.line + k + (0 if sample.one_line else 1), text))
     return frames, bad
+
+
+_SRCLINE = re.compile(r"^  \S")  # perf's "\n  " before a frame's srcline
 
 
 def read_samples(stream: IO[str], chunk: int = 1 << 22) -> Iterator[PerfSample | BadLine]:

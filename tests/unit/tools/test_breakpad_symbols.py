@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +183,38 @@ def test_symbolic_names_moved_code_by_procedure_and_input_line(
         assert all(code[a].startswith("jmp") for a in wrong), {hex(a): code[a] for a in wrong}
 
 
+@pytest.mark.parametrize(("variant", "program"), [("bolt-statics", "statics"),
+                                                  ("gcc-pgo", "crash"), ("clang-mfs", "crash")])
+def test_symbolic_names_every_instruction_of_every_function(zoo: dict[str, Any], variant: str,
+                                                           program: str, tmp_path: Path) -> None:
+    """Hot fragments too, and instructions between line records (bolt-statics' C++ static
+    destructors, whose line records leave bytes out where no source line describes them):
+    symbolic names each by its procedure, the symbol table's parent of the symbol around it.
+    (symbolic names nothing at such an address inside a FUNC unless a record covers it.)"""
+    f = facts(zoo, variant, program)
+    binary = ROOT / f["binary"]
+    out = tmp_path / f"{program}.sym"
+    args = [str(binary), "-o", str(out)] + (["--input", str(ROOT / f["input"])]
+                                           if f.get("input") else [])
+    r = _unsplit(*args)
+    assert r.returncode == 0, r.stderr
+    cache = symbolic.Archive.open(str(out)).get_object(arch="x86_64").make_symcache()
+    base = _base(binary)
+    code = bolt_truth.instructions(binary)
+    symbols = [s for s in toolbox.text_symbols(binary) if s.size]
+    shown = toolbox.demangle(sorted({toolbox.fragment_name(s.name)[0] for s in symbols}))
+    unnamed = []
+    checked = 0
+    for s in symbols:
+        parent = toolbox.fragment_name(s.name)[0]
+        for address in (a for a in code if s.start <= a < s.end and code[a] != "nop"):
+            frames = cache.lookup(address - base)
+            checked += 1
+            if not frames or frames[-1].symbol != shown.get(parent, parent):
+                unnamed.append((hex(address), parent, frames[-1].symbol if frames else None))
+    assert checked > 100 and not unnamed, unnamed[:10]
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_record_as_the_format_says(written: dict[str, tuple[dict[str, Any], Path]],
                                          variant: str) -> None:
@@ -249,6 +283,33 @@ def test_no_build_id_and_bad_input(zoo: dict[str, Any], tmp_path: Path) -> None:
         assert r.returncode != 0 and r.stderr.startswith("unsplit: "), (args, r.stderr)
         assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
         assert "warning" not in r.stderr  # the error alone
+
+
+def _file_size_limit(limit: int) -> None:
+    """In the child: writes past `limit` bytes fail with EFBIG (SIGXFSZ ignored, so the
+    process lives to say so)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_file(zoo: dict[str, Any], tmp_path: Path
+                                                       ) -> None:
+    """The records go out as they are made: a write that fails halfway (the file grows past
+    the size limit, stdout is a full device) is the user's one-line error, and neither the
+    file nor a half-written temporary one is left where a crash server would read it."""
+    binary = ROOT / facts(zoo, "gcc-pgo", "crash")["binary"]
+    out = tmp_path / "store" / "crash.sym"
+    r = subprocess.run([sys.executable, "-m", "unsplit", "breakpad", str(binary), "-o", str(out)],
+                       text=True, capture_output=True, timeout=300, cwd=ROOT,
+                       preexec_fn=lambda: _file_size_limit(4096))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == f"unsplit: {out}: cannot write it (File too large)\n"
+    assert list(out.parent.iterdir()) == []
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "unsplit", "breakpad", str(binary), "-o", "-"],
+                           text=True, stdout=full, stderr=subprocess.PIPE, timeout=300, cwd=ROOT)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "unsplit: stdout: cannot write it (No space left on device)\n"
 
 
 def test_inlined_calls_of_moved_code_are_the_inputs(zoo: dict[str, Any], tmp_path: Path) -> None:

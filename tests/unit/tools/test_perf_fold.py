@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -177,6 +178,59 @@ def test_perf_script_names_the_procedure_at_its_input_offset(profile: dict[str, 
     assert again  # the rewritten text still reads as perf's
 
 
+def _frames_and_srclines(block: str) -> list[tuple[str, str | None]]:
+    """(frame line, the `  FILE:LINE` line after it or None) of one sample's text."""
+    out: list[tuple[str, str | None]] = []
+    for line in block.strip("\n").splitlines()[1:]:
+        if line.startswith("  ") and out and out[-1][1] is None:
+            out[-1] = (out[-1][0], line)
+        else:
+            out.append((line, None))
+    return out
+
+
+def test_perf_script_lines_are_the_inputs_and_fold_reads_srclines(profile: dict[str, Any]
+                                                                   ) -> None:
+    """`perf script -F +srcline` follows each frame with its line (`  FILE:LINE`; in BOLTed
+    code without DWARF none, with BOLT's DWARF `bolt-pseudo.o:0`): `perf-script --lines` gives
+    every frame of the BOLTed program the pre-BOLT input's line (llvm-symbolizer-22) at the
+    address perf2bolt-22 translates it to, and keeps perf's lines where no file is split (the
+    kernel's frames); `fold` reads that text as it reads perf's plain text."""
+    text = subprocess.run(["perf", "script", "-F", "+srcline", "-i", str(profile["data"])],
+                          capture_output=True, text=True, timeout=300, check=True).stdout
+    r = _unsplit("perf-script", "--lines", stdin=text)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    theirs_blocks, ours_blocks = text.split("\n\n"), r.stdout.split("\n\n")
+    assert len(ours_blocks) == len(theirs_blocks)
+    binary = profile["binary"]
+    sym = {s.name: s.start for s in toolbox.text_symbols(binary)}
+    leaves: dict[int, list[str | None]] = {}  # a leaf's address: our srcline there, each time
+    kernel = 0
+    for theirs, ours in zip(theirs_blocks, ours_blocks, strict=True):
+        t, o = _frames_and_srclines(theirs), _frames_and_srclines(ours)
+        assert len(t) == len(o), (theirs, ours)
+        m = _FRAME.match(t[0][0]) if t else None
+        if m is not None and m[4] == str(binary) and m[2] in sym:
+            leaves.setdefault(sym[m[2]] + int(m[3], 16), []).append(o[0][1])
+        for (frame, line), mine in zip(t, o, strict=True):
+            if frame.endswith("])"):  # [kernel.kallsyms], [unknown]: perf's, as it was
+                assert mine == (frame, line)
+                kernel += line is not None
+    assert kernel
+    _, truth = _truth(profile)
+    moved = sorted(a for a in leaves if a in truth)
+    _, lines = bolt_truth.input_lines(binary, profile["input"], truth, moved)
+    checked = 0
+    for address, line in zip(moved, lines, strict=True):
+        if line is not None and line[1] > 0:
+            checked += len(leaves[address])
+            assert set(leaves[address]) == {f"  {line[0]}:{line[1]}"}, hex(address)
+    assert checked >= 100
+    r = _unsplit("fold", stdin=text)
+    assert r.returncode == 0 and r.stderr == "", r.stderr[:500]
+    assert r.stdout == _unsplit("fold", stdin=profile["text"]).stdout
+
+
 def _cold_frames(binary: Path) -> list[tuple[str, int, str]]:
     """(fragment symbol, an offset inside it, its parent procedure) of each `.cold` symbol."""
     out = []
@@ -237,6 +291,52 @@ def test_truncated_perf_data_is_one_line(profile: dict[str, Any]) -> None:
     assert "Traceback" not in r.stderr
     assert r.returncode == 1
     assert r.stderr.splitlines()[-1].startswith(f"unsplit: perf script -i {cut}: exit status")
+
+
+def test_a_module_without_a_build_id_is_one_line(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A split module without a build-id: one warning (nothing can tell whether it is the file
+    profiled), and its frames are named from it, by the symbol table's parent."""
+    f = facts(zoo, "gcc-pgo", "loop")
+    plain = tmp_path / "loop"
+    subprocess.run(["llvm-objcopy-22", "--remove-section=.note.gnu.build-id",
+                    str(ROOT / f["binary"]), str(plain)], check=True)
+    assert toolbox.build_id(plain) is None
+    name, off, parent = _cold_frames(plain)[0]
+    syms = {s.name: s.start for s in toolbox.text_symbols(plain)}
+    line = (f"loop  4242 99.000001:     250000 cpu-clock:  {syms[name] + off:x} "
+            f"{name}+{off:#x} ({plain})\n")
+    r = _unsplit("fold", stdin=line * 3)
+    assert r.returncode == 0 and r.stdout == f"loop;{parent} 3\n"
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"unsplit: warning: {plain}: no "
+                                                             "build-id"), r.stderr
+
+
+def test_a_file_that_is_not_the_one_profiled(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """The BOLTed program rebuilt after the profile (another build-id than the one perf
+    recorded): one warning, its frames keep the names perf gives them (from its build-id
+    cache, `step.cold.N`), and the rest of the profile is folded."""
+    binary = tmp_path / "switch"
+    shutil.copy(ROOT / facts(zoo, "bolt-all", "switch")["binary"], binary)
+    data = tmp_path / "perf.data"
+    rec = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "10000", "-g", "-o",
+                          str(data), "--", str(binary), "train"], capture_output=True,
+                         text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr[-500:]
+    before = _unsplit("fold", "-i", str(data))
+    assert before.returncode == 0 and "warning" not in before.stderr, before.stderr
+    assert re.search(r"^switch;step \d+$", before.stdout, re.M) and ".cold" not in before.stdout
+    old = bytes.fromhex(toolbox.build_id(binary) or "")
+    content = binary.read_bytes()
+    assert content.count(old) == 1
+    new = old[:-1] + bytes([old[-1] ^ 1])
+    binary.write_bytes(content.replace(old, new))
+    r = _unsplit("fold", "-i", str(data))
+    assert r.returncode == 0, r.stderr
+    ours = [line for line in r.stderr.splitlines() if line.startswith("unsplit: ")]
+    assert ours == [f"unsplit: warning: {binary}: not the file profiled (build-id {new.hex()}, "
+                    f"the profile's {old.hex()}): its frames keep perf's names"]
+    assert re.search(r"^switch;step\.cold\.\d+ \d+$", r.stdout, re.M), r.stdout
+    assert _counts(r.stdout).total() == _counts(before.stdout).total()
 
 
 def _file_offset(binary: Path, address: int) -> int:
