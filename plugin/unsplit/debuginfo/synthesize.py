@@ -127,17 +127,17 @@ PROGRESS_EVERY = 2.0  # seconds between progress lines
 
 def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
              after: Mapping[str, int] | None = None,
-             progress: Callable[[str], None] | None = None
+             progress: Callable[[str], None] | None = None, inlines: bool = True
              ) -> tuple[list[tuple[str, bytes]], Summary]:
     """The DWARF sections describing the module's procedures (those whose entry `keep`
     says, else all), to be appended to sections of the sizes `after` gives (offsets in them
-    count from there), and what went into them."""
+    count from there), and what went into them; `inlines`: with DWARF's inlined calls."""
     at = dict(after or {})
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable(at.get(".debug_line_str", 0))
     out = _Writer(at)
-    walker = CodeWalker(index)
+    walker = CodeWalker(index, inlines)
     symbols = _Symbols(index.binary)
     procedures = _disjoint(index)
     has_lines = walker.has_lines

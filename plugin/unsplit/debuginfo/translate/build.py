@@ -84,7 +84,8 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     sections.append((".debug_aranges", aranges))
     covered = merge([r for _, ranges in info.aranges for r in ranges])
     extra, names = synthesize.sections(index, lambda entry: not _covered(covered, entry),
-                                       {name: len(data) for name, data in sections})
+                                       {name: len(data) for name, data in sections},
+                                       inlines=False)
     by_name = dict(sections)
     for name, data in extra:
         by_name[name] = by_name.get(name, b"") + data
