@@ -88,16 +88,18 @@ class InputMap:
                     padding)
         found.unplaced = unplaced
         found.output = output
+        found.x86 = output.machine == EM_X86_64
         return found
 
     output: Binary | None = None
+    x86 = False  # the output is x86-64 code: rebuilt_jump reads its bytes
 
     def rebuilt_jump(self, address: int) -> bool:
         """Whether the output has, at `address`, an x86-64 jump BOLT made when it laid blocks
         out (`jmp` with no BAT entry of its own, spec §2.3): no input instruction stands
         behind it, and BOLT's own line table gives it the row of the code before."""
         output = self.output
-        if output is None or output.machine != EM_X86_64 or address in self._entry_set:
+        if output is None or not self.x86 or address in self._entry_set:
             return False
         # Asked at nearly every line row: the output's code is read a page at a time (a page
         # that does not start in code is asked a byte at a time).
