@@ -127,20 +127,20 @@ PROGRESS_EVERY = 2.0  # seconds between progress lines
 
 def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
              after: Mapping[str, int] | None = None,
-             progress: Callable[[str], None] | None = None, inlines: bool = True,
-             asks: Callable[[int], bool] | None = None
+             progress: Callable[[str], None] | None = None,
+             walker: CodeWalker | None = None, asks: Callable[[int], bool] | None = None
              ) -> tuple[list[tuple[str, bytes]], Summary]:
     """The DWARF sections describing the module's procedures (those whose entry `keep`
     says, else all), to be appended to sections of the sizes `after` gives (offsets in them
-    count from there), and what went into them; `inlines`: with DWARF's inlined calls;
-    `asks`: whether the line sources may know the procedure at an entry (else it is
-    described by name alone, none asked)."""
+    count from there), and what went into them; `walker`: what gives a procedure's lines and
+    inlined calls (the index's, by default); `asks`: whether the line sources may know the
+    procedure at an entry (else it is described by name alone, none asked)."""
     at = dict(after or {})
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable(at.get(".debug_line_str", 0))
     out = _Writer(at)
-    walker = CodeWalker(index, inlines)
+    walker = CodeWalker(index) if walker is None else walker
     symbols = _Symbols(index.binary)
     procedures = _disjoint(index)
     has_lines = walker.has_lines

@@ -14,6 +14,7 @@ from unsplit.debuginfo import synthesize
 from unsplit.debuginfo.dwarf.aranges import ArangesWriter
 from unsplit.debuginfo.dwarf.elf import write_debug_file
 from unsplit.debuginfo.translate import refs
+from unsplit.debuginfo.translate.described import TranslatedLines
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.debuginfo.translate.strings import own_strings
 from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
@@ -83,9 +84,14 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     sections += [(name, bytes(data)) for name, data in rewriter.outputs.items() if data]
     sections.append((".debug_aranges", aranges))
     covered = merge([r for _, ranges in info.aranges for r in ranges])
+    kept = {start for start, _ in info.kept}
+    walker = TranslatedLines.of(
+        index, imap, [(rewriter.facts[unit], ranges) for unit, ranges in info.aranges
+                      if unit in kept and unit in rewriter.facts], rewriter.lines,
+        (rewriter.inputs.get(".debug_str", b""), rewriter.inputs.get(".debug_line_str", b"")))
     extra, names = synthesize.sections(index, lambda entry: not _covered(covered, entry),
                                        {name: len(data) for name, data in sections},
-                                       inlines=False,
+                                       walker=walker,
                                        asks=lambda entry: _described(index, imap, covered, entry))
     by_name = dict(sections)
     for name, data in extra:

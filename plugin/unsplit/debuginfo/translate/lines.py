@@ -24,6 +24,7 @@ class LineTables:
         self.mover = mover
         self.out = bytearray()
         self._done: dict[int, int] = {}
+        self.rows: dict[int, list[tuple[list[Row], int]]] = {}  # each input program's
 
     def forget_after(self, size: int) -> None:
         """Drops the programs written from `size` on (a unit left out wrote them)."""
@@ -43,6 +44,7 @@ class LineTables:
             self.mover.warnings.append(f"{where}: line table at .debug_line+{offset:#x}: "
                                        f"{e.message}: its rows are left out")
             sequences = []
+        self.rows[offset] = sequences
         segments = self._segments(sequences)
         writer = ProgramWriter(header)
         last = -1
