@@ -2,8 +2,9 @@
 a split module without DWARF.
 
     .venv/bin/python bench/debuginfo.py [--repeats N]                  # the zoo
-    .venv/bin/python bench/debuginfo.py --realworld [--repeats N]      # Lua and simdjson
+    .venv/bin/python bench/debuginfo.py --realworld [--repeats N]      # Lua, simdjson, sqlite3
     .venv/bin/python bench/debuginfo.py --realworld --sessions-only    # GDB on their cores
+    .venv/bin/python bench/debuginfo.py --realworld --files-only [--before DIR]  # files alone
 
 The zoo: for every BOLT variant and each of its programs, the `-dbg` twin's recorded
 llvm-bolt-22 command (facts.json `bolt_command`) rerun into a temporary file (what a release
@@ -38,6 +39,10 @@ profiles beside them:
                later: the cache the first left) against plain GDB on BOLT's twin reading the
                same core (same code bytes); the plugin's frames must have lines, its `info args`
                as many arguments as the twin's (--sessions-only: these alone).
+
+--files-only: the bolt, debuginfo and verify figures alone (results/debuginfo-files.json);
+--before DIR: the debuginfo figures again with DIR/plugin, another revision's plugin, in the
+same run (what a change to the translator gained, against the same BOLT figures).
 
 Cache state: every `unsplit debuginfo` run has an empty unsplit cache of its own
 ($UNSPLIT_CACHE; the command keeps no index there either); the GDB sessions' is stated above.
@@ -112,12 +117,15 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[Timing, str]:
     return Timing(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss), text
 
 
-def _best_unsplit(cmd: list[str], repeats: int, tmp: Path) -> Timing:
-    """The best of `repeats` runs of an `unsplit` command, each on an empty cache."""
+def _best_unsplit(cmd: list[str], repeats: int, tmp: Path, plugin: Path = ROOT / "plugin"
+                  ) -> Timing:
+    """The best of `repeats` runs of an `unsplit` command, each on an empty cache, with the
+    plugin in `plugin` (another checkout's, for --before: its modules are compiled by the
+    first run, into the same private prefix)."""
     runs = []
     for k in range(repeats):
         cache = Path(tempfile.mkdtemp(prefix=f"cache-{k}-", dir=tmp))
-        env = bytecode_env(PYTHONPATH=str(ROOT / "plugin"), UNSPLIT_CACHE=str(cache))
+        env = bytecode_env(PYTHONPATH=str(plugin), UNSPLIT_CACHE=str(cache))
         runs.append(_timed(cmd, env)[0])
     return _best(runs)
 
@@ -349,7 +357,8 @@ def sessions(repeats: int, tmp: Path) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
+def realworld(repeats: int, tmp: Path, files_only: bool = False,
+              before: Path | None = None) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for name, binary, pre_bolt, twin, profile in REALWORLD:
         if not all(p.is_file() for p in (binary, pre_bolt, twin, profile)):
@@ -366,6 +375,31 @@ def realworld(repeats: int, tmp: Path) -> dict[str, Any]:
         ours = _best_unsplit(cmd, repeats, tmp)
         errors = {kind: _verify_errors(path) for kind, path in
                   (("input", pre_bolt), ("bolt", bolt_out), ("ours", out))}
+        if before is not None:  # the same command with another checkout's plugin
+            then = _best_unsplit([*cmd[:-1], str(tmp / f"{name}.before.debug")], repeats, tmp,
+                                 before / "plugin")
+            print(f"{name:9} before ({before}): unsplit debuginfo {then.wall:6.2f} s (cpu "
+                  f"{then.cpu:6.2f} s, {then.peak_kb // 1024} MB): "
+                  f"{then.cpu / bolt.cpu:.2f}x cpu, {then.peak_kb / bolt.peak_kb:.2f}x memory",
+                  flush=True)
+        if files_only:
+            rows.append({"program": name, "repeats": repeats,
+                         "llvm_bolt_update_debug_sections_cpu_s": bolt.cpu,
+                         "llvm_bolt_update_debug_sections_peak_kb": bolt.peak_kb,
+                         "unsplit_debuginfo_cpu_s": ours.cpu,
+                         "unsplit_debuginfo_peak_kb": ours.peak_kb,
+                         "cpu_ratio": round(ours.cpu / bolt.cpu, 2),
+                         "memory_ratio": round(ours.peak_kb / bolt.peak_kb, 2),
+                         "verify_errors": {k: sum(v.values()) for k, v in errors.items()},
+                         **({} if before is None else {
+                             "before_cpu_s": then.cpu, "before_peak_kb": then.peak_kb})})
+            print(f"{name:9} llvm-bolt-22 --update-debug-sections {bolt.wall:6.2f} s (cpu "
+                  f"{bolt.cpu:6.2f} s, {bolt.peak_kb // 1024} MB)  unsplit debuginfo "
+                  f"{ours.wall:6.2f} s (cpu {ours.cpu:6.2f} s, {ours.peak_kb // 1024} MB): "
+                  f"{rows[-1]['cpu_ratio']}x cpu, {rows[-1]['memory_ratio']}x memory; verify "
+                  "errors " + ", ".join(f"{k} {v}" for k, v in rows[-1]["verify_errors"].items())
+                  + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+            continue
         address = _with_line(binary, twin)
         runs: dict[str, list[Timing]] = {"plain": [], "first": [], "later": []}
         said: dict[str, str] = {}
@@ -417,12 +451,18 @@ def main() -> int:
                     help="Lua's, simdjson's and sqlite3's BOLT builds instead of the zoo")
     ap.add_argument("--sessions-only", action="store_true",
                     help="with --realworld: GDB's sessions on the cores alone")
+    ap.add_argument("--files-only", action="store_true",
+                    help="--realworld: the debug files alone (BOLT's, ours), no GDB session")
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="--realworld: also time `unsplit debuginfo` with DIR/plugin (e.g. "
+                         "`git archive REV plugin | tar -x -C DIR`) in the same run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="unsplit-bench-debuginfo-") as tmp:
         if args.realworld and args.sessions_only:
             print(save("debuginfo-realworld-sessions", sessions(args.repeats, Path(tmp))))
         elif args.realworld:
-            print(save("debuginfo-realworld", realworld(args.repeats, Path(tmp))))
+            print(save("debuginfo-files" if args.files_only else "debuginfo-realworld",
+                       realworld(args.repeats, Path(tmp), args.files_only, args.before)))
         else:
             print(save("debuginfo", zoo(args.repeats, Path(tmp))))
     return 0

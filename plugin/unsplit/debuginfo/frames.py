@@ -24,6 +24,8 @@ from unsplit.formats.eh_frame import FrameDescription, Row, initial_state
 from unsplit.formats.leb128 import read_uleb, skip_leb
 from unsplit.index.module_index import ModuleIndex
 
+_EM_X86_64 = 62  # e_machine: the CFI reader's registers are x86-64's
+
 
 @dataclass
 class FrameSummary:
@@ -38,7 +40,7 @@ def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
     """The section for the module `index` describes; None when it has no split procedure,
     is not x86-64 (the CFI reader's registers) or no FDE covers its fragments."""
     binary = index.binary
-    if binary.elf["e_machine"] != "EM_X86_64":
+    if binary.machine != _EM_X86_64:
         return None
     fragments = split_fragments(index)
     if not fragments:

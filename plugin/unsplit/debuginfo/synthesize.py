@@ -127,17 +127,20 @@ PROGRESS_EVERY = 2.0  # seconds between progress lines
 
 def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
              after: Mapping[str, int] | None = None,
-             progress: Callable[[str], None] | None = None
+             progress: Callable[[str], None] | None = None,
+             walker: CodeWalker | None = None, asks: Callable[[int], bool] | None = None
              ) -> tuple[list[tuple[str, bytes]], Summary]:
     """The DWARF sections describing the module's procedures (those whose entry `keep`
     says, else all), to be appended to sections of the sizes `after` gives (offsets in them
-    count from there), and what went into them."""
+    count from there), and what went into them; `walker`: what gives a procedure's lines and
+    inlined calls (the index's, by default); `asks`: whether the line sources may know the
+    procedure at an entry (else it is described by name alone, none asked)."""
     at = dict(after or {})
     summary = Summary()
     units: dict[str | None, _Unit] = {}
     line_strings = StringTable(at.get(".debug_line_str", 0))
     out = _Writer(at)
-    walker = CodeWalker(index)
+    walker = CodeWalker(index) if walker is None else walker
     symbols = _Symbols(index.binary)
     procedures = _disjoint(index)
     has_lines = walker.has_lines
@@ -154,7 +157,8 @@ def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
         found = symbols.at(symbol or name, entry)
         sequences: list[list[Row]] = []  # none: no source of lines (a stripped library)
         inlined: list[InlinedRun] = []
-        if has_lines:
+        asked = asks is None or asks(entry)
+        if has_lines and asked:
             walked = [walker.walk(start, end) for start, end in spans]
             sequences = [rows for rows, _ in walked]
             inlined = [r for _, roots in walked for r in roots]
@@ -172,7 +176,7 @@ def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
             unit.add(out.subprogram(name, external, spans), spans, sequences, [])
         if not unit.mangled:
             unit.mangled = _is_cplusplus(name)
-        language = None if language_at is None else language_at(entry)
+        language = None if language_at is None or not asked else language_at(entry)
         if language is not None:
             unit.languages[language] += 1
         summary.procedures += 1

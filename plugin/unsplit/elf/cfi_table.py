@@ -22,6 +22,7 @@ from unsplit.elf.derived import PerFile
 from unsplit.formats.eh_frame import Cie, EntryReader, FrameDescription, decode_rows
 
 _MASK = (1 << 64) - 1
+_SHT_NOBITS = 8
 
 
 # Which FDE the plugin trusts where several cover an address (bb bt, unsplit bt, the GDB
@@ -110,12 +111,12 @@ class CfiSection:
 
     def __init__(self, binary: Binary, name: str) -> None:
         self.name = name
-        sec = binary.section(name)
-        assert sec is not None
-        self.address: int = sec["sh_addr"]
-        self.data = bytes(sec.data())
-        self.reader = EntryReader(name, self.data, self.address, binary.elf.little_endian,
-                              8 if binary.elf.elfclass == 64 else 4)
+        header, data = binary.section_header(name), binary.section_data(name)
+        assert header is not None and data is not None
+        self.address: int = header.addr
+        self.data = data
+        self.reader = EntryReader(name, self.data, self.address, binary.little_endian,
+                                  binary.address_size)
         self.starts = array("Q")
         self.offsets = array("Q")
         self.cache: dict[int, FrameDescription | None] = {}
@@ -187,11 +188,10 @@ class CfiSection:
 
 def _eh_frame_hdr(binary: Binary, eh: CfiSection) -> bool:
     """Fill `eh` from .eh_frame_hdr's binary search table; False when it cannot be used."""
-    hdr = binary.section(".eh_frame_hdr")
-    if hdr is None:
+    hdr, data = binary.section_header(".eh_frame_hdr"), binary.section_data(".eh_frame_hdr")
+    if hdr is None or data is None:
         return False
-    data = bytes(hdr.data())
-    base = hdr["sh_addr"]
+    base = hdr.addr
     # version 1; eh_frame_ptr pcrel|sdata4; fde_count udata4; table datarel|sdata4: what every
     # linker writes. Anything else: parse the section instead.
     if len(data) < 12 or data[:4] != b"\x01\x1b\x03\x3b":
@@ -227,8 +227,8 @@ class CfiTable:
         if self._sections is None:
             found = []
             for name in (".eh_frame", ".debug_frame"):
-                sec = self.binary.section(name)
-                if sec is None or sec["sh_type"] == "SHT_NOBITS" or not sec["sh_size"]:
+                sec = self.binary.section_header(name)
+                if sec is None or sec.type == _SHT_NOBITS or not sec.size:
                     continue
                 s = CfiSection(self.binary, name)
                 if name != ".eh_frame" or not _eh_frame_hdr(self.binary, s):

@@ -87,7 +87,7 @@ class DwarfLines:
 
     @property
     def available(self) -> bool:
-        return self.binary.has_dwarf and self.binary.section(".debug_line") is not None
+        return self.binary.has_dwarf and self.binary.has_section(".debug_line")
 
     def warn(self, error: DecodeError) -> None:
         """Record what could not be read, once."""
@@ -265,7 +265,7 @@ class DwarfLines:
 
     def _read_aranges(self) -> tuple[array[int], array[int], list[int]]:
         data = self.binary.section_data(".debug_aranges") or b""
-        return _spans(sorted(_parse_aranges(data, self.binary.elf.little_endian)))
+        return _spans(sorted(_parse_aranges(data, self.binary.little_endian)))
 
     def _build_cu_ranges(self, covered: set[int]) -> tuple[array[int], array[int], list[int]]:
         """CUs that cannot be read are left out (one warning each); a damaged CU header ends the
@@ -356,7 +356,7 @@ class DwarfLines:
         names = list(names)  # DW_LNE_define_file may add to them
         rows = list(_run_program(self._line_data, program.program_start_offset,
                                  program.program_end_offset, program.header, names,
-                                 self.binary.elf.little_endian))
+                                 self.binary.little_endian))
         return rows, names, 0 if program.header["version"] >= 5 else 1
 
 

@@ -82,7 +82,11 @@ def lists_header(version: int, address_size: int, offsets: list[int], length: in
 
 def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
                  base_address: int, address_at: AddressAt) -> list[Entry]:
-    """The list at `pos` of .debug_rnglists (`locations` False) or .debug_loclists."""
+    """The list at `pos` of .debug_rnglists (`locations` False) or .debug_loclists.
+
+    The offset pairs and expression lengths that fit a byte are read here, not by read_uleb:
+    they are most of a clang list's numbers, and the calls were a third of reading sqlite3's
+    31,557 lists (0.45 -> 0.33 s of `unsplit debuginfo`, bench/debuginfo.py --realworld)."""
     out: list[Entry] = []
     base = base_address
     size = len(data)
@@ -114,8 +118,16 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             begin = address_at(a)
             end = begin + n
         elif kind == _LLE_OFFSET_PAIR:
-            a, pos = read_uleb(data, pos, size, section)
-            b, pos = read_uleb(data, pos, size, section)
+            a = data[pos] if pos < size else 0x80
+            if a < 0x80:
+                pos += 1
+            else:
+                a, pos = read_uleb(data, pos, size, section)
+            b = data[pos] if pos < size else 0x80
+            if b < 0x80:
+                pos += 1
+            else:
+                b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b
         elif locations and kind == _LLE_DEFAULT:
             begin = end = DEFAULT
@@ -135,7 +147,11 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             raise DecodeError(section, at, f"list entry kind {kind:#x} unknown")
         expr = b""
         if locations:
-            n, pos = read_uleb(data, pos, size, section)
+            n = data[pos] if pos < size else 0x80
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_uleb(data, pos, size, section)
             if pos + n > size:
                 raise DecodeError(section, pos, "an expression runs past the end of the "
                                   "section")
@@ -187,9 +203,16 @@ def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
             out += expr
             continue
         out += _KIND_ADDRESS.pack(kind, begin)
-        out += uleb(end - begin)
+        length = end - begin
+        if 0 <= length < 0x80:  # as in read_v5_list: the call costs more than the byte
+            out.append(length)
+        else:
+            out += uleb(length)
         if locations:
-            out += uleb(len(expr))
+            if len(expr) < 0x80:
+                out.append(len(expr))
+            else:
+                out += uleb(len(expr))
             out += expr
     out.append(_LLE_END)
     return bytes(out)

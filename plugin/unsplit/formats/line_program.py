@@ -38,6 +38,7 @@ class LineHeader:
     line_range: int
     opcode_base: int
     opcode_lengths: bytes  # of the standard opcodes 1 .. opcode_base - 1
+    tables_start: int = 0  # where the directory and file tables begin (file_table)
 
 
 def read_header(data: bytes, offset: int) -> LineHeader:
@@ -78,7 +79,96 @@ def read_header(data: bytes, offset: int) -> LineHeader:
                           "length 0 in the header")
     return LineHeader(offset, end, version, offset_size, header_start, program_start,
                       min_inst, default_is_stmt, line_base, line_range, opcode_base,
-                      bytes(lengths))
+                      bytes(lengths), pos + 4 + len(lengths))
+
+
+# §6.2.4.1 (DWARF 5): the content types and forms a directory or file entry is read in.
+_LNCT_PATH, _LNCT_DIRECTORY_INDEX = 1, 2
+_FORM_SIZES = {0x0B: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x1E: 16}  # data1, data2, data4, data8, data16
+_FORM_STRING, _FORM_STRP, _FORM_LINE_STRP, _FORM_UDATA, _FORM_BLOCK = 0x08, 0x0E, 0x1F, 0x0F, 0x09
+
+
+def file_table(data: bytes, h: LineHeader, debug_str: bytes, line_str: bytes
+               ) -> tuple[list[str], list[tuple[str, int]]]:
+    """The header's directories and its files as (name, directory index), in file number
+    order (DWARF 5 numbers them from 0, earlier versions from 1): §6.2.4 items 11-20 (DWARF
+    4: include_directories and file_names). A form a DWARF 5 entry does not use for a name or
+    an index here (strx: an index into the unit's string offsets) is a DecodeError."""
+    pos, end = h.tables_start, min(h.program_start, len(data))
+    if h.version < 5:
+        dirs: list[str] = []
+        while True:
+            name, pos = _cstring(data, pos, end)
+            if not name:
+                break
+            dirs.append(name)
+        files: list[tuple[str, int]] = []
+        while True:
+            name, pos = _cstring(data, pos, end)
+            if not name:
+                return dirs, files
+            index, pos = read_uleb(data, pos, end, SECTION)
+            for _ in range(2):  # modification time, length
+                _, pos = read_uleb(data, pos, end, SECTION)
+            files.append((name, index))
+    strings = (debug_str, line_str)
+    directories, pos = _entries(data, pos, end, h.offset_size, strings)
+    entries, pos = _entries(data, pos, end, h.offset_size, strings)
+    return [name for name, _ in directories], entries
+
+
+def _entries(data: bytes, pos: int, end: int, offset_size: int, strings: tuple[bytes, bytes]
+             ) -> tuple[list[tuple[str, int]], int]:
+    """One DWARF 5 entry table: its format, its count, then (path, directory index) of each."""
+    if pos >= end:
+        raise DecodeError(SECTION, pos, "an entry format runs past the header")
+    count = data[pos]
+    pos += 1
+    formats = []
+    for _ in range(count):
+        kind, pos = read_uleb(data, pos, end, SECTION)
+        form, pos = read_uleb(data, pos, end, SECTION)
+        formats.append((kind, form))
+    n, pos = read_uleb(data, pos, end, SECTION)
+    out = []
+    for _ in range(n):
+        name, index = "", 0
+        for kind, form in formats:
+            value: int | str
+            if form == _FORM_STRING:
+                value, pos = _cstring(data, pos, end)
+            elif form in (_FORM_STRP, _FORM_LINE_STRP):
+                offset = int.from_bytes(data[pos:pos + offset_size], "little")
+                pos += offset_size
+                value = _cstring(strings[form == _FORM_LINE_STRP], offset, None)[0]
+            elif form == _FORM_UDATA:
+                value, pos = read_uleb(data, pos, end, SECTION)
+            elif form == _FORM_BLOCK:
+                size, pos = read_uleb(data, pos, end, SECTION)
+                value, pos = 0, pos + size
+            elif form in _FORM_SIZES:
+                value = int.from_bytes(data[pos:pos + _FORM_SIZES[form]], "little")
+                pos += _FORM_SIZES[form]
+            else:
+                raise DecodeError(SECTION, pos, f"a file entry in form {form:#x}")
+            if kind == _LNCT_PATH:
+                if not isinstance(value, str):
+                    raise DecodeError(SECTION, pos, "a file entry's path is not a string")
+                name = value
+            elif kind == _LNCT_DIRECTORY_INDEX and isinstance(value, int):
+                index = value
+        if pos > end:
+            raise DecodeError(SECTION, pos, "the file table runs past the header")
+        out.append((name, index))
+    return out, pos
+
+
+def _cstring(data: bytes, pos: int, end: int | None) -> tuple[str, int]:
+    """The NUL-terminated string at `pos` (before `end`) and the offset after it."""
+    nul = data.find(b"\0", pos, len(data) if end is None else end)
+    if nul < 0 or pos < 0:
+        raise DecodeError(SECTION, pos, "a string runs past the end")
+    return data[pos:nul].decode("utf-8", "replace"), nul + 1
 
 
 def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:

@@ -443,7 +443,7 @@ class _SymbolsByAddress:
     _SEARCHES_BEFORE_SORTING = 16
 
     def __init__(self, binary: Binary, order: array[int] | None = None) -> None:
-        table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+        table = ".symtab" if binary.has_section(".symtab") else ".dynsym"
         self._cols = binary.symbol_columns(table)
         self._searches = 0
         self._order: array[int] | None = None

@@ -33,8 +33,9 @@ class CodeWalker:
     where DWARF says so, its chain of inlined calls (unsplit.index.inlines, as
     ``unsplit symbolize --inlines`` prints them)."""
 
-    def __init__(self, index: ModuleIndex) -> None:
+    def __init__(self, index: ModuleIndex, inlines: bool = True) -> None:
         self.index = index
+        self.inlines = inlines  # False: lines only (no DWARF DIE is read for a chain)
         self.frames = DwarfFrames.of(index, LLVM)
         own = index.dwarf_lines.available
         found = index.input_binary() if "bat" in index.sources_used else None
@@ -73,7 +74,7 @@ class CodeWalker:
             if key is not None and changed:
                 rows.append((address, *key))
                 last = key
-            if self.has_dwarf:
+            if self.has_dwarf and self.inlines:
                 # An inlined range begins and ends with a line row of its own (the callee's
                 # lines are not the caller's): the chain is asked for only where the row changes.
                 if changed or address == start:

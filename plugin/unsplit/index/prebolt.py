@@ -263,7 +263,7 @@ _STT_FUNC = 2
 def _function_table(binary: Binary) -> dict[str, tuple[int, int]]:
     """name -> (address, size) of the first defined STT_FUNC of each name."""
     out: dict[str, tuple[int, int]] = {}
-    table = ".symtab" if binary.section(".symtab") is not None else ".dynsym"
+    table = ".symtab" if binary.has_section(".symtab") else ".dynsym"
     for sym in binary.symbol_entries(table):
         if sym.type == _STT_FUNC and sym.defined:
             out.setdefault(sym.name, (sym.value, sym.size))

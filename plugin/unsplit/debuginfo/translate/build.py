@@ -14,6 +14,7 @@ from unsplit.debuginfo import synthesize
 from unsplit.debuginfo.dwarf.aranges import ArangesWriter
 from unsplit.debuginfo.dwarf.elf import write_debug_file
 from unsplit.debuginfo.translate import refs
+from unsplit.debuginfo.translate.described import TranslatedLines
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.debuginfo.translate.strings import own_strings
 from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
@@ -83,8 +84,15 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     sections += [(name, bytes(data)) for name, data in rewriter.outputs.items() if data]
     sections.append((".debug_aranges", aranges))
     covered = merge([r for _, ranges in info.aranges for r in ranges])
+    kept = {start for start, _ in info.kept}
+    walker = TranslatedLines.of(
+        index, imap, [(rewriter.facts[unit], ranges) for unit, ranges in info.aranges
+                      if unit in kept and unit in rewriter.facts], rewriter.lines,
+        (rewriter.inputs.get(".debug_str", b""), rewriter.inputs.get(".debug_line_str", b"")))
     extra, names = synthesize.sections(index, lambda entry: not _covered(covered, entry),
-                                       {name: len(data) for name, data in sections})
+                                       {name: len(data) for name, data in sections},
+                                       walker=walker,
+                                       asks=lambda entry: _described(index, imap, covered, entry))
     by_name = dict(sections)
     for name, data in extra:
         by_name[name] = by_name.get(name, b"") + data
@@ -95,6 +103,21 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
                       mover.warnings, imap.unplaced)
     return write_debug_file(module, index.binary.path, [*by_name.items(), *(also or [])]), \
         summary
+
+
+def _described(index: ModuleIndex, imap: InputMap, covered: list[tuple[int, int]],
+               entry: int) -> bool:
+    """Whether the input's lines of a procedure no translated unit covers are worth asking:
+    only where its code stands for input code that a unit describes (BOLT's patched original
+    foo.org.0 stands for foo's entry, which foo's unit covers where foo went). Other code
+    (crt code, _start, moved or not) has no unit's line in the input either: asking would
+    read the input's DWARF with pyelftools (0.1 s of simdjson's 0.5 s, most of it the
+    import) to find none."""
+    at = index.bat_input_address(entry)
+    if at is None:
+        return False
+    placed = imap.start(at)
+    return placed is None or _covered(covered, placed)
 
 
 def _covered(ranges: list[tuple[int, int]], entry: int) -> bool:

@@ -19,7 +19,7 @@ DW_AT_string_length, DW_AT_return_addr, DW_AT_data_member_location = 0x19, 0x2A,
 DW_AT_frame_base, DW_AT_segment, DW_AT_static_link, DW_AT_use_location = 0x40, 0x46, 0x48, 0x4A
 DW_AT_vtable_elem_location, DW_AT_entry_pc, DW_AT_ranges = 0x4D, 0x52, 0x55
 DW_AT_str_offsets_base, DW_AT_addr_base, DW_AT_rnglists_base = 0x72, 0x73, 0x74
-DW_AT_loclists_base = 0x8C
+DW_AT_loclists_base, DW_AT_language, DW_AT_comp_dir = 0x8C, 0x13, 0x1B
 DW_AT_call_value, DW_AT_call_pc, DW_AT_call_return_pc, DW_AT_call_target = 0x7E, 0x81, 0x7D, 0x83
 DW_AT_call_target_clobbered, DW_AT_call_data_location, DW_AT_call_data_value = 0x84, 0x85, 0x86
 DW_AT_GNU_call_site_value, DW_AT_GNU_call_site_data_value = 0x2111, 0x2112
@@ -34,6 +34,8 @@ DW_FORM_ref_addr, DW_FORM_indirect, DW_FORM_sec_offset, DW_FORM_exprloc = 0x10, 
 DW_FORM_addrx, DW_FORM_loclistx, DW_FORM_rnglistx = 0x1B, 0x22, 0x23
 DW_FORM_addrx1, DW_FORM_addrx2, DW_FORM_addrx3, DW_FORM_addrx4 = 0x29, 0x2A, 0x2B, 0x2C
 DW_FORM_GNU_addr_index = 0x1F01
+DW_FORM_strp, DW_FORM_line_strp = 0x0E, 0x1F
+STRX_FORMS = frozenset((0x1A, 0x25, 0x26, 0x27, 0x28, 0x1F02))  # strx, strx1-4, GNU_str_index
 
 ADDRESS_FORMS = frozenset((DW_FORM_addr, DW_FORM_addrx, DW_FORM_addrx1, DW_FORM_addrx2,
                            DW_FORM_addrx3, DW_FORM_addrx4))

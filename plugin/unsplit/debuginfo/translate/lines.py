@@ -7,6 +7,9 @@ input's, byte for byte."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from operator import itemgetter
+
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.errors import DecodeError
 from unsplit.formats import line_program
@@ -21,6 +24,7 @@ class LineTables:
         self.mover = mover
         self.out = bytearray()
         self._done: dict[int, int] = {}
+        self.rows: dict[int, list[tuple[list[Row], int]]] = {}  # each input program's
 
     def forget_after(self, size: int) -> None:
         """Drops the programs written from `size` on (a unit left out wrote them)."""
@@ -40,6 +44,7 @@ class LineTables:
             self.mover.warnings.append(f"{where}: line table at .debug_line+{offset:#x}: "
                                        f"{e.message}: its rows are left out")
             sequences = []
+        self.rows[offset] = sequences
         segments = self._segments(sequences)
         writer = ProgramWriter(header)
         last = -1
@@ -69,7 +74,13 @@ class LineTables:
         imap = self.mover.imap
         out: list[tuple[int, int, list[Row]]] = []
         append, place_from = out.append, imap.place_from
+        los, his, outs, tails = imap.lo, imap.hi, imap.out, imap.tail
+        runs = len(los)
         dropped = 0
+        # The run the last group fell in, [lo, hi) -> out: the next groups most often fall in
+        # it too, and are placed here without place_from (what it would answer, for rows of
+        # one run that no duplicated run overlaps).
+        lo = hi = delta = tail = 0
         for rows, end in sequences:
             n = len(rows)
             i = 0
@@ -79,16 +90,27 @@ class LineTables:
                 while j < n and rows[j][0] == address:
                     j += 1
                 following = rows[j][0] if j < n else end
-                if following > address:
+                if following <= address:
+                    pass  # rows at the sequence's end address: they describe no byte
+                elif lo <= address and following <= hi:
+                    start = address + delta
+                    append((start, tail if following == hi else following + delta, rows[i:j]))
+                else:
                     (ranges, missing), entry = place_from(address, following)
                     if missing and not ranges:
                         dropped += j - i
                     for start, stop in ranges:
                         group = rows[i:j] if start == entry else [_elsewhere(rows[j - 1])]
                         append((start, stop, group))
+                    r = bisect_right(los, address) - 1
+                    if r >= 0 and address < his[r] and (r + 1 == runs or los[r + 1] >= his[r]):
+                        lo, hi, tail = los[r], his[r], tails[r]
+                        delta = outs[r] - lo
+                    else:
+                        lo = hi = 0
                 i = j
         self.mover.dropped["line rows"] += dropped
-        out.sort(key=lambda s: s[0])
+        out.sort(key=itemgetter(0))
         return out
 
 

@@ -69,17 +69,25 @@ class Mover:
     def locations(self, entries: list[L.Entry], offset_size: int, where: object
                   ) -> list[L.Entry]:
         out: list[L.Entry] = []
+        place = self.imap.place
+        missing = lost = 0
         for begin, end, expr in entries:
             moved = self.expression(expr, offset_size, where) \
                 if dwarf_ops.DW_OP_addr in expr else expr
             if begin == L.DEFAULT:
                 out.append((begin, end, moved))
                 continue
-            placed = self.imap.place(begin, end)
-            self.dropped["location bytes"] += placed.missing
-            if placed.missing and not placed.ranges:
-                self.dropped["location entries"] += 1
-            out += [(s, t, moved) for s, t in placed.ranges]
+            ranges, gone = place(begin, end)
+            if gone:
+                missing += gone
+                lost += not ranges
+            if len(ranges) == 1:
+                out.append((*ranges[0], moved))
+            else:
+                out += [(s, t, moved) for s, t in ranges]
+        if missing:
+            self.dropped["location bytes"] += missing
+            self.dropped["location entries"] += lost
         return out
 
 

@@ -6,7 +6,7 @@ only its top DIE is decoded whole. A unit that does not decode is left out, with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.translate import kinds as K
@@ -16,12 +16,23 @@ from unsplit.debuginfo.translate.lists import Mover, UnitLists
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan, dwarf_unit
 from unsplit.formats.die_scan import Declaration, Unit
-from unsplit.formats.dwarf_unit import UnitHeader
+from unsplit.formats.dwarf_unit import UnitHeader, Value
 
 _PADDED_SEC_OFFSET = b"\x97\x80\x80\x00"  # DW_FORM_sec_offset as a 4-byte ULEB128
 # The unit DIE's attributes read as numbers (a damaged abbreviation may give them a block).
 _NUMBERS = frozenset((K.DW_AT_addr_base, K.DW_AT_low_pc, K.DW_AT_rnglists_base,
                       K.DW_AT_loclists_base, K.DW_AT_ranges))
+
+
+@dataclass(frozen=True, slots=True)
+class UnitFacts:
+    """What a unit's top DIE says of its code's lines (unsplit.debuginfo.translate.described):
+    its line program, compilation directory and language."""
+
+    offset: int  # of the unit in .debug_info
+    stmt_list: int | None
+    comp_dir: str
+    language: int | None
 
 
 @dataclass
@@ -53,6 +64,7 @@ class UnitRewriter:
         self._tables: dict[int, dict[int, Declaration]] = {}
         self.units = 0
         self.left_out: list[str] = []
+        self.facts: dict[int, UnitFacts] = {}  # by unit offset, .debug_info's units
 
     def section(self, name: str) -> Rewritten:
         data = self.inputs.get(name, b"")
@@ -145,9 +157,44 @@ class UnitRewriter:
             index = int(attrs[K.DW_AT_ranges][2])
             if index < len(lists.indexed_ranges):
                 done.aranges.append((header.offset, lists.indexed_ranges[index]))
+        if name == ".debug_info":
+            self.facts[header.offset] = self._facts(header, attrs)
         sites = die_scan.sites(data, unit, decls, lambda d: self.kinds.of(d, unit))
         _Sites(self, data, out, unit, header, lists, table, address_at, done, where).walk(sites)
         lists.finish()
+
+
+    def _facts(self, header: UnitHeader, attrs: Mapping[int, tuple[int, int, Value]]
+               ) -> UnitFacts:
+        stmt = attrs.get(K.DW_AT_stmt_list)
+        language = attrs.get(K.DW_AT_language)
+        comp_dir = attrs.get(K.DW_AT_comp_dir)
+        return UnitFacts(header.offset, stmt[2] if stmt and isinstance(stmt[2], int) else None,
+                         "" if comp_dir is None else self._string(header, attrs, *comp_dir[::2]),
+                         language[2] if language and isinstance(language[2], int) else None)
+
+    def _string(self, header: UnitHeader, attrs: Mapping[int, tuple[int, int, Value]],
+                form: int, value: Value) -> str:
+        """A string attribute's text (DWARF 5 §7.5.5 class string); "" where it cannot be
+        read."""
+        if isinstance(value, bytes):  # DW_FORM_string, its NUL included
+            return value.rstrip(b"\0").decode("utf-8", "replace")
+        if not isinstance(value, int):
+            return ""
+        data = self.inputs.get(".debug_line_str" if form == K.DW_FORM_line_strp
+                               else ".debug_str", b"")
+        offset = value
+        if form in K.STRX_FORMS:
+            base = attrs.get(K.DW_AT_str_offsets_base)
+            table = self.inputs.get(".debug_str_offsets", b"")
+            if base is None or not isinstance(base[2], int):
+                return ""
+            at = base[2] + value * header.offset_size
+            offset = int.from_bytes(table[at:at + header.offset_size], "little")
+        elif form not in (K.DW_FORM_strp, K.DW_FORM_line_strp):
+            return ""
+        end = data.find(b"\0", offset)
+        return "" if end < 0 else data[offset:end].decode("utf-8", "replace")
 
 
 class _Sites:
