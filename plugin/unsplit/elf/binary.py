@@ -398,10 +398,6 @@ class Binary:
         return None
 
     @property
-    def little_endian(self) -> bool:
-        return self._little
-
-    @property
     def address_size(self) -> int:
         """8 for ELFCLASS64, else 4."""
         return 8 if self._wide else 4
