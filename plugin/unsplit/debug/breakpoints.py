@@ -25,7 +25,6 @@ from unsplit.index import bat_translate
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names import matching
-from unsplit.index.sources import split_info as split_info_source
 
 if TYPE_CHECKING:
     from unsplit.render.breaks import BreakGroup
@@ -163,7 +162,7 @@ def _offset_sites(index: ModuleIndex, proc: Procedure, offset: int) -> list[Site
                     for s in placement.sites]
     if any(f.source == "split_info" for f in proc.fragments):
         # Pieces of a split_info procedure hold branches: only §1's mapping is exact.
-        address = split_info_source.address_of(index.binary, proc.entry, offset)
+        address = index.sources.split_info.address_of(proc.entry, offset)
         addresses = [] if address is None else [address]
     else:
         addresses = proc.addresses_of(offset)

@@ -86,7 +86,7 @@ def _index_with(fake: Source, path: Path, monkeypatch: pytest.MonkeyPatch) -> Mo
     def with_fake(binary: Binary, stored: StoredParts | None = None, fragment_at: Any = None,
                   warnings: list[str] | None = None) -> SourceSet:
         real = open_sources(binary, stored, fragment_at, warnings)
-        return SourceSet([fake, *real.all], real.symbols, real.bat)
+        return SourceSet([fake, *real.all], real.symbols, real.bat, real.split_info)
 
     monkeypatch.setattr(module_index, "open_sources", with_fake)
     return ModuleIndex(Binary(str(path)))
@@ -133,3 +133,32 @@ def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) ->
         assert [s.name for s in sources.all] == [
             "split_info", "bat", "bb_addr_map", "symbols", "mip"]
         assert sources.named("bat") is sources.bat and sources.named("nope") is None
+
+
+def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
+    """A source keeps what it decodes itself: blocks, lines and BAT's input locations are the
+    same whether or not procedures() was asked before (each on a fresh Binary)."""
+    from unsplit.index import bat_translate
+    from unsplit.index.sources import bb_addr_map as bb
+    from unsplit.index.sources.bat import BatSource
+
+    path = str(ROOT / facts(zoo, "clang-mfs", "crash")["binary"])
+    binary = Binary(path)
+    plain = set(binary.function_columns.values)
+    one_range = [fm for ms in bb.map_sections(binary)
+                 for fm in bb.decode_section(binary, ms, strict=False).functions
+                 if len(fm.ranges) == 1 and fm.address in plain]
+    assert one_range
+    for fm in one_range:
+        blocks = bb.BbAddrMapSource(Binary(path)).blocks_at(fm.address)
+        assert blocks == bb._blocks(fm) and blocks
+
+    path = str(ROOT / facts(zoo, "bolt-random2", "crash")["binary"])
+    table = bat_translate.load(Binary(path))
+    assert table is not None
+    addresses = [a + 1 for a in table.table.starts()]
+    first, after = BatSource(Binary(path)), BatSource(Binary(path))
+    after.procedures()
+    assert first.has_lines() and after.has_lines()
+    found = [first.input_location(a) for a in addresses]
+    assert found == [after.input_location(a) for a in addresses] and any(found)

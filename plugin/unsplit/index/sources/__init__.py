@@ -21,6 +21,7 @@ from unsplit.index.model import Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
     from unsplit.index.sources.bat import BatSource
+    from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
     from unsplit.index.store import StoredParts
 
@@ -145,12 +146,13 @@ class BaseSource:
 
 @dataclass(slots=True)
 class SourceSet:
-    """Every source of one binary, most precise first, and the two the persistent index and
-    BOLT's address translation need by role."""
+    """Every source of one binary, most precise first, and those the persistent index, BOLT's
+    address translation and the split_info tools need by role."""
 
     all: list[Source]
     symbols: SymbolsSource
     bat: BatSource
+    split_info: SplitInfoSource
     _by_name: dict[str, Source] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -199,6 +201,7 @@ def open_sources(binary: Binary, stored: StoredParts | None = None,
 
     symbols = SymbolsSource(binary, stored)
     bat = BatSource(binary, stored, fragment_at, warnings)
-    return SourceSet([SplitInfoSource(binary), bat, BbAddrMapSource(binary), symbols,
-                      MipSource(binary)], symbols, bat)
+    split_info = SplitInfoSource(binary)
+    return SourceSet([split_info, bat, BbAddrMapSource(binary), symbols, MipSource(binary)],
+                     symbols, bat, split_info)
 
