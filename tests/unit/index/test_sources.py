@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import module_index
@@ -44,6 +45,16 @@ class FakeSource:
                      self.mid - self.start, "fake")])]
 
     def blocks_at(self, address: int) -> list[Block] | None:
+        return None
+
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """Its own layout: the second piece first (offset 0 is at `mid`)."""
+        if procedure.name != self.proc_name:
+            return None
+        first = self.end - self.mid
+        return [self.mid + offset if offset < first else self.start + offset - first]
+
+    def facts(self, address: int) -> None:
         return None
 
     def has_lines(self) -> bool:
@@ -113,6 +124,13 @@ def test_the_index_answers_with_a_sources_answers(zoo: dict[str, Any],
     spans = index.line_table.procedure_lines(proc).spans
     assert {(s.line, s.starts_line) for s in spans if s.file == FAKE_FILE} == {
         (1, True), (2, True)}
+    # `bb break main+OFF` goes where the source says (its second piece first), not where the
+    # fragments' linear layout would put it.
+    first = fake.end - mid
+    sites = breakpoints.resolve(index, breakpoints.parse(f"{name}+1"))
+    assert [(s.file_address, s.fragment) for s in sites] == [(mid + 1, "part.1")]
+    sites = breakpoints.resolve(index, breakpoints.parse(f"{name}+{first + 2:#x}"))
+    assert [(s.file_address, s.fragment) for s in sites] == [(start + 2, HOT)]
 
 
 def test_a_broken_source_costs_only_its_own_answers(zoo: dict[str, Any],

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
-from unsplit.errors import DecodeError
+from unsplit.errors import AddressLookupError, DecodeError
 from unsplit.formats import bat_scan
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.model import (
+    BatFacts,
     Block,
     Fragment,
     LineRow,
@@ -542,15 +543,25 @@ class BatSource(BaseSource):
                 ours.value, ours.size) == (mine.value, mine.size)
         return file_address if same else None
 
-    def facts(self, file_address: int) -> dict[str, object]:
-        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
-        tr = bat_translate.translate(self.binary, file_address)
+    def facts(self, file_address: int) -> BatFacts | None:
+        """BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
+        found = self.found
+        tr = None if found is None else found.index.translate(file_address)
         if tr is None:
-            return {}
-        return {
-            "input_offset": tr.input_offset,
-            "bat_entry": "branch" if tr.is_branch else "block",
-            "bat_entry_distance": file_address - tr.anchor_output,
-            "bat_block": tr.bb_index,
-            "fragment_kind": tr.fragment.split(".")[0],
-        }
+            return None
+        return BatFacts(tr.input_offset, "branch" if tr.is_branch else "block",
+                        file_address - tr.anchor_output, tr.bb_index,
+                        tr.fragment.split(".")[0])
+
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """Every place BOLT put input offset `offset` of `procedure` (it may duplicate code;
+        spec §3.2 inverted); None where BAT does not know the procedure (lite mode left it)."""
+        found = self.found
+        if found is None or not any(f.source == self.name for f in procedure.fragments):
+            return None
+        placement = found.index.placements(procedure.name, offset)
+        if placement is None:
+            return None
+        if not placement.sites:
+            raise AddressLookupError(placement.describe())
+        return [s.address for s in placement.sites]

@@ -280,6 +280,14 @@ class SplitInfoSource(BaseSource):
                     and (file in (row.file, row.path) or row.file.endswith("/" + file))),
                    default=None)
 
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """§1's one address of `offset` (a piece may hold branches: the linear layout of its
+        fragments is not exact past one)."""
+        if not any(f.source == self.name for f in procedure.fragments):
+            return None
+        address = self.address_of(procedure.entry, offset)
+        return [] if address is None else [address]
+
     def logical_offset(self, address: int) -> int | None:
         """§1's logical offset of `address` in its split procedure (a branch: its moved
         code's)."""
