@@ -180,3 +180,22 @@ def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
     assert first.has_lines() and after.has_lines()
     found = [first.input_location(a) for a in addresses]
     assert found == [after.input_location(a) for a in addresses] and any(found)
+
+
+def test_only_the_index_tells_sources_apart() -> None:
+    """Breakpoints, rendering, the session and the adapters ask the index (addresses_of,
+    Location.bat) and never test which source made a fragment."""
+    import ast
+
+    core = ROOT / "plugin" / "unsplit"
+    paths = [*(core / "debug").rglob("*.py"), *(core / "render").rglob("*.py"),
+             core / "session.py", core / "commands.py", *(ROOT / "gdb").rglob("*.py"),
+             *(ROOT / "lldb").rglob("*.py")]
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "source"
+                    for side in (node.left, *node.comparators)):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
