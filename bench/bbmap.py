@@ -9,7 +9,7 @@ records with 1-8 blocks per range), puts it into a copy of the zoo's clang-mfs c
 --repeats:
 
     decode       formats.bb_addr_map.decode of the whole section (every block, every PGO entry)
-    procedures   sources.bb_addr_map.procedures(binary): what the index build pays
+    procedures   sources.bb_addr_map.BbAddrMapSource(binary).procedures(): what the index build pays
     blocks       then reading .blocks of every procedure (what `bb blocks` on all would pay)
     index        ModuleIndex of the binary (every source, symbols, merging), once
 
@@ -168,7 +168,7 @@ def time_source(path: Path, repeats: int) -> dict[str, float]:
         binary = Binary(str(path))
         gc.collect()  # the previous round's garbage is not this round's cost
         t0 = time.perf_counter()
-        procs = source.procedures(binary)
+        procs = source.BbAddrMapSource(binary).procedures()
         t1 = time.perf_counter()
         count = sum(len(p.blocks) for p in procs)
         t2 = time.perf_counter()

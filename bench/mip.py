@@ -9,7 +9,7 @@ both into a copy of the zoo's clang-mip crash binary in place of its own (llvm-o
 
     decode       formats.mip.decode of the whole map
     raw          formats.mip.decode_raw of the whole raw profile against it
-    procedures   sources.mip.procedures(binary): what the index build pays (blocks stay lazy)
+    procedures   sources.mip.MipSource(binary).procedures(): what the index build pays (lazy blocks)
     blocks       then reading .blocks of every procedure (what `bb blocks` on all would pay)
     index        ModuleIndex of the binary (every source, symbols, merging), once
 
@@ -98,8 +98,9 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         path = with_sections(map_bytes, raw_bytes, Path(tmp))
-        row["procedures_s"] = best(args.repeats, lambda: source.procedures(Binary(str(path))))
-        procs = source.procedures(Binary(str(path)))
+        row["procedures_s"] = best(args.repeats,
+                                   lambda: source.MipSource(Binary(str(path))).procedures())
+        procs = source.MipSource(Binary(str(path))).procedures()
         row["blocks_s"] = best(1, lambda: [p.blocks for p in procs])
         row["index_s"] = best(1, lambda: ModuleIndex(Binary(str(path))))
     print(f"MIP: {row['functions']} functions, {row['blocks']} blocks, map "

@@ -52,6 +52,36 @@ class UsageError(UnsplitError):
     """A command used the wrong way."""
 
 
+class EslError(DecodeError):
+    """An error inside one procedure's ESL program (formats/esl.py): names the procedure and
+    the program byte; ``offset`` is in the section, ``program_offset`` inside the ESL value, as
+    its specification (§3) asks errors to be reported."""
+
+    def __init__(self, section: str, entry: int, base: int, program_offset: int, msg: str):
+        self.entry = entry
+        self.program_offset = program_offset
+        super().__init__(
+            section, base + program_offset, f"ESL of {entry:#x}, byte {program_offset}: {msg}"
+        )
+
+
+class BadIndexFile(UnsplitError):
+    """A cache file of unsplit's own that cannot be trusted (it is rebuilt); says why."""
+
+
+class ExpressionError(UnsplitError):
+    """A CFI rule or DWARF expression an unwinding step cannot evaluate with what it was
+    given (a register it does not know, an empty stack)."""
+
+
+class MemoryReadError(UnsplitError):
+    """The debuggee's memory at an address is not available (not in the core, unmapped)."""
+
+
+class Inexpressible(UnsplitError):
+    """A CFI rule Breakpad's postfix language (as LLDB reads it) cannot say."""
+
+
 class BinaryError(UnsplitError):
     """A file that is missing, unreadable or not the expected kind of ELF."""
 

@@ -30,10 +30,17 @@ def _starts_state(value: ast.expr) -> bool:
     return False
 
 
-def test_no_module_level_state() -> None:
+def _module_state(root: Path) -> set[tuple[str, str]]:
+    """(file, name) of each module global under `root` that starts state: an empty container,
+    a counter, an object of a class of the same module, or a name a function rebinds
+    (`global`)."""
     found = set()
-    for path in sorted(CORE.rglob("*.py")):
-        for node in ast.parse(path.read_text()).body:
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and not any(
+            "frozen=True" in ast.unparse(d) for d in n.decorator_list)}  # records are values
+        rebound = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
+        for node in tree.body:
             targets: list[ast.expr] = []
             if isinstance(node, ast.Assign):
                 targets, value = node.targets, node.value
@@ -41,9 +48,71 @@ def test_no_module_level_state() -> None:
                 targets, value = [node.target], node.value
             else:
                 continue
-            if _starts_state(value):
-                found |= {(str(path.relative_to(CORE)), ast.unparse(t)) for t in targets}
-    assert found == PURE_MEMOS
+            names = {ast.unparse(t) for t in targets}
+            made = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in (
+                classes | {"count", "PerFile"})
+            if _starts_state(value) or made or names & rebound:
+                found |= {(str(path.relative_to(root.parent)), n) for n in names}
+    return found
+
+
+# Keys of what other layers derive from one file and keep on its Binary (elf/derived.PerFile).
+# The sources keep their own decoded state and are not among them.
+PER_FILE = {
+    ("elf/cfi_table.py", "_TABLES"),  # the file's CFI, by address
+    ("index/bat_translate.py", "_INDEXES"),  # BAT's index (debuginfo, check-cfi, sources)
+    ("index/prebolt.py", "_INPUTS"),  # the pre-BOLT input found or named (`bb input`)
+    ("index/prebolt.py", "_functions"),  # an input's function table
+    ("index/prebolt.py", "_locals"),
+    ("index/inlines.py", "_KEPT"),  # DWARF frames per pre-BOLT input
+    ("debug/stepping.py", "_OWN_LINES"),  # a procedure's line spans, per pre-BOLT input
+    ("debug/stepping.py", "_CFA_RULES"),
+    ("debug/cfi_check.py", "_CONTESTED"),  # the code whose FDEs compete
+}
+
+
+def test_no_module_level_state() -> None:
+    found = {(f.removeprefix("unsplit/"), n) for f, n in _module_state(CORE)}
+    assert found == PURE_MEMOS | PER_FILE
+
+
+# What each adapter keeps for the whole process, and why it cannot be a session's.
+ADAPTER_STATE = {
+    # GDB runs one session per process; its hooks (events, frame filters, the `frame` command
+    # hook) reach the plugin through this one reference.
+    ("unsplit_gdb_impl/__init__.py", "_plugin"),
+    # gdb.unwinder.register_unwinder keeps one unwinder object per name for the process.
+    ("unsplit_gdb_impl/unwinder.py", "_installed"),
+    # LLDB calls its script callbacks (frame formats, thread plans) with a debugger id or a
+    # frame, never a session object: the sessions by debugger id, and the host class.
+    ("unsplit_lldb_impl/state.py", "_STATES"),
+    ("unsplit_lldb_impl/state.py", "_HOST_CLASS"),
+    # LLDB creates the scripted thread plan itself: its outcome comes back by token.
+    ("unsplit_lldb_impl/stepping.py", "_outcomes"),
+    ("unsplit_lldb_impl/stepping.py", "_tokens"),
+    ("unsplit_lldb_impl/stepping.py", "_imported"),
+    # Caches of what a debugger gives (warn-once lines, SBFormat objects, decoded
+    # instructions by process, section tables by file): the frame-naming rewrite moves the
+    # naming ones into the core's FrameNamer.
+    ("unsplit_gdb_impl/report.py", "_said"),
+    ("unsplit_gdb_impl/host.py", "_SECTION_CACHE"),
+    ("unsplit_gdb_impl/stepping.py", "_decoded"),
+    ("unsplit_gdb_impl/breakpoints.py", "_NAME_COUNTS"),
+    ("unsplit_gdb_impl/breakpoints.py", "_BY_ADDRESS"),
+    ("unsplit_lldb_impl/naming.py", "_formats"),
+    ("unsplit_lldb_impl/naming.py", "_checked"),
+    ("unsplit_lldb_impl/stepping.py", "_decoded_cache"),
+    ("unsplit_lldb_impl/cfi_symbols.py", "_DONE"),
+}
+
+
+def test_adapter_state_is_declared() -> None:
+    """The adapters' module state is the list above: a new global fails here until it is
+    either a session's or listed with its reason."""
+    root = CORE.parents[1]
+    found = _module_state(root / "gdb" / "unsplit_gdb_impl") | \
+        _module_state(root / "lldb" / "unsplit_lldb_impl")
+    assert found == ADAPTER_STATE
 
 
 def test_caches_by_decorator_are_pure() -> None:

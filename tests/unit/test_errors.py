@@ -77,3 +77,41 @@ def test_a_break_message_without_a_line_only_for_an_unreadable_module() -> None:
     buggy: Any = _Session(KeyError("x"))
     with pytest.raises(KeyError):
         locate(buggy, "x", 0, 0)
+
+
+def _exception_classes() -> set[tuple[str, str]]:
+    """(file, class) of every exception class defined in the core or an adapter outside
+    errors.py: a class whose base is a builtin exception or one of errors.py's."""
+    import ast
+    import builtins
+
+    from unsplit import errors
+
+    ours = {n for n, v in vars(errors).items() if isinstance(v, type)}
+    found = set()
+    for path in sorted([*(ROOT / "plugin").rglob("*.py"), *(ROOT / "gdb").rglob("*.py"),
+                        *(ROOT / "lldb").rglob("*.py")]):
+        if path == Path(errors.__file__):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for base in node.bases:
+                name = ast.unparse(base).split(".")[-1]
+                builtin = getattr(builtins, name, None)
+                if name in ours or (isinstance(builtin, type)
+                                    and issubclass(builtin, BaseException)):
+                    found.add((str(path.relative_to(ROOT)), node.name))
+    return found
+
+
+def test_one_error_family() -> None:
+    """Every error a user can see is declared in errors.py under UnsplitError; elsewhere only a
+    module's private control flow (`_Stop`, caught where it is raised) and `--help`'s answer."""
+    from unsplit import errors
+
+    for value in vars(errors).values():
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert issubclass(value, errors.UnsplitError), value
+    public = {(f, c) for f, c in _exception_classes() if not c.startswith("_")}
+    assert public == {("plugin/unsplit/commands.py", "HelpRequested")}

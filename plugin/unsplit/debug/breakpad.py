@@ -32,7 +32,7 @@ from elftools.dwarf.constants import DW_CFA
 from unsplit.debug import breakpad_lines
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
-from unsplit.errors import DecodeError, UnsplitError
+from unsplit.errors import DecodeError, Inexpressible, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
 from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.formats.leb128 import leb128
@@ -45,10 +45,6 @@ FORMAT_VERSION = 2  # part of the cache directory's name: a new layout never rea
 # (2: the moved fragments' lines and inlined calls besides their CFI)
 _NAMES = ("rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
           *(f"r{i}" for i in range(8, 16)))
-
-
-class Inexpressible(UnsplitError):
-    """A CFI rule Breakpad's postfix language (as LLDB reads it) cannot say."""
 
 
 def module_id(build_id: bytes) -> str:
@@ -80,7 +76,7 @@ def _postfix(expr: bytes, initial: tuple[str, ...] = ()) -> str:
     stack = list(initial)
     try:
         ops = dwarf_expr.operations(expr)
-    except dwarf_expr.ExpressionError as e:
+    except DecodeError as e:
         raise Inexpressible(str(e)) from None
 
     def pop() -> str:

@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import Host, LoadedModule
-from unsplit.index import bat_translate
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names import matching
-from unsplit.index.sources import split_info as split_info_source
 
 if TYPE_CHECKING:
     from unsplit.render.breaks import BreakGroup
@@ -154,24 +152,14 @@ def _block_sites(proc: Procedure, block_id: int) -> list[Site]:
 
 
 def _offset_sites(index: ModuleIndex, proc: Procedure, offset: int) -> list[Site]:
-    if any(f.source == "bat" for f in proc.fragments):
-        placement = bat_translate.placements(index.binary, proc.name, offset)
-        if placement is not None:
-            if not placement.sites:
-                raise AddressLookupError(placement.describe())
-            return [Site(s.address, proc.name, s.fragment, f"+{offset:#x}")
-                    for s in placement.sites]
-    if any(f.source == "split_info" for f in proc.fragments):
-        # Pieces of a split_info procedure hold branches: only §1's mapping is exact.
-        address = split_info_source.address_of(index.binary, proc.entry, offset)
-        addresses = [] if address is None else [address]
-    else:
-        addresses = proc.addresses_of(offset)
-    return [Site(a, proc.name, _fragment_name(proc, a), f"+{offset:#x}") for a in addresses]
+    return [Site(a, proc.name, _fragment_name(index, proc, a), f"+{offset:#x}")
+            for a in index.addresses_of(proc, offset)]
 
 
-def _fragment_name(proc: Procedure, address: int) -> str | None:
-    frag = proc.fragment_at(address)
+def _fragment_name(index: ModuleIndex, proc: Procedure, address: int) -> str | None:
+    """The procedure's fragment at `address`, else the module's (BAT knows input functions by
+    name: a static function of the same name in another unit)."""
+    frag = proc.fragment_at(address) or index.fragment_at(address)
     return frag.name if frag else None
 
 

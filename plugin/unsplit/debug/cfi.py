@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from unsplit.debug import input_cfi
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
-from unsplit.errors import UnsplitError
+from unsplit.errors import ExpressionError, UnsplitError
 from unsplit.formats.dwarf_expr import (
     RIP,
     RSP,
-    ExpressionError,
     ReadMemory,
     evaluate,
     read_u64,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
-from unsplit.errors import UnsplitError
+from unsplit.errors import BadIndexFile, UnsplitError
 from unsplit.formats import nops
 from unsplit.formats.eh_frame import FrameDescription, Row
 from unsplit.index import prebolt, store
@@ -250,7 +250,7 @@ def _load(binary: Binary) -> tuple[Contested, int | None, int | None] | None:
     try:
         with open(stored_path(binary), "rb") as f:
             head, arrays = store.decode(f.read())
-    except (OSError, store.BadIndexFile):
+    except (OSError, BadIndexFile):
         return None  # absent or damaged: scanned again, and written again
     moved, names, sections = head.get("moved"), head.get("sections"), arrays.get("sections")
     bare = head.get("uncovered")

@@ -37,9 +37,9 @@ SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
 SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A
 SECTION = ".llvm_bb_addr_map"
 
-_U32 = 0xFFFFFFFF
+U32 = 0xFFFFFFFF
 ByteOrder = Literal["little", "big"]
-_U64 = 0xFFFFFFFFFFFFFFFF
+U64 = 0xFFFFFFFFFFFFFFFF
 PROBABILITY_ONE = 1 << 31  # BranchProbability's denominator (§7)
 
 
@@ -59,13 +59,14 @@ class Feature(IntFlag):
 PGO_FEATURES = Feature.FUNC_ENTRY_COUNT | Feature.BB_FREQ | Feature.BR_PROB
 _KNOWN_FEATURES = 0xFF
 
-# Plain-int copies of the bits for the decoding loops: IntFlag arithmetic costs an enum
-# construction per operation, which was most of the time on a 2 MB map.
-_FEC, _BBFREQ, _BRPROB, _MULTI, _OMIT, _CALLSITES, _HASH, _POSTLINK = (
+# Plain-int copies of the bits for the decoding loops (this reader's and the fast one's,
+# bb_addr_map_flat): IntFlag arithmetic costs an enum construction per operation, which was
+# most of the time on a 2 MB map.
+FEC_BIT, BBFREQ_BIT, BRPROB_BIT, MULTI_BIT, OMIT_BIT, CALLSITES_BIT, HASH_BIT, POSTLINK_BIT = (
     0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80)
-_PGO = _FEC | _BBFREQ | _BRPROB
+PGO_BITS = FEC_BIT | BBFREQ_BIT | BRPROB_BIT
 # Minimum version per feature bit, with the words LLVM uses in its message (§4).
-_MIN_VERSION = (
+MIN_VERSION = (
     (0x20, 3, "callsite offsets"),
     (0x40, 4, "basic block hash"),
     (0x80, 5, "post link cfg"),
@@ -82,7 +83,7 @@ class Metadata(IntFlag):
     HAS_INDIRECT_BRANCH = 0x10
 
 
-_KNOWN_METADATA = 0x1F
+KNOWN_METADATA = 0x1F
 FLAG_NAMES = (
     (Metadata.HAS_RETURN, "return"),
     (Metadata.HAS_TAIL_CALL, "tail_call"),
@@ -406,7 +407,7 @@ class _Reader:
             if value < 0:
                 msg = f"unable to decode LEB128 at offset 0x{pos:08x}: uleb128 too big for uint64"
             else:
-                bits = 32 if limit == _U32 else 64
+                bits = 32 if limit == U32 else 64
                 msg = f"ULEB128 value at offset {pos:#x} exceeds UINT{bits}_MAX ({value:#x})"
             if count:
                 raise DecodeError(self.section, pos, msg)
@@ -419,7 +420,7 @@ class _Reader:
         `limit` whatever its bits (4 bytes for UINT32, 9 for UINT64) is only walked over."""
         data = self.data
         pos = self.pos
-        safe = 4 if limit == _U32 else 9
+        safe = 4 if limit == U32 else 9
         stop = min(pos + safe, len(data))
         p = pos
         while p < stop:
@@ -462,7 +463,7 @@ class _Reader:
                 self.section, feat_at,
                 "version should be >= 2 for SHT_LLVM_BB_ADDR_MAP when PGO features are "
                 f"enabled: version = {version} feature = {feature}")
-        for bit, minimum, words in _MIN_VERSION:
+        for bit, minimum, words in MIN_VERSION:
             if feature & bit and version < minimum:
                 raise DecodeError(
                     self.section, feat_at,
@@ -472,9 +473,9 @@ class _Reader:
 
     def num_ranges(self, feature: int) -> int:
         """The range count: read with MultiBBRange (never 0), else 1."""
-        if not feature & _MULTI:
+        if not feature & MULTI_BIT:
             return 1
-        num_ranges = self.uleb(_U32, count=True)
+        num_ranges = self.uleb(U32, count=True)
         if num_ranges == 0:
             self.fail(self.pos, f"invalid zero number of BB ranges at offset {self.pos:x} "
                                 f"in {self.section}")
@@ -486,7 +487,7 @@ class _Reader:
         num_ranges = self.num_ranges(feature)
         ranges = tuple(self.bb_range(version, feature) for _ in range(num_ranges))
         pgo = None
-        if feature & _PGO:
+        if feature & PGO_BITS:
             pgo = self.pgo(feature, sum(len(r.entries) for r in ranges))
         return FunctionMap(version, feature, ranges, pgo, start)
 
@@ -496,8 +497,8 @@ class _Reader:
         version, feature = self.header(versioned)
         num_ranges = self.num_ranges(feature)
         ranges = tuple(self.range_extent(version, feature) for _ in range(num_ranges))
-        if feature & _PGO:
-            omitted = feature & _OMIT
+        if feature & PGO_BITS:
+            omitted = feature & OMIT_BIT
             self.skip_pgo(feature, 0 if omitted else sum(r.num_blocks for r in ranges))
         return FunctionExtent(version, feature, ranges, start)
 
@@ -505,13 +506,13 @@ class _Reader:
         """bb_range() keeping only the range's end (the loop mirrors bb_range's reads)."""
         address_offset = self.pos
         base = self.address()
-        num_blocks = self.uleb(_U32, count=True)
-        if feature & _OMIT:
+        num_blocks = self.uleb(U32, count=True)
+        if feature & OMIT_BIT:
             return RangeExtent(base, num_blocks, 0, address_offset)
         has_ids = version is not None and version >= 2
         delta = version is not None and version >= 1
-        callsites = bool(feature & _CALLSITES)
-        hashed = bool(feature & _HASH)
+        callsites = bool(feature & CALLSITES_BIT)
+        hashed = bool(feature & HASH_BIT)
         validate = has_ids or self.strict
         uleb = self.uleb
         prev_end = 0
@@ -533,7 +534,7 @@ class _Reader:
                     b1, b2, b3 = data[pos], data[pos + 1], data[pos + 2]
                     fast = (b1 | b2 | b3) < 0x80
                     offset_field, size, md = b1, b2, b3
-                if fast and not (validate and md & ~_KNOWN_METADATA):
+                if fast and not (validate and md & ~KNOWN_METADATA):
                     self.pos = pos + width
                     offset = offset_field + prev_end
                     prev_end = offset + size
@@ -541,22 +542,22 @@ class _Reader:
                         end = prev_end
                     continue
             if has_ids:
-                uleb(_U32)
-            offset_field = uleb(_U32)
+                uleb(U32)
+            offset_field = uleb(U32)
             last = 0
             if callsites:
-                for _ in range(uleb(_U32, count=True)):
-                    last = (last + uleb(_U32)) & _U32
-            size = (uleb(_U32) + last) & _U32
+                for _ in range(uleb(U32, count=True)):
+                    last = (last + uleb(U32)) & U32
+            size = (uleb(U32) + last) & U32
             md_at = self.pos
-            md = uleb(_U32)
+            md = uleb(U32)
             if hashed:
                 self.fixed(8)
-            if validate and md & ~_KNOWN_METADATA:
+            if validate and md & ~KNOWN_METADATA:
                 self.fail(md_at, f"invalid encoding for BBEntry::Metadata: {md:#x}")
             if delta:
-                offset = (offset_field + prev_end) & _U32
-                prev_end = (offset + size) & _U32
+                offset = (offset_field + prev_end) & U32
+                prev_end = (offset + size) & U32
             else:
                 offset = offset_field
             if offset + size > end:
@@ -567,61 +568,61 @@ class _Reader:
         """pgo()'s reads and checks, nothing kept."""
         uleb = self.uleb
         skip = self.skip_uleb
-        if feature & _FEC:
-            skip(_U64)
-        if not feature & (_BBFREQ | _BRPROB):
+        if feature & FEC_BIT:
+            skip(U64)
+        if not feature & (BBFREQ_BIT | BRPROB_BIT):
             return
-        freq_on = bool(feature & _BBFREQ)
-        prob_on = bool(feature & _BRPROB)
-        post_link = bool(feature & _POSTLINK)
+        freq_on = bool(feature & BBFREQ_BIT)
+        prob_on = bool(feature & BRPROB_BIT)
+        post_link = bool(feature & POSTLINK_BIT)
         for _ in range(total_blocks):
             if freq_on:
-                skip(_U64)
+                skip(U64)
             if post_link:
-                skip(_U32)
+                skip(U32)
             if prob_on:
-                for _ in range(uleb(_U64, count=True)):
-                    skip(_U32)
-                    skip(_U32)
+                for _ in range(uleb(U64, count=True)):
+                    skip(U32)
+                    skip(U32)
                     if post_link:
-                        skip(_U32)
+                        skip(U32)
 
     def bb_range(self, version: int | None, feature: int) -> BBRange:
         address_offset = self.pos
         base = self.address()
-        num_blocks = self.uleb(_U32, count=True)
-        if feature & _OMIT:
+        num_blocks = self.uleb(U32, count=True)
+        if feature & OMIT_BIT:
             return BBRange(base, num_blocks, (), address_offset)
         has_ids = version is not None and version >= 2
         delta = version is not None and version >= 1  # V0 and version 0: absolute offsets
-        callsites = bool(feature & _CALLSITES)
-        hashed = bool(feature & _HASH)
+        callsites = bool(feature & CALLSITES_BIT)
+        hashed = bool(feature & HASH_BIT)
         # LLVM ≤16 did not validate metadata; version ≥2 data comes from LLVM 17+, which does.
         validate = has_ids or self.strict
         uleb = self.uleb
         prev_end = 0
         entries = []
         for index in range(num_blocks):
-            bb_id = uleb(_U32) if has_ids else index
-            offset_field = uleb(_U32)
+            bb_id = uleb(U32) if has_ids else index
+            offset_field = uleb(U32)
             last = 0
             offsets: tuple[int, ...] = ()
             if callsites:
-                n = uleb(_U32, count=True)
+                n = uleb(U32, count=True)
                 cs = []
                 for _ in range(n):
-                    last = (last + uleb(_U32)) & _U32
+                    last = (last + uleb(U32)) & U32
                     cs.append(last)
                 offsets = tuple(cs)
-            size = (uleb(_U32) + last) & _U32
+            size = (uleb(U32) + last) & U32
             md_at = self.pos
-            md = uleb(_U32)
+            md = uleb(U32)
             bb_hash = self.fixed(8) if hashed else None
-            if validate and md & ~_KNOWN_METADATA:
+            if validate and md & ~KNOWN_METADATA:
                 self.fail(md_at, f"invalid encoding for BBEntry::Metadata: {md:#x}")
             if delta:  # uint32 arithmetic, as in LLVM (§3.3)
-                offset = (offset_field + prev_end) & _U32
-                prev_end = (offset + size) & _U32
+                offset = (offset_field + prev_end) & U32
+                prev_end = (offset + size) & U32
             else:
                 offset = offset_field
             entries.append(BBEntry(bb_id, offset, size, md, offsets, bb_hash))
@@ -629,24 +630,24 @@ class _Reader:
 
     def pgo(self, feature: int, total_blocks: int) -> PGOAnalysis:
         uleb = self.uleb
-        entry_count = uleb(_U64) if feature & _FEC else None
+        entry_count = uleb(U64) if feature & FEC_BIT else None
         blocks: list[PGOBlock] = []
-        if feature & (_BBFREQ | _BRPROB):
-            freq_on = bool(feature & _BBFREQ)
-            prob_on = bool(feature & _BRPROB)
-            post_link = bool(feature & _POSTLINK)
+        if feature & (BBFREQ_BIT | BRPROB_BIT):
+            freq_on = bool(feature & BBFREQ_BIT)
+            prob_on = bool(feature & BRPROB_BIT)
+            post_link = bool(feature & POSTLINK_BIT)
             for _ in range(total_blocks):
-                freq = uleb(_U64) if freq_on else None
+                freq = uleb(U64) if freq_on else None
                 # LLVM 22 reads this whenever PostLinkCfg is set, even without BBFreq (§7 quirk).
-                pl_freq = uleb(_U32) if post_link else None
+                pl_freq = uleb(U32) if post_link else None
                 succs: tuple[Successor, ...] | None = None
                 if prob_on:
-                    n = uleb(_U64, count=True)
+                    n = uleb(U64, count=True)
                     out = []
                     for _ in range(n):
-                        sid = uleb(_U32)
-                        prob = uleb(_U32)
-                        pl = uleb(_U32) if post_link else None
+                        sid = uleb(U32)
+                        prob = uleb(U32)
+                        pl = uleb(U32) if post_link else None
                         out.append(Successor(sid, prob, pl))
                     succs = tuple(out)
                 blocks.append(PGOBlock(freq, pl_freq, succs))
@@ -704,45 +705,45 @@ def encode(
         if version is not None:
             out.append(version)
             out += feature.to_bytes(2 if version >= 5 else 1, order)
-        if feature & _MULTI:
+        if feature & MULTI_BIT:
             out += u(len(fm.ranges))
         for rng in fm.ranges:
             out += rng.base_address.to_bytes(address_size, order)
-            out += u(rng.num_blocks if feature & _OMIT else len(rng.entries))
-            if feature & _OMIT:
+            out += u(rng.num_blocks if feature & OMIT_BIT else len(rng.entries))
+            if feature & OMIT_BIT:
                 continue
             prev_end = 0
             for e in rng.entries:
                 if version is not None and version >= 2:
                     out += u(e.id)
                 delta = version is not None and version >= 1
-                out += u((e.offset - prev_end) & _U32 if delta else e.offset)
+                out += u((e.offset - prev_end) & U32 if delta else e.offset)
                 last = 0
-                if feature & _CALLSITES:
+                if feature & CALLSITES_BIT:
                     out += u(len(e.callsite_offsets))
                     for cs in e.callsite_offsets:
-                        out += u((cs - last) & _U32)
+                        out += u((cs - last) & U32)
                         last = cs
-                out += u((e.size - last) & _U32)
+                out += u((e.size - last) & U32)
                 out += u(e.metadata)
-                if feature & _HASH:
+                if feature & HASH_BIT:
                     out += (e.hash or 0).to_bytes(8, order)
-                prev_end = (e.offset + e.size) & _U32
-        if feature & _PGO:
+                prev_end = (e.offset + e.size) & U32
+        if feature & PGO_BITS:
             pgo = fm.pgo or PGOAnalysis()
-            if feature & _FEC:
+            if feature & FEC_BIT:
                 out += u(pgo.func_entry_count or 0)
-            if feature & (_BBFREQ | _BRPROB):
+            if feature & (BBFREQ_BIT | BRPROB_BIT):
                 for blk in pgo.blocks:
-                    if feature & _BBFREQ:
+                    if feature & BBFREQ_BIT:
                         out += u(blk.frequency or 0)
-                    if feature & _POSTLINK:
+                    if feature & POSTLINK_BIT:
                         out += u(blk.post_link_frequency or 0)
-                    if feature & _BRPROB:
+                    if feature & BRPROB_BIT:
                         succs = blk.successors or ()
                         out += u(len(succs))
                         for s in succs:
                             out += u(s.id) + u(s.probability)
-                            if feature & _POSTLINK:
+                            if feature & POSTLINK_BIT:
                                 out += u(s.post_link_frequency or 0)
     return bytes(out)

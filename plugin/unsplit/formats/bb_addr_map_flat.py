@@ -20,21 +20,21 @@ from operator import add, sub
 from unsplit.errors import DecodeError
 from unsplit.formats import bb_addr_map as fmt
 from unsplit.formats.bb_addr_map import (
-    _BBFREQ,
-    _BRPROB,
-    _CALLSITES,
-    _FEC,
-    _HASH,
-    _KNOWN_METADATA,
-    _MIN_VERSION,
-    _MULTI,
-    _OMIT,
-    _PGO,
-    _POSTLINK,
-    _U32,
-    _U64,
+    BBFREQ_BIT,
+    BRPROB_BIT,
+    CALLSITES_BIT,
+    FEC_BIT,
+    HASH_BIT,
+    KNOWN_METADATA,
+    MIN_VERSION,
+    MULTI_BIT,
+    OMIT_BIT,
+    PGO_BITS,
+    POSTLINK_BIT,
     SHT_LLVM_BB_ADDR_MAP,
     SHT_LLVM_BB_ADDR_MAP_V0,
+    U32,
+    U64,
     ByteOrder,
 )
 
@@ -79,7 +79,7 @@ class FlatFunction:
 
 
 _NO_SUCCESSORS: tuple[int, ...] = ()
-_NEWER = 0x20 | 0x40 | 0x80  # the feature bits that need a version above 2 (_MIN_VERSION)
+_NEWER = 0x20 | 0x40 | 0x80  # the feature bits that need a version above 2 (MIN_VERSION)
 
 
 class _Slow(Exception):
@@ -130,16 +130,16 @@ def flatten(fm: fmt.FunctionMap) -> FlatFunction:
     ranges = tuple(FlatRange(
         r.base_address, r.num_blocks, [e.id for e in r.entries], [e.offset for e in r.entries],
         [e.size for e in r.entries], [e.metadata for e in r.entries],
-        [list(e.callsite_offsets) for e in r.entries] if fm.features & _CALLSITES else None,
-        [e.hash or 0 for e in r.entries] if fm.features & _HASH else None)
+        [list(e.callsite_offsets) for e in r.entries] if fm.features & CALLSITES_BIT else None,
+        [e.hash or 0 for e in r.entries] if fm.features & HASH_BIT else None)
         for r in fm.ranges)
     pgo = None
     if fm.pgo is not None:
         blocks = fm.pgo.blocks
-        freq_on = bool(fm.features & _BBFREQ)
-        post_link = bool(fm.features & _POSTLINK)
+        freq_on = bool(fm.features & BBFREQ_BIT)
+        post_link = bool(fm.features & POSTLINK_BIT)
         succs: list[Sequence[int]] | None = None
-        if fm.features & _BRPROB:
+        if fm.features & BRPROB_BIT:
             succs = []
             for b in blocks:
                 flat: list[int] = []
@@ -147,7 +147,7 @@ def flatten(fm: fmt.FunctionMap) -> FlatFunction:
                     flat += [s.id, s.probability] + ([s.post_link_frequency or 0]
                                                      if post_link else [])
                 succs.append(flat)
-        tables = fm.features & (_BBFREQ | _BRPROB)
+        tables = fm.features & (BBFREQ_BIT | BRPROB_BIT)
         pgo = FlatPGO(fm.pgo.func_entry_count,
                       [b.frequency or 0 for b in blocks] if freq_on else None,
                       [b.post_link_frequency or 0 for b in blocks]
@@ -186,11 +186,11 @@ class _Fast:
             feature = data[pos]
             pos += 1
         if feature & ~0xFF or (feature & _NEWER and any(
-                feature & bit and version < v for bit, v, _ in _MIN_VERSION)):
+                feature & bit and version < v for bit, v, _ in MIN_VERSION)):
             raise _Slow
         num_ranges = 1
-        if feature & _MULTI:
-            num_ranges, pos = _uleb(data, pos, _U32)
+        if feature & MULTI_BIT:
+            num_ranges, pos = _uleb(data, pos, U32)
             if num_ranges == 0:
                 raise _Slow
         ranges = []
@@ -200,7 +200,7 @@ class _Fast:
             rng, pos = self.bb_range(pos, feature)
             ranges.append(rng)
         pgo = None
-        if feature & _PGO:
+        if feature & PGO_BITS:
             pgo, pos = self.pgo(pos, feature, sum(len(r.ids) for r in ranges))
         if pos > self.end:
             raise _Slow
@@ -218,22 +218,22 @@ class _Fast:
             if addend is None:
                 raise _Slow
             base = addend & ((1 << (8 * self.addr_size)) - 1)
-        num_blocks, pos = _uleb(data, end, _U32)
-        if feature & _OMIT:
+        num_blocks, pos = _uleb(data, end, U32)
+        if feature & OMIT_BIT:
             return FlatRange(base, num_blocks, [], [], [], [],
-                             [] if feature & _CALLSITES else None,
-                             [] if feature & _HASH else None), pos
-        if feature & (_CALLSITES | _HASH):
+                             [] if feature & CALLSITES_BIT else None,
+                             [] if feature & HASH_BIT else None), pos
+        if feature & (CALLSITES_BIT | HASH_BIT):
             return self.rich_entries(pos, base, num_blocks, feature)
         # The usual range: four one-byte numbers per block, known metadata bits. Read as
         # byte columns; the offset field is the gap after the previous block (§3.3).
         stop = pos + 4 * num_blocks
         chunk = data[pos:stop]
         if stop <= self.end and (not chunk or max(chunk) < 0x80) and \
-                (not chunk or max(chunk[3::4]) <= _KNOWN_METADATA):
+                (not chunk or max(chunk[3::4]) <= KNOWN_METADATA):
             block_sizes = chunk[2::4]
             ends = list(accumulate(map(add, chunk[1::4], block_sizes)))
-            if ends and ends[-1] > _U32:
+            if ends and ends[-1] > U32:
                 raise _Slow  # uint32 wrap-around: the strict reader's arithmetic
             return FlatRange(base, num_blocks, chunk[0::4], list(map(sub, ends, block_sizes)),
                              block_sizes, chunk[3::4]), stop
@@ -248,12 +248,12 @@ class _Fast:
                 raise _Slow
             if pos <= last_quick:  # the usual block: four one-byte numbers, known bits
                 bid, gap, size, md = data[pos], data[pos + 1], data[pos + 2], data[pos + 3]
-                if (bid | gap | size) < 0x80 and md <= _KNOWN_METADATA:
+                if (bid | gap | size) < 0x80 and md <= KNOWN_METADATA:
                     pos += 4
                     offset = gap + prev_end
-                    prev_end = (offset + size) & _U32
+                    prev_end = (offset + size) & U32
                     ids.append(bid)
-                    offsets.append(offset & _U32)
+                    offsets.append(offset & U32)
                     sizes.append(size)
                     mds.append(md)
                     continue
@@ -261,23 +261,23 @@ class _Fast:
             if bid < 0x80:
                 pos += 1
             else:
-                bid, pos = _uleb(data, pos, _U32)
+                bid, pos = _uleb(data, pos, U32)
             gap = data[pos]
             if gap < 0x80:
                 pos += 1
             else:
-                gap, pos = _uleb(data, pos, _U32)
+                gap, pos = _uleb(data, pos, U32)
             size = data[pos]
             if size < 0x80:
                 pos += 1
             else:
-                size, pos = _uleb(data, pos, _U32)
+                size, pos = _uleb(data, pos, U32)
             md = data[pos]
-            if md > _KNOWN_METADATA:  # unknown bits, or a longer number: strict reader
+            if md > KNOWN_METADATA:  # unknown bits, or a longer number: strict reader
                 raise _Slow
             pos += 1
-            offset = (gap + prev_end) & _U32
-            prev_end = (offset + size) & _U32
+            offset = (gap + prev_end) & U32
+            prev_end = (offset + size) & U32
             ids.append(bid)
             offsets.append(offset)
             sizes.append(size)
@@ -288,8 +288,8 @@ class _Fast:
                      feature: int) -> tuple[FlatRange, int]:
         """Blocks with call-site offsets and/or hashes."""
         data = self.data
-        callsites_on = bool(feature & _CALLSITES)
-        hashed = bool(feature & _HASH)
+        callsites_on = bool(feature & CALLSITES_BIT)
+        hashed = bool(feature & HASH_BIT)
         ids: list[int] = []
         offsets: list[int] = []
         sizes: list[int] = []
@@ -300,31 +300,31 @@ class _Fast:
         for _ in range(num_blocks):
             if pos > self.end:
                 raise _Slow
-            bid, pos = _uleb(data, pos, _U32)
-            gap, pos = _uleb(data, pos, _U32)
+            bid, pos = _uleb(data, pos, U32)
+            gap, pos = _uleb(data, pos, U32)
             last = 0
             if callsites is not None:
-                n, pos = _uleb(data, pos, _U32)
+                n, pos = _uleb(data, pos, U32)
                 cs = []
                 for _ in range(n):
                     if pos > self.end:
                         raise _Slow
-                    delta, pos = _uleb(data, pos, _U32)
-                    last = (last + delta) & _U32
+                    delta, pos = _uleb(data, pos, U32)
+                    last = (last + delta) & U32
                     cs.append(last)
                 callsites.append(cs)
-            size, pos = _uleb(data, pos, _U32)
-            size = (size + last) & _U32
-            md, pos = _uleb(data, pos, _U32)
-            if md & ~_KNOWN_METADATA:
+            size, pos = _uleb(data, pos, U32)
+            size = (size + last) & U32
+            md, pos = _uleb(data, pos, U32)
+            if md & ~KNOWN_METADATA:
                 raise _Slow
             if hashes is not None:
                 if pos + 8 > self.end:
                     raise _Slow
                 hashes.append(int.from_bytes(data[pos:pos + 8], self.order))
                 pos += 8
-            offset = (gap + prev_end) & _U32
-            prev_end = (offset + size) & _U32
+            offset = (gap + prev_end) & U32
+            prev_end = (offset + size) & U32
             ids.append(bid)
             offsets.append(offset)
             sizes.append(size)
@@ -334,17 +334,17 @@ class _Fast:
     def pgo(self, pos: int, feature: int, total_blocks: int) -> tuple[FlatPGO, int]:
         data = self.data
         entry_count = None
-        if feature & _FEC:
-            entry_count, pos = _uleb(data, pos, _U64)
+        if feature & FEC_BIT:
+            entry_count, pos = _uleb(data, pos, U64)
         freqs: list[int] | None = None
         post: list[int] | None = None
         succs: list[Sequence[int]] | None = None
-        if feature & (_BBFREQ | _BRPROB | _POSTLINK) == _BBFREQ | _BRPROB:
+        if feature & (BBFREQ_BIT | BRPROB_BIT | POSTLINK_BIT) == BBFREQ_BIT | BRPROB_BIT:
             freqs, succs, pos = self.frequencies_and_successors(pos, total_blocks)
-        elif feature & (_BBFREQ | _BRPROB):
-            freq_on = bool(feature & _BBFREQ)
-            prob_on = bool(feature & _BRPROB)
-            post_link = bool(feature & _POSTLINK)
+        elif feature & (BBFREQ_BIT | BRPROB_BIT):
+            freq_on = bool(feature & BBFREQ_BIT)
+            prob_on = bool(feature & BRPROB_BIT)
+            post_link = bool(feature & POSTLINK_BIT)
             freqs = [] if freq_on else None
             post = [] if post_link else None
             succs = [] if prob_on else None
@@ -356,17 +356,17 @@ class _Fast:
                     if value < 0x80:
                         pos += 1
                     else:
-                        value, pos = _uleb(data, pos, _U64)
+                        value, pos = _uleb(data, pos, U64)
                     freqs.append(value)
                 if post is not None:
-                    value, pos = _uleb(data, pos, _U32)
+                    value, pos = _uleb(data, pos, U32)
                     post.append(value)
                 if succs is not None:
                     n = data[pos]
                     if n < 0x80:
                         pos += 1
                     else:
-                        n, pos = _uleb(data, pos, _U64)
+                        n, pos = _uleb(data, pos, U64)
                     flat = []
                     for _ in range(n):
                         if pos > self.end:
@@ -376,16 +376,16 @@ class _Fast:
                             flat.append(b)
                             pos += 1
                         else:
-                            sid, pos = _uleb(data, pos, _U32)
+                            sid, pos = _uleb(data, pos, U32)
                             flat.append(sid)
                         prob = data[pos]
                         if prob < 0x80:
                             pos += 1
                         else:
-                            prob, pos = _uleb(data, pos, _U32)
+                            prob, pos = _uleb(data, pos, U32)
                         flat.append(prob)
                         if post_link:
-                            value, pos = _uleb(data, pos, _U32)
+                            value, pos = _uleb(data, pos, U32)
                             flat.append(value)
                     succs.append(flat)
         return FlatPGO(entry_count, freqs, post, succs), pos
@@ -406,7 +406,7 @@ class _Fast:
             if value < 0x80:
                 pos += 1
             else:
-                value, pos = _uleb(data, pos, _U64)
+                value, pos = _uleb(data, pos, U64)
             add_freq(value)
             n = data[pos]
             if n == 0:
@@ -416,7 +416,7 @@ class _Fast:
             if n < 0x80:
                 pos += 1
             else:
-                n, pos = _uleb(data, pos, _U64)
+                n, pos = _uleb(data, pos, U64)
             flat: list[int] = []
             for _ in range(n):
                 if pos > end:
@@ -425,12 +425,12 @@ class _Fast:
                 if sid < 0x80:
                     pos += 1
                 else:
-                    sid, pos = _uleb(data, pos, _U32)
+                    sid, pos = _uleb(data, pos, U32)
                 prob = data[pos]
                 if prob < 0x80:
                     pos += 1
                 else:
-                    prob, pos = _uleb(data, pos, _U32)
+                    prob, pos = _uleb(data, pos, U32)
                 flat += (sid, prob)
             add_succs(flat)
         return freqs, succs, pos

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from unsplit.errors import UnsplitError
+from unsplit.errors import DecodeError, ExpressionError, MemoryReadError
 
 RSP, RIP = 7, 16  # DWARF register numbers of x86-64 (psABI §3.6.2)
 REGISTER_NAMES = ("RAX", "RDX", "RCX", "RBX", "RSI", "RDI", "RBP", "RSP",
@@ -25,11 +25,6 @@ def registers_from_names(values: dict[str, int]) -> dict[int, int]:
 
 def register_name(number: int) -> str:
     return REGISTER_NAMES[number] if 0 <= number < len(REGISTER_NAMES) else f"reg{number}"
-
-
-class MemoryReadError(UnsplitError):
-    """The debuggee's memory at an address is not available (not in the core, unmapped)."""
-
 
 
 _DEREF, _CONST1U, _CONST1S, _CONST2U, _CONST2S = 0x06, 0x08, 0x09, 0x0A, 0x0B
@@ -57,10 +52,7 @@ _CONST_NAMES = {_CONST1U: "DW_OP_const1u", _CONST1S: "DW_OP_const1s", _CONST2U: 
                 _CONST8U: "DW_OP_const8u", _CONST8S: "DW_OP_const8s"}
 _STACK_OPS = {0x12: "DW_OP_dup", 0x13: "DW_OP_drop", 0x14: "DW_OP_over", 0x16: "DW_OP_swap"}
 _MASK = (1 << 64) - 1
-
-
-class ExpressionError(UnsplitError):
-    """A DWARF expression this unwinder does not evaluate (or a malformed one)."""
+_SECTION = "DWARF expression"  # what a DecodeError names: offsets are inside the expression
 
 
 def _signed(v: int) -> int:
@@ -72,7 +64,7 @@ def _leb(data: bytes, i: int, signed: bool) -> tuple[int, int]:
     result = shift = 0
     while True:
         if i >= len(data):
-            raise ExpressionError("expression ends inside a LEB128 number")
+            raise DecodeError(_SECTION, i, "ends inside a LEB128 number")
         b = data[i]
         i += 1
         result |= (b & 0x7F) << shift
@@ -85,7 +77,8 @@ def _leb(data: bytes, i: int, signed: bool) -> tuple[int, int]:
 
 
 def _ops(expr: bytes) -> list[tuple[int, int, int]]:
-    """(opcode, operand, operand2) of each operation; raises ExpressionError on unknown ones."""
+    """(opcode, operand, operand2) of each operation; DecodeError (at the offset in the
+    expression) on unknown or truncated ones."""
     out, i = [], 0
     while i < len(expr):
         op = expr[i]
@@ -99,7 +92,7 @@ def _ops(expr: bytes) -> list[tuple[int, int, int]]:
         elif op in _CONSTS_FMT:
             size = struct.calcsize(_CONSTS_FMT[op])
             if i + size > len(expr):
-                raise ExpressionError("expression ends inside a constant")
+                raise DecodeError(_SECTION, i, "ends inside a constant")
             (a,) = struct.unpack_from(_CONSTS_FMT[op], expr, i)
             i += size
         elif op in (_CONSTU, 0x23):  # DW_OP_constu, DW_OP_plus_uconst
@@ -107,14 +100,14 @@ def _ops(expr: bytes) -> list[tuple[int, int, int]]:
         elif op == _CONSTS:
             a, i = _leb(expr, i, True)
         elif not (0x30 <= op <= 0x4F or op == _DEREF or op in _BINARY or op in _STACK_OPS):
-            raise ExpressionError(f"unsupported DWARF expression operation {op:#04x}")
+            raise DecodeError(_SECTION, i - 1, f"unsupported operation {op:#04x}")
         out.append((op, a, b))
     return out
 
 
 def operations(expr: bytes) -> list[tuple[int, int, int]]:
     """(opcode, operand, operand2) of each operation of a DWARF expression; raises
-    ExpressionError on operations this module does not know."""
+    DecodeError on operations this module does not know."""
     return _ops(expr)
 
 
@@ -122,7 +115,7 @@ def describe_expression(expr: bytes) -> str:
     """The expression as llvm-dwarfdump-22 prints it (`DW_OP_breg7 RSP+8, DW_OP_deref`)."""
     try:
         ops = _ops(expr)
-    except ExpressionError:
+    except DecodeError:
         return "<expression " + expr.hex() + ">"
     parts = []
     for op, a, b in ops:

@@ -24,7 +24,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, EslError
 from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, sleb128, uleb128
 
 SECTION = ".opt_table"
@@ -56,21 +56,6 @@ _OPERANDS = {  # "s" SLEB, "u" ULEB
     ADD_PC_LINE: "ss",
     ADD_PC_LINE_COL: "ssu",
 }
-
-
-class EslError(DecodeError):
-    """An error inside one procedure's ESL program: names the procedure and the program byte.
-
-    ``offset`` is the offset in the section, like every DecodeError; ``program_offset`` is the
-    offset inside the ESL value, as §3 asks errors to be reported.
-    """
-
-    def __init__(self, section: str, entry: int, base: int, program_offset: int, msg: str):
-        self.entry = entry
-        self.program_offset = program_offset
-        super().__init__(
-            section, base + program_offset, f"ESL of {entry:#x}, byte {program_offset}: {msg}"
-        )
 
 
 @dataclass(frozen=True, slots=True)

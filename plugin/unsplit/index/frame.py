@@ -80,7 +80,9 @@ class Frame:
         loc = self.location
         if loc is None:
             return None
-        return loc.block.id if loc.block is not None else loc.bat_block
+        if loc.block is not None:
+            return loc.block.id
+        return None if loc.bat is None else loc.bat.block
 
 
 def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:

@@ -242,6 +242,19 @@ class InlineFrame:
 
 
 @dataclass(frozen=True, slots=True)
+class BatFacts:
+    """What BOLT's address translation says of one output address (spec §3.1, §3.2): the
+    input offset (== the location's offset, said explicitly), the kind of the anchor entry
+    and its distance, the input block of the nearest block entry, the fragment kind."""
+
+    input_offset: int
+    entry: str  # "block" or "branch"
+    entry_distance: int
+    block: int | None  # input basic-block index of the nearest block entry
+    fragment_kind: str  # hot, warm or cold
+
+
+@dataclass(frozen=True, slots=True)
 class Location:
     """The answer to "where is this address": what `bb where` and `unsplit where` print.
 
@@ -266,13 +279,7 @@ class Location:
     input_address: int | None = None  # BOLT: where this code was in the pre-BOLT binary
     block: Block | None = None
     sources: tuple[str, ...] = ()
-    # BOLT (BAT): the input offset (== offset, said explicitly), the kind of the anchor entry
-    # ("block" or "branch", spec §3.1), its distance, and the fragment kind (hot/warm/cold).
-    input_offset: int | None = None
-    bat_entry: str | None = None
-    bat_entry_distance: int | None = None
-    bat_block: int | None = None  # input basic-block index of the nearest block entry
-    fragment_kind: str | None = None
+    bat: BatFacts | None = None  # BOLTed code: what BAT says of it
     warnings: tuple[str, ...] = ()  # one line each: what the module's index could not read
     inline_chain: tuple[InlineFrame, ...] = ()
 
@@ -333,12 +340,12 @@ class Location:
             out["inlined"] = [f.to_json(style) for f in self.inlined]
         if self.input_address is not None:
             out["input_address"] = hex(self.input_address)
-        if self.bat_entry is not None:
-            out["input_offset"] = self.input_offset
-            out["bat_entry"] = self.bat_entry
-            out["bat_entry_distance"] = self.bat_entry_distance
-            out["bat_block"] = self.bat_block
-            out["fragment_kind"] = self.fragment_kind
+        if self.bat is not None:
+            out["input_offset"] = self.bat.input_offset
+            out["bat_entry"] = self.bat.entry
+            out["bat_entry_distance"] = self.bat.entry_distance
+            out["bat_block"] = self.bat.block
+            out["fragment_kind"] = self.bat.fragment_kind
         if self.warnings:
             out["warnings"] = list(self.warnings)
         if self.file_address != self.address:

@@ -19,6 +19,7 @@ from unsplit.index.inlines import DwarfFrames
 from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model import (
     HOT,
+    BatFacts,
     Block,
     Fragment,
     InlineFrame,
@@ -256,6 +257,12 @@ class ModuleIndex:
                 name = plain.name(i)
                 yield name, name, [(start, plain.ends[i])]
 
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int]:
+        """Every address logical `offset` of `procedure` lies at now (`break PROC+OFF`): as
+        its source maps it (BAT: every copy BOLT made; split_info: §1's exact mapping), else
+        by its fragments' layout. AddressLookupError where the source knows there is none."""
+        return self.sources.addresses_of(procedure, offset)
+
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
         if proc is None:
@@ -291,13 +298,13 @@ class ModuleIndex:
         proc, frag = found
         offset: int | None = None
         input_address = None
-        bat_facts: dict[str, object] = {}
+        bat: BatFacts | None = None
         if offsets:
             bolted = self.input_location(file_address)
             offset = self._offset(frag, file_address, bolted)
             if bolted is not None:
                 input_address = None if bolted[2] is None else bolted[2] + bolted[1]
-                bat_facts = self.sources.bat.facts(file_address)
+                bat = self.sources.facts(file_address)
         return Location(
             address=bias + file_address,
             file_address=file_address,
@@ -316,7 +323,7 @@ class ModuleIndex:
             sources=(frag.source,) + ((row.source,) if row else ()),
             warnings=tuple(self.warnings),
             inline_chain=self.inline_chain(file_address) if lines else (),
-            **bat_facts,  # type: ignore[arg-type]
+            bat=bat,
         )
 
     def inline_chain(self, file_address: int) -> tuple[InlineFrame, ...]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from unsplit.elf.binary import Binary
+from unsplit.errors import BadIndexFile
 from unsplit.formats.bat_scan import BatScan, Lookup
 from unsplit.index.model import Fragment, Procedure
 from unsplit.index.sources.symbols import PlainFunctions
@@ -41,10 +42,6 @@ VERSION = 2  # 2: clang's sized STT_NOTYPE split labels count as functions (bina
 _PREFIX = struct.Struct("<8sII")
 _TYPECODES = {"B": 1, "Q": 8, "L": 8, "I": 4, "q": 8}  # what the head may name, and sizes
 _MAX_HEAD = 64 << 20
-
-
-class BadIndexFile(Exception):
-    """A cache file that cannot be trusted; the message says why."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -10,7 +10,7 @@ from typing import Any
 from unsplit.formats.dwarf_expr import register_name
 from unsplit.index.demangle import GNU, LLVM, shown
 from unsplit.index.frame import Frame
-from unsplit.index.model import InlineFrame, Location
+from unsplit.index.model import BatFacts, InlineFrame, Location
 
 
 def source_position(loc: Location) -> str | None:
@@ -42,8 +42,8 @@ def where_text(loc: Location | None, address: int, style: str | None = GNU) -> s
     if loc.block is not None:
         flags = f" [{', '.join(loc.block.flags)}]" if loc.block.flags else ""
         lines.append(f"  block     %{loc.block.id}+{loc.file_address - loc.block.start:#x}{flags}")
-    if loc.bat_entry is not None:
-        lines.append(f"  bolt      {bat_text(loc, style)}")
+    if loc.bat is not None:
+        lines.append(f"  bolt      {bat_text(loc, loc.bat, style)}")
     # Inlined code: each inlined call at its line, innermost first, then the procedure's own.
     lines += [f"  inlined   {inlined_text(f, style)}" for f in loc.inlined]
     own = loc.as_procedure()
@@ -57,16 +57,16 @@ def inlined_text(frame: InlineFrame, style: str | None = GNU) -> str:
     return f"{shown(frame.function, style)} at {pos}"
 
 
-def bat_text(loc: Location, style: str | None = GNU) -> str:
+def bat_text(loc: Location, bat: BatFacts, style: str | None = GNU) -> str:
     """`input main+0x33 at 0x401183 (block entry %4 +0x2, cold fragment)`: what BAT says."""
     at = "" if loc.input_address is None else f" at {loc.input_address:#x}"
-    entry = f"{loc.bat_entry} entry"
-    if loc.bat_entry == "block" and loc.bat_block is not None:
-        entry += f" %{loc.bat_block}"
-    if loc.bat_entry_distance:
-        entry += f" +{loc.bat_entry_distance:#x}"
-    return (f"input {loc.name(style)}+{loc.input_offset or 0:#x}{at} "
-            f"({entry}, {loc.fragment_kind} fragment)")
+    entry = f"{bat.entry} entry"
+    if bat.entry == "block" and bat.block is not None:
+        entry += f" %{bat.block}"
+    if bat.entry_distance:
+        entry += f" +{bat.entry_distance:#x}"
+    return (f"input {loc.name(style)}+{bat.input_offset:#x}{at} "
+            f"({entry}, {bat.fragment_kind} fragment)")
 
 
 def frame_text(number: int, loc: Location, pc: int | None = None,

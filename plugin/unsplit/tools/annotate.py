@@ -55,7 +55,7 @@ from unsplit.index import bat_translate, prebolt
 from unsplit.index.demangle import LLVM, shown
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.sources import split_info as source
+from unsplit.index.sources import split_info
 from unsplit.tools import annotate_bolt
 
 OBJCOPY = "llvm-objcopy-22"
@@ -87,7 +87,7 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
     quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
     binary = Binary(path)
     index = ModuleIndex(binary)
-    exact = {sp.start: sp for sp in source.split_procedures(binary)}
+    exact = {sp.start: sp for sp in index.sources.split_info.split_procedures()}
     out = []
     for p in _split_procedures(index, name):
         sp = exact.get(p.entry)
@@ -139,11 +139,11 @@ def _ranges(args: argparse.Namespace) -> str:
 # --- lines -----------------------------------------------------------------------------------
 
 
-def _row_sources(binary: Binary, warnings: list[str]) -> Callable[[Procedure], list[LineRow]]:
+def _row_sources(binary: Binary, info: split_info.LineInfo, warnings: list[str]
+                 ) -> Callable[[Procedure], list[LineRow]]:
     """Rows of one procedure from the best source: its ESL program, else the binary's DWARF,
     else (BOLTed code) the pre-BOLT binary's DWARF through BAT, one row per line change.
     What damaged DWARF costs goes to `warnings`."""
-    info = source.line_info(binary)
     dwarf = DwarfOracle(DwarfLines(binary, warnings))
     bolt: list[annotate_bolt.BoltLines | None] = []  # made on first need (runs objdump)
 
@@ -177,7 +177,7 @@ def _lines_data(path: str, name: str | None, style: str | None
     """(rows as the module docstring says, warnings about partial or missing ESL programs)."""
     binary = Binary(path)
     index = ModuleIndex(binary)
-    info = source.line_info(binary)
+    info = index.sources.split_info.line_info()
     every = all_procedures(binary, index)
     procs = {p.entry: p for p in _split_procedures(index, name)}
     if name is None:  # every procedure an ESL program describes, split or not
@@ -185,7 +185,7 @@ def _lines_data(path: str, name: str | None, style: str | None
             if p.entry in info.rows_by_procedure:
                 procs.setdefault(p.entry, p)
     damaged: list[str] = []
-    rows_of = _row_sources(binary, damaged)
+    rows_of = _row_sources(binary, info, damaged)
     out: list[dict[str, Any]] = []
     for entry in sorted(procs):
         p = procs[entry]

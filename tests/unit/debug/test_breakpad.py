@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from unsplit.debug import breakpad
 from unsplit.elf.binary import Binary
+from unsplit.errors import Inexpressible
 from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.index.module_index import ModuleIndex
 
@@ -140,7 +141,7 @@ def test_expressions_and_dropped_rules() -> None:
     {16: Rule("val_expression", expr=bytes([0x22]))},     # DW_OP_plus on the CFA alone: underflow
 ])
 def test_what_breakpad_cannot_say_is_left_out(rules: dict[int, Rule]) -> None:
-    with pytest.raises(breakpad.Inexpressible):
+    with pytest.raises(Inexpressible):
         breakpad.stack_cfi([_fd([Row(0x1000, CfaRule(7, 8), rules)])], 0x1000, 0x1040, 0)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from unsplit.elf.binary import Binary
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.sources.bb_addr_map import procedures
+from unsplit.index.sources.bb_addr_map import BbAddrMapSource
 from unsplit.tools.bbmap import readobj, readobj_json, text
 
 READOBJ = "llvm-readobj-22"
@@ -209,7 +209,7 @@ def test_warnings_use_llvm_wording(built: dict[str, Path]) -> None:
 
 
 def test_multi_range_procedure(built: dict[str, Path]) -> None:
-    procs = {p.name: p for p in procedures(Binary(str(built["exe"])))}
+    procs = {p.name: p for p in BbAddrMapSource(Binary(str(built["exe"]))).procedures()}
     foo = procs["foo"]
     hot, part = foo.fragments
     assert (hot.name, hot.symbol, part.name, part.symbol) == ("hot", "foo", "part.1",
@@ -227,14 +227,15 @@ def test_multi_range_procedure(built: dict[str, Path]) -> None:
 
 
 def test_relocatable_and_archival_versions(built: dict[str, Path]) -> None:
-    procs = procedures(Binary(str(built["clusters.o"])))
+    procs = BbAddrMapSource(Binary(str(built["clusters.o"]))).procedures()
     foo = next(p for p in procs if p.name == "foo")
     assert [f.name for f in foo.fragments] == ["hot", "part.1"]
     if "all.elf" in built:
-        names = [p.name for p in procedures(Binary(str(built["all.elf"])))]
+        names = [p.name for p in BbAddrMapSource(Binary(str(built["all.elf"]))).procedures()]
         # archival mode also reads the version-1 record (bar has no symbol: func_1010)
         assert names == ["foo", "split", "func_1010"]
-        split = next(p for p in procedures(Binary(str(built["all.elf"]))) if p.name == "split")
+        split = next(p for p in BbAddrMapSource(Binary(str(built["all.elf"]))).procedures()
+                     if p.name == "split")
         assert [f.name for f in split.fragments] == ["hot", "cold"]
     if "v0.o" in built:
-        assert [p.name for p in procedures(Binary(str(built["v0.o"])))] == ["f"]
+        assert [p.name for p in BbAddrMapSource(Binary(str(built["v0.o"]))).procedures()] == ["f"]

@@ -18,12 +18,11 @@ from hypothesis import strategies as st
 from unsplit.debug.cfi import unwind_step
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import CfiTable, table_for
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, ExpressionError, MemoryReadError
 from unsplit.formats.dwarf_expr import (
-    ExpressionError,
-    MemoryReadError,
     describe_expression,
     evaluate,
+    operations,
     register_name,
 )
 from unsplit.formats.eh_frame import FrameDescription, Row
@@ -148,9 +147,13 @@ def test_plt_expression() -> None:
 
 
 def test_unknown_expression_is_one_line() -> None:
-    with pytest.raises(ExpressionError) as e:
-        evaluate(bytes([0x96, 0x77, 0x00]), {7: 0}, lambda a, n: b"")  # DW_OP_nop
-    assert "\n" not in str(e.value) and "0x96" in str(e.value)
+    """An operation the unwinder does not know is a DecodeError at its offset; a register it
+    was not given, an ExpressionError."""
+    with pytest.raises(DecodeError) as e:
+        evaluate(bytes([0x77, 0x00, 0x96]), {7: 0}, lambda a, n: b"")  # DW_OP_nop
+    assert str(e.value) == "DWARF expression: at offset 0x2: unsupported operation 0x96"
+    with pytest.raises(ExpressionError, match="reads RAX, which is unknown"):
+        evaluate(bytes([0x70, 0x00]), {7: 0}, lambda a, n: b"")
     with pytest.raises(MemoryReadError):
         evaluate(bytes([0x77, 0x00, 0x06]), {7: 0x1000}, lambda a, n: b"")
 
@@ -160,7 +163,15 @@ def test_random_expressions_raise_only_our_errors(expr: bytes) -> None:
     memory = struct.pack("<Q", 0x1234)
     try:
         evaluate(expr, {r: 0x1000 + r for r in range(17)}, lambda a, n: memory[:n])
-    except (ExpressionError, MemoryReadError):
+    except (DecodeError, ExpressionError, MemoryReadError):
+        pass
+
+
+@given(st.binary(max_size=24))
+def test_random_expressions_decode_or_raise_decode_error(expr: bytes) -> None:
+    try:
+        operations(expr)
+    except DecodeError:
         pass
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from unsplit.errors import DecodeError
+from unsplit.errors import DecodeError, EslError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.formats.esl import EslRow, EslWriter, OptProc
@@ -240,7 +240,7 @@ def test_programs_round_trip_against_a_model(ops: list[tuple[Any, bool, bool]]) 
 @given(st.binary(max_size=80))
 def test_random_programs_never_raise(program: bytes) -> None:
     result = _run(program, 64)
-    assert result.error is None or isinstance(result.error, esl.EslError)
+    assert result.error is None or isinstance(result.error, EslError)
     assert all(0 <= r.pc <= 64 and r.line >= 1 and 1 <= r.file <= 2 for r in result.rows)
 
 

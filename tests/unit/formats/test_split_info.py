@@ -342,8 +342,8 @@ def test_elf_procedures(annotated: Annotated) -> None:
     from unsplit.elf.binary import Binary
     from unsplit.index.sources import split_info as source
 
-    binary = Binary(str(annotated.path))
-    [proc] = source.procedures(binary)
+    src = source.SplitInfoSource(Binary(str(annotated.path)))
+    [proc] = src.procedures()
     work, cold, (baddr, bsize) = annotated.work, annotated.cold, annotated.branch
     assert proc.name == "work"
     # Fragments are the code as it lies: the body with its branch, and the moved piece.
@@ -354,34 +354,34 @@ def test_elf_procedures(annotated: Annotated) -> None:
     before = baddr - work[0]
     assert [f.logical_start for f in proc.fragments] == [0, before]
     assert proc.logical_offset(cold[0] + 3) == before + 3
-    [sp] = source.split_procedures(binary)
+    [sp] = src.split_procedures()
     assert sp.logical_offset(baddr) == before
     # The exact §1 mapping, past the branch too, is the source's.
     after = before + cold[1] - cold[0]
-    assert source.logical_offset(binary, baddr + bsize) == after
-    assert source.logical_offset(binary, baddr + 1) == before
-    assert source.address_of(binary, work[0], after) == baddr + bsize
-    assert source.address_of(binary, work[0], before + 3) == cold[0] + 3
-    assert source.logical_offset(binary, work[1]) is None
+    assert src.logical_offset(baddr + bsize) == after
+    assert src.logical_offset(baddr + 1) == before
+    assert src.address_of(work[0], after) == baddr + bsize
+    assert src.address_of(work[0], before + 3) == cold[0] + 3
+    assert src.logical_offset(work[1]) is None
 
 
 def test_elf_line_rows(annotated: Annotated) -> None:
     from unsplit.elf.binary import Binary
     from unsplit.index.sources import split_info as source
 
-    binary = Binary(str(annotated.path))
-    rows = source.line_rows(binary)
+    src = source.SplitInfoSource(Binary(str(annotated.path)))
+    rows = src.line_rows()
     assert rows == sorted(rows, key=lambda r: r.address)
     assert {r.source for r in rows} == {"esl"}
     got = {(r.address, r.line, r.column) for r in rows}
     work, cold, (baddr, bsize) = annotated.work, annotated.cold, annotated.branch
     assert {(work[0], 5, 0), (cold[0], 7, 13), (baddr, 7, 13), (baddr + bsize, 11, 0)} <= got
-    lines = source.EslLines(binary)
+    lines = source.EslLines(src.line_info())
     assert lines.lookup(cold[0] + 5).line == 7  # type: ignore[union-attr]
     assert lines.lookup(baddr + 1).line == 7  # type: ignore[union-attr]
     assert lines.lookup(work[1] - 1).line == 11  # type: ignore[union-attr]
     assert lines.lookup(work[1]) is None and lines.lookup(cold[1]) is None
-    assert source.line_info(binary).partial == {}
+    assert src.line_info().partial == {}
 
 
 def _files_entry(table: bytes) -> list[str]:
@@ -467,9 +467,10 @@ def test_annotate_reproduces_dwarf_lines(gcc_g: Path) -> None:
     binary = Binary(str(out))
     section = binary.section(".split_info")
     assert section is not None and section["sh_addralign"] == 8 and section["sh_flags"] == 0
-    [sp] = source.split_procedures(binary)
+    src = source.SplitInfoSource(binary)
+    [sp] = src.split_procedures()
     assert sp.name == "work" and len(sp.records) == 1
-    esl_lines, dwarf = source.EslLines(binary), DwarfLines(Binary(str(gcc_g)))
+    esl_lines, dwarf = source.EslLines(src.line_info()), DwarfLines(Binary(str(gcc_g)))
     branch = range(sp.records[0].branch_addr, sp.records[0].branch_end)
     for r in sp.ranges:  # every address outside the branch: the same line as DWARF says
         for a in range(r.start, r.end):

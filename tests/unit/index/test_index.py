@@ -143,8 +143,7 @@ def test_locate_without_offsets_drops_only_them(zoo: dict[str, Any], variant: st
     pre-BOLT input address and BAT's facts out, and says the same of everything else."""
     f = facts(zoo, variant, "crash")
     index = ModuleIndex.open(str(ROOT / f["binary"]))
-    dropped = {"offset": None, "input_address": None, "input_offset": None, "bat_entry": None,
-               "bat_entry_distance": None, "bat_block": None, "fragment_kind": None}
+    dropped = {"offset": None, "input_address": None, "bat": None}
     checked = 0
     for info in f["split_functions"].values():
         for frag in info["fragments"]:

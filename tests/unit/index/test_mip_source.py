@@ -44,7 +44,7 @@ def _expected_blocks(fn: dict[str, Any]) -> list[tuple[int, int, int, tuple[str,
 def test_procedures_are_the_facts(zoo: dict[str, Any], program: str) -> None:
     f = facts(zoo, VARIANT, program)
     functions = f["mip"]["functions"]
-    procs = {p.name: p for p in source.procedures(Binary(str(ROOT / f["binary"])))}
+    procs = {p.name: p for p in source.MipSource(Binary(str(ROOT / f["binary"]))).procedures()}
     assert set(procs) == set(functions)
     for name, fn in functions.items():
         proc = procs[name]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import module_index
@@ -44,6 +45,16 @@ class FakeSource:
                      self.mid - self.start, "fake")])]
 
     def blocks_at(self, address: int) -> list[Block] | None:
+        return None
+
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """Its own layout: the second piece first (offset 0 is at `mid`)."""
+        if procedure.name != self.proc_name:
+            return None
+        first = self.end - self.mid
+        return [self.mid + offset if offset < first else self.start + offset - first]
+
+    def facts(self, address: int) -> None:
         return None
 
     def has_lines(self) -> bool:
@@ -86,7 +97,7 @@ def _index_with(fake: Source, path: Path, monkeypatch: pytest.MonkeyPatch) -> Mo
     def with_fake(binary: Binary, stored: StoredParts | None = None, fragment_at: Any = None,
                   warnings: list[str] | None = None) -> SourceSet:
         real = open_sources(binary, stored, fragment_at, warnings)
-        return SourceSet([fake, *real.all], real.symbols, real.bat)
+        return SourceSet([fake, *real.all], real.symbols, real.bat, real.split_info)
 
     monkeypatch.setattr(module_index, "open_sources", with_fake)
     return ModuleIndex(Binary(str(path)))
@@ -113,6 +124,13 @@ def test_the_index_answers_with_a_sources_answers(zoo: dict[str, Any],
     spans = index.line_table.procedure_lines(proc).spans
     assert {(s.line, s.starts_line) for s in spans if s.file == FAKE_FILE} == {
         (1, True), (2, True)}
+    # `bb break main+OFF` goes where the source says (its second piece first), not where the
+    # fragments' linear layout would put it.
+    first = fake.end - mid
+    sites = breakpoints.resolve(index, breakpoints.parse(f"{name}+1"))
+    assert [(s.file_address, s.fragment) for s in sites] == [(mid + 1, "part.1")]
+    sites = breakpoints.resolve(index, breakpoints.parse(f"{name}+{first + 2:#x}"))
+    assert [(s.file_address, s.fragment) for s in sites] == [(start + 2, HOT)]
 
 
 def test_a_broken_source_costs_only_its_own_answers(zoo: dict[str, Any],
@@ -133,3 +151,51 @@ def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) ->
         assert [s.name for s in sources.all] == [
             "split_info", "bat", "bb_addr_map", "symbols", "mip"]
         assert sources.named("bat") is sources.bat and sources.named("nope") is None
+
+
+def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
+    """A source keeps what it decodes itself: blocks, lines and BAT's input locations are the
+    same whether or not procedures() was asked before (each on a fresh Binary)."""
+    from unsplit.index import bat_translate
+    from unsplit.index.sources import bb_addr_map as bb
+    from unsplit.index.sources.bat import BatSource
+
+    path = str(ROOT / facts(zoo, "clang-mfs", "crash")["binary"])
+    binary = Binary(path)
+    plain = set(binary.function_columns.values)
+    one_range = [fm for ms in bb.map_sections(binary)
+                 for fm in bb.decode_section(binary, ms, strict=False).functions
+                 if len(fm.ranges) == 1 and fm.address in plain]
+    assert one_range
+    for fm in one_range:
+        blocks = bb.BbAddrMapSource(Binary(path)).blocks_at(fm.address)
+        assert blocks == bb._blocks(fm) and blocks
+
+    path = str(ROOT / facts(zoo, "bolt-random2", "crash")["binary"])
+    table = bat_translate.load(Binary(path))
+    assert table is not None
+    addresses = [a + 1 for a in table.table.starts()]
+    first, after = BatSource(Binary(path)), BatSource(Binary(path))
+    after.procedures()
+    assert first.has_lines() and after.has_lines()
+    found = [first.input_location(a) for a in addresses]
+    assert found == [after.input_location(a) for a in addresses] and any(found)
+
+
+def test_only_the_index_tells_sources_apart() -> None:
+    """Breakpoints, rendering, the session and the adapters ask the index (addresses_of,
+    Location.bat) and never test which source made a fragment."""
+    import ast
+
+    core = ROOT / "plugin" / "unsplit"
+    paths = [*(core / "debug").rglob("*.py"), *(core / "render").rglob("*.py"),
+             core / "session.py", core / "commands.py", *(ROOT / "gdb").rglob("*.py"),
+             *(ROOT / "lldb").rglob("*.py")]
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "source"
+                    for side in (node.left, *node.comparators)):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

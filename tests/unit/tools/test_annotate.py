@@ -56,8 +56,8 @@ def alone(zoo: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict
 
 
 def _pieces(path: Path) -> dict[str, list[tuple[int, int]]]:
-    binary = Binary(str(path))
-    return {sp.name: source.pieces(sp) for sp in source.split_procedures(binary)}
+    src = source.SplitInfoSource(Binary(str(path)))
+    return {sp.name: source.pieces(sp) for sp in src.split_procedures()}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -99,7 +99,7 @@ def test_esl_lines_equal_update_debug_sections(zoo: dict[str, Any], alone: dict[
     BOLT's own --update-debug-sections gives it."""
     twin = str(ROOT / facts(zoo, variant + "-dbg", "crash")["binary"])
     binary = Binary(str(alone[variant]))
-    lines = source.EslLines(binary)
+    lines = source.EslLines(source.SplitInfoSource(binary).line_info())
     code = [a for spans in _pieces(alone[variant]).values() for a in spans]
     insns = [(a, m) for a, m, _ in annotate._instructions(str(alone[variant]))
              if any(lo <= a < hi for lo, hi in code) and not m.startswith("j")]
@@ -256,7 +256,7 @@ def test_lines_warns_about_partial_programs(zoo: dict[str, Any], alone: dict[str
     out = tmp_path / "crash"
     subprocess.run(["llvm-objcopy-22", "--update-section", f"{esl.SECTION}={data}",
                     str(alone["bolt-all"]), str(out)], check=True)
-    info = source.line_info(Binary(str(out)))
+    info = source.SplitInfoSource(Binary(str(out))).line_info()
     assert victim.entry in info.partial and info.rows_by_procedure[victim.entry]
     parser = argparse.ArgumentParser()
     annotate.add_cli(parser.add_subparsers())

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
-from unsplit.index.model import Block, Fragment, LineRow, Procedure
+from unsplit.index.model import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
     from unsplit.index.sources.bat import BatSource
+    from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
     from unsplit.index.store import StoredParts
 
@@ -98,6 +99,16 @@ class Source(Protocol):
         layout is only an approximation (None: the fragment's own is right)."""
         ...
 
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """Every address `offset` of `procedure` (one of this source's) lies at now, where the
+        format knows better than the fragments' linear layout (None: it does not); raises
+        AddressLookupError when it knows that offset has no code now."""
+        ...
+
+    def facts(self, address: int) -> BatFacts | None:
+        """What BOLT's address translation says of `address` (None: nothing)."""
+        ...
+
     def problems(self) -> list[str]:
         """What it could not read, one line each (a section it ignored)."""
         ...
@@ -139,18 +150,25 @@ class BaseSource:
     def logical_offset(self, address: int) -> int | None:
         return None
 
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        return None
+
+    def facts(self, address: int) -> BatFacts | None:
+        return None
+
     def problems(self) -> list[str]:
         return []
 
 
 @dataclass(slots=True)
 class SourceSet:
-    """Every source of one binary, most precise first, and the two the persistent index and
-    BOLT's address translation need by role."""
+    """Every source of one binary, most precise first, and those the persistent index, BOLT's
+    address translation and the split_info tools need by role."""
 
     all: list[Source]
     symbols: SymbolsSource
     bat: BatSource
+    split_info: SplitInfoSource
     _by_name: dict[str, Source] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -166,6 +184,24 @@ class SourceSet:
         """The first source's blocks of a one-piece function starting at `address`."""
         for source in self.all:
             found = source.blocks_at(address)
+            if found is not None:
+                return found
+        return None
+
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int]:
+        """Every address `offset` of `procedure` lies at now: what the source that made it
+        says, else where the fragments' linear layout puts it."""
+        for name in dict.fromkeys(f.source for f in procedure.fragments):
+            source = self._by_name.get(name)
+            found = None if source is None else source.addresses_of(procedure, offset)
+            if found is not None:
+                return found
+        return procedure.addresses_of(offset)
+
+    def facts(self, address: int) -> BatFacts | None:
+        """The first source's BAT facts of `address` (only BOLTed code has any)."""
+        for source in self.all:
+            found = source.facts(address)
             if found is not None:
                 return found
         return None
@@ -199,6 +235,7 @@ def open_sources(binary: Binary, stored: StoredParts | None = None,
 
     symbols = SymbolsSource(binary, stored)
     bat = BatSource(binary, stored, fragment_at, warnings)
-    return SourceSet([SplitInfoSource(binary), bat, BbAddrMapSource(binary), symbols,
-                      MipSource(binary)], symbols, bat)
+    split_info = SplitInfoSource(binary)
+    return SourceSet([split_info, bat, BbAddrMapSource(binary), symbols, MipSource(binary)],
+                     symbols, bat, split_info)
 

@@ -20,12 +20,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
-from unsplit.elf.derived import PerFile
 from unsplit.elf.dwarf_lines import DwarfLines
-from unsplit.errors import DecodeError
+from unsplit.errors import AddressLookupError, DecodeError
 from unsplit.formats import bat_scan
 from unsplit.index import bat_translate, prebolt
 from unsplit.index.model import (
+    BatFacts,
     Block,
     Fragment,
     LineRow,
@@ -37,30 +37,6 @@ from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
     from unsplit.index.store import StoredParts
-
-
-def _no_problem(binary: Binary) -> DecodeError | None:
-    return None
-
-
-_PROBLEMS = PerFile(_no_problem)  # what procedures() met, for problem()
-
-
-def procedures(binary: Binary) -> BatProcedures | list[Procedure]:
-    """The procedures of every input function BAT has a map for (source="bat"), made one at
-    a time when asked for (a BOLTed libLLVM has 129k).
-
-    A malformed note yields [] (the symbols source then still names the fragments) and the
-    error is kept for :func:`problem`, so one bad note never breaks a debugging session.
-    """
-    try:
-        index = bat_translate.load(binary)
-    except DecodeError as e:
-        _PROBLEMS.set(binary, e)
-        return []
-    if index is None or not index.table.hot:
-        return []
-    return BatProcedures(index)
 
 
 class BatProcedures:
@@ -183,11 +159,6 @@ class BatProcedures:
         return proc
 
 
-def problem(binary: Binary) -> DecodeError | None:
-    """The DecodeError that made :func:`procedures` return [] for ``binary``, if any."""
-    return _PROBLEMS.get(binary)
-
-
 def input_offset(
     binary: Binary, file_address: int, input_binary: Binary | None = None
 ) -> tuple[str, int, int | None] | None:
@@ -289,29 +260,51 @@ class BatSource(BaseSource):
         self._stored = stored
         self.fragment_at = fragment_at
         self.warnings = [] if warnings is None else warnings
-        self.found: BatProcedures | None = None  # what procedures() gave, when it gave any
+        self._read: tuple[BatProcedures | None, DecodeError | None] | None = None
         self._input_lines: DwarfLines | None = None
         self._same_as_input: dict[tuple[str, int], bool] = {}  # (input, fragment) -> unmoved?
 
     def procedures(self) -> BatProcedures | list[Procedure]:
+        """The procedures of every input function BAT has a map for (source="bat"), made one
+        at a time when asked for (a BOLTed libLLVM has 129k); [] for a malformed note (the
+        symbols then still name the fragments: one bad note never breaks a session)."""
+        found = self._note()[0]
+        return [] if found is None else found
+
+    def problems(self) -> list[str]:
+        bad = self._note()[1]  # the note is ignored; symbols alone still name fragments
+        return [] if bad is None else [f"BOLT address translation ignored: {bad}"]
+
+    @property
+    def found(self) -> BatProcedures | None:
+        """BAT's procedures, None without a usable note."""
+        read = self._read
+        return (read if read is not None else self._note())[0]
+
+    def _note(self) -> tuple[BatProcedures | None, DecodeError | None]:
+        """The note read once, from the persistent index's scan when there is one: its
+        procedures, or the DecodeError that made it unusable."""
+        if self._read is None:
+            self._read = self._read_note()
+        return self._read
+
+    def _read_note(self) -> tuple[BatProcedures | None, DecodeError | None]:
         stored = self._stored
-        found: BatProcedures | list[Procedure]
+        index = None
         if stored is not None and stored.bat_scan is not None:
             try:
                 index = bat_translate.load_from_scan(self.binary, stored.bat_scan,
                                                      stored.bat_symbol_order)
             except DecodeError:
-                found = procedures(self.binary)
+                index = None  # read the note itself, which says what is wrong
             else:
-                found = [] if index is None or not index.table.hot else BatProcedures(index)
-        else:
-            found = procedures(self.binary)
-        self.found = found if isinstance(found, BatProcedures) else None
-        return found
-
-    def problems(self) -> list[str]:
-        bad = problem(self.binary)  # the note is ignored; symbols alone still name fragments
-        return [] if bad is None else [f"BOLT address translation ignored: {bad}"]
+                return (None if index is None or not index.table.hot
+                        else BatProcedures(index)), None
+        try:
+            index = bat_translate.load(self.binary)
+        except DecodeError as e:
+            return None, e
+        return (None if index is None or not index.table.hot else BatProcedures(index)), None
 
     def stored_scan(self) -> tuple[bat_scan.BatScan | None, array[int] | None]:
         """The note's scan and the symbol order the persistent index keeps (None, None when
@@ -550,15 +543,25 @@ class BatSource(BaseSource):
                 ours.value, ours.size) == (mine.value, mine.size)
         return file_address if same else None
 
-    def facts(self, file_address: int) -> dict[str, object]:
-        """Location fields from BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
-        tr = bat_translate.translate(self.binary, file_address)
+    def facts(self, file_address: int) -> BatFacts | None:
+        """BAT's translation of one BOLTed address (spec §3.1, §3.2)."""
+        found = self.found
+        tr = None if found is None else found.index.translate(file_address)
         if tr is None:
-            return {}
-        return {
-            "input_offset": tr.input_offset,
-            "bat_entry": "branch" if tr.is_branch else "block",
-            "bat_entry_distance": file_address - tr.anchor_output,
-            "bat_block": tr.bb_index,
-            "fragment_kind": tr.fragment.split(".")[0],
-        }
+            return None
+        return BatFacts(tr.input_offset, "branch" if tr.is_branch else "block",
+                        file_address - tr.anchor_output, tr.bb_index,
+                        tr.fragment.split(".")[0])
+
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """Every place BOLT put input offset `offset` of `procedure` (it may duplicate code;
+        spec §3.2 inverted); None where BAT does not know the procedure (lite mode left it)."""
+        found = self.found
+        if found is None or not any(f.source == self.name for f in procedure.fragments):
+            return None
+        placement = found.index.placements(procedure.name, offset)
+        if placement is None:
+            return None
+        if not placement.sites:
+            raise AddressLookupError(placement.describe())
+        return [s.address for s in placement.sites]

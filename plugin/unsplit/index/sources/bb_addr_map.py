@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.elf.binary import Binary
-from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import bb_addr_map as fmt
 from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
@@ -213,66 +212,6 @@ class _Singles:
     maps: list[tuple[MapSection, dict[str, Any]]]  # (section, decoding args), per section
 
 
-def _no_singles(binary: Binary) -> _Singles | None:
-    return None
-
-
-_SINGLES = PerFile(_no_singles)  # set by procedures()
-
-
-def procedures(binary: Binary) -> list[Procedure]:
-    """A Procedure per function record of every usable map section, but for functions in one
-    range that a function symbol starts: those stay a record offset (see blocks_at), so that a
-    clang-size map does not make 150k Procedures at the index build.
-
-    The index needs only each record's ranges: they are scanned (fmt.scan), and a procedure's
-    blocks are decoded from its record when first asked for (Procedure.blocks). On a 20 MB
-    map this takes the index build from 33 s to 7 s (bench/bbmap.py).
-    """
-    sections = [s for s in map_sections(binary) if s.link_name != _BOLT_ORIGINAL_TEXT]
-    if not sections:
-        return []
-    symbols: dict[int, list[FunctionSymbol]] | None = None
-    is_rel = binary.elf["e_type"] == "ET_REL"
-    plain_starts = set() if is_rel else set(binary.function_columns.values)
-    starts, section_of, offsets = array("Q"), array("L"), array("Q")
-    maps: list[tuple[MapSection, dict[str, Any]]] = []
-    out: list[Procedure] = []
-    for ms in sections:
-        args = _decode_args(binary, ms)
-        maps.append((ms, args))
-        for fe in fmt.scan(ms.data, ms.description, **args).functions:
-            if not fe.ranges:
-                continue
-            if len(fe.ranges) == 1 and fe.address in plain_starts:
-                starts.append(fe.address)
-                section_of.append(len(maps) - 1)
-                offsets.append(fe.offset)
-                continue
-            if symbols is None:
-                symbols = function_symbols(binary)
-            out.append(_procedure(fe, ms, symbols, is_rel, args))
-    order = sorted(range(len(starts)), key=starts.__getitem__)
-    _SINGLES.set(binary, _Singles(array("Q", (starts[k] for k in order)),
-                                array("L", (section_of[k] for k in order)),
-                                array("Q", (offsets[k] for k in order)), maps))
-    return out
-
-
-def blocks_at(binary: Binary, address: int) -> list[Block] | None:
-    """The blocks of the one-range function whose record starts at `address` (None: no such
-    record; procedures() is what finds them)."""
-    singles = _SINGLES.get(binary)
-    if singles is None:
-        return None
-    i = bisect_left(singles.starts, address)
-    if i == len(singles.starts) or singles.starts[i] != address:
-        return None
-    ms, args = singles.maps[singles.sections[i]]
-    fm = fmt.decode_record(ms.data, singles.offsets[i], ms.description, **args)
-    return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
-
-
 def _procedure(
     fe: fmt.FunctionExtent, ms: MapSection, symbols: dict[int, list[FunctionSymbol]],
     is_rel: bool, args: dict[str, Any],
@@ -330,13 +269,71 @@ def _blocks(fm: fmt.FunctionMap) -> list[Block]:
 
 
 class BbAddrMapSource(BaseSource):
-    """The bb address maps' procedures as a Source; the blocks of the one-range functions
-    they leave to the symbols' arrays come from blocks_at."""
+    """The bb address maps' procedures as a Source: a Procedure per function record of every
+    usable map section, but for functions in one range that a function symbol starts, which
+    stay a record offset (blocks_at), so that a clang-size map does not make 150k Procedures
+    at the index build. The sections are scanned once, on the first question.
+
+    The index needs only each record's ranges: they are scanned (fmt.scan), and a procedure's
+    blocks are decoded from its record when first asked for (Procedure.blocks). On a 20 MB
+    map this takes the index build from 33 s to 7 s (bench/bbmap.py).
+    """
 
     name = "bb_addr_map"
 
+    def __init__(self, binary: Binary) -> None:
+        super().__init__(binary)
+        self._scanned: tuple[list[Procedure], _Singles | None] | None = None
+
     def procedures(self) -> list[Procedure]:
-        return procedures(self.binary)
+        return self._scan()[0]
 
     def blocks_at(self, address: int) -> list[Block] | None:
-        return blocks_at(self.binary, address)
+        """The blocks of the one-range function whose record starts at `address` (None: no
+        such record)."""
+        singles = self._scan()[1]
+        if singles is None:
+            return None
+        i = bisect_left(singles.starts, address)
+        if i == len(singles.starts) or singles.starts[i] != address:
+            return None
+        ms, args = singles.maps[singles.sections[i]]
+        fm = fmt.decode_record(ms.data, singles.offsets[i], ms.description, **args)
+        return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
+
+    def _scan(self) -> tuple[list[Procedure], _Singles | None]:
+        if self._scanned is None:
+            self._scanned = _scan(self.binary)
+        return self._scanned
+
+
+def _scan(binary: Binary) -> tuple[list[Procedure], _Singles | None]:
+    """The procedures of the maps of code that runs (not BOLT's ``.bolt.org.text``), and the
+    one-range functions they leave to the symbols."""
+    sections = [s for s in map_sections(binary) if s.link_name != _BOLT_ORIGINAL_TEXT]
+    if not sections:
+        return [], None
+    symbols: dict[int, list[FunctionSymbol]] | None = None
+    is_rel = binary.elf["e_type"] == "ET_REL"
+    plain_starts = set() if is_rel else set(binary.function_columns.values)
+    starts, section_of, offsets = array("Q"), array("L"), array("Q")
+    maps: list[tuple[MapSection, dict[str, Any]]] = []
+    out: list[Procedure] = []
+    for ms in sections:
+        args = _decode_args(binary, ms)
+        maps.append((ms, args))
+        for fe in fmt.scan(ms.data, ms.description, **args).functions:
+            if not fe.ranges:
+                continue
+            if len(fe.ranges) == 1 and fe.address in plain_starts:
+                starts.append(fe.address)
+                section_of.append(len(maps) - 1)
+                offsets.append(fe.offset)
+                continue
+            if symbols is None:
+                symbols = function_symbols(binary)
+            out.append(_procedure(fe, ms, symbols, is_rel, args))
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    return out, _Singles(array("Q", (starts[k] for k in order)),
+                         array("L", (section_of[k] for k in order)),
+                         array("Q", (offsets[k] for k in order)), maps)

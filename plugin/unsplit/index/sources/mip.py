@@ -38,35 +38,6 @@ from unsplit.index.sources import BaseSource
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
 
 
-def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per function of the map ([] without one): its entry part from the map,
-    named by the ELF symbol there when it has the map's name, then its moved pieces."""
-    data = binary.section_data(fmt.SECTION)
-    if data is None:
-        return []
-    raw_section = binary.section(fmt.RAW_SECTION)
-    if raw_section is None:
-        raise DecodeError(
-            fmt.SECTION, 0, f"no {fmt.RAW_SECTION} section: its address places the functions"
-        )
-    mip = fmt.decode(data, raw_section["sh_addr"])
-    for f in mip.functions:
-        if not 0 <= f.address <= f.address + f.size < 1 << 64:
-            raise DecodeError(fmt.SECTION, f.offset, f"{f.name}: [{f.address:#x}, +{f.size:#x})"
-                              " is outside the address space: map and raw section disagree")
-    raw = fmt.decode_raw(bytes(raw_section.data()), mip)
-
-    def symbol(f: fmt.MipFunction) -> str | None:
-        return f.name if binary.function_at(f.name, f.address) is not None else None
-
-    procs = map_procedures(mip, raw, symbol)
-    pieces = _split_pieces(binary)
-    for proc in procs:
-        if proc.name in pieces:
-            proc.fragments += _moved(proc.fragments[0], pieces[proc.name])
-    return procs
-
-
 def map_procedures(
     mip: fmt.MipMap,
     raw: fmt.RawProfile | None = None,
@@ -142,4 +113,31 @@ class MipSource(BaseSource):
     name = "mip"
 
     def procedures(self) -> list[Procedure]:
-        return procedures(self.binary)
+        """One Procedure per function of the map ([] without one): its entry part from the map,
+        named by the ELF symbol there when it has the map's name, then its moved pieces."""
+        binary = self.binary
+        data = binary.section_data(fmt.SECTION)
+        if data is None:
+            return []
+        raw_section = binary.section(fmt.RAW_SECTION)
+        if raw_section is None:
+            raise DecodeError(
+                fmt.SECTION, 0, f"no {fmt.RAW_SECTION} section: its address places the functions"
+            )
+        mip = fmt.decode(data, raw_section["sh_addr"])
+        for f in mip.functions:
+            if not 0 <= f.address <= f.address + f.size < 1 << 64:
+                raise DecodeError(fmt.SECTION, f.offset,
+                                  f"{f.name}: [{f.address:#x}, +{f.size:#x}) is outside the "
+                                  "address space: map and raw section disagree")
+        raw = fmt.decode_raw(bytes(raw_section.data()), mip)
+
+        def symbol(f: fmt.MipFunction) -> str | None:
+            return f.name if binary.function_at(f.name, f.address) is not None else None
+
+        procs = map_procedures(mip, raw, symbol)
+        pieces = _split_pieces(binary)
+        for proc in procs:
+            if proc.name in pieces:
+                proc.fragments += _moved(proc.fragments[0], pieces[proc.name])
+        return procs

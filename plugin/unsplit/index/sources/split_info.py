@@ -5,12 +5,12 @@ Specification: shared/specs/split-info-and-esl.md §1 (ownership and logical lay
 :mod:`unsplit.formats.split_info` and :mod:`unsplit.formats.esl`; this module only joins them
 with the symbol table and turns them into model records:
 
-- :func:`procedures`: one Procedure per split procedure, a Fragment per contiguous piece of
+- ``procedures()``: one Procedure per split procedure, a Fragment per contiguous piece of
   its code (:func:`pieces`: ``hot`` is the body holding the entry, branches included; a moved
   piece is named after its symbol's suffix, ``foo.cold`` -> ``cold``, else ``part.N``), in
-  logical order, source ``split_info``; :func:`logical_offset` / :func:`address_of` give the
+  logical order, source ``split_info``; ``logical_offset`` / ``address_of`` give the
   exact §1 mapping, which a piece's linear ``logical_start`` only approximates past a branch;
-- :func:`line_rows`: every ESL row at its address (source ``esl``), sorted by address;
+- ``line_rows()``: every ESL row at its address (source ``esl``), sorted by address;
 - :class:`EslLines`: look-ups bounded by each procedure's code, for ModuleIndex.line_sources.
 """
 
@@ -21,18 +21,11 @@ import os
 from dataclasses import dataclass, field
 
 from unsplit.elf.binary import Binary
-from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
 from unsplit.index.model import HOT, Fragment, LineRow, Procedure
 from unsplit.index.sources import BaseSource
-
-
-@dataclass(slots=True)
-class _Decoded:
-    split: list[si.SplitProcedure]
-    lines: LineInfo | None = None
 
 
 @dataclass(slots=True)
@@ -47,7 +40,8 @@ class LineInfo:
     rows_by_procedure: dict[int, list[LineRow]] = field(default_factory=dict)
 
 
-def _decode(binary: Binary) -> _Decoded:
+def _decode(binary: Binary) -> list[si.SplitProcedure]:
+    """The proposal's sp_init on a Binary: every split procedure, by entry address."""
     data = binary.section_data(si.SECTION)
     split: list[si.SplitProcedure] = []
     if data is not None:
@@ -55,7 +49,7 @@ def _decode(binary: Binary) -> _Decoded:
         _check_in_code(records, binary.text_address_ranges())
         funcs = [(f.name, f.value, f.size) for f in binary.functions]
         split = si.sp_init(records, funcs)
-    return _Decoded(split)
+    return split
 
 
 def _check_in_code(records: tuple[si.SplitRecord, ...], code: list[tuple[int, int]]) -> None:
@@ -72,18 +66,8 @@ def _check_in_code(records: tuple[si.SplitRecord, ...], code: list[tuple[int, in
                                   f"{what} [{lo:#x}, {hi:#x}) is not in the module's code")
 
 
-# Decoded once per file: procedures() and line_rows() (the index, then a command) share it.
-_decoded = PerFile(_decode)
-
-
-def split_procedures(binary: Binary) -> list[si.SplitProcedure]:
-    """The proposal's sp_init on a Binary: every split procedure, by entry address."""
-    return _decoded(binary).split
-
-
-def procedures(binary: Binary) -> list[Procedure]:
+def _procedures(binary: Binary, split: list[si.SplitProcedure]) -> list[Procedure]:
     """One model Procedure per split procedure of `.split_info` ([] without the section)."""
-    split = split_procedures(binary)
     if not split:
         return []
     starts: dict[int, list[str]] = {}
@@ -130,47 +114,21 @@ def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
     return sorted([(sp.start, sp.end), *moved])
 
 
-def split_procedure_at(binary: Binary, address: int) -> si.SplitProcedure | None:
-    """The split procedure whose ranges or branches hold `address`, if any."""
-    for sp in split_procedures(binary):
-        if sp.contains(address):
-            return sp
-    return None
-
-
-def logical_offset(binary: Binary, address: int) -> int | None:
-    """§1's logical offset of `address` in its split procedure (a branch: its moved code's)."""
-    sp = split_procedure_at(binary, address)
-    return None if sp is None else sp.logical_offset(address)
-
-
-def address_of(binary: Binary, entry: int, offset: int) -> int | None:
-    """The one address that logical `offset` of the split procedure at `entry` maps to."""
-    for sp in split_procedures(binary):
-        if sp.start == entry:
-            return sp.address_of(offset)
-    return None
-
-
 # --- lines -----------------------------------------------------------------------------------
 
 
-def line_info(binary: Binary) -> LineInfo:
+def _line_info(binary: Binary, split: list[si.SplitProcedure]) -> LineInfo:
     """ESL rows of every PROC at their addresses, plus errors and procedures without ESL."""
-    dec = _decoded(binary)
-    if dec.lines is not None:
-        return dec.lines
     info = LineInfo()
     data = binary.section_data(esl.SECTION)
     if data is not None:
-        by_entry = {sp.start: sp for sp in dec.split}
+        by_entry = {sp.start: sp for sp in split}
         sizes = {f.value: f.size for f in binary.functions if f.size}
         for proc in esl.decode_opt_table(data):
             _add_proc(info, proc, by_entry.get(proc.entry), sizes.get(proc.entry))
         info.spans.sort()
         # Stable: at one address the row the program emitted later stays later, and wins.
         info.rows.sort(key=lambda r: r.address)
-    dec.lines = info
     return info
 
 
@@ -211,16 +169,10 @@ def _add_proc(
         info.spans.append((proc.entry, max(r.address for r in rows) + 1))
 
 
-def line_rows(binary: Binary) -> list[LineRow]:
-    """Every ESL row at its address, sorted by address (source "esl")."""
-    return line_info(binary).rows
-
-
 class EslLines:
     """Address -> LineRow from ESL, answering only inside code that a program describes."""
 
-    def __init__(self, binary: Binary) -> None:
-        info = line_info(binary)
+    def __init__(self, info: LineInfo) -> None:
         self._rows = info.rows
         self._addresses = [r.address for r in info.rows]
         self._span_starts = [s for s, _ in info.spans]
@@ -251,14 +203,46 @@ class SplitInfoSource(BaseSource):
 
     def __init__(self, binary: Binary) -> None:
         super().__init__(binary)
+        self._split: list[si.SplitProcedure] | None = None
+        self._info: LineInfo | None = None
         self._esl: EslLines | None = None
 
+    def split_procedures(self) -> list[si.SplitProcedure]:
+        """Every split procedure of `.split_info`, by entry address (decoded once)."""
+        if self._split is None:
+            self._split = _decode(self.binary)
+        return self._split
+
     def procedures(self) -> list[Procedure]:
-        return procedures(self.binary)
+        return _procedures(self.binary, self.split_procedures())
+
+    def line_info(self) -> LineInfo:
+        """ESL's rows at their addresses and what went wrong (decoded once)."""
+        if self._info is None:
+            self._info = _line_info(self.binary, self.split_procedures())
+        return self._info
+
+    def line_rows(self) -> list[LineRow]:
+        """Every ESL row at its address, sorted by address (source "esl")."""
+        return self.line_info().rows
+
+    def split_procedure_at(self, address: int) -> si.SplitProcedure | None:
+        """The split procedure whose ranges or branches hold `address`, if any."""
+        for sp in self.split_procedures():
+            if sp.contains(address):
+                return sp
+        return None
+
+    def address_of(self, entry: int, offset: int) -> int | None:
+        """The one address that logical `offset` of the split procedure at `entry` maps to."""
+        for sp in self.split_procedures():
+            if sp.start == entry:
+                return sp.address_of(offset)
+        return None
 
     def _lines(self) -> EslLines:
         if self._esl is None:
-            self._esl = EslLines(self.binary)
+            self._esl = EslLines(self.line_info())
         return self._esl
 
     def has_lines(self) -> bool:
@@ -272,7 +256,7 @@ class SplitInfoSource(BaseSource):
         a damaged line section."""
         if not self.binary.has_section(si.SECTION):
             return []
-        rows = line_rows(self.binary)
+        rows = self.line_rows()
         lo = bisect.bisect_left(rows, start, key=lambda r: r.address)
         hi = bisect.bisect_left(rows, end, key=lambda r: r.address)
         return rows[lo:hi]
@@ -296,5 +280,16 @@ class SplitInfoSource(BaseSource):
                     and (file in (row.file, row.path) or row.file.endswith("/" + file))),
                    default=None)
 
+    def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
+        """§1's one address of `offset` (a piece may hold branches: the linear layout of its
+        fragments is not exact past one)."""
+        if not any(f.source == self.name for f in procedure.fragments):
+            return None
+        address = self.address_of(procedure.entry, offset)
+        return [] if address is None else [address]
+
     def logical_offset(self, address: int) -> int | None:
-        return logical_offset(self.binary, address)
+        """§1's logical offset of `address` in its split procedure (a branch: its moved
+        code's)."""
+        sp = self.split_procedure_at(address)
+        return None if sp is None else sp.logical_offset(address)

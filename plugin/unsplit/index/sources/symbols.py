@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
-from unsplit.elf.derived import PerFile
 from unsplit.index.model import (
     FRAGMENT_NAME_IN_STRTAB,
     HOT,
@@ -34,7 +33,7 @@ from unsplit.index.sources import BaseSource
 if TYPE_CHECKING:
     from unsplit.index.store import StoredParts
 
-__all__ = ["PlainFunctions", "SymbolsSource", "plain", "procedures", "split_fragment_name"]
+__all__ = ["PlainFunctions", "SymbolsSource", "split_fragment_name"]
 
 
 def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
@@ -73,24 +72,6 @@ class PlainFunctions:
             strings += f.name.encode() + b"\0"
         return cls(array("Q", (f.value for f in functions)),
                    array("Q", (f.value + f.size for f in functions)), offsets, bytes(strings))
-
-
-def procedures(binary: Binary) -> list[Procedure]:
-    """One Procedure per function that has moved fragments (and per orphaned fragment).
-
-    Functions in one piece are left to :func:`plain`: the index keeps those as compact arrays
-    and makes a Procedure only when one is asked for (a clang-size binary has 150k of them).
-    """
-    if not _has_fragment_names(binary):
-        return []
-    return _grouped(binary)[0]
-
-
-def plain(binary: Binary) -> PlainFunctions:
-    """Function symbols that have no fragment and are not fragments themselves."""
-    if not _has_fragment_names(binary):
-        return _plain_columns(binary)
-    return PlainFunctions.of(_grouped(binary)[1])
 
 
 def _has_fragment_names(binary: Binary) -> bool:
@@ -182,10 +163,6 @@ def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
     return out, alone
 
 
-# procedures() and plain() of one file share one grouping.
-_grouped = PerFile(_group)
-
-
 class SymbolsSource(BaseSource):
     """Split functions named by the splitters' conventions as a Source, and every function in
     one piece as arrays (plain); both from the persistent index's `stored` parts when given."""
@@ -195,14 +172,33 @@ class SymbolsSource(BaseSource):
     def __init__(self, binary: Binary, stored: StoredParts | None = None) -> None:
         super().__init__(binary)
         self._stored = stored
+        self._groups: tuple[list[Procedure], list[FunctionSymbol]] | None = None
 
     def procedures(self) -> list[Procedure]:
+        """One Procedure per function that has moved fragments (and per orphaned fragment).
+
+        Functions in one piece are left to :meth:`plain`: the index keeps those as compact
+        arrays and makes a Procedure only when one is asked for (a clang-size binary has 150k).
+        """
         if self._stored is not None:
             return list(self._stored.symbol_procedures)
-        return procedures(self.binary)
+        if not _has_fragment_names(self.binary):
+            return []
+        return self._grouped()[0]
 
     def plain(self) -> PlainFunctions:
-        return plain(self.binary) if self._stored is None else self._stored.plain
+        """Function symbols that have no fragment and are not fragments themselves."""
+        if self._stored is not None:
+            return self._stored.plain
+        if not _has_fragment_names(self.binary):
+            return _plain_columns(self.binary)
+        return PlainFunctions.of(self._grouped()[1])
+
+    def _grouped(self) -> tuple[list[Procedure], list[FunctionSymbol]]:
+        """procedures() and plain() share one grouping of the symbols."""
+        if self._groups is None:
+            self._groups = _group(self.binary)
+        return self._groups
 
     def problems(self) -> list[str]:
         if self._stored is not None:  # a file with problems is never stored
