@@ -11,7 +11,7 @@ in bench/realworld_cpp.py); skipping each attribute by its form finds them in 0.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from unsplit.errors import DecodeError
@@ -89,11 +89,21 @@ def declarations(data: bytes | memoryview, offset: int) -> dict[int, Declaration
     """The abbreviation table at `offset` of .debug_abbrev, with the place of every
     specification; DecodeError where it does not parse."""
     out: dict[int, Declaration] = {}
+    for decl in each_declaration(data, offset):
+        if decl.code in out:
+            raise DecodeError(_ABBREV, offset, f"abbreviation {decl.code} declared twice")
+        out[decl.code] = decl
+    return out
+
+
+def each_declaration(data: bytes | memoryview, offset: int) -> Iterator[Declaration]:
+    """The declarations of the abbreviation table at `offset`, in table order, read as they
+    are asked for (a caller after one code stops there); DecodeError where it does not parse."""
     pos, end = offset, len(data)
     while True:
         code, pos = read_uleb(data, pos, end, _ABBREV)
         if code == 0:
-            return out
+            return
         tag, pos = read_uleb(data, pos, end, _ABBREV)
         if pos >= end:
             raise DecodeError(_ABBREV, pos, "the table runs past the end of the section")
@@ -110,9 +120,7 @@ def declarations(data: bytes | memoryview, offset: int) -> dict[int, Declaration
                 pos = _skip(data, pos, _SLEB, _NO_UNIT, offset, end)
             specs.append((attribute, form))
             at.append(where)
-        if code in out:
-            raise DecodeError(_ABBREV, offset, f"abbreviation {code} declared twice")
-        out[code] = Declaration(code, tag, children, tuple(specs), tuple(at))
+        yield Declaration(code, tag, children, tuple(specs), tuple(at))
 
 
 _SITE = 1 << 24  # a plan step at or above it records a site of kind (step - _SITE)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan, dwarf_lists
 from unsplit.formats.dwarf_unit import UnitHeader, Value, die_values, read_header, uleb
-from unsplit.formats.leb128 import read_sleb, read_uleb
 
 DW_AT_low_pc, DW_AT_high_pc, DW_AT_ranges = 0x11, 0x12, 0x55
 DW_AT_addr_base, DW_AT_rnglists_base, DW_AT_GNU_addr_base = 0x73, 0x74, 0x2133
@@ -115,29 +114,7 @@ def _range_list(s: Sections, header: UnitHeader, attrs: dict[int, tuple[int, Val
 def _declaration(data: bytes, offset: int, code: int) -> die_scan.Declaration | None:
     """Declaration `code` of the abbreviation table at `offset`, read up to it only (a unit's
     first DIE has the first code, most often: a clang unit's table has hundreds)."""
-    pos, end = offset, len(data)
-    while True:
-        found, pos = read_uleb(data, pos, end, _ABBREV)
-        if found == 0:
-            return None
-        tag, pos = read_uleb(data, pos, end, _ABBREV)
-        if pos >= end:
-            raise DecodeError(_ABBREV, pos, "the table runs past the end of the section")
-        children = data[pos] != 0
-        pos += 1
-        specs, at = [], []
-        while True:
-            where = pos
-            attribute, pos = read_uleb(data, pos, end, _ABBREV)
-            form, pos = read_uleb(data, pos, end, _ABBREV)
-            if attribute == 0 and form == 0:
-                break
-            if form == die_scan.DW_FORM_implicit_const:
-                _, pos = read_sleb(data, pos, end, _ABBREV)
-            specs.append((attribute, form))
-            at.append(where)
-        if found == code:
-            return die_scan.Declaration(code, tag, children, tuple(specs), tuple(at))
+    return next((d for d in die_scan.each_declaration(data, offset) if d.code == code), None)
 
 
 _ABBREV = ".debug_abbrev"
