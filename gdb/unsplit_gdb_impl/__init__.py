@@ -145,7 +145,7 @@ def before_command(wait: bool) -> None:
         if wait:
             _plugin.debuginfo.wait()
         else:
-            _plugin.debuginfo.poll()
+            _plugin.debuginfo.poll(hook=True)
 
 
 def plugin() -> Plugin | None:

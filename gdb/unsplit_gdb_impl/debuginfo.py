@@ -33,7 +33,7 @@ from unsplit.index import prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
-from . import console
+from . import frame_hooks
 from .report import report_internal
 
 WAITING_COMMANDS = ("break", "tbreak", "until", "advance", "list", "info line", "info scope",
@@ -58,6 +58,11 @@ class DebugInfoLoader:
         self.answered: set[str] = set()  # modules given as GDB's missing-debug handler
         self.background = os.environ.get("UNSPLIT_DEBUGINFO_BACKGROUND", "1") != "0"
         self.pending: dict[str, tuple[Any, background.Writer]] = {}  # module -> being written
+        # Lines of a file loaded from a command's pre-hook, said at the next prompt or wait:
+        # the hook also runs for the plugin's own `gdb.execute(..., to_string=True)` of that
+        # command, which would swallow them.
+        self.unsaid: list[str] = []
+        self.deferring = False
 
     def missing_debug(self, objfile: Any) -> str | None:
         """GDB >= 15's question for an objfile without debug info: our file's path, or None
@@ -119,22 +124,42 @@ class DebugInfoLoader:
         self.pending[name] = (objfile, writer)
         return None
 
-    def poll(self, _: object = None) -> None:
+    def poll(self, _: object = None, hook: bool = False) -> None:
         """Load every file whose writer has finished (before a prompt, at a stop, before a
-        command of HOOKED_COMMANDS); while the program runs, the next stop does."""
+        command of HOOKED_COMMANDS: `hook`, whose lines wait for the prompt); while the program
+        runs, the next stop does."""
         try:
             if self.pending and not _running():
-                for name in [n for n, (_, w) in self.pending.items() if w.done()]:
-                    self._finish(name)
+                self.deferring = hook
+                try:
+                    for name in [n for n, (_, w) in self.pending.items() if w.done()]:
+                        self._finish(name)
+                finally:
+                    self.deferring = False
+            if not hook:
+                self.say_unsaid()
         except Exception as e:
             report_internal(e, once=True)
+
+    def _say(self, line: str) -> None:
+        if self.deferring:
+            self.unsaid.append(line)
+        else:
+            gdb.write(line)
+
+    def say_unsaid(self) -> None:
+        for line in self.unsaid:
+            gdb.write(line)
+        self.unsaid.clear()
 
     def wait(self) -> None:
         """Load every file being written, waiting for each (a command or a live process that
         needs it)."""
         try:
+            self.say_unsaid()
             for name in list(self.pending):
                 self._finish(name)
+            self.say_unsaid()
         except Exception as e:
             report_internal(e, once=True)
 
@@ -150,8 +175,8 @@ class DebugInfoLoader:
         outcome = writer.wait()
         self.outcomes[name] = outcome
         if outcome.path is None:
-            gdb.write(f"unsplit: no debug file for {os.path.basename(name)}: "
-                      f"{outcome.reason}\n")
+            self._say(f"unsplit: no debug file for {os.path.basename(name)}: "
+                               f"{outcome.reason}\n")
         elif objfile.is_valid():
             self._attach(objfile, name, outcome.path)
 
@@ -159,7 +184,7 @@ class DebugInfoLoader:
         try:
             objfile.add_separate_debug_file(path)
         except gdb.error as e:
-            gdb.write(f"unsplit: cannot load {path} for {name}: {e}\n")
+            self._say(f"unsplit: cannot load {path} for {name}: {e}\n")
             return
         # Frames GDB made before (a core loaded before the plugin, a `bt` before the file was
         # made) have no inlined frames and name the procedure with an inlined callee's line:
@@ -170,8 +195,8 @@ class DebugInfoLoader:
     def _announce(self, name: str, path: str) -> None:
         if name not in self.announced:
             self.announced.add(name)
-            gdb.write(f"unsplit: debug info for split module {os.path.basename(name)} "
-                      f"({path})\n")
+            self._say(f"unsplit: debug info for split module {os.path.basename(name)} "
+                               f"({path})\n")
 
     def set_enabled(self, flag: bool | None) -> str:
         if flag is not None:
@@ -209,25 +234,12 @@ def install_hooks() -> list[str]:
     """Define a pre-hook on each command of HOOKED_COMMANDS that has none of the user's;
     return one warning per command left without (it may then answer before the file is
     loaded)."""
-    warnings = []
-    for command in HOOKED_COMMANDS:
+    def pre_hook(command: str) -> str:
         prefix, _, last = command.rpartition(" ")
-        name = f"{prefix} hook-{last}".lstrip()
-        call = HOOK_CALL.format(wait=command in WAITING_COMMANDS)
-        try:
-            current: str | None = console.execute(f"show user {name}")
-        except gdb.error:  # no hook yet
-            current = None
-        if current is not None and HOOK_CALL.split("(")[0] not in current:
-            warnings.append(f"unsplit: `{name}` is yours, so `{command}` may answer before a "
-                            "debug file being written is loaded")
-            continue
-        try:
-            gdb.execute(f"define {name}\n{call}\nend")
-        except gdb.error as e:
-            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` may answer "
-                            "before a debug file being written is loaded")
-    return warnings
+        return f"{prefix} hook-{last}".lstrip()
+    return frame_hooks.define_hooks(
+        ((c, pre_hook(c), HOOK_CALL.format(wait=c in WAITING_COMMANDS)) for c in HOOKED_COMMANDS),
+        HOOK_CALL.split("(")[0], "may answer before a debug file being written is loaded")
 
 
 def register_missing_debug_handler(loader: DebugInfoLoader) -> bool:

@@ -13,6 +13,8 @@ that then keep GDB's own line only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import gdb  # type: ignore[import-not-found, unused-ignore]
 
 from . import console
@@ -40,17 +42,22 @@ def _definition(name: str) -> str | None:
 def install() -> list[str]:
     """Define our post-hook on each command of COMMANDS that has none of the user's; return one
     warning per command left with GDB's own line (the user's hook, or GDB refused ours)."""
+    return define_hooks(((c, hook_name(c), CALL) for c in COMMANDS), CALL,
+                        "shows GDB's own line only")
+
+
+def define_hooks(hooks: Iterable[tuple[str, str, str]], marker: str, otherwise: str
+                 ) -> list[str]:
+    """Define each (command, hook, call) of `hooks` whose hook is unset or ours (its text holds
+    `marker`); one warning per hook the user owns or GDB refused, saying the command `otherwise`."""
     warnings = []
-    for command in COMMANDS:
-        name = hook_name(command)
+    for command, name, call in hooks:
         current = _definition(name)
-        if current is not None and CALL not in current:
-            warnings.append(f"unsplit: `{name}` is yours, so `{command}` shows GDB's own "
-                            "line only")
+        if current is not None and marker not in current:
+            warnings.append(f"unsplit: `{name}` is yours, so `{command}` {otherwise}")
             continue
         try:
-            gdb.execute(f"define {name}\n{CALL}\nend")
+            gdb.execute(f"define {name}\n{call}\nend")
         except gdb.error as e:
-            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` shows "
-                            "GDB's own line only")
+            warnings.append(f"unsplit: cannot define `{name}` ({e}), so `{command}` {otherwise}")
     return warnings

@@ -92,15 +92,13 @@ ADAPTER_STATE = {
     ("unsplit_lldb_impl/stepping.py", "_tokens"),
     ("unsplit_lldb_impl/stepping.py", "_imported"),
     # Caches of what a debugger gives (warn-once lines, SBFormat objects, decoded
-    # instructions by process, section tables by file): the frame-naming rewrite moves the
-    # naming ones into the core's FrameNamer.
+    # instructions by process, section tables by file).
     ("unsplit_gdb_impl/report.py", "_said"),
     ("unsplit_gdb_impl/host.py", "_SECTION_CACHE"),
     ("unsplit_gdb_impl/stepping.py", "_decoded"),
     ("unsplit_gdb_impl/breakpoints.py", "_NAME_COUNTS"),
     ("unsplit_gdb_impl/breakpoints.py", "_BY_ADDRESS"),
     ("unsplit_lldb_impl/naming.py", "_formats"),
-    ("unsplit_lldb_impl/naming.py", "_checked"),
     ("unsplit_lldb_impl/stepping.py", "_decoded_cache"),
     ("unsplit_lldb_impl/cfi_symbols.py", "_DONE"),
 }
