@@ -11,6 +11,7 @@ a function in several ranges; GDB searches a separate debug file's FDEs before i
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
@@ -44,15 +45,19 @@ def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
     if not fragments:
         return None
     table = table_for(binary)
-    starts = sorted(a for _, a in table.fde_starts())
+    starts = array("Q", sorted(a for _, a in table.fde_starts()))
     section = DebugFrame(RIP)
     summary = FrameSummary()
     copier = _Copier(table, section)
+    first = table.sections[0] if table.sections else None
     for frag_start, frag_end in fragments:
-        whole = _whole(table, starts, frag_start, frag_end, copier)
+        whole = _only(first, starts, frag_start, frag_end, copier)
+        if whole is None:
+            whole = _whole(table, starts, frag_start, frag_end, copier)
         if whole is not None:
             section.add_instructions(frag_start, whole[0], whole[2], whole[1])
-            summary.uncovered += _bare(binary, [(whole[0], frag_end)])
+            if whole[0] < frag_end:
+                summary.uncovered += _bare(binary, [(whole[0], frag_end)])
             continue
         pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
@@ -178,6 +183,30 @@ _OPERANDS: dict[int, str] = {
     0x09: "ll", 0x0A: "", 0x0B: "", 0x0C: "ll", 0x0D: "l", 0x0E: "l", 0x0F: "b", 0x10: "lb",
     0x11: "ll", 0x12: "ll", 0x13: "l", 0x14: "ll", 0x15: "ll", 0x16: "lb",
 }
+
+
+def _only(cfi: CfiSection | None, starts: array[int], frag_start: int, frag_end: int,
+          copier: _Copier) -> tuple[int, int, bytes] | None:
+    """_whole's answer where it is plain (BOLT's own fragments, nearly all): `cfi`, the
+    table's first section, lists one FDE at the fragment's start, which covers it, ends
+    within it and no FDE starts inside. None: not that case (_whole decides)."""
+    if cfi is None:
+        return None
+    listed = cfi.starts
+    j = bisect_right(listed, frag_start)
+    if j == 0 or listed[j - 1] != frag_start or (j > 1 and listed[j - 2] == frag_start):
+        return None
+    head = cfi.reader.fde_head(cfi.offsets[j - 1])
+    if head is None or head[2] != frag_start or not 0 < head[3] <= frag_end - frag_start:
+        return None
+    i = bisect_right(starts, frag_start)
+    if i < len(starts) and starts[i] < frag_end:
+        return None
+    cie = copier.cie(cfi.name, cfi, head[0])
+    instructions = cfi.data[head[4]:head[5]]
+    if cie is None or not copier.body(instructions):
+        return None
+    return frag_start + head[3], cie, instructions
 
 
 def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, copier: _Copier

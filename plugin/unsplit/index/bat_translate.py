@@ -118,6 +118,7 @@ class BatIndex:
         self._names: dict[int, str] = {}
         self._procedures: dict[str, int] | None = None
         self._homonyms: dict[str, list[int]] = {}  # a name's main fragments after the first
+        self._columns: FragmentColumns | None = None  # all_fragments, made once
         # The last address translated and its answer: a location asks twice (its offset, then
         # BAT's facts), and so does a line question's inserted-jump check.
         self._last: tuple[int, Translation | None] | None = None
@@ -177,15 +178,18 @@ class BatIndex:
         return info
 
     def all_fragments(self) -> FragmentColumns:
-        """Every fragment as :meth:`fragment` describes it, in address order, made in one pass
-        over the table and the sorted symbols (what a whole-module debug file needs: 218k
-        fragments of a BOLTed libLLVM without an object or a search each)."""
+        """Every fragment as :meth:`fragment` describes it, in address order, made once in a
+        pass over the table and one over the sorted symbols (what a whole-module debug file
+        needs: 218k fragments of a BOLTed libLLVM without an object or a search each)."""
+        if self._columns is None:
+            self._columns = self._all_fragments()
+        return self._columns
+
+    def _all_fragments(self) -> FragmentColumns:
         table, symbols = self.table, self._symbols
         starts, parents = table.starts(), table.parents()
         runs = symbols.runs()
-        ends = array("Q", bytes(8 * len(starts)))
-        kinds: list[str | None] = []
-        names: list[str | None] = []
+        n = len(starts)
         procedures: dict[int, str] = {}
         none: list[_Sym] = []
         for addr, parent in zip(starts, parents, strict=True):
@@ -193,21 +197,23 @@ class BatIndex:
                 found = runs.get(addr)
                 procedures[addr] = self._names.get(addr) or _procedure_name(
                     none if found is None else symbols.made(found), addr)
-        sections = self.binary.text_address_ranges()
-        r, last = 0, len(starts) - 1
-        for k, addr in enumerate(starts):
-            following = starts[k + 1] if k < last else None
-            found = runs.get(addr)
-            if found is None:  # no symbol there (a stripped library: most fragments)
-                kinds.append(HOT if parents[k] == addr else None)
-                names.append(None)
-                while r < len(sections) and sections[r][1] <= addr:
-                    r += 1
-                inside = r < len(sections) and sections[r][0] <= addr
-                if following is not None and inside and following <= sections[r][1]:
-                    ends[k] = following
-                else:
-                    ends[k] = _limit(self.binary, table, addr, following)
+        # Without a sized symbol a fragment runs to the next one's start, or its section's end
+        # when that comes first (_limit): the next start for all but the last of a section.
+        ends = array("Q", starts[1:])
+        ends.append(0)
+        last = {n - 1} if n else set()
+        for lo, hi in self.binary.text_address_ranges():
+            k = bisect_left(starts, hi) - 1
+            if k >= 0 and starts[k] >= lo:
+                last.add(k)
+        for k in last:
+            ends[k] = _limit(self.binary, table, starts[k], starts[k + 1] if k + 1 < n else None)
+        kinds: list[str | None] = [HOT if p == a else None
+                                   for a, p in zip(starts, parents, strict=True)]
+        names: list[str | None] = [None] * n
+        for addr, found in runs.items():
+            k = bisect_left(starts, addr)
+            if k == n or starts[k] != addr:
                 continue
             syms, parent = symbols.made(found), parents[k]
             proc = procedures[parent]
@@ -218,9 +224,10 @@ class BatIndex:
             size = symbol.size if symbol is not None and symbol.size else 0
             if size and not _in_code(self.binary, addr, addr + size):
                 size = 0  # a damaged size (past the section's end): BAT's own limit, as above
-            ends[k] = addr + size if size else _limit(self.binary, table, addr, following)
-            kinds.append(kind)
-            names.append(None if symbol is None else symbol.name)
+            if size:
+                ends[k] = addr + size
+            kinds[k] = kind
+            names[k] = None if symbol is None else symbol.name
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     # -- output -> input ---------------------------------------------------------------------
