@@ -38,6 +38,23 @@ def padding(code: bytes, machine: int) -> bool:
     return _X86_PADDING.fullmatch(code) is not None
 
 
+def padding_end(code: bytes, machine: int) -> int:
+    """How many bytes at the start of `code` are padding (as padding() takes it): where the
+    code after a function's last instruction and its alignment starts again."""
+    if machine == EM_X86_64:
+        found = _X86_PADDING.match(code)
+        return 0 if found is None else found.end()
+    pos, step = 0, 4 if machine == EM_AARCH64 else 1
+    while pos < len(code):
+        if code[pos] == 0:
+            pos += 1
+        elif machine == EM_AARCH64 and code[pos:pos + 4] == _AARCH64_NOP:
+            pos += step
+        else:
+            break
+    return pos
+
+
 # What padding() takes on x86-64, as one expression (a stripped library's 142k gaps in a
 # fraction of _x86_nop's loop): zero, int3, or up to 14 66/2E prefixes and 90 or 0F 1F /0
 # with the ModRM forms _x86_nop reads (SIB after rm=4, disp8 after mod 1, disp32 after mod

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.cfi_table import table_for
 from unsplit.elf.derived import PerFile
-from unsplit.formats import bat, bat_scan
+from unsplit.formats import bat, bat_scan, nops
 from unsplit.index.model import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
@@ -207,7 +208,9 @@ class BatIndex:
             if k >= 0 and starts[k] >= lo:
                 last.add(k)
         for k in last:
-            ends[k] = _limit(self.binary, table, starts[k], starts[k + 1] if k + 1 < n else None)
+            following = starts[k + 1] if k + 1 < n else None
+            ends[k] = _unbounded_limit(self.binary, table, starts[k], following)
+        sized = bytearray(n)  # 1: the fragment's end is its symbol's size
         kinds: list[str | None] = [HOT if p == a else None
                                    for a, p in zip(starts, parents, strict=True)]
         names: list[str | None] = [None] * n
@@ -225,9 +228,14 @@ class BatIndex:
             if size and not _in_code(self.binary, addr, addr + size):
                 size = 0  # a damaged size (past the section's end): BAT's own limit, as above
             if size:
-                ends[k] = addr + size
+                ends[k], sized[k] = addr + size, 1
             kinds[k] = kind
             names[k] = None if symbol is None else symbol.name
+        unsized = [k for k in range(n) if not sized[k]]
+        cfi = table_for(self.binary).fde_ends_at([starts[k] for k in unsized])
+        for k, fde_end in zip(unsized, cfi, strict=True):
+            if fde_end is not None and starts[k] < fde_end < ends[k]:
+                ends[k] = _past_padding(self.binary, fde_end, ends[k])
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     # -- output -> input ---------------------------------------------------------------------
@@ -568,8 +576,27 @@ _UNSET = -1
 
 def _limit(binary: Binary, table: bat.BatTable, addr: int,
            following: int | None = _UNSET) -> int:
-    """Fallback end of a fragment without a sized symbol: the next fragment (``following``,
-    looked up when not given) or section end."""
+    """Fallback end of a fragment without a sized symbol: the end of the FDE that starts
+    there and the padding after it, else the next fragment (``following``, looked up when not
+    given) or section end, whichever comes first. Past that the code is another function's,
+    one without a BAT entry (a stripped library's hand-written assembly, crt1's helpers): the
+    next fragment's start alone would take it in."""
+    end = _unbounded_limit(binary, table, addr, following)
+    fde_end = table_for(binary).fde_ends_at([addr])[0]
+    if fde_end is None or not addr < fde_end < end:
+        return end
+    return _past_padding(binary, fde_end, end)
+
+
+def _past_padding(binary: Binary, address: int, limit: int) -> int:
+    """`address`, past the padding that follows it (up to `limit`): the linker's alignment
+    after a function is its symbol's (perf2bolt, the symbolizers), the next code is not."""
+    return address + nops.padding_end(binary.code_bytes(address, limit - address),
+                                      binary.machine)
+
+
+def _unbounded_limit(binary: Binary, table: bat.BatTable, addr: int,
+                     following: int | None) -> int:
     if following == _UNSET:
         following = table.next_start(addr)
     end = addr if following is None else following
