@@ -11,8 +11,10 @@ a function in several ranges; GDB searches a separate debug file's FDEs before i
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
@@ -25,6 +27,8 @@ from unsplit.formats.eh_frame import FrameDescription, Row, initial_state
 from unsplit.formats.leb128 import read_uleb, skip_leb
 from unsplit.index.module_index import ModuleIndex
 
+Spans = tuple[str, str | None, list[tuple[int, int]]]  # one of ModuleIndex.procedure_spans()
+
 
 @dataclass
 class FrameSummary:
@@ -35,13 +39,15 @@ class FrameSummary:
     problems: list[str] = field(default_factory=list)  # FDEs that do not decode
 
 
-def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
+def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
+                ) -> tuple[bytes, FrameSummary] | None:
     """The section for the module `index` describes; None when it has no split procedure,
-    is not x86-64 (the CFI reader's registers) or no FDE covers its fragments."""
+    is not x86-64 (the CFI reader's registers) or no FDE covers its fragments. `procedures`:
+    index.procedure_spans() when the caller already has them."""
     binary = index.binary
     if binary.elf["e_machine"] != "EM_X86_64":
         return None
-    fragments = split_fragments(index)
+    fragments = split_fragments(index, procedures)
     if not fragments:
         return None
     table = table_for(binary)
@@ -77,12 +83,13 @@ def _bare(binary: Binary, gaps: list[tuple[int, int]]) -> bool:
                for start, end in gaps)
 
 
-def split_fragments(index: ModuleIndex) -> list[tuple[int, int]]:
+def split_fragments(index: ModuleIndex, procedures: Iterable[Spans] | None = None
+                    ) -> list[tuple[int, int]]:
     """[start, end) of every fragment of each procedure in more than one, in address order: a
     debugger's function is all of them (DWARF ranges), and takes its plan from each. From
     the index's spans, without a Procedure per function (a BOLTed libLLVM has 89k split)."""
     seen: set[tuple[int, int]] = set()
-    for _, _, spans in index.procedure_spans():
+    for _, _, spans in index.procedure_spans() if procedures is None else procedures:
         if len(spans) > 1:
             seen.update(s for s in spans if s[0] < s[1])
     return sorted(seen)
@@ -136,6 +143,8 @@ def copyable(code: bytes) -> bool:
     """Whether `code` is whole DWARF call frame instructions, each a standard one whose
     meaning is the same in `.debug_frame` (DWARF 5 §6.4.2), restore_state never without a
     remembered state."""
+    if _PLAIN.fullmatch(code) is not None and b"\x0b" not in code:
+        return True  # whole instructions without a block, and no restore_state
     try:
         return _copyable(code)
     except DecodeError:  # a LEB128 that runs off the end: not whole instructions
@@ -174,6 +183,17 @@ def _copyable(code: bytes) -> bool:
 
 
 _SECTION = ".eh_frame"  # where the instructions copyable reads come from
+
+# _OPERANDS' instructions but those with a block (def_cfa_expression, expression,
+# val_expression), as one expression: most FDEs' instructions (46k distinct bodies of a BOLTed
+# libLLVM) are read by it in C; any other is read by _copyable. Each instruction is known by
+# its first byte, so a failed match backtracks little. Not possessive (`*+`): Python 3.11.2's
+# possessive repetition of a group matches b"\x05" alone against (?:\x05[\x00-\x7f]...)*+.
+_LEB = rb"[\x80-\xff]*[\x00-\x7f]"
+_PLAIN = re.compile(
+    rb"(?:[\x40-\x7f\xc0-\xff\x00\x0a\x0b]|[\x80-\xbf]" + _LEB + rb"|\x02.|\x03..|\x04...."
+    rb"|[\x05\x09\x0c\x11\x12\x14\x15]" + _LEB + _LEB
+    + rb"|[\x06\x07\x08\x0d\x0e\x13]" + _LEB + rb")*", re.DOTALL)
 
 # Operands of the standard opcodes below 0x40 (DWARF 5 §7.24): "l" a LEB128, "b" a ULEB length
 # and a block, a digit that many bytes. set_loc (its pointer's encoding is the source's) and
