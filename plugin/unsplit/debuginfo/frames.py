@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
-from unsplit.elf.binary import Binary
+from unsplit.elf.binary import CodeWindow
 from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
 from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats import nops
@@ -56,6 +56,7 @@ def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
     summary = FrameSummary()
     copier = _Copier(table, section)
     first = table.sections[0] if table.sections else None
+    code, machine = binary.code_window(), binary.machine
     for frag_start, frag_end in fragments:
         whole = _only(first, starts, frag_start, frag_end, copier)
         if whole is None:
@@ -63,24 +64,28 @@ def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
         if whole is not None:
             section.add_instructions(frag_start, whole[0], whole[2], whole[1])
             if whole[0] < frag_end:
-                summary.uncovered += _bare(binary, [(whole[0], frag_end)])
+                summary.uncovered += _bare(code, machine, [(whole[0], frag_end)])
             continue
         pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
             section.add(start, end, rows)
         bounds = [frag_start, *(b for p in pieces for b in p[:2]), frag_end]
-        summary.uncovered += _bare(binary, list(zip(bounds[0::2], bounds[1::2], strict=True)))
+        summary.uncovered += _bare(code, machine,
+                                   list(zip(bounds[0::2], bounds[1::2], strict=True)))
     summary.fdes = section.fdes
     return (bytes(section.data), summary) if section.fdes else None
 
 
-def _bare(binary: Binary, gaps: list[tuple[int, int]]) -> bool:
+def _bare(code: CodeWindow, machine: int, gaps: list[tuple[int, int]]) -> bool:
     """Whether some of the [start, end) runs no FDE covers is code, not padding: a fragment
-    whose extent the index takes up to the next one's start (no sized symbol: a stripped
-    library's BAT fragments) has its function's padding after its FDE's end."""
-    return any(start < end and not nops.padding(binary.code_bytes(start, end - start),
-                                                binary.machine)
-               for start, end in gaps)
+    whose extent the index takes past its FDE (no sized symbol: a stripped library's BAT
+    fragments) has its function's padding after its FDE's end."""
+    for start, end in gaps:
+        if start < end:
+            data, pos, endpos = code.at(start, end - start)
+            if nops.padding_end(data, machine, pos, endpos) != endpos:
+                return True
+    return False
 
 
 def split_fragments(index: ModuleIndex, procedures: Iterable[Spans] | None = None

@@ -465,6 +465,10 @@ class Binary:
         start, end, offset = self._code_sections[i]
         return self.read_at(offset + address - start, min(size, end - address))
 
+    def code_window(self) -> CodeWindow:
+        """A reader of code at ascending addresses, a window of the file at a time."""
+        return CodeWindow(self)
+
     @cached_property
     def _code_sections(self) -> list[tuple[int, int, int]]:
         """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""
@@ -493,6 +497,26 @@ class Binary:
             if sec.flags & 0x2 and sec.flags & 0x4 and sec.type != _SHT_NOBITS:  # ALLOC, EXEC
                 out.append((sec.addr, sec.addr + sec.size))
         return sorted(out)
+
+
+class CodeWindow:
+    """Code read a window at a time, for questions about many short runs in address order
+    (the padding after 142k fragments of a stripped library): one read per window, not one
+    per run, and the window's bytes matched in place (`bytes, start, end`)."""
+
+    WINDOW = 1 << 20
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self.data, self.start, self.end = b"", 0, 0
+
+    def at(self, address: int, size: int) -> tuple[bytes, int, int]:
+        """`data, pos, endpos`: data[pos:endpos] are Binary.code_bytes(address, size)."""
+        if not (self.start <= address and address + size <= self.end):
+            self.data = self.binary.code_bytes(address, max(size, self.WINDOW))
+            self.start, self.end = address, address + len(self.data)
+        pos = address - self.start
+        return self.data, pos, min(pos + size, len(self.data))
 
 
 def _raw_header_fields(h: Any) -> tuple[int, ...]:

@@ -38,17 +38,18 @@ def padding(code: bytes, machine: int) -> bool:
     return _X86_PADDING.fullmatch(code) is not None
 
 
-def padding_end(code: bytes, machine: int) -> int:
-    """How many bytes at the start of `code` are padding (as padding() takes it): where the
-    code after a function's last instruction and its alignment starts again."""
+def padding_end(code: bytes, machine: int, pos: int = 0, endpos: int | None = None) -> int:
+    """Where the padding (as padding() takes it) that starts at `pos` of `code` ends, by
+    `endpos`: where the code after a function's last instruction and its alignment starts."""
+    end = len(code) if endpos is None else endpos
     if machine == EM_X86_64:
-        found = _X86_PADDING.match(code)
-        return 0 if found is None else found.end()
-    pos, step = 0, 4 if machine == EM_AARCH64 else 1
-    while pos < len(code):
+        found = _X86_PADDING.match(code, pos, end)
+        return pos if found is None else found.end()
+    step = 4 if machine == EM_AARCH64 else 1
+    while pos < end:
         if code[pos] == 0:
             pos += 1
-        elif machine == EM_AARCH64 and code[pos:pos + 4] == _AARCH64_NOP:
+        elif machine == EM_AARCH64 and pos + 4 <= end and code[pos:pos + 4] == _AARCH64_NOP:
             pos += step
         else:
             break

@@ -192,12 +192,15 @@ class BatIndex:
         runs = symbols.runs()
         n = len(starts)
         procedures: dict[int, str] = {}
-        none: list[_Sym] = []
+        made: dict[int, list[_Sym]] = {}  # the symbols at each main fragment, read once
         for addr, parent in zip(starts, parents, strict=True):
             if parent == addr:
                 found = runs.get(addr)
-                procedures[addr] = self._names.get(addr) or _procedure_name(
-                    none if found is None else symbols.made(found), addr)
+                if found is None:
+                    procedures[addr] = self._names.get(addr) or f"{addr:#x}"
+                    continue
+                syms = made[addr] = symbols.made(found)
+                procedures[addr] = self._names.get(addr) or _procedure_name(syms, addr)
         # Without a sized symbol a fragment runs to the next one's start, or its section's end
         # when that comes first (_limit): the next start for all but the last of a section.
         ends = array("Q", starts[1:])
@@ -218,7 +221,8 @@ class BatIndex:
             k = bisect_left(starts, addr)
             if k == n or starts[k] != addr:
                 continue
-            syms, parent = symbols.made(found), parents[k]
+            parent = parents[k]
+            syms = made.pop(addr) if addr in made else symbols.made(found)
             proc = procedures[parent]
             if parent == addr:
                 kind, symbol = HOT, next((s for s in syms if s.name == proc), None)
@@ -233,9 +237,11 @@ class BatIndex:
             names[k] = None if symbol is None else symbol.name
         unsized = [k for k in range(n) if not sized[k]]
         cfi = table_for(self.binary).fde_ends_at([starts[k] for k in unsized])
+        code, machine = self.binary.code_window(), self.binary.machine
         for k, fde_end in zip(unsized, cfi, strict=True):
-            if fde_end is not None and starts[k] < fde_end < ends[k]:
-                ends[k] = _past_padding(self.binary, fde_end, ends[k])
+            if fde_end is not None and starts[k] < fde_end < ends[k]:  # _limit's rule
+                data, pos, end = code.at(fde_end, ends[k] - fde_end)
+                ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     # -- output -> input ---------------------------------------------------------------------
@@ -533,6 +539,8 @@ def _procedure_name(syms: list[_Sym], address: int) -> str:
     (``.icf.0``) and fragment-looking names are the last choice."""
     if not syms:
         return f"{address:#x}"
+    if len(syms) == 1:
+        return syms[0].name
 
     def rank(s: _Sym) -> tuple[int, int, int, int, str]:
         return (

@@ -93,23 +93,24 @@ class BatProcedures:
         frags = self.index.all_fragments()
         starts, ends, kinds, symbols = frags.starts, frags.ends, frags.kinds, frags.symbols
         parents, placed = frags.parents, self.placed
-        at: dict[int, int] = {}
         split: dict[int, list[int]] = {}  # a main fragment's split ones, by address
         for k, (start, parent) in enumerate(zip(starts, parents, strict=True)):
-            at[start] = k
             if start != parent:
                 split.setdefault(parent, []).append(k)
         for hot in self.index.table.hot:
             if hot in placed:
                 continue
-            k = at[hot] if hot in at else bisect_left(starts, hot)
-            siblings = split.get(hot, [])
+            k = bisect_left(starts, hot)
+            siblings = split.get(hot)
+            if siblings is None:
+                yield frags.procedures[hot], symbols[k], [(hot, ends[k])]
+                continue
             children = [c for c in siblings if starts[c] not in placed] if placed else siblings
             if len(children) > 1 and any(kinds[c] is not None for c in children):
                 children = sorted(children, key=lambda c: _order(
                     kinds[c] or f"cold.{siblings.index(c)}", starts[c]))
             yield (frags.procedures[hot], symbols[k],
-                   [(hot, ends[k]), *((starts[c], ends[c]) for c in children)])
+                   [(hot, ends[k]), *[(starts[c], ends[c]) for c in children]])
 
     def places(self, start: int) -> bool:
         """Whether one of BAT's procedures has a fragment starting at ``start``: a later
