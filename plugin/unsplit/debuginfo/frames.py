@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
@@ -234,7 +234,7 @@ def _only(cfi: CfiSection | None, starts: array[int], frag_start: int, frag_end:
     return frag_start + head[3], cie, instructions
 
 
-def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, copier: _Copier
+def _whole(table: CfiTable, starts: Sequence[int], frag_start: int, frag_end: int, copier: _Copier
            ) -> tuple[int, int, bytes] | None:
     """(end, CIE, instructions) of the fragment's one FDE, copied, when the unwinder takes a
     single FDE for all of it: the one at its start, ending within it, no other FDE starting
@@ -262,7 +262,7 @@ def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, c
     return head[3], cie, instructions
 
 
-def _pieces(table: CfiTable, starts: list[int], frag_start: int, frag_end: int,
+def _pieces(table: CfiTable, starts: Sequence[int], frag_start: int, frag_end: int,
             summary: FrameSummary) -> list[tuple[int, int, list[Row]]]:
     """[start, end) runs of `frag` with their rows: one run unless some code of it has no
     usable FDE (a gap ends a run)."""

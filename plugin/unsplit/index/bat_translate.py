@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -243,6 +243,27 @@ class BatIndex:
                 data, pos, end = code.at(fde_end, ends[k] - fde_end)
                 ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
+
+    def split_procedures(self) -> Iterator[tuple[int, list[FragmentInfo]]]:
+        """Each split input function's main fragment and its fragments as :meth:`fragments_at`
+        gives them, by main fragment address, from :meth:`all_fragments`' columns (89k split
+        functions of a BOLTed libLLVM without a look-up per fragment)."""
+        cols = self.all_fragments()
+        starts, ends, kinds, symbols = cols.starts, cols.ends, cols.kinds, cols.symbols
+        split: dict[int, list[int]] = {}
+        for k, (start, parent) in enumerate(zip(starts, cols.parents, strict=True)):
+            if start != parent:
+                split.setdefault(parent, []).append(k)
+        for parent in sorted(split):
+            h = bisect_left(starts, parent)
+            if h == len(starts) or starts[h] != parent:
+                yield parent, []
+                continue
+            proc = cols.procedures[parent]
+            infos = [FragmentInfo(proc, HOT, parent, ends[h], symbols[h], parent)]
+            infos += [FragmentInfo(proc, kinds[k] or f"cold.{i}", starts[k], ends[k], symbols[k],
+                                   parent) for i, k in enumerate(split[parent])]
+            yield parent, infos
 
     # -- output -> input ---------------------------------------------------------------------
 

@@ -87,3 +87,19 @@ def test_no_stripped_fragment_runs_into_another_function(stripped: tuple[Path, P
         for start, end in zip(columns.starts, columns.ends, strict=True):
             after = [a for a in functions if a > start]
             assert not after or end <= after[0], f"{start:#x}..{end:#x} runs past {after[0]:#x}"
+
+
+@pytest.mark.parametrize("variant", ["bolt-nonreloc", "bolt-random2", "bolt-cdsplit"])
+def test_columns_describe_fragments_as_one_lookup_does(
+        zoo: dict[str, Any], stripped: tuple[Path, Path], variant: str) -> None:
+    """The whole-module columns (debug file, moved_fragments) and the one-fragment look-up (a
+    frame) give each fragment the same name, symbol and extent: with symbols and stripped."""
+    for path in (ROOT / facts(zoo, variant, "crash")["binary"], stripped[1]):
+        with closing(Binary(str(path))) as binary:
+            index = bat_translate.load(binary)
+            assert index is not None
+            whole = dict(index.split_procedures())
+            assert whole
+            for parent, infos in whole.items():
+                assert sorted(infos, key=lambda f: f.start) == sorted(
+                    index.fragments_at(parent, keep=False), key=lambda f: f.start)

@@ -149,17 +149,13 @@ class BatProcedures:
     def moved_fragments(self) -> list[Fragment]:
         """Every fragment that is not its procedure's entry (for unwinders), made without
         keeping a Procedure per function."""
-        table = self.index.table
         out: list[Fragment] = []
-        done: set[int] = set()
-        for parent in table.split_parents():
-            if parent in done or parent in self.placed:
+        for parent, infos in self.index.split_procedures():
+            if parent in self.placed:
                 continue
-            done.add(parent)
             proc = self._made.get(parent)
             frags = proc.fragments if proc is not None else _fragments(
-                sorted(self.index.fragments_at(parent, keep=False),
-                       key=lambda f: _order(f.name, f.start)))
+                sorted(infos, key=lambda f: _order(f.name, f.start)))
             out.extend(f for f in frags[1:] if f.start not in self.placed)
         return out
 
