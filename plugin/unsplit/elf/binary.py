@@ -183,6 +183,8 @@ class Binary:
             self._stream: IO[bytes] = open(path, "rb")  # closed by close()
         except OSError as e:
             raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+        st = os.fstat(self._stream.fileno())
+        self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
         try:
             self._raw = _read_raw_elf(self._stream)
         except OSError as e:
@@ -204,8 +206,6 @@ class Binary:
         self._symbol_columns: dict[str, SymbolColumns] = {}
         # What other layers work out from this file (unsplit.elf.derived.PerFile keys).
         self.derived: dict[object, object] = {}
-        st = os.fstat(self._stream.fileno())
-        self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
     def close(self) -> None:
         self._stream.close()
@@ -356,7 +356,8 @@ class Binary:
         """``size`` bytes of the file from ``offset`` (fewer at its end). One pread, not a
         seek and a buffered read: that fills an 8 KB buffer for each small read (a stripped
         library's fragments have 142k padding runs to look at)."""
-        return os.pread(self._stream.fileno(), size, offset) if size > 0 else b""
+        size = min(size, self.identity[1] - offset)  # a damaged size: no huge buffer
+        return os.pread(self._stream.fileno(), size, offset) if size > 0 and offset >= 0 else b""
 
     def symbol_entries(self, table: str = ".symtab") -> list[SymbolEntry]:
         """The function, untyped and file symbols of `table` (.symtab or .dynsym), in table
