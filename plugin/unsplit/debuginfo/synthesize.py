@@ -201,6 +201,8 @@ def _disjoint(procedures: Iterable[ProcedureSpans]
     starts, ends, owners = array("Q"), array("Q"), array("L")
     for name, symbol, fragments in procedures:
         spans = [(s, e) for s, e in fragments if e > s]
+        if len(spans) == len(fragments):
+            spans = fragments  # the caller's list kept, not a copy of it (129k in libLLVM)
         if spans:
             i = len(candidates)
             candidates.append((name, symbol, spans, len(fragments) > 1))
