@@ -18,6 +18,7 @@ Two probes:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def missing_for_naming(lldb: Any) -> list[str]:
     return missing
 
 
-def split_function(module: lldb.SBModule, procedures: list[str]) -> tuple[str, bool] | None:
+def split_function(module: lldb.SBModule, procedures: Iterable[str]
+                   ) -> tuple[str, bool] | None:
     """The first of `procedures` (those with moved fragments) that `module`'s DWARF gives
     several ranges, and whether LLDB unwinds it as those ranges (True) or as one span (False);
     None when there is no such function."""

@@ -11,11 +11,14 @@ a function in several ranges; GDB searches a separate debug file's FDEs before i
 
 from __future__ import annotations
 
+import re
+from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
-from unsplit.elf.binary import Binary
+from unsplit.elf.binary import CodeWindow
 from unsplit.elf.cfi_table import CfiSection, CfiTable, table_for
 from unsplit.errors import DecodeError, UnsplitError
 from unsplit.formats import nops
@@ -25,6 +28,7 @@ from unsplit.formats.leb128 import read_uleb, skip_leb
 from unsplit.index.module_index import ModuleIndex
 
 _EM_X86_64 = 62  # e_machine: the CFI reader's registers are x86-64's
+Spans = tuple[str, str | None, list[tuple[int, int]]]  # one of ModuleIndex.procedure_spans()
 
 
 @dataclass
@@ -36,50 +40,62 @@ class FrameSummary:
     problems: list[str] = field(default_factory=list)  # FDEs that do not decode
 
 
-def debug_frame(index: ModuleIndex) -> tuple[bytes, FrameSummary] | None:
+def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
+                ) -> tuple[bytes, FrameSummary] | None:
     """The section for the module `index` describes; None when it has no split procedure,
-    is not x86-64 (the CFI reader's registers) or no FDE covers its fragments."""
+    is not x86-64 (the CFI reader's registers) or no FDE covers its fragments. `procedures`:
+    index.procedure_spans() when the caller already has them."""
     binary = index.binary
     if binary.machine != _EM_X86_64:
         return None
-    fragments = split_fragments(index)
+    fragments = split_fragments(index, procedures)
     if not fragments:
         return None
     table = table_for(binary)
-    starts = sorted(a for _, a in table.fde_starts())
+    starts = array("Q", sorted(a for _, a in table.fde_starts()))
     section = DebugFrame(RIP)
     summary = FrameSummary()
     copier = _Copier(table, section)
+    first = table.sections[0] if table.sections else None
+    code, machine = binary.code_window(), binary.machine
     for frag_start, frag_end in fragments:
-        whole = _whole(table, starts, frag_start, frag_end, copier)
+        whole = _only(first, starts, frag_start, frag_end, copier)
+        if whole is None:
+            whole = _whole(table, starts, frag_start, frag_end, copier)
         if whole is not None:
             section.add_instructions(frag_start, whole[0], whole[2], whole[1])
-            summary.uncovered += _bare(binary, [(whole[0], frag_end)])
+            if whole[0] < frag_end:
+                summary.uncovered += _bare(code, machine, [(whole[0], frag_end)])
             continue
         pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
             section.add(start, end, rows)
         bounds = [frag_start, *(b for p in pieces for b in p[:2]), frag_end]
-        summary.uncovered += _bare(binary, list(zip(bounds[0::2], bounds[1::2], strict=True)))
+        summary.uncovered += _bare(code, machine,
+                                   list(zip(bounds[0::2], bounds[1::2], strict=True)))
     summary.fdes = section.fdes
     return (bytes(section.data), summary) if section.fdes else None
 
 
-def _bare(binary: Binary, gaps: list[tuple[int, int]]) -> bool:
+def _bare(code: CodeWindow, machine: int, gaps: list[tuple[int, int]]) -> bool:
     """Whether some of the [start, end) runs no FDE covers is code, not padding: a fragment
-    whose extent the index takes up to the next one's start (no sized symbol: a stripped
-    library's BAT fragments) has its function's padding after its FDE's end."""
-    return any(start < end and not nops.padding(binary.code_bytes(start, end - start),
-                                                binary.machine)
-               for start, end in gaps)
+    whose extent the index takes past its FDE (no sized symbol: a stripped library's BAT
+    fragments) has its function's padding after its FDE's end."""
+    for start, end in gaps:
+        if start < end:
+            data, pos, endpos = code.at(start, end - start)
+            if nops.padding_end(data, machine, pos, endpos) != endpos:
+                return True
+    return False
 
 
-def split_fragments(index: ModuleIndex) -> list[tuple[int, int]]:
+def split_fragments(index: ModuleIndex, procedures: Iterable[Spans] | None = None
+                    ) -> list[tuple[int, int]]:
     """[start, end) of every fragment of each procedure in more than one, in address order: a
     debugger's function is all of them (DWARF ranges), and takes its plan from each. From
     the index's spans, without a Procedure per function (a BOLTed libLLVM has 89k split)."""
     seen: set[tuple[int, int]] = set()
-    for _, _, spans in index.procedure_spans():
+    for _, _, spans in index.procedure_spans() if procedures is None else procedures:
         if len(spans) > 1:
             seen.update(s for s in spans if s[0] < s[1])
     return sorted(seen)
@@ -133,6 +149,8 @@ def copyable(code: bytes) -> bool:
     """Whether `code` is whole DWARF call frame instructions, each a standard one whose
     meaning is the same in `.debug_frame` (DWARF 5 §6.4.2), restore_state never without a
     remembered state."""
+    if _PLAIN.fullmatch(code) is not None and b"\x0b" not in code:
+        return True  # whole instructions without a block, and no restore_state
     try:
         return _copyable(code)
     except DecodeError:  # a LEB128 that runs off the end: not whole instructions
@@ -172,6 +190,17 @@ def _copyable(code: bytes) -> bool:
 
 _SECTION = ".eh_frame"  # where the instructions copyable reads come from
 
+# _OPERANDS' instructions but those with a block (def_cfa_expression, expression,
+# val_expression), as one expression: most FDEs' instructions (46k distinct bodies of a BOLTed
+# libLLVM) are read by it in C; any other is read by _copyable. Each instruction is known by
+# its first byte, so a failed match backtracks little. Not possessive (`*+`): Python 3.11.2's
+# possessive repetition of a group matches b"\x05" alone against (?:\x05[\x00-\x7f]...)*+.
+_LEB = rb"[\x80-\xff]*[\x00-\x7f]"
+_PLAIN = re.compile(
+    rb"(?:[\x40-\x7f\xc0-\xff\x00\x0a\x0b]|[\x80-\xbf]" + _LEB + rb"|\x02.|\x03..|\x04...."
+    rb"|[\x05\x09\x0c\x11\x12\x14\x15]" + _LEB + _LEB
+    + rb"|[\x06\x07\x08\x0d\x0e\x13]" + _LEB + rb")*", re.DOTALL)
+
 # Operands of the standard opcodes below 0x40 (DWARF 5 §7.24): "l" a LEB128, "b" a ULEB length
 # and a block, a digit that many bytes. set_loc (its pointer's encoding is the source's) and
 # the vendor opcodes (GNU_args_size, ...) are left out: such an FDE is decoded instead.
@@ -182,7 +211,31 @@ _OPERANDS: dict[int, str] = {
 }
 
 
-def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, copier: _Copier
+def _only(cfi: CfiSection | None, starts: array[int], frag_start: int, frag_end: int,
+          copier: _Copier) -> tuple[int, int, bytes] | None:
+    """_whole's answer where it is plain (BOLT's own fragments, nearly all): `cfi`, the
+    table's first section, lists one FDE at the fragment's start, which covers it, ends
+    within it and no FDE starts inside. None: not that case (_whole decides)."""
+    if cfi is None:
+        return None
+    listed = cfi.starts
+    j = bisect_right(listed, frag_start)
+    if j == 0 or listed[j - 1] != frag_start or (j > 1 and listed[j - 2] == frag_start):
+        return None
+    head = cfi.reader.fde_head(cfi.offsets[j - 1])
+    if head is None or head[2] != frag_start or not 0 < head[3] <= frag_end - frag_start:
+        return None
+    i = bisect_right(starts, frag_start)
+    if i < len(starts) and starts[i] < frag_end:
+        return None
+    cie = copier.cie(cfi.name, cfi, head[0])
+    instructions = cfi.data[head[4]:head[5]]
+    if cie is None or not copier.body(instructions):
+        return None
+    return frag_start + head[3], cie, instructions
+
+
+def _whole(table: CfiTable, starts: Sequence[int], frag_start: int, frag_end: int, copier: _Copier
            ) -> tuple[int, int, bytes] | None:
     """(end, CIE, instructions) of the fragment's one FDE, copied, when the unwinder takes a
     single FDE for all of it: the one at its start, ending within it, no other FDE starting
@@ -210,7 +263,7 @@ def _whole(table: CfiTable, starts: list[int], frag_start: int, frag_end: int, c
     return head[3], cie, instructions
 
 
-def _pieces(table: CfiTable, starts: list[int], frag_start: int, frag_end: int,
+def _pieces(table: CfiTable, starts: Sequence[int], frag_start: int, frag_end: int,
             summary: FrameSummary) -> list[tuple[int, int, list[Row]]]:
     """[start, end) runs of `frag` with their rows: one run unless some code of it has no
     usable FDE (a gap ends a run)."""

@@ -18,7 +18,7 @@ import struct
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from unsplit import __version__
@@ -57,6 +57,7 @@ class Summary:
 
 
 Spans = list[tuple[int, int]]
+ProcedureSpans = tuple[str, str | None, Spans]  # one of ModuleIndex.procedure_spans()
 
 
 class _Unit:
@@ -111,10 +112,12 @@ def has_own_dwarf(index: ModuleIndex) -> bool:
 
 
 def build(index: ModuleIndex, also: list[tuple[str, bytes]] | None = None,
-          progress: Callable[[str], None] | None = None) -> tuple[bytes, Summary]:
+          progress: Callable[[str], None] | None = None,
+          procedures: Iterable[ProcedureSpans] | None = None) -> tuple[bytes, Summary]:
     """The debug file's bytes for the module `index` describes (with the sections `also`),
-    and what went into it (`progress` hears how far a long walk has come)."""
-    data, summary = sections(index, progress=progress)
+    and what went into it (`progress` hears how far a long walk has come; `procedures`:
+    index.procedure_spans() when the caller has them already)."""
+    data, summary = sections(index, progress=progress, procedures=procedures)
     with open(index.binary.path, "rb") as f, \
             mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as module:
         # mapped, not read: only its headers, notes and symbols are copied (a BOLTed
@@ -128,7 +131,8 @@ PROGRESS_EVERY = 2.0  # seconds between progress lines
 def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
              after: Mapping[str, int] | None = None,
              progress: Callable[[str], None] | None = None,
-             walker: CodeWalker | None = None, asks: Callable[[int], bool] | None = None
+             walker: CodeWalker | None = None, asks: Callable[[int], bool] | None = None,
+             procedures: Iterable[ProcedureSpans] | None = None
              ) -> tuple[list[tuple[str, bytes]], Summary]:
     """The DWARF sections describing the module's procedures (those whose entry `keep`
     says, else all), to be appended to sections of the sizes `after` gives (offsets in them
@@ -142,18 +146,18 @@ def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
     out = _Writer(at)
     walker = CodeWalker(index) if walker is None else walker
     symbols = _Symbols(index.binary)
-    procedures = _disjoint(index)
+    disjoint = _disjoint(index.procedure_spans() if procedures is None else procedures)
     has_lines = walker.has_lines
     language_at = walker.language if walker.has_dwarf else None
     said = time.monotonic()
-    for k, (name, symbol, spans, split) in enumerate(procedures):
+    for k, (name, symbol, spans, split) in enumerate(disjoint):
         entry = spans[0][0]
         if keep is not None and not keep(entry):
             continue
         if progress is not None and not k % 1024 and time.monotonic() - said > PROGRESS_EVERY:
             said = time.monotonic()
             progress(f"unsplit: describing {os.path.basename(index.binary.path)}: "
-                     f"{k:,} of {len(procedures):,} procedures…")
+                     f"{k:,} of {len(disjoint):,} procedures…")
         found = symbols.at(symbol or name, entry)
         sequences: list[list[Row]] = []  # none: no source of lines (a stripped library)
         inlined: list[InlinedRun] = []
@@ -192,14 +196,17 @@ def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
     return data, summary
 
 
-def _disjoint(index: ModuleIndex) -> list[tuple[str, str | None, Spans, bool]]:
+def _disjoint(procedures: Iterable[ProcedureSpans]
+              ) -> list[tuple[str, str | None, Spans, bool]]:
     """Each procedure (name, entry fragment's symbol, fragments' [start, end), split or not),
     less any whose code overlaps code an earlier one holds (an alias symbol, a symbol over a
     range): DWARF's subprograms of a unit must not overlap (llvm-dwarfdump --verify)."""
     candidates: list[tuple[str, str | None, Spans, bool]] = []
     starts, ends, owners = array("Q"), array("Q"), array("L")
-    for name, symbol, fragments in index.procedure_spans():
+    for name, symbol, fragments in procedures:
         spans = [(s, e) for s, e in fragments if e > s]
+        if len(spans) == len(fragments):
+            spans = fragments  # the caller's list kept, not a copy of it (129k in libLLVM)
         if spans:
             i = len(candidates)
             candidates.append((name, symbol, spans, len(fragments) > 1))

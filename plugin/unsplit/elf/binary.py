@@ -183,6 +183,8 @@ class Binary:
             self._stream: IO[bytes] = open(path, "rb")  # closed by close()
         except OSError as e:
             raise BinaryError(f"{path}: cannot open: {e.strerror}") from None
+        st = os.fstat(self._stream.fileno())
+        self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
         try:
             self._raw = _read_raw_elf(self._stream)
         except OSError as e:
@@ -204,8 +206,6 @@ class Binary:
         self._symbol_columns: dict[str, SymbolColumns] = {}
         # What other layers work out from this file (unsplit.elf.derived.PerFile keys).
         self.derived: dict[object, object] = {}
-        st = os.fstat(self._stream.fileno())
-        self.identity = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
     def close(self) -> None:
         self._stream.close()
@@ -353,9 +353,11 @@ class Binary:
         return cached
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """``size`` bytes of the file from ``offset`` (fewer at its end)."""
-        self._stream.seek(offset)
-        return self._stream.read(size)
+        """``size`` bytes of the file from ``offset`` (fewer at its end). One pread, not a
+        seek and a buffered read: that fills an 8 KB buffer for each small read (a stripped
+        library's fragments have 142k padding runs to look at)."""
+        size = min(size, self.identity[1] - offset)  # a damaged size: no huge buffer
+        return os.pread(self._stream.fileno(), size, offset) if size > 0 and offset >= 0 else b""
 
     def symbol_entries(self, table: str = ".symtab") -> list[SymbolEntry]:
         """The function, untyped and file symbols of `table` (.symtab or .dynsym), in table
@@ -473,6 +475,10 @@ class Binary:
         start, end, offset = self._code_sections[i]
         return self.read_at(offset + address - start, min(size, end - address))
 
+    def code_window(self) -> CodeWindow:
+        """A reader of code at ascending addresses, a window of the file at a time."""
+        return CodeWindow(self)
+
     @cached_property
     def _code_sections(self) -> list[tuple[int, int, int]]:
         """(start, end, file offset) of each executable SHT_PROGBITS section, by address."""
@@ -501,6 +507,26 @@ class Binary:
             if sec.flags & 0x2 and sec.flags & 0x4 and sec.type != _SHT_NOBITS:  # ALLOC, EXEC
                 out.append((sec.addr, sec.addr + sec.size))
         return sorted(out)
+
+
+class CodeWindow:
+    """Code read a window at a time, for questions about many short runs in address order
+    (the padding after 142k fragments of a stripped library): one read per window, not one
+    per run, and the window's bytes matched in place (`bytes, start, end`)."""
+
+    WINDOW = 1 << 20
+
+    def __init__(self, binary: Binary) -> None:
+        self.binary = binary
+        self.data, self.start, self.end = b"", 0, 0
+
+    def at(self, address: int, size: int) -> tuple[bytes, int, int]:
+        """`data, pos, endpos`: data[pos:endpos] are Binary.code_bytes(address, size)."""
+        if not (self.start <= address and address + size <= self.end):
+            self.data = self.binary.code_bytes(address, max(size, self.WINDOW))
+            self.start, self.end = address, address + len(self.data)
+        pos = address - self.start
+        return self.data, pos, min(pos + size, len(self.data))
 
 
 def _raw_header_fields(h: Any) -> tuple[int, ...]:

@@ -15,10 +15,12 @@ import struct
 import sys
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
+from unsplit.errors import DecodeError
 from unsplit.formats.eh_frame import Cie, EntryReader, FrameDescription, decode_rows
 
 _MASK = (1 << 64) - 1
@@ -252,6 +254,31 @@ class CfiTable:
             if found is not None:
                 return (s.name, *found)
         return None
+
+    def fde_ends_at(self, addresses: Iterable[int]) -> list[int | None]:
+        """For each address, the end of the FDE head_at gives there when that FDE starts
+        there, else None (and None where that FDE does not decode): where the CFI says the
+        code that starts there ends. One FDE listed at an address of the first section, the
+        usual case, is read without head_at's walk."""
+        first = self.sections[0] if self.sections else None
+        out: list[int | None] = []
+        for address in addresses:
+            try:
+                out.append(self._fde_end_at(address, first))
+            except DecodeError:
+                out.append(None)
+        return out
+
+    def _fde_end_at(self, address: int, first: CfiSection | None) -> int | None:
+        if first is not None:
+            listed = first.starts
+            j = bisect_right(listed, address)
+            if j and listed[j - 1] == address and (j < 2 or listed[j - 2] != address):
+                head = first.reader.fde_head(first.offsets[j - 1])
+                if head is not None and head[2] == address and head[3]:
+                    return address + head[3]
+        found = self.head_at(address)
+        return found[3] if found is not None and found[2] == address else None
 
     def section_named(self, name: str) -> CfiSection:
         return next(s for s in self.sections if s.name == name)

@@ -38,6 +38,24 @@ def padding(code: bytes, machine: int) -> bool:
     return _X86_PADDING.fullmatch(code) is not None
 
 
+def padding_end(code: bytes, machine: int, pos: int = 0, endpos: int | None = None) -> int:
+    """Where the padding (as padding() takes it) that starts at `pos` of `code` ends, by
+    `endpos`: where the code after a function's last instruction and its alignment starts."""
+    end = len(code) if endpos is None else endpos
+    if machine == EM_X86_64:
+        found = _X86_PADDING.match(code, pos, end)
+        return pos if found is None else found.end()
+    step = 4 if machine == EM_AARCH64 else 1
+    while pos < end:
+        if code[pos] == 0:
+            pos += 1
+        elif machine == EM_AARCH64 and pos + 4 <= end and code[pos:pos + 4] == _AARCH64_NOP:
+            pos += step
+        else:
+            break
+    return pos
+
+
 # What padding() takes on x86-64, as one expression (a stripped library's 142k gaps in a
 # fraction of _x86_nop's loop): zero, int3, or up to 14 66/2E prefixes and 90 or 0F 1F /0
 # with the ModRM forms _x86_nop reads (SIB after rm=4, disp8 after mod 1, disp32 after mod

@@ -13,13 +13,14 @@ from __future__ import annotations
 import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
+from unsplit.elf.cfi_table import table_for
 from unsplit.elf.derived import PerFile
-from unsplit.formats import bat, bat_scan
+from unsplit.formats import bat, bat_scan, nops
 from unsplit.index.model import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
@@ -118,6 +119,7 @@ class BatIndex:
         self._names: dict[int, str] = {}
         self._procedures: dict[str, int] | None = None
         self._homonyms: dict[str, list[int]] = {}  # a name's main fragments after the first
+        self._columns: FragmentColumns | None = None  # all_fragments, made once
         # The last address translated and its answer: a location asks twice (its offset, then
         # BAT's facts), and so does a line question's inserted-jump check.
         self._last: tuple[int, Translation | None] | None = None
@@ -177,39 +179,50 @@ class BatIndex:
         return info
 
     def all_fragments(self) -> FragmentColumns:
-        """Every fragment as :meth:`fragment` describes it, in address order, made in one pass
-        over the table and the sorted symbols (what a whole-module debug file needs: 218k
-        fragments of a BOLTed libLLVM without an object or a search each)."""
+        """Every fragment as :meth:`fragment` describes it, in address order, made once in a
+        pass over the table and one over the sorted symbols (what a whole-module debug file
+        needs: 218k fragments of a BOLTed libLLVM without an object or a search each)."""
+        if self._columns is None:
+            self._columns = self._all_fragments()
+        return self._columns
+
+    def _all_fragments(self) -> FragmentColumns:
         table, symbols = self.table, self._symbols
         starts, parents = table.starts(), table.parents()
         runs = symbols.runs()
-        ends = array("Q", bytes(8 * len(starts)))
-        kinds: list[str | None] = []
-        names: list[str | None] = []
+        n = len(starts)
         procedures: dict[int, str] = {}
-        none: list[_Sym] = []
+        made: dict[int, list[_Sym]] = {}  # the symbols at each main fragment, read once
         for addr, parent in zip(starts, parents, strict=True):
             if parent == addr:
                 found = runs.get(addr)
-                procedures[addr] = self._names.get(addr) or _procedure_name(
-                    none if found is None else symbols.made(found), addr)
-        sections = self.binary.text_address_ranges()
-        r, last = 0, len(starts) - 1
-        for k, addr in enumerate(starts):
-            following = starts[k + 1] if k < last else None
-            found = runs.get(addr)
-            if found is None:  # no symbol there (a stripped library: most fragments)
-                kinds.append(HOT if parents[k] == addr else None)
-                names.append(None)
-                while r < len(sections) and sections[r][1] <= addr:
-                    r += 1
-                inside = r < len(sections) and sections[r][0] <= addr
-                if following is not None and inside and following <= sections[r][1]:
-                    ends[k] = following
-                else:
-                    ends[k] = _limit(self.binary, table, addr, following)
+                if found is None:
+                    procedures[addr] = self._names.get(addr) or f"{addr:#x}"
+                    continue
+                syms = made[addr] = symbols.made(found)
+                procedures[addr] = self._names.get(addr) or _procedure_name(syms, addr)
+        # Without a sized symbol a fragment runs to the next one's start, or its section's end
+        # when that comes first (_limit): the next start for all but the last of a section.
+        ends = array("Q", starts[1:])
+        ends.append(0)
+        last = {n - 1} if n else set()
+        for lo, hi in self.binary.text_address_ranges():
+            k = bisect_left(starts, hi) - 1
+            if k >= 0 and starts[k] >= lo:
+                last.add(k)
+        for k in last:
+            following = starts[k + 1] if k + 1 < n else None
+            ends[k] = _unbounded_limit(self.binary, table, starts[k], following)
+        sized = bytearray(n)  # 1: the fragment's end is its symbol's size
+        kinds: list[str | None] = [HOT if p == a else None
+                                   for a, p in zip(starts, parents, strict=True)]
+        names: list[str | None] = [None] * n
+        for addr, found in runs.items():
+            k = bisect_left(starts, addr)
+            if k == n or starts[k] != addr:
                 continue
-            syms, parent = symbols.made(found), parents[k]
+            parent = parents[k]
+            syms = made.pop(addr) if addr in made else symbols.made(found)
             proc = procedures[parent]
             if parent == addr:
                 kind, symbol = HOT, next((s for s in syms if s.name == proc), None)
@@ -218,10 +231,39 @@ class BatIndex:
             size = symbol.size if symbol is not None and symbol.size else 0
             if size and not _in_code(self.binary, addr, addr + size):
                 size = 0  # a damaged size (past the section's end): BAT's own limit, as above
-            ends[k] = addr + size if size else _limit(self.binary, table, addr, following)
-            kinds.append(kind)
-            names.append(None if symbol is None else symbol.name)
+            if size:
+                ends[k], sized[k] = addr + size, 1
+            kinds[k] = kind
+            names[k] = None if symbol is None else symbol.name
+        unsized = [k for k in range(n) if not sized[k]]
+        cfi = table_for(self.binary).fde_ends_at([starts[k] for k in unsized])
+        code, machine = self.binary.code_window(), self.binary.machine
+        for k, fde_end in zip(unsized, cfi, strict=True):
+            if fde_end is not None and starts[k] < fde_end < ends[k]:  # _limit's rule
+                data, pos, end = code.at(fde_end, ends[k] - fde_end)
+                ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
+
+    def split_procedures(self) -> Iterator[tuple[int, list[FragmentInfo]]]:
+        """Each split input function's main fragment and its fragments as :meth:`fragments_at`
+        gives them, by main fragment address, from :meth:`all_fragments`' columns (89k split
+        functions of a BOLTed libLLVM without a look-up per fragment)."""
+        cols = self.all_fragments()
+        starts, ends, kinds, symbols = cols.starts, cols.ends, cols.kinds, cols.symbols
+        split: dict[int, list[int]] = {}
+        for k, (start, parent) in enumerate(zip(starts, cols.parents, strict=True)):
+            if start != parent:
+                split.setdefault(parent, []).append(k)
+        for parent in sorted(split):
+            h = bisect_left(starts, parent)
+            if h == len(starts) or starts[h] != parent:
+                yield parent, []
+                continue
+            proc = cols.procedures[parent]
+            infos = [FragmentInfo(proc, HOT, parent, ends[h], symbols[h], parent)]
+            infos += [FragmentInfo(proc, kinds[k] or f"cold.{i}", starts[k], ends[k], symbols[k],
+                                   parent) for i, k in enumerate(split[parent])]
+            yield parent, infos
 
     # -- output -> input ---------------------------------------------------------------------
 
@@ -518,6 +560,8 @@ def _procedure_name(syms: list[_Sym], address: int) -> str:
     (``.icf.0``) and fragment-looking names are the last choice."""
     if not syms:
         return f"{address:#x}"
+    if len(syms) == 1:
+        return syms[0].name
 
     def rank(s: _Sym) -> tuple[int, int, int, int, str]:
         return (
@@ -561,8 +605,27 @@ _UNSET = -1
 
 def _limit(binary: Binary, table: bat.BatTable, addr: int,
            following: int | None = _UNSET) -> int:
-    """Fallback end of a fragment without a sized symbol: the next fragment (``following``,
-    looked up when not given) or section end."""
+    """Fallback end of a fragment without a sized symbol: the end of the FDE that starts
+    there and the padding after it, else the next fragment (``following``, looked up when not
+    given) or section end, whichever comes first. Past that the code is another function's,
+    one without a BAT entry (a stripped library's hand-written assembly, crt1's helpers): the
+    next fragment's start alone would take it in."""
+    end = _unbounded_limit(binary, table, addr, following)
+    fde_end = table_for(binary).fde_ends_at([addr])[0]
+    if fde_end is None or not addr < fde_end < end:
+        return end
+    return _past_padding(binary, fde_end, end)
+
+
+def _past_padding(binary: Binary, address: int, limit: int) -> int:
+    """`address`, past the padding that follows it (up to `limit`): the linker's alignment
+    after a function is its symbol's (perf2bolt, the symbolizers), the next code is not."""
+    return address + nops.padding_end(binary.code_bytes(address, limit - address),
+                                      binary.machine)
+
+
+def _unbounded_limit(binary: Binary, table: bat.BatTable, addr: int,
+                     following: int | None) -> int:
     if following == _UNSET:
         following = table.next_start(addr)
     end = addr if following is None else following

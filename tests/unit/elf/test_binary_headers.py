@@ -95,3 +95,18 @@ def test_not_an_elf_file_is_one_line(tmp_path: Path) -> None:
     text.write_text("hello")
     with pytest.raises(BinaryError, match="not an ELF file"):
         Binary(str(text))
+
+
+def test_a_damaged_size_reads_what_the_file_has() -> None:
+    """A size from a damaged header (terabytes) reads to the file's end, as a short read does,
+    instead of asking for a buffer that size (MemoryError); offsets outside give nothing."""
+    path = _FILES[0]
+    data = Path(path).read_bytes()
+    binary = Binary(path)
+    try:
+        assert binary.read_at(len(data) - 10, 1 << 45) == data[-10:]
+        assert binary.read_at(4, 8) == data[4:12]
+        assert binary.read_at(len(data) + 5, 1 << 45) == b""
+        assert binary.read_at(-1, 8) == b""
+    finally:
+        binary.close()

@@ -25,7 +25,7 @@ from unsplit.formats.dwarf_expr import (
     operations,
     register_name,
 )
-from unsplit.formats.eh_frame import FrameDescription, Row
+from unsplit.formats.eh_frame import EntryReader, FrameDescription, Row
 
 from ...conftest import ROOT, facts
 
@@ -228,3 +228,39 @@ def test_corrupt_eh_frame_raises_only_decode_error(
         assert "\n" not in str(e) and str(e).startswith(".eh_frame")
     finally:
         binary.close()
+
+
+class _FieldByField(EntryReader):
+    """The reader without its one-struct path for the usual FDE."""
+
+    def _usual_head(self, offset: int) -> None:
+        return None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_usual_fde_heads_read_as_field_by_field(zoo: dict[str, Any], data: st.DataObject) -> None:
+    """fde_head's one-struct path gives what reading each field gives (or the same error), on a
+    BOLT output's `.eh_frame` with some bytes damaged, at every entry the section holds."""
+    f = facts(zoo, "bolt-all", "crash")
+    with closing(Binary(str(ROOT / f["binary"]))) as binary:
+        sec = binary.section(".eh_frame")
+        assert sec is not None
+        raw, address = bytearray(sec.data()), sec["sh_addr"]
+    damaged = data.draw(st.integers(0, 6))
+    for _ in range(damaged):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    fast, slow = (kind(".eh_frame", bytes(raw), address, True, 8)
+                  for kind in (EntryReader, _FieldByField))
+    heads = 0
+    for offset in range(0, len(raw), 4):
+        answers = []
+        for reader in (slow, fast):  # slow first: the CIE is read, then the fast path may run
+            try:
+                answers.append(reader.fde_head(offset))
+            except DecodeError as e:
+                answers.append(str(e))
+        assert answers[0] == answers[1], offset
+        heads += isinstance(answers[0], tuple)
+    assert heads > 10 or damaged  # a damaged CIE takes its FDEs with it

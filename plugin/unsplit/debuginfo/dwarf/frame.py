@@ -15,6 +15,7 @@ from unsplit.formats.eh_frame import CfaRule, Row, Rule
 from unsplit.formats.leb128 import encode_sleb128, encode_uleb128
 
 _CIE_ID = 0xFFFFFFFF
+_FDE_HEAD = struct.Struct("<IIQQ")  # length, CIE pointer, initial location, address range
 # DW_CFA_* (DWARF 5 §7.24)
 _ADVANCE_LOC1, _ADVANCE_LOC2, _ADVANCE_LOC4 = 0x02, 0x03, 0x04
 _RESTORE_EXTENDED, _UNDEFINED, _SAME_VALUE, _REGISTER = 0x06, 0x07, 0x08, 0x09
@@ -52,8 +53,12 @@ class DebugFrame:
     def add_instructions(self, start: int, end: int, instructions: bytes, cie: int = 0) -> None:
         """An FDE for [start, end) with the call frame instructions `instructions`, under the
         CIE at offset `cie`."""
-        body = bytearray(struct.pack("<IQQ", cie, start, end - start))
-        self._entry(body + instructions)
+        size = 20 + len(instructions)  # the pointer, start and size, then the instructions
+        pad = -(size + 4) % 8  # DW_CFA_nop to an 8-byte boundary, as _entry
+        self.data += _FDE_HEAD.pack(size + pad, cie, start, end - start)
+        self.data += instructions
+        if pad:
+            self.data += bytes(pad)
         self.fdes += 1
 
     def instructions(self, rows: Sequence[Row]) -> bytes:

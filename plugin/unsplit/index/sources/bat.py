@@ -68,18 +68,25 @@ class BatProcedures:
         BOLT's order (from BatIndex.all_fragments, made once)."""
         frags = self.index.all_fragments()
         starts, ends, kinds, symbols = frags.starts, frags.ends, frags.kinds, frags.symbols
-        table, placed = self.index.table, self.placed
-        for hot in table.hot:
+        parents, placed = frags.parents, self.placed
+        split: dict[int, list[int]] = {}  # a main fragment's split ones, by address
+        for k, (start, parent) in enumerate(zip(starts, parents, strict=True)):
+            if start != parent:
+                split.setdefault(parent, []).append(k)
+        for hot in self.index.table.hot:
             if hot in placed:
                 continue
             k = bisect_left(starts, hot)
-            siblings = table.split_fragments(hot)
-            children = [bisect_left(starts, a) for a in siblings if a not in placed]
+            siblings = split.get(hot)
+            if siblings is None:
+                yield frags.procedures[hot], symbols[k], [(hot, ends[k])]
+                continue
+            children = [c for c in siblings if starts[c] not in placed] if placed else siblings
             if len(children) > 1 and any(kinds[c] is not None for c in children):
-                children.sort(key=lambda c: _order(
-                    kinds[c] or f"cold.{siblings.index(starts[c])}", starts[c]))
+                children = sorted(children, key=lambda c: _order(
+                    kinds[c] or f"cold.{siblings.index(c)}", starts[c]))
             yield (frags.procedures[hot], symbols[k],
-                   [(hot, ends[k]), *((starts[c], ends[c]) for c in children)])
+                   [(hot, ends[k]), *[(starts[c], ends[c]) for c in children]])
 
     def places(self, start: int) -> bool:
         """Whether one of BAT's procedures has a fragment starting at ``start``: a later
@@ -118,17 +125,13 @@ class BatProcedures:
     def moved_fragments(self) -> list[Fragment]:
         """Every fragment that is not its procedure's entry (for unwinders), made without
         keeping a Procedure per function."""
-        table = self.index.table
         out: list[Fragment] = []
-        done: set[int] = set()
-        for parent in table.split_parents():
-            if parent in done or parent in self.placed:
+        for parent, infos in self.index.split_procedures():
+            if parent in self.placed:
                 continue
-            done.add(parent)
             proc = self._made.get(parent)
             frags = proc.fragments if proc is not None else _fragments(
-                sorted(self.index.fragments_at(parent, keep=False),
-                       key=lambda f: _order(f.name, f.start)))
+                sorted(infos, key=lambda f: _order(f.name, f.start)))
             out.extend(f for f in frags[1:] if f.start not in self.placed)
         return out
 
