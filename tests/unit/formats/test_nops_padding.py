@@ -29,3 +29,16 @@ def test_every_mix_of_nops_zeros_and_int3_is_padding() -> None:
 def test_code_is_not_padding(code: str) -> None:
     assert not nops.padding(bytes.fromhex(code) + b"\0", nops.EM_X86_64)
     assert not nops.padding(SDM_NOPS[-1] + bytes.fromhex(code), nops.EM_X86_64)
+
+
+@pytest.mark.parametrize("after, code", [
+    ("", "0f1f05"),  # a 7-byte nop cut short after its ModRM
+    ("90", "660fefc0"),  # pxor %xmm0,%xmm0: a prefix, then no nop
+    ("cc", "2e660f84cc0f41"),  # prefixes, then a jcc
+    ("", "2e" + "0f1f48"),  # a prefix, then 0F 1F /1
+])
+def test_padding_ends_before_code_that_starts_like_a_nop(after: str, code: str) -> None:
+    """The padding's end is the last whole nop's: the bytes of an instruction that begins
+    with a prefix or 0F 1F are not taken (Python 3.11.2's `(?:…)*+` kept them)."""
+    data = bytes.fromhex(after + code)
+    assert nops.padding_end(data, nops.EM_X86_64) == len(bytes.fromhex(after))
