@@ -68,7 +68,7 @@ bench: fixtures
 	$(PY) bench/realworld_sqlite.py
 	$(PY) bench/debuginfo.py --realworld
 	$(PY) bench/libllvm.py
-	$(PY) bench/libllvm_frames.py --dap $(GDB18)
+	$(PY) bench/libllvm_frames.py --mi --dap $(GDB18)
 	$(PY) bench/fold.py
 	$(PY) bench/fold_corpus.py
 	$(PY) bench/breakpad_corpus.py

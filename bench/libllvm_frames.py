@@ -43,6 +43,7 @@ from saving import save  # noqa: E402
 from tests.e2e import driver_gdb  # noqa: E402
 from tests.e2e.driver_dap import DapSession  # noqa: E402
 from tests.e2e.driver_gdb import GdbDriver  # noqa: E402
+from tests.e2e.driver_mi import MiSession  # noqa: E402
 
 CORE = ROOT / "bench" / "libllvm" / "cache" / "opt.core"
 OPT = "/usr/lib/llvm-22/bin/opt"
@@ -150,6 +151,19 @@ def dap_pcs(gdb: str, cache: Path, plugin: bool, levels: int) -> list[int]:
         session.close()
 
 
+def mi_pcs(gdb: str, cache: Path, plugin: bool, levels: int) -> list[int]:
+    """GDB/MI (`--interpreter=mi3`, what cpptools and other MI front ends run) on the core: each
+    frame's addr in `-stack-list-frames` after `-enable-frame-filters`, as an IDE asks."""
+    session = MiSession([OPT], plugin=plugin, env={"UNSPLIT_CACHE": str(cache)}, gdb=gdb)
+    try:
+        session.command(f'-interpreter-exec console "core-file {CORE}"', timeout=900)
+        session.command("-enable-frame-filters")
+        stack = session.command(f"-stack-list-frames 0 {levels - 1}", timeout=900)["stack"]
+        return [int(next(iter(item.values()))["addr"], 16) for item in stack]
+    finally:
+        session.close()
+
+
 def compare(gdb: list[dict[str, Any]], lldb: list[dict[str, Any]]) -> list[str]:
     """Where GDB's frames differ from LLDB's: one line each."""
     rows = [f for f in gdb if "level" in f]
@@ -187,6 +201,9 @@ def main() -> int:
     parser.add_argument("--dap", metavar="GDB",
                         help="also the first stackTrace of this GDB's DAP interpreter (GDB 16+) "
                         "on the core, with the plugin and without")
+    parser.add_argument("--mi", action="store_true",
+                        help="also GDB/MI's -stack-list-frames on the core, with the plugin and "
+                        "without")
     parser.add_argument("--modes", default="plugin,unwinder,filter,plain",
                         help="GDB sessions to compare, of plugin, unwinder (the plugin without "
                         "its debug file), filter (`bb exact-frames off`), plain")
@@ -215,8 +232,17 @@ def main() -> int:
                 print("  " + frames[-1]["status"].strip().replace("\n", "\n  "))
             if mode in ("plugin", "unwinder"):
                 ok = ok and not diffs
+        want = [f["pc"] for f in reference]
+        for plugin in (True, False) if args.mi else ():
+            got = mi_pcs(args.gdb, Path(cache), plugin, args.depth)
+            differ = [n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
+            result["sessions"][f"mi{'' if plugin else ' plain'}"] = {
+                "pcs": got, "frames_unlike_lldb": differ}
+            print(f"gdb -i mi3{'' if plugin else ' plain'}: {len(got)} frames, pcs unlike "
+                  f"LLDB's: {differ or 'none'}")
+            if plugin:
+                ok = ok and not differ and len(got) == len(want)
         if args.dap:
-            want = [f["pc"] for f in reference]
             for plugin in (True, False):
                 got = dap_pcs(args.dap, Path(cache), plugin, args.depth)
                 differ = [n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
