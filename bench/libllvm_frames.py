@@ -233,22 +233,15 @@ def main() -> int:
             if mode in ("plugin", "unwinder"):
                 ok = ok and not diffs
         want = [f["pc"] for f in reference]
-        for plugin in (True, False) if args.mi else ():
-            got = mi_pcs(args.gdb, Path(cache), plugin, args.depth)
-            differ = [n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
-            result["sessions"][f"mi{'' if plugin else ' plain'}"] = {
-                "pcs": got, "frames_unlike_lldb": differ}
-            print(f"gdb -i mi3{'' if plugin else ' plain'}: {len(got)} frames, pcs unlike "
-                  f"LLDB's: {differ or 'none'}")
-            if plugin:
-                ok = ok and not differ and len(got) == len(want)
-        if args.dap:
+        front_ends = [("mi", "gdb -i mi3", mi_pcs, args.gdb)] if args.mi else []
+        front_ends += [("dap", "gdb -i dap", dap_pcs, args.dap)] if args.dap else []
+        for key, shown, pcs, gdb in front_ends:
             for plugin in (True, False):
-                got = dap_pcs(args.dap, Path(cache), plugin, args.depth)
+                got = pcs(gdb, Path(cache), plugin, args.depth)
                 differ = [n for n, (a, b) in enumerate(zip(got, want, strict=False)) if a != b]
-                result["sessions"][f"dap{'' if plugin else ' plain'}"] = {
+                result["sessions"][f"{key}{'' if plugin else ' plain'}"] = {
                     "pcs": got, "frames_unlike_lldb": differ}
-                print(f"gdb -i dap{'' if plugin else ' plain'}: {len(got)} frames, pcs unlike "
+                print(f"{shown}{'' if plugin else ' plain'}: {len(got)} frames, pcs unlike "
                       f"LLDB's: {differ or 'none'}")
                 if plugin:
                     ok = ok and not differ and len(got) == len(want)
