@@ -77,8 +77,9 @@ def environment(home: Path) -> dict[str, str]:
            if not k.startswith(("UNSPLIT_", "DEBUGINFOD_", "PYTEST_"))}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT / "plugin"),
                PATH=f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}")
-    if "UNSPLIT_CACHE" in os.environ:
-        env["UNSPLIT_CACHE"] = os.environ["UNSPLIT_CACHE"]
+    # A cache of the examples' own, as a user's: the suite's is shared by tests on other
+    # workers, which may clear it between `unsplit cache warm` and `cache info`.
+    env["UNSPLIT_CACHE"] = str(home / ".cache" / "unsplit")
     # The pages show sessions with the debug file loaded; a first session's file arrives from
     # a background writer at a moment no page can show, so it is written at load here.
     env["UNSPLIT_DEBUGINFO_BACKGROUND"] = "0"
