@@ -34,7 +34,8 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError, UsageError
@@ -46,6 +47,8 @@ from unsplit.index.store import IndexStore
 from unsplit.tools.perf_text import UNKNOWN, BadLine, PerfFrame, PerfSample, frames_of, read_samples
 
 KERNEL_START = 0xFFFF_8000_0000_0000  # x86-64: kernel addresses are the upper half
+
+T = TypeVar("T")
 
 
 class ModuleNames:
@@ -122,36 +125,37 @@ class ModuleNames:
     def symbol(self, frame: PerfFrame, caller: bool) -> tuple[str, int | None] | None:
         """(procedure, offset of the frame's own address in it) for perf script's text; None
         where the module has no procedure there."""
-        address = self.file_address(frame)
-        if address is None:
-            return None
-        key = (address, caller)
-        if key not in self._symbol:
-            loc = self.index.locate(address - 1 if caller else address, lines=False,
-                                    blocks=False, offsets=False)
-            name = loc.name(self.style)
-            offset = None
-            if name is not None:
-                found = self.index.offset_at(address - 1 if caller else address)
-                offset = None if found is None else found + (1 if caller else 0)
-            self._symbol[key] = None if name is None else (name, offset)
-        return self._symbol[key]
-
+        return self._memo(self._symbol, frame, caller, self._symbol_at)
 
     def srcline(self, frame: PerfFrame, caller: bool) -> str | None:
         """``FILE:LINE`` of the frame, as ``--lines`` gives it in folded stacks (a caller's:
         its call's); None where the module has no procedure or no line there."""
+        return self._memo(self._srcline, frame, caller, self._srcline_at)
+
+    def _memo(self, table: dict[tuple[int, bool], T], frame: PerfFrame, caller: bool,
+              make: Callable[[int, int], T]) -> T | None:
+        """`make(address, at)` once per frame address and kind, `at` the address looked up (a
+        caller's: its call's, the byte before its return address)."""
         address = self.file_address(frame)
         if address is None:
             return None
         key = (address, caller)
-        if key not in self._srcline:
-            loc = self.index.locate(address - 1 if caller else address, lines=True,
-                                    blocks=False, offsets=False)
-            own = loc.as_procedure()
-            self._srcline[key] = f"{own.file}:{own.line}" if (
-                loc.name(self.style) is not None and own.file and own.line) else None
-        return self._srcline[key]
+        if key not in table:
+            table[key] = make(address, address - 1 if caller else address)
+        return table[key]
+
+    def _symbol_at(self, address: int, at: int) -> tuple[str, int | None] | None:
+        name = self.index.locate(at, lines=False, blocks=False, offsets=False).name(self.style)
+        if name is None:
+            return None
+        found = self.index.offset_at(at)
+        return name, None if found is None else found + (address - at)
+
+    def _srcline_at(self, address: int, at: int) -> str | None:
+        loc = self.index.locate(at, lines=True, blocks=False, offsets=False)
+        own = loc.as_procedure()
+        return f"{own.file}:{own.line}" if (
+            loc.name(self.style) is not None and own.file and own.line) else None
 
 
 def _exec_segments(binary: Binary) -> list[tuple[int, int, int, int]]:
