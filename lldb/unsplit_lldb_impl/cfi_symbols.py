@@ -45,7 +45,7 @@ from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
-from unsplit.index.store import cache_root
+from unsplit.index.cache.store import cache_root
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities, frame_source

@@ -133,7 +133,8 @@ def test_adapters_have_no_import_circle() -> None:
 
 ADAPTERS = ("gdb/unsplit_gdb_impl", "lldb/unsplit_lldb_impl")
 # What only the FrameNamer reaches: the location cache, the module map, the frame rules.
-NAMER_ONLY = ("unsplit.index.location_cache", "unsplit.debug.module_map", "unsplit.index.frame")
+NAMER_ONLY = ("unsplit.index.cache.locations", "unsplit.debug.module_map",
+              "unsplit.index.model.frame")
 
 
 def _calls_on_session(path: Path) -> list[str]:
@@ -180,7 +181,7 @@ def test_sources_never_reach_up_into_the_index() -> None:
     """index/sources/ answers the index and never asks it: no source imports the module
     index, the line service, the location cache or the session's view."""
     above = ("unsplit.index.module_index", "unsplit.index.line_table",
-             "unsplit.index.location_cache", "unsplit.index.session_view", "unsplit.debug")
+             "unsplit.index.cache.locations", "unsplit.index.session_view", "unsplit.debug")
     wrong = [f"{p.name} imports {n}" for p in sorted((CORE / "index" / "sources").glob("*.py"))
              for n in sorted(_imports(p)) if n.startswith(above)]
     assert wrong == []

@@ -23,9 +23,10 @@ from unsplit.elf.derived import PerFile
 from unsplit.errors import BadIndexFile, UnsplitError
 from unsplit.formats import nops
 from unsplit.formats.eh_frame import FrameDescription, Row
-from unsplit.index import prebolt, store
-from unsplit.index.frame import lookup_pc
-from unsplit.index.model import Fragment
+from unsplit.index.bolt import prebolt
+from unsplit.index.cache import store
+from unsplit.index.model.frame import lookup_pc
+from unsplit.index.model.records import Fragment
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import bat as bat_source
 

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import esl
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.cache.store import cache_root
 from unsplit.index.module_index import IndexCache
-from unsplit.index.store import cache_root
 
 FORMAT_VERSION = 4  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:
-    """``debuginfo-vN`` under the cache root (unsplit.index.store.cache_root)."""
+    """``debuginfo-vN`` under the cache root (unsplit.index.cache.store.cache_root)."""
     return os.path.join(cache_root(), f"debuginfo-v{FORMAT_VERSION}")
 
 

@@ -18,7 +18,7 @@ from unsplit.elf.derived import PerFile
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import die_scan
-from unsplit.index.demangle import shown
+from unsplit.index.names.demangle import shown
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex

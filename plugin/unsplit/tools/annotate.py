@@ -51,10 +51,10 @@ from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import LLVM, shown
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import LLVM, shown
 from unsplit.index.sources import split_info
 from unsplit.tools import annotate_bolt
 

@@ -12,10 +12,10 @@ from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import module_index
-from unsplit.index.model import HOT, Block, Fragment, LineRow, Procedure
+from unsplit.index.cache.store import StoredParts
+from unsplit.index.model.records import HOT, Block, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import Source, SourceSet, open_sources
-from unsplit.index.store import StoredParts
 
 from ...conftest import ROOT, facts
 
@@ -156,7 +156,7 @@ def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) ->
 def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
     """A source keeps what it decodes itself: blocks, lines and BAT's input locations are the
     same whether or not procedures() was asked before (each on a fresh Binary)."""
-    from unsplit.index import bat_translate
+    from unsplit.index.bolt import bat_translate
     from unsplit.index.sources import bb_addr_map as bb
     from unsplit.index.sources.bat import BatSource
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
-from unsplit.index.model import BatFacts, Block, Fragment, LineRow, Procedure
+from unsplit.index.model.records import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
+    from unsplit.index.cache.store import StoredParts
     from unsplit.index.sources.bat import BatSource
     from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
-    from unsplit.index.store import StoredParts
 
 
 class LazyProcedures(Protocol):
@@ -211,8 +211,8 @@ class SourceSet:
         return self.symbols.plain()
 
     def parts_to_store(self) -> StoredParts:
-        """What the persistent index keeps of these sources (unsplit.index.store)."""
-        from unsplit.index.store import StoredParts
+        """What the persistent index keeps of these sources (unsplit.index.cache.store)."""
+        from unsplit.index.cache.store import StoredParts
 
         scan, order = self.bat.stored_scan()
         return StoredParts(scan, self.symbols.plain(), self.symbols.procedures(), order)

@@ -24,7 +24,7 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.sources import BaseSource
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from unsplit.elf.binary import Binary
 from unsplit.errors import BadIndexFile
 from unsplit.formats.bat_scan import BatScan, Lookup
-from unsplit.index.model import Fragment, Procedure
+from unsplit.index.model.records import Fragment, Procedure
 from unsplit.index.sources.symbols import PlainFunctions
 
 MAGIC = b"UNSPLIX\0"
