@@ -41,11 +41,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
-from unsplit.index.cache.store import cache_root
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities, frame_source

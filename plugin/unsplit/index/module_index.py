@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, BinaryError, UnsplitError
-from unsplit.index.cache.store import IndexStore, StoredParts
+from unsplit.index.cache.store import IndexStore
 from unsplit.index.inlines import DwarfFrames
 from unsplit.index.line_table import LineSource, LineTable
 from unsplit.index.model.records import (
@@ -29,7 +29,7 @@ from unsplit.index.model.records import (
     Procedure,
     bolt_original_of,
 )
-from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
+from unsplit.index.sources import LazyProcedures, SourceSet, StoredParts, open_sources
 
 if TYPE_CHECKING:
     from unsplit.index.sources.symbols import PlainFunctions

@@ -19,11 +19,12 @@ import os
 import time
 from typing import Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, cfi_check
 from unsplit.debuginfo import cache as debuginfo_cache
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
-from unsplit.index.cache.store import IndexStore, cache_root, remove_files
+from unsplit.index.cache.store import IndexStore, remove_files
 from unsplit.index.module_index import ModuleIndex
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).

@@ -58,8 +58,8 @@ from typing import IO, Any
 from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.index.cache.store import IndexStore
-from unsplit.index.inlines import UNKNOWN, DwarfFrames, LineInfo
-from unsplit.index.model.records import BOLT_PSEUDO_UNIT, Location
+from unsplit.index.inlines import UNKNOWN, DwarfFrames
+from unsplit.index.model.records import BOLT_PSEUDO_UNIT, LineInfo, Location
 from unsplit.index.module_index import IndexCache, ModuleIndex
 from unsplit.index.names.demangle import LLVM
 

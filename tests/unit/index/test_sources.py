@@ -12,10 +12,9 @@ from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import module_index
-from unsplit.index.cache.store import StoredParts
 from unsplit.index.model.records import HOT, Block, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.sources import Source, SourceSet, open_sources
+from unsplit.index.sources import Source, SourceSet, StoredParts, open_sources
 
 from ...conftest import ROOT, facts
 

@@ -221,6 +221,18 @@ class Procedure:
 
 
 @dataclass(frozen=True, slots=True)
+class LineInfo:
+    """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
+
+    function: str
+    path: str | None  # None: llvm-symbolizer's "??"
+    line: int
+    column: int
+    start_line: int = 0
+    start_address: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InlineFrame:
     """One frame of the chain DWARF gives an address where code is inlined: the function (its
     linkage name, else its DWARF name) and where in it the address is — for an inlined call,

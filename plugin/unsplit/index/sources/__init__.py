@@ -20,10 +20,23 @@ from unsplit.elf.binary import Binary
 from unsplit.index.model.records import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
-    from unsplit.index.cache.store import StoredParts
+    from array import array
+
+    from unsplit.formats.bat_scan import BatScan
     from unsplit.index.sources.bat import BatSource
     from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StoredParts:
+    """What the sources decode by walking a whole file, as the persistent store
+    (unsplit.index.cache.store) keeps it and gives it back to :func:`open_sources`."""
+
+    bat_scan: BatScan | None
+    plain: PlainFunctions
+    symbol_procedures: list[Procedure]
+    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
 
 
 class LazyProcedures(Protocol):
@@ -212,8 +225,6 @@ class SourceSet:
 
     def parts_to_store(self) -> StoredParts:
         """What the persistent index keeps of these sources (unsplit.index.cache.store)."""
-        from unsplit.index.cache.store import StoredParts
-
         scan, order = self.bat.stored_scan()
         return StoredParts(scan, self.symbols.plain(), self.symbols.procedures(), order)
 

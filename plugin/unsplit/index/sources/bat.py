@@ -36,7 +36,7 @@ from unsplit.index.model.records import (
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
-    from unsplit.index.cache.store import StoredParts
+    from unsplit.index.sources import StoredParts
 
 
 class BatProcedures:
