@@ -263,6 +263,12 @@ class ModuleIndex:
         by its fragments' layout. AddressLookupError where the source knows there is none."""
         return self.sources.addresses_of(procedure, offset)
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int]:
+        """`procedure`'s code as [start, end) ranges in the order it lay before the split, and
+        its logical size: as its source records them (split_info: §1's ranges), else by its
+        fragments' layout."""
+        return self.sources.logical_ranges(procedure)
+
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
         if proc is None:

@@ -87,15 +87,9 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
     quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
     binary = Binary(path)
     index = ModuleIndex(binary)
-    exact = {sp.start: sp for sp in index.sources.split_info.split_procedures()}
     out = []
     for p in _split_procedures(index, name):
-        sp = exact.get(p.entry)
-        if sp is not None and p.fragments[0].source == "split_info":  # §1's own ranges
-            spans, size = [(r.start, r.end) for r in sp.ranges], sp.size
-        else:  # other sources: the fragments, in the order they lay before the split
-            frags = sorted(p.fragments, key=lambda f: f.logical_start)
-            spans, size = [(f.start, f.end) for f in frags], p.logical_size
+        spans, size = index.logical_ranges(p)
         ranges, position = [], 0
         for lo, hi in spans:
             ranges.append({"start": hex(lo), "end": hex(hi), "offset": index.offset_at(lo),

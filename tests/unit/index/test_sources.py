@@ -182,13 +182,14 @@ def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
 
 
 def test_only_the_index_tells_sources_apart() -> None:
-    """Breakpoints, rendering, the session and the adapters ask the index (addresses_of,
-    Location.bat) and never test which source made a fragment."""
+    """Breakpoints, rendering, the session, the tools and the adapters ask the index
+    (addresses_of, logical_ranges, Location.bat) and never test which source made a fragment."""
     import ast
 
     core = ROOT / "plugin" / "unsplit"
     paths = [*(core / "debug").rglob("*.py"), *(core / "render").rglob("*.py"),
-             core / "session.py", core / "commands.py", *(ROOT / "gdb").rglob("*.py"),
+             *(core / "tools").rglob("*.py"), core / "session.py", core / "commands.py",
+             core / "cli.py", *(ROOT / "gdb").rglob("*.py"),
              *(ROOT / "lldb").rglob("*.py")]
     found = []
     for path in paths:

@@ -118,6 +118,11 @@ class Source(Protocol):
         AddressLookupError when it knows that offset has no code now."""
         ...
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """`procedure`'s code as [start, end) ranges in the order it lay before the split, and
+        its logical size, where the format records them (None: its fragments' layout)."""
+        ...
+
     def facts(self, address: int) -> BatFacts | None:
         """What BOLT's address translation says of `address` (None: nothing)."""
         ...
@@ -166,6 +171,9 @@ class BaseSource:
     def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
         return None
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        return None
+
     def facts(self, address: int) -> BatFacts | None:
         return None
 
@@ -210,6 +218,17 @@ class SourceSet:
             if found is not None:
                 return found
         return procedure.addresses_of(offset)
+
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int]:
+        """`procedure`'s code in the order it lay before the split, and its logical size: as
+        the source that made it records them, else its fragments by logical start."""
+        for name in dict.fromkeys(f.source for f in procedure.fragments):
+            source = self._by_name.get(name)
+            found = None if source is None else source.logical_ranges(procedure)
+            if found is not None:
+                return found
+        fragments = sorted(procedure.fragments, key=lambda f: f.logical_start)
+        return [(f.start, f.end) for f in fragments], procedure.logical_size
 
     def facts(self, address: int) -> BatFacts | None:
         """The first source's BAT facts of `address` (only BOLTed code has any)."""

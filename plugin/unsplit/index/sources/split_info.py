@@ -288,6 +288,15 @@ class SplitInfoSource(BaseSource):
         address = self.address_of(procedure.entry, offset)
         return [] if address is None else [address]
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """§1's own ranges of `procedure` (one of this source's) and its size."""
+        if not any(f.source == self.name for f in procedure.fragments):
+            return None
+        for sp in self.split_procedures():
+            if sp.start == procedure.entry:
+                return [(r.start, r.end) for r in sp.ranges], sp.size
+        return None
+
     def logical_offset(self, address: int) -> int | None:
         """§1's logical offset of `address` in its split procedure (a branch: its moved
         code's)."""
