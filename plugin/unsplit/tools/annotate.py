@@ -104,6 +104,8 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
                 "ranges": ranges,
             }
         )
+    for w in index.warnings:  # a section the index left out (a damaged record, say)
+        print(f"unsplit: warning: {w}", file=sys.stderr)
     return out
 
 
