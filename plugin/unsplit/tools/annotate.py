@@ -1,34 +1,7 @@
-"""`unsplit ranges`, `unsplit lines` and `unsplit annotate`: the split-routine formats at work.
-
-Specification: shared/specs/split-info-and-esl.md (§1 `.split_info`, §2-§3 `.opt_table` with
-ESL programs). PROC is named as `bb break` reads a name (linkage, demangled, or qualified
-without parameters: unsplit.debug.breakpoints.procedures_named); ``procedure`` is shown as
-`unsplit where` shows it (LLVM's demangling, or ``--no-demangle``), ``linkage_name`` is the
-symbol's:
-
-- ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
-  ``[{"procedure", "linkage_name", "entry", "logical_size", "ranges": [{"start", "end",
-  "offset", "position"}]}]``, addresses as hex (``offset``: as ``where`` says it;
-  ``position``: laid end to end);
-- ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
-  ``[{"procedure", "linkage_name", "address", "file", "path", "line", "column", "source"}]``
-  (``file`` as the line table names its file, ``path`` the full path, as ``where --json`` has
-  them); source
-  ``esl`` (an ESL program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the
-  pre-BOLT binary's DWARF through BAT); a procedure whose ESL program stopped early, or has
-  none, gets a one-line warning (on stderr with --json);
-- ``annotate IN -o OUT``: a copy of IN (never IN itself) with `.split_info` and `.opt_table`
-  derived from what IN says, so that the copy debugs with true procedures and lines with no
-  DWARF and (BOLT) no pre-BOLT binary. Compiler splits: the fragments (``foo.cold`` symbols,
-  bb address maps), the jump that reaches each moved fragment (found with llvm-objdump-22: it
-  is the record's branch) and the DWARF lines (IN's, or ``--debug PATH``'s). BOLTed binaries:
-  the fragments BAT names and the pre-BOLT binary's DWARF through BAT, see
-  :mod:`unsplit.tools.annotate_bolt` for what a range means there. It prints the bytes added
-  next to the size of IN built with DWARF (BOLT: ``--update-debug-sections``) when that build
-  is at hand.
-
-Handlers return the text to print; errors are UnsplitErrors, as everywhere in the core.
-"""
+"""`unsplit ranges`, `unsplit lines` and `unsplit annotate` (docs/command-line.md): the
+split-routine formats (shared/specs/split-info-and-esl.md) at work. `annotate` writes a copy of
+a binary with `.split_info` and `.opt_table` derived from what it says, so that the copy debugs
+with true procedures and lines with no DWARF (BOLT: :mod:`unsplit.tools.annotate_bolt`)."""
 
 from __future__ import annotations
 
