@@ -58,6 +58,12 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
     ``offset`` is its first byte's offset in the procedure as `where` gives it (BOLT: the input
     offset BAT gives); ``position`` is where it starts with the ranges laid end to end (another
     quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
+    return _ranges_data(path, name, style)[0]
+
+
+def _ranges_data(path: str, name: str | None, style: str | None
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the ranges, what the index could not read: a section it refused, one line each)."""
     binary = Binary(path)
     index = ModuleIndex(binary)
     out = []
@@ -77,7 +83,7 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
                 "ranges": ranges,
             }
         )
-    return out
+    return out, [f"warning: {w}" for w in index.warnings]
 
 
 def _style(args: argparse.Namespace) -> str | None:
@@ -85,7 +91,9 @@ def _style(args: argparse.Namespace) -> str | None:
 
 
 def _ranges(args: argparse.Namespace) -> str:
-    data = ranges_json(args.binary, args.proc, _style(args))
+    data, warnings = _ranges_data(args.binary, args.proc, _style(args))
+    for w in warnings:  # on stderr: stdout stays the ranges (one JSON document with --json)
+        print(w, file=sys.stderr)
     if args.json:
         return json.dumps(data, indent=1)
     lines = []
