@@ -94,14 +94,13 @@ def _file_sections(path: str) -> dict[str, int]:
 
 
 def _sections_of(path: str) -> dict[str, int]:
-    # (imported here: a session that never asks spares pyelftools' import, 0.08 s)
+    # (imported here: a session that never asks spares pyelftools' import)
     from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 
     found: dict[str, int] = {}
     try:
         with open(path, "rb") as stream, reading(path, 0, "section headers"):
-            # Headers only: making the sections parses a .gnu.hash whole (0.4 s on a
-            # 236 MB libLLVM).
+            # Headers only: making the sections parses a .gnu.hash whole.
             elf = ELFFile(stream)
             for i in range(elf.num_sections()):
                 header = elf._get_section_header(i)

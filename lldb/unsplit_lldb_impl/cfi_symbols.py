@@ -1,35 +1,9 @@
-"""LLDB's own frames, names, lines and variables in moved code: every split module without
-DWARF gets unsplit's debug file (unsplit.debuginfo: the input's DWARF or the index's names and
-lines, the module's symbols, and the split procedures' CFI as ``.debug_frame``, which LLDB 22
-unwinds a function in several ranges with), in the command line and lldb-dap alike. A module
-no debug file can be made for (too big to write in a session, DWARF of its own in part), an
-LLDB that takes a function in several ranges as one span (LLDB 19: capabilities.split_function,
-probed on the first module given the file), and ``bb debuginfo off`` /
-``UNSPLIT_LLDB_DEBUGINFO=0`` get the Breakpad file of the moved fragments' CFI and lines
-instead (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
-
-Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
-``finish``, cores, all threads, lldb-dap):
-
-* the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
-  finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
-  module without DWARF, whenever it loads one (never a BOLT output's: every output of one
-  input has its build-id, so such a file is kept by digest and only ever given by sync);
-* :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
-  existed: at import (targets made before it), and before every command that looks past a
-  thread's innermost frame (``bt``, ``frame select``/``up``/``down``, the steps and
-  ``finish``: LLDB's own, through command override callbacks, and every ``bb`` command) — for
-  the executable and the modules holding a thread's pc (see _modules), which covers cores and
-  libraries loaded since. Not from a stop hook on the command line: LLDB heads a stop hook's
-  output with ``-- Thread N`` for every thread that stopped for a reason (an attach, a core of
-  a multi-threaded program), whatever the hook prints, so a hook there prints lines nobody
-  asked for. lldb-dap runs no command before its clients read frames (stackTrace is the SB
-  API), so there the stop hook stays. The CFI file goes to the executable and the modules
-  holding a thread's pc; unsplit's DWARF file (debuginfo on) to every module (_describe).
-
-A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
-Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
-"""
+"""LLDB's own frames, names, lines and variables in moved code: every split module without DWARF
+gets unsplit's debug file (unsplit.debuginfo), or, where none can be made or LLDB takes a split
+function as one span, the Breakpad file of its moved fragments' CFI and lines
+(unsplit.debug.breakpad). LLDB finds kept files through ``target.debug-file-search-paths``;
+:func:`sync` gives new ones before every command that looks past frame 0 (docs/architecture.md).
+A module with DWARF is never given one. ``UNSPLIT_LLDB_CFI=0`` turns it all off."""
 
 from __future__ import annotations
 
@@ -220,9 +194,8 @@ def _modules(target: lldb.SBTarget, everything: bool) -> list[tuple[Any, list[in
 def _no_pc_in_moved_code(debugger: lldb.SBDebugger, path: str, pcs: list[int]) -> bool:
     """Whether none of `pcs` (file addresses) is in moved code of the module at `path`: then
     LLDB unwinds every frame of the module right without the CFI file (callers use the
-    `.eh_frame` at their call site), and the file waits for a stop that needs it. A BOLTed
-    libLLVM's file is 76 MB of text that LLDB parses in 0.3 s, found by a digest of the
-    library (bench/libllvm.py: a later session's stop in its hot code, 1.8x -> 1.4x plain)."""
+    `.eh_frame` at their call site), and the file waits for a stop that needs it (a BOLTed
+    libLLVM's is 76 MB of text, found by a digest of the library; docs/benchmarks.md)."""
     index = state_mod.for_debugger(debugger.GetID()).session.index(path)
     return not any(index.locate(pc, lines=False, blocks=False).in_moved_code for pc in pcs)
 
@@ -401,7 +374,7 @@ def _forget_by_build_id(binary: Binary, symbol_file: str, root: str) -> bool:
 
 def _moved_procedures(index: ModuleIndex) -> Iterator[str]:
     """The names of the procedures with moved code, as asked for: the probe usually needs the
-    first (listing every moved fragment of a BOLTed libLLVM first cost 2-4 s of CPU)."""
+    first (listing every moved fragment of a BOLTed libLLVM first costs seconds)."""
     seen: set[str] = set()
     for start in index.moved_starts():
         proc = index.procedure_at(start)

@@ -1,14 +1,7 @@
-"""Frame names in LLDB's ``bt`` and stop line, through ``${script.frame:…}`` format entries.
-
-LLDB 22 calls ``unsplit_lldb.frame_function(frame, internal_dict)`` (and friends) for every
-frame it prints with ``frame-format``/``thread-format`` and prints the string returned. These
-callbacks name a frame in moved code by its logical procedure and fragment (``transfer [cold]``)
-and render everything else with the user's own format text, so nothing else changes.
-
-They run for every frame of every ``bt``: the session's FrameNamer (unsplit.debug.frame_namer)
-names each from its location cache, and a callback never raises: an exception would print a
-traceback into the backtrace.
-"""
+"""Frame names in LLDB's ``bt`` and stop line, through ``${script.frame:…}`` format entries: a
+frame in moved code is named by its logical procedure and fragment (``transfer [cold]``) by the
+session's FrameNamer, everything else rendered with the user's own format text. A callback never
+raises (a traceback would land in the backtrace)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The `unsplit` command line: the core's answers without a debugger.
-
-    unsplit where --exe BINARY [--json] [--no-demangle] ADDR...
-
-Names are demangled in LLVM's wording (as llvm-symbolizer, which `unsplit symbolize` follows);
-`--no-demangle` shows linkage names, as llvm-symbolizer's option does.
-
-Errors are one line on stderr and exit status 1 (a bug: 2, as a usage error); set
-UNSPLIT_DEBUG=1 for tracebacks. A check that finds something exits with 3 (tools.EXIT_FOUND).
-"""
+"""The `unsplit` command line: the core's answers without a debugger (docs/command-line.md). Names
+are demangled in LLVM's wording, as llvm-symbolizer's; errors are one line on stderr and exit
+status 1 (a bug: 2, as a usage error; UNSPLIT_DEBUG=1 for tracebacks); a check that finds
+something exits with 3 (tools.EXIT_FOUND)."""
 
 from __future__ import annotations
 

@@ -125,8 +125,8 @@ class Session:
             notes = self._input_notes.pop(path, [])
             if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None:
                 # The index first: from the persistent store it gives BAT's scan, where
-                # bat_translate.load alone would decode the whole note again (2 s of a
-                # BOLTed libLLVM's 36 MB, in every session).
+                # bat_translate.load alone would decode the whole note again, in every
+                # session.
                 self.indexes.get(path)
             if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None \
                     and bat_translate.load(binary) is not None:  # DecodeError: BAT is ignored

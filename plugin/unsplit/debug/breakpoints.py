@@ -1,17 +1,7 @@
-"""Where a breakpoint named in terms of the original procedure goes now: the policy of `bb break`.
-
-The adapters only apply what this module computes (GDB: breakpoints at addresses; LLDB: a
-scripted resolver that asks :func:`resolve` for each module as it loads).
-
-Location forms (PROC: a linkage name, a demangled name, or a qualified name without parameters
-matching in every scope and overload, as GDB's `break` reads it: unsplit.index.names.matching):
-    PROC            the procedure's entry (--all-fragments: and the start of every fragment)
-    PROC+OFFSET     an offset in the original procedure (BOLT: in the input function, via BAT;
-                    split_info: logical; bb maps and symbols: in the fragments laid end to end)
-    PROC:%ID        the start of basic block ID (bb address map, BAT)
-    FILE:LINE       every place that line begins, in moved code too, from ESL, DWARF, or the
-                    pre-BOLT binary's DWARF through BAT
-"""
+"""Where a breakpoint named in terms of the original procedure goes now: the policy of `bb break`
+(docs/commands.md: PROC, PROC+OFFSET, PROC:%ID, FILE:LINE). The adapters only apply what it
+computes: GDB sets breakpoints at the addresses, LLDB's scripted resolver asks :func:`resolve`
+per module."""
 
 from __future__ import annotations
 

@@ -426,8 +426,8 @@ class ModulePolicy:
     moved: int  # moved fragments
     contested: int  # address ranges more than one FDE covers
     # Moved fragments whose start no trusted FDE covers (check-cfi's `uncovered` also finds
-    # those an FDE covers in part; the policy is counted from the starts alone: a BOLTed
-    # libLLVM's 89,233 take 1.0 s CPU once per file, making its fragments' ends 3.5 s more).
+    # those an FDE covers in part; the policy is counted from the starts alone: making every
+    # fragment's end on a BOLTed libLLVM costs several times the count).
     uncovered: int = 0
 
     @property

@@ -111,8 +111,8 @@ MADE, CACHED, TO_WRITE = "made", "cached", "to write"
 
 def max_code_bytes() -> int:
     """The most code a debugger session describes when a module loads, where the file has
-    lines written from the index: that walks every instruction of the split procedures (about
-    60 µs a byte of BOLTed code, measured on the zoo), so a big module is left to `unsplit
+    lines written from the index: that walks every instruction of the split procedures, so a
+    big module is left to `unsplit
     debuginfo` ahead of time (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then
     cached). A BOLT output whose input has DWARF has no limit (that DWARF is translated in about
     BOLT's own time, docs/benchmarks.md), nor has a file of names alone (:func:`names_only`)."""
@@ -125,8 +125,8 @@ def max_code_bytes() -> int:
 def names_only(binary: Binary) -> bool:
     """Whether the module's file can only name its procedures: no DWARF of its own, no ESL
     line table, and for a BOLT output no pre-BOLT input with DWARF. That file costs one pass
-    over the procedures, not a walk over the code (a BOLTed libLLVM's 128k procedures: ~3 s
-    of CPU, bench/libllvm.py), so a session writes it whatever the module's size."""
+    over the procedures, not a walk over the code (docs/benchmarks.md, bench/libllvm.py), so
+    a session writes it whatever the module's size."""
     if binary.dwarf_binary is not None or binary.has_section(esl.SECTION):
         return False
     if not bat_translate.has_bat(binary):

@@ -1,13 +1,7 @@
-"""What the core knows of a split module, written as DWARF 5 in a separate debug file.
-
-Every procedure becomes a DW_TAG_subprogram whose ranges cover all its fragments (entry
-fragment first: GDB and LLDB take the first range of a non-contiguous function as its entry);
-the line table holds, for each byte of its code, the row ``ModuleIndex.line_at`` answers (ESL,
-the module's own DWARF, BOLTed code through BAT to the pre-BOLT binary's DWARF) — a row is
-written only where the answer changes, so llvm-symbolizer and the debuggers, which take the last
-row at or below an address, get exactly ``unsplit where``'s line at every instruction. Code no
-source of lines covers gets no rows (and is listed), never a guessed line.
-"""
+"""What the core knows of a split module, written as DWARF 5 in a separate debug file: each
+procedure a DW_TAG_subprogram whose ranges cover all its fragments (entry first), and a line
+table with a row wherever ``ModuleIndex.line_at``'s answer changes, so that every reader gets
+`unsplit where`'s line at every instruction. Code no line source covers gets no rows."""
 
 from __future__ import annotations
 

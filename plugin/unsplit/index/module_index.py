@@ -478,8 +478,8 @@ ANNOUNCE_SYMBOL_BYTES = 32 << 20
 
 
 def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
-    """Say once that a first index will take a while: the BAT note (the long pass, about
-    1 s per 20 MB) or the symbol tables are big."""
+    """Say once that a first index will take a while: the BAT note (the long pass) or the
+    symbol tables are big."""
     bat = binary.section_header(".note.bolt_bat")
     bat_size = 0 if bat is None else bat.size
     symbols = sum(s.size for name in (".symtab", ".dynsym")

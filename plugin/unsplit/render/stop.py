@@ -1,20 +1,7 @@
-"""How a stop reads in each debugger, for `bb next`/`step`/`finish`/… and the GDB stop printer.
-
-The plugin prints a stop as the debugger in use prints its own (measured on gdb 13.1 and lldb
-22.1.8), with the procedure as written and its true line where the debugger would name a
-fragment or know no line:
-
-GDB (``print_stop_event``): after a step that stayed in its frame, the new line and its text,
-``43\\t            total += …``, preceded by the pc and a tab when the pc is not where the line
-begins; after a stop in another frame, the frame's location line first,
-``[0x… in ]run (a=…, n=1) at crash.c:43``; ``set print frame-info`` overrides the choice.
-LLDB (``Thread::GetStatus``): ``* thread #1, … stop reason = step over``, ``frame #0: …``,
-then the lines around the pc (``stop-line-count-before``/``-after``), the current one marked
-``->`` (``%2.2s %-4u\\t``), and a caret under its column.
-
-The extras (fragment, original offset, block) are `bb where`'s, and `bb set verbose on` adds
-:func:`verbose_line` under every step.
-"""
+"""How a stop reads in each debugger, for `bb next`/`step`/`finish`/… and GDB's stop printer: as
+the debugger prints its own (GDB's ``print_stop_event``, LLDB's ``Thread::GetStatus``), with the
+procedure as written and its true line where the debugger would name a fragment or know no
+line; `bb set verbose on` adds :func:`verbose_line`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.cache.store)
-and the files made from it beside it: LLDB's CFI symbol files (unsplit.debug.breakpad), the
-debug files the adapters give split modules (unsplit.debuginfo.cache) and the address ranges
-where a module's FDEs compete (unsplit.debug.cfi_check, for GDB's unwinder).
-
-    info  [BINARY...]   where the cache is and what it holds: per BINARY whether its index is
-                        there and current; without BINARY every file unsplit keeps there
-    clear [BINARY...]   delete what is kept for BINARY: its index, debug file and CFI symbol
-                        files (without BINARY: everything, older formats' folders included)
-    warm  BINARY...     build the indexes now (a deploy step), so that no debugger session
-                        pays for the first build
-"""
+and the files kept beside it (LLDB's CFI symbol files, the debug files, the FDE ranges of
+unsplit.debug.cfi_check): what it holds, deleting a binary's, building indexes ahead of time."""
 
 from __future__ import annotations
 

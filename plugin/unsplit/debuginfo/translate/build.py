@@ -111,8 +111,7 @@ def _described(index: ModuleIndex, imap: InputMap, covered: list[tuple[int, int]
     only where its code stands for input code that a unit describes (BOLT's patched original
     foo.org.0 stands for foo's entry, which foo's unit covers where foo went). Other code
     (crt code, _start, moved or not) has no unit's line in the input either: asking would
-    read the input's DWARF with pyelftools (0.1 s of simdjson's 0.5 s, most of it the
-    import) to find none."""
+    import pyelftools and read the input's DWARF to find none."""
     at = index.bat_input_address(entry)
     if at is None:
         return False

@@ -479,8 +479,8 @@ def placements(binary: Binary, procedure: str, input_offset: int) -> Placement |
 
 class _SymbolsByAddress:
     """The defined STT_FUNC symbols of .symtab (else .dynsym) at an address, from the symbol
-    columns. The first few questions search the values array in C (3 ms each on libLLVM);
-    after that a sorted index is made once (a bt of 20 frames asks ~70)."""
+    columns. The first few questions search the values array in C; after that a sorted index
+    is made once (a bt of 20 frames asks ~70)."""
 
     _SEARCHES_BEFORE_SORTING = 16
 

@@ -1,14 +1,7 @@
-"""The logical model every fragment source feeds: procedures, fragments, blocks, line rows.
-
-A *procedure* is a function as its author wrote it. Optimizers cut it into *fragments* (GCC's
-``foo.cold``, clang's ``foo.cold`` and ``foo.__part.N``, BOLT's ``foo.cold.N`` and ``foo.warm``)
-placed far apart. A fragment knows where it lies now (``start``/``end``, file virtual addresses)
-and where it lay in the original procedure (``logical_start``): the offset a user means by
-``foo+0x40`` is a logical offset.
-
-All addresses here are *file* virtual addresses (as in the ELF); the debugger adapters add the
-load bias of the module.
-"""
+"""The logical model every fragment source feeds: a *procedure* is a function as its author wrote
+it, cut by optimizers into *fragments* placed far apart; a fragment knows where it lies now
+(``start``/``end``) and where it lay in the procedure (``logical_start``: the offset a user
+means by ``foo+0x40``). Addresses are file virtual addresses; adapters add the load bias."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Fragment sources: each turns one on-disk format of a Binary into model procedures (and, for
-some, blocks and lines) behind one protocol, :class:`Source`, which is all the index talks to.
-
-A source is an object per Binary that keeps what it decoded (no module-level cache). Its
-``procedures()`` is [] when the binary lacks its format; BAT's is a lazy set instead
-(:class:`LazyProcedures`), which makes its procedures one at a time when asked for (a BOLTed
-libLLVM has 129k). The index asks every source in priority order (:func:`open_sources`) and,
-per procedure (name and entry: static functions of several units share names), keeps the
-fragments no earlier (more precise) source placed and the blocks of the first source that has
-blocks at that entry.
-"""
+"""Fragment sources: each turns one on-disk format of a Binary into model procedures (and some into
+blocks and lines) behind one protocol, :class:`Source`, all the index talks to. A source keeps
+what it decoded on itself. :func:`open_sources` lists them most precise first; per procedure the
+index keeps the fragments no earlier source placed, and the first source's blocks."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""Fragment source for BOLTed binaries: procedures from ``.note.bolt_bat`` and BOLT's symbols.
-
-Specification: ``shared/specs/bolt-bat.md`` §2 (the note), §3 (what its maps mean), §6.1
-(``foo.cold.N``/``foo.warm``/``foo.cold`` fragment symbols).
-
-BAT maps output code back to *input-function offsets*, and those are not contiguous per
-fragment (BOLT reorders blocks inside a fragment and across fragments), so a fragment's
-``logical_start`` cannot be its input offset. We lay the fragments end to end instead
-(``logical_start`` = sum of the sizes before it, hot first) so that ``Procedure`` offsets stay
-unique, and give the true input offset through :func:`input_offset`, which the index uses for
-the ``offset`` of BOLTed code.
-"""
+"""Fragment source for BOLTed binaries: procedures from ``.note.bolt_bat`` and BOLT's fragment
+symbols (``shared/specs/bolt-bat.md`` §2, §3, §6.1). BOLT reorders blocks, so fragments are laid
+end to end for ``logical_start`` (offsets stay unique) and the true input offset comes from
+:func:`input_offset`."""
 
 from __future__ import annotations
 
