@@ -9,10 +9,12 @@ lines of the source's `BB:` markers; never unsplit's output."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +242,77 @@ def test_lldb_dap_names_moved_frames_of_a_module_over_the_limit(
     assert [x["procedure"] for x in f["crash"]["frames"][:3]] == f["crash"]["expected_chain"]
     assert [x["name"] for x in frames[:3]] == f["crash"]["expected_chain"], frames[:3]
     assert not any("___lldb_unnamed_symbol" in x["name"] for x in frames), frames
+
+
+def _cache_lock(tmp_path: Path, f: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+                ) -> tuple[Path, Any]:
+    """Where the session's debug file of `f`'s binary goes (the dap fixture's cache), and its
+    lock taken, as a second writer on one cache finds it: the file waits until it is
+    released. The session treats the module as one whose file takes a while (more code than
+    UNSPLIT_DEBUGINFO_MAX_KB, 0 here: a BOLTed libLLVM passes the default 512 KB)."""
+    from unsplit.debuginfo.cache import path_for
+    from unsplit.elf.binary import Binary
+
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_MAX_KB", "0")
+    found = path_for(Binary(str(ROOT / f["binary"])))
+    assert found is not None
+    path = Path(found)
+    path.parent.mkdir(parents=True)
+    lock = open(f"{path}.lock", "ab")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return path, lock
+
+
+def _said(session: DapSession, pattern: str, timeout: float = 120) -> str:
+    """The first console line matching `pattern`, waiting for it."""
+    deadline = time.monotonic() + timeout
+    while not (m := re.search(pattern, session.transcript, re.M)):
+        session.wait("event", "output", timeout=max(deadline - time.monotonic(), 0.1))
+    return m[0]
+
+
+def test_lldb_dap_core_names_frames_before_the_debug_file_is_written(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core whose module's debug file is not written yet: the first stackTrace names every
+    frame in moved code by its procedure while the file is still to be written (its names
+    file, given at once), and once it is loaded the frames have their source and line and the
+    Variables pane what lldb-dap shows on the pre-BOLT input at the same crash."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    path, lock = _cache_lock(tmp_path, f, monkeypatch)
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(ROOT / f["binary"]),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
+    assert not path.exists()
+    lock.close()
+    said = _said(session, r"^unsplit: debug info for split module crash \(.*\)$")
+    assert str(path) in said
+    thread = session.request("threads")["threads"][0]["id"]
+    frames = session.request("stackTrace", threadId=thread, startFrame=0,
+                             levels=20)["stackFrames"]
+    _check(frames, f, tagged=False)
+    plain = dap([LLDB_DAP])
+    theirs = _stopped_frames(plain, "launch", program=str(ROOT / f["input"]),
+                             args=f["crash"]["argv"][1:], initCommands=[])
+    assert _values(session, frames[0]) == _values(plain, theirs[0]) != {}, _values(plain, theirs[0])
+
+
+def test_lldb_dap_writer_that_cannot_write_says_one_line(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache cannot take the debug file (a directory has its name): the frames keep their
+    names file's names, and one line says why there is no debug file, no traceback."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    path, lock = _cache_lock(tmp_path, f, monkeypatch)
+    (path / "taken").mkdir(parents=True)
+    lock.close()
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(ROOT / f["binary"]),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
+    _said(session, r"^unsplit: no debug file for crash: cannot make one: .*$")
+    lines = [line for line in session.transcript.splitlines() if "crash" in line
+             and line.startswith("unsplit:") and "being written" not in line]
+    assert len(lines) == 1, session.transcript

@@ -1,0 +1,105 @@
+"""lldb-dap on a core: a split module whose debug file is not made yet, and is big enough to take
+a while (more code than ``UNSPLIT_DEBUGINFO_MAX_KB``, 512 KB by default: a BOLTed libLLVM's
+file is seconds of CPU, docs/benchmarks.md), gets it from another process
+(unsplit.debuginfo.background), which first writes its names file (unsplit.debuginfo.names_file:
+its symbols, every fragment named by its procedure). The stop hook waits for that one alone and
+gives it to LLDB, so the first ``stackTrace`` names every frame; a thread of this session
+waits for the debug file and gives it to LLDB in its place (``target symbols add`` again: LLDB
+drops the module's symbol file and its frames), and its lines and variables follow from the
+next request. ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes the debug file at once instead.
+
+Only lldb-dap, and only on a core: the command line names frames from the index, not the
+symbol file, and a live process needs its lines before it runs (breakpoints, stops)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from unsplit.debuginfo import background
+from unsplit.debuginfo.cache import Outcome, names_path
+from unsplit.errors import UnsplitError
+from unsplit.index import prebolt
+
+from . import state as state_mod
+from .report import report_internal
+from .state import PendingFile
+
+if TYPE_CHECKING:
+    import lldb
+
+
+def wanted(target: lldb.SBTarget, in_lldb_dap: bool) -> bool:
+    """Whether this session takes names first: lldb-dap, on a core, not turned off."""
+    if not in_lldb_dap or os.environ.get("UNSPLIT_DEBUGINFO_BACKGROUND", "1") == "0":
+        return False
+    process = target.GetProcess()
+    return bool(process.IsValid() and process.GetCoreFile().fullpath)
+
+
+_LOCK = threading.Lock()  # the watcher threads and the stop hook both give the debug file
+
+
+def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file: str,
+         add: Callable[[str], None], then: Callable[[Outcome], str]) -> str:
+    """Start writing `path`'s debug file (to `debug_file`), wait for its names file and give
+    it (`add`), and have a thread give the debug file once made (`then`: what is done with
+    it, said as the module's status). Returns the status; UnsplitError when no writer starts
+    (said by the caller, which then writes the file here)."""
+    st = state_mod.for_debugger(debugger.GetID())
+    found = st.pending.get(path)
+    if found is None:
+        chosen = prebolt.input_for(st.session.indexes.binary(path))
+        writer = background.start(path, None if chosen is None else chosen.path, names=True)
+        found = st.pending[path] = PendingFile(path, writer, names_path(debug_file))
+    if not found.writer.wait_for(found.names):  # ended without one: its outcome says why
+        return _finish(debugger, found, then) or "no debug file"
+    add(found.names)
+    print(f"unsplit: {os.path.basename(path)}: its debug file is being written; its procedures "
+          "are named meanwhile, its lines and variables follow once it is loaded",
+          file=sys.stderr)
+    thread = threading.Thread(target=_watch, args=(debugger, found, then), daemon=True,
+                              name=f"unsplit: {os.path.basename(path)}'s debug file")
+    thread.start()
+    return f"given unsplit's names file: {found.names} (its debug file is being written)"
+
+
+def _watch(debugger: lldb.SBDebugger, pending: PendingFile, then: Callable[[Outcome], str]) -> None:
+    try:
+        pending.writer.wait()
+        said = _finish(debugger, pending, then)
+    except Exception as e:  # a thread's exception would only reach Python's own hook
+        report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
+        return
+    if said:
+        print(said, file=sys.stderr)
+
+
+def _finish(debugger: lldb.SBDebugger, pending: PendingFile,
+            then: Callable[[Outcome], str]) -> str | None:
+    """Give the finished writer's file (once); the line that says what became of it."""
+    with _LOCK:
+        if pending.loaded:
+            return None
+        pending.loaded = True
+        outcome = pending.writer.outcome()
+        name = os.path.basename(pending.module)
+        if outcome.path is None:
+            return f"unsplit: no debug file for {name}: {outcome.reason}"
+        try:
+            status = then(outcome)
+        except UnsplitError as e:
+            return f"unsplit: cannot load {outcome.path} for {name}: {e}"
+        if status.startswith("given unsplit's DWARF"):
+            return f"unsplit: debug info for split module {name} ({outcome.path})"
+        return f"unsplit: {name}: {status}"
+
+
+def being_written(debugger_id: int) -> list[tuple[str, float]]:
+    """The modules whose debug file is being written, with the seconds since it started."""
+    return [(p.module, time.monotonic() - p.writer.started)
+            for p in state_mod.for_debugger(debugger_id).pending.values() if not p.loaded]
