@@ -550,7 +550,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 loaded = row["debug_file_loaded_s"]
                 print(f"lldb-dap {row['kind']:14} first stackTrace {row['first_stack_s']:7.2f} s "
                       f"({row['ratio']:5.2f}x, cpu {row['cpu_s']:6.2f} s + "
-                      f"{row['children_cpu_s']:5.2f} s its writer)  the request "
+                      f"{row['children_cpu_s']:5.2f} s its children)  the request "
                       f"{row['stack_trace_s']:6.3f} s  "
                       f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
                       f"{row['unnamed']} ___lldb_unnamed_symbol" + (
