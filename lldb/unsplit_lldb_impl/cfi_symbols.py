@@ -42,7 +42,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from unsplit.debug import breakpad, breakpad_lines
-from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_bytes
+from unsplit.debuginfo.cache import (
+    TO_WRITE,
+    Outcome,
+    debug_file_for,
+    max_code_bytes,
+    names_only,
+)
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.errors import UnsplitError
 from unsplit.index.store import cache_root
@@ -309,14 +315,16 @@ def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.S
 
 def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule,
                  binary: Binary, symbol_file: str, root: str) -> str | None:
-    """lldb-dap on a core, a module with more code than a session describes at load and no
-    debug file kept: its names file now, its debug file once written (names_first.py). None:
-    not for this module (the file is kept, or none is made), or no writer could start."""
+    """lldb-dap on a core, a module whose debug file can only name its procedures (no lines,
+    no variables: names_only), has more code than a session describes at load, and is not
+    kept: its names file now, its debug file once written (names_first.py). None: not for
+    this module, or no writer could start."""
     path = binary.path
     outcome = debug_file_for(path, state_mod.for_debugger(debugger.GetID()).session.indexes,
                              max_code=max_code_bytes(), write=False, index=False)
     code = sum(end - start for start, end in binary.text_address_ranges())
-    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes():
+    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes() \
+            or not names_only(binary):
         return None
 
     def then(made: Outcome) -> str:

@@ -1,22 +1,24 @@
-"""lldb-dap on a core: a split module whose debug file is not made yet, and is big enough to take
-a while (more code than ``UNSPLIT_DEBUGINFO_MAX_KB``, 512 KB by default: a BOLTed libLLVM's
-file is seconds of CPU, docs/benchmarks.md), gets it from another process
-(unsplit.debuginfo.background), which first writes its names file (unsplit.debuginfo.names_file:
-its symbols, every fragment named by its procedure). The stop hook waits for that one alone and
-gives it to LLDB, so the first ``stackTrace`` names every frame; a thread of this session
-waits for the debug file and gives it to LLDB in its place (``target symbols add`` again: LLDB
-drops the module's symbol file and its frames), and its lines and variables follow from the
-next request. ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes the debug file at once instead.
+"""lldb-dap on a core: a split module whose debug file is not made yet, can only name its
+procedures (no source of lines or variables: cache.names_only, a stripped library BOLTed
+without its input) and is big enough to take a while (more code than ``UNSPLIT_DEBUGINFO_MAX_KB``,
+512 KB by default: a BOLTed libLLVM's file is seconds of CPU, docs/benchmarks.md), gets it from
+another process (unsplit.debuginfo.background), which first writes its names file
+(unsplit.debuginfo.names_file: its symbols, every fragment named by its procedure). The stop
+hook waits for that one alone and gives it to LLDB, so the first ``stackTrace`` names every
+frame; a thread of this session waits for the debug file (its DWARF ranges and the fragments'
+CFI) and gives it to LLDB in its place (``target symbols add`` again: LLDB drops the module's
+symbol file and its frames). ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes it at once instead.
 
-Only lldb-dap, and only on a core: the command line names frames from the index, not the
-symbol file, and a live process needs its lines before it runs (breakpoints, stops)."""
+Only lldb-dap, only on a core, only a file of names: the command line names frames from the
+index, not the symbol file; a live process needs lines before it runs (breakpoints, stops);
+and lldb-dap keeps a stop's variables (Variables::ReadyFrame) and VS Code its stack until the
+next stop, which a core never has: lines or variables that came later would never be seen."""
 
 from __future__ import annotations
 
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -59,9 +61,8 @@ def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file
     if not found.writer.wait_for(found.names):  # ended without one: its outcome says why
         return _finish(debugger, found, then) or "no debug file"
     add(found.names)
-    print(f"unsplit: {os.path.basename(path)}: its debug file is being written; its procedures "
-          "are named meanwhile, its lines and variables follow once it is loaded",
-          file=sys.stderr)
+    print(f"unsplit: {os.path.basename(path)}: its procedures are named by {found.names} while "
+          "its debug file is written", file=sys.stderr)
     thread = threading.Thread(target=_watch, args=(debugger, found, then), daemon=True,
                               name=f"unsplit: {os.path.basename(path)}'s debug file")
     thread.start()
@@ -98,8 +99,3 @@ def _finish(debugger: lldb.SBDebugger, pending: PendingFile,
             return f"unsplit: debug info for split module {name} ({outcome.path})"
         return f"unsplit: {name}: {status}"
 
-
-def being_written(debugger_id: int) -> list[tuple[str, float]]:
-    """The modules whose debug file is being written, with the seconds since it started."""
-    return [(p.module, time.monotonic() - p.writer.started)
-            for p in state_mod.for_debugger(debugger_id).pending.values() if not p.loaded]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import mmap
 import struct
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -165,14 +164,10 @@ class _Renaming:
         self.starts = array("Q", (s for s, _, _ in loaded))
         self.bounds = [(e, i) for _, e, i in loaded]
 
-    def section_of(self, address: int) -> int:
-        k = bisect_right(self.starts, address) - 1
-        return self.bounds[k][1] if k >= 0 and address < self.bounds[k][0] else 0
-
     def apply(self, table: bytearray, names: bytes, first_global: int
               ) -> tuple[bytearray, bytes, int]:
         """The table (locals first, as ELF wants: the added symbols after the module's
-        locals), its strings and its first global's index."""
+        locals), its strings (each added name once) and its first global's index."""
         first_global = min(max(first_global, 1), len(table) // _SYM.size)
         kept = bytearray(table[:_SYM.size])
         globals_ = bytearray()
@@ -184,8 +179,18 @@ class _Renaming:
             (kept if at // _SYM.size < first_global else globals_).extend(
                 table[at:at + _SYM.size])
         strings = bytearray(names or b"\0")
-        for name, start, size in self.renamed.added:
-            kept += _SYM.pack(len(strings), STT_FUNC | STB_LOCAL << 4, 0,
-                              self.section_of(start), start, size)
-            strings += name.encode("utf-8", "surrogateescape") + b"\0"
+        offsets: dict[str, int] = {}
+        starts, bounds, last = self.starts, self.bounds, len(self.starts) - 1
+        pack, info, k = _SYM.pack, STT_FUNC | STB_LOCAL << 4, 0
+        entries = []
+        for name, start, size in sorted(self.renamed.added, key=lambda a: a[1]):
+            while k < last and starts[k + 1] <= start:  # the sections, walked once
+                k += 1
+            offset = offsets.get(name)
+            if offset is None:
+                offset = offsets[name] = len(strings)
+                strings += name.encode("utf-8", "surrogateescape") + b"\0"
+            inside = starts[k] <= start < bounds[k][0] if starts else False
+            entries.append(pack(offset, info, 0, bounds[k][1] if inside else 0, start, size))
+        kept += b"".join(entries)
         return kept + globals_, bytes(strings), len(kept) // _SYM.size
