@@ -50,16 +50,20 @@ def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file
          add: Callable[[str], None], then: Callable[[Outcome], str]) -> str:
     """Start writing `path`'s debug file (to `debug_file`), wait for its names file and give
     it (`add`), and have a thread give the debug file once made (`then`: what is done with
-    it, said as the module's status). Returns the status; UnsplitError when no writer starts
-    (said by the caller, which then writes the file here)."""
+    it, said as the module's status). Returns the status (a writer that made neither file
+    says why, once; the module is not asked again); UnsplitError when no writer starts (said
+    by the caller, which then writes the file here)."""
     st = state_mod.for_debugger(debugger.GetID())
     found = st.pending.get(path)
     if found is None:
         chosen = prebolt.input_for(st.session.indexes.binary(path))
         writer = background.start(path, None if chosen is None else chosen.path, names=True)
         found = st.pending[path] = PendingFile(path, writer, names_path(debug_file))
-    if not found.writer.wait_for(found.names):  # ended without one: its outcome says why
-        return _finish(debugger, found, then) or "no debug file"
+    if not found.writer.wait_for(found.names):  # ended without one (the debug file was kept)
+        said, status = _finish(debugger, found, then)
+        if said:
+            print(said, file=sys.stderr)
+        return status or "not given: its writer made none (it said why)"
     add(found.names)
     print(f"unsplit: {os.path.basename(path)}: its procedures are named by {found.names} while "
           "its debug file is written", file=sys.stderr)
@@ -72,7 +76,7 @@ def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file
 def _watch(debugger: lldb.SBDebugger, pending: PendingFile, then: Callable[[Outcome], str]) -> None:
     try:
         pending.writer.wait()
-        said = _finish(debugger, pending, then)
+        said, _ = _finish(debugger, pending, then)
     except Exception as e:  # a thread's exception would only reach Python's own hook
         report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
         return
@@ -81,21 +85,21 @@ def _watch(debugger: lldb.SBDebugger, pending: PendingFile, then: Callable[[Outc
 
 
 def _finish(debugger: lldb.SBDebugger, pending: PendingFile,
-            then: Callable[[Outcome], str]) -> str | None:
-    """Give the finished writer's file (once); the line that says what became of it."""
+            then: Callable[[Outcome], str]) -> tuple[str | None, str | None]:
+    """Give the finished writer's file (once): the line that says what became of it, and the
+    module's status when it was given."""
     with _LOCK:
         if pending.loaded:
-            return None
+            return None, None
         pending.loaded = True
         outcome = pending.writer.outcome()
         name = os.path.basename(pending.module)
         if outcome.path is None:
-            return f"unsplit: no debug file for {name}: {outcome.reason}"
+            return f"unsplit: no debug file for {name}: {outcome.reason}", None
         try:
             status = then(outcome)
-        except UnsplitError as e:
-            return f"unsplit: cannot load {outcome.path} for {name}: {e}"
+        except (UnsplitError, OSError) as e:
+            return f"unsplit: cannot load {outcome.path} for {name}: {e}", None
         if status.startswith("given unsplit's DWARF"):
-            return f"unsplit: debug info for split module {name} ({outcome.path})"
-        return f"unsplit: {name}: {status}"
-
+            return f"unsplit: debug info for split module {name} ({outcome.path})", status
+        return f"unsplit: {name}: {status}", status

@@ -320,19 +320,29 @@ def test_lldb_dap_core_names_frames_before_the_debug_file_is_written(
                                   levels=20)["stackFrames"], f)
 
 
+@pytest.mark.parametrize("blocked", ["debug file", "both"])
 def test_lldb_dap_writer_that_cannot_write_says_one_line(
-        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cache cannot take the debug file (a directory has its name): the frames keep their
-    names file's names, and one line says why there is no debug file, no traceback."""
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        blocked: str) -> None:
+    """The cache cannot take the debug file, or neither file (a directory has its name): one
+    line says why there is no debug file, no traceback, and the session goes on; the frames
+    keep their names file's names where it was made."""
+    from unsplit.debuginfo.cache import names_path
+
     init = _lldb_dap_init()
     f = facts(zoo, "bolt-all", "crash")
     binary, path, lock = _alone(tmp_path, f, monkeypatch)
     (path / "taken").mkdir(parents=True)
+    if blocked == "both":
+        (Path(names_path(str(path))) / "taken").mkdir(parents=True)
     lock.close()
     session = dap([LLDB_DAP])
     frames = _stopped_frames(session, "attach", program=str(binary),
                              coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
-    _crash_frames(frames, f)
+    if blocked == "both":  # LLDB's own names: the module's symbols
+        assert frames[0]["name"].startswith("transfer.cold"), frames[:3]
+    else:
+        _crash_frames(frames, f)
     _said(session, r"^unsplit: no debug file for crash: cannot make one: .*$")
     lines = [line for line in session.transcript.splitlines() if line.startswith(
         ("unsplit: no debug file", "unsplit: cannot load", "unsplit: debug info for"))]
