@@ -51,6 +51,7 @@ from unsplit.debuginfo.cache import (
 )
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.errors import UnsplitError
+from unsplit.index import bat_translate
 from unsplit.index.store import cache_root
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
@@ -315,11 +316,14 @@ def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.S
 
 def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule,
                  binary: Binary, symbol_file: str, root: str) -> str | None:
-    """lldb-dap on a core, a module whose debug file can only name its procedures (no lines,
-    no variables: names_only), has more code than a session describes at load, and is not
-    kept: its names file now, its debug file once written (names_first.py). None: not for
-    this module, or no writer could start."""
+    """lldb-dap on a core, a BOLT output whose debug file can only name its procedures (no
+    lines, no variables: names_only), has more code than a session describes at load, and is
+    not kept: its names file now, its debug file once written (names_first.py). BOLT's only:
+    its index is the expensive one (BAT's note), where a module of symbols alone is indexed
+    here at once and found not split. None: not for this module, or no writer could start."""
     path = binary.path
+    if not bat_translate.has_bat(binary):
+        return None
     outcome = debug_file_for(path, state_mod.for_debugger(debugger.GetID()).session.indexes,
                              max_code=max_code_bytes(), write=False, index=False)
     code = sum(end - start for start, end in binary.text_address_ranges())

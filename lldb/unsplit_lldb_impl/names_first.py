@@ -34,6 +34,8 @@ from .state import PendingFile
 if TYPE_CHECKING:
     import lldb
 
+QUIET = ("not split", "has DWARF", "no build-id")  # what needs no file: nothing to say
+
 
 def wanted(target: lldb.SBTarget, in_lldb_dap: bool) -> bool:
     """Whether this session takes names first: lldb-dap, on a core, not turned off."""
@@ -94,8 +96,9 @@ def _finish(debugger: lldb.SBDebugger, pending: PendingFile,
         pending.loaded = True
         outcome = pending.writer.outcome()
         name = os.path.basename(pending.module)
-        if outcome.path is None:
-            return f"unsplit: no debug file for {name}: {outcome.reason}", None
+        if outcome.path is None:  # (a module found not split, or with DWARF, needs none)
+            quiet = outcome.reason in QUIET
+            return None if quiet else f"unsplit: no debug file for {name}: {outcome.reason}", None
         try:
             status = then(outcome)
         except (UnsplitError, OSError) as e:
