@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.index.demangle import GNU
+from unsplit.index.names.demangle import GNU
 from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks

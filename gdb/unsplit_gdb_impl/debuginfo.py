@@ -29,7 +29,7 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debuginfo import background
 from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
-from unsplit.index import prebolt
+from unsplit.index.bolt import prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 

@@ -37,7 +37,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameDecorator,
     FrameVars,
 )
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from . import console
 from .frame_view import gdb_has_line
@@ -225,7 +225,7 @@ class MovedCodeDecorator(LineDecorator):
                  full_paths: bool = False, scalars: bool | None = None) -> None:
         super().__init__(base, loc, full_paths, scalars)
         self._shown = loc
-        self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
+        self._style = style  # GDB's `print demangle`, as unsplit.index.names.demangle's style
 
     @_guarded
     def function(self) -> str:

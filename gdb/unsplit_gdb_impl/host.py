@@ -25,7 +25,7 @@ from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UnsplitError, UsageError, reading
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
 from unsplit.host import Host, LoadedModule
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.index.session_view import SessionView
 from unsplit.render.breaks import BreakGroup
 

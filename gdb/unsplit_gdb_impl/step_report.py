@@ -17,8 +17,8 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.host import Host
-from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
+from unsplit.index.model.records import Location
+from unsplit.index.names.matching import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.session import Session
 

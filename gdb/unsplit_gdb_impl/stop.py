@@ -21,8 +21,8 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
+from unsplit.index.model.records import Location
+from unsplit.index.names.matching import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.render.frames import frame_text
 

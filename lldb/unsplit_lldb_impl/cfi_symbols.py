@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, breakpad_lines
 from unsplit.debuginfo.cache import (
     TO_WRITE,
@@ -51,8 +52,7 @@ from unsplit.debuginfo.cache import (
 )
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
 from unsplit.errors import UnsplitError
-from unsplit.index import bat_translate
-from unsplit.index.store import cache_root
+from unsplit.index.bolt import bat_translate
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import capabilities, frame_source, names_first

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 import lldb
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.render import stop as stop_text
 
 from . import state as state_mod

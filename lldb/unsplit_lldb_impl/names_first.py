@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from unsplit.debuginfo import background
 from unsplit.debuginfo.cache import Outcome, names_path
 from unsplit.errors import UnsplitError
-from unsplit.index import prebolt
+from unsplit.index.bolt import prebolt
 
 from . import state as state_mod
 from .report import report_internal

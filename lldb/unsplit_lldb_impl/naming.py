@@ -18,7 +18,7 @@ from typing import Any
 
 import lldb
 from unsplit.debug.frame_namer import FrameKind, FrameView, Naming, Shown, kind_by_name
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from . import modules
 from . import state as state_mod

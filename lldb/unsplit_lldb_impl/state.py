@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from unsplit.debug.stepping import SteppingHost
 from unsplit.debuginfo.background import Writer
 from unsplit.host import LiveHost
-from unsplit.index.demangle import LLVM
+from unsplit.index.names.demangle import LLVM
 from unsplit.session import Session
 
 if TYPE_CHECKING:

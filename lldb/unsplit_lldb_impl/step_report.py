@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 import lldb
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from .frame_source import with_source
 

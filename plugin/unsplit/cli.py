@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from unsplit import __version__, dependencies
 from unsplit.errors import UnsplitError, internal_error
-from unsplit.index.demangle import LLVM
+from unsplit.index.names.demangle import LLVM
 from unsplit.tools import COMMANDS as TOOL_COMMANDS
 from unsplit.tools import Outcome, tool_for
 
@@ -37,7 +37,7 @@ def _style(args: argparse.Namespace) -> str | None:
 
 def _where(args: argparse.Namespace) -> str:
     from unsplit.host import LoadedModule, StaticHost
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
     from unsplit.render.frames import where_text
     from unsplit.session import Session
 

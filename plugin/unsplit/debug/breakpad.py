@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from elftools.dwarf.constants import DW_CFA
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad_lines
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
@@ -36,7 +37,6 @@ from unsplit.errors import DecodeError, Inexpressible, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
 from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.formats.leb128 import leb128
-from unsplit.index.store import cache_root
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex
@@ -549,7 +549,7 @@ def made_from(text_path: str, binary: Binary) -> bool:
 
 def cache_dir() -> str:
     """Where generated files live, in the layout LLDB searches (``.build-id/xx/rest.debug``):
-    ``lldb-cfi-vN`` under the cache root (unsplit.index.store.cache_root: ``$UNSPLIT_CACHE``
+    ``lldb-cfi-vN`` under the cache root (unsplit.cache_dir.cache_root: ``$UNSPLIT_CACHE``
     or ``$XDG_CACHE_HOME/unsplit``, ``~/.cache/unsplit``)."""
     return os.path.join(cache_root(), f"lldb-cfi-v{FORMAT_VERSION}")
 

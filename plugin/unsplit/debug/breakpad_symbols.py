@@ -31,8 +31,8 @@ from unsplit.debug.breakpad_lines import inline_records, line_rows, word
 from unsplit.elf import cfi_table
 from unsplit.errors import UnsplitError
 from unsplit.index.code_lines import CodeWalker
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.model import parse_fragment_name
+from unsplit.index.model.records import parse_fragment_name
+from unsplit.index.names.demangle import GNU, shown
 
 if TYPE_CHECKING:
     from unsplit.elf.binary import Binary

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
 from unsplit.formats.eh_frame import FrameDescription, Row
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 
 
 @dataclass(frozen=True, slots=True)

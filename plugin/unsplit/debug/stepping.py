@@ -41,11 +41,11 @@ from unsplit.elf.derived import PerFile
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
-from unsplit.index.demangle import demangle
-from unsplit.index.inlines import DwarfFrames, LineInfo, module_frames
+from unsplit.index.inlines import DwarfFrames, module_frames
 from unsplit.index.line_table import ProcedureLines, Span
-from unsplit.index.model import Location, Procedure
+from unsplit.index.model.records import LineInfo, Location, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import demangle
 from unsplit.index.session_view import SessionView
 from unsplit.render.stop import verbose_line
 

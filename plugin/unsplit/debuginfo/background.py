@@ -117,9 +117,9 @@ def start(module: str, input_path: str | None = None, names: bool = False) -> Wr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
+    from unsplit.index.cache.store import IndexStore
     from unsplit.index.module_index import IndexCache
-    from unsplit.index.store import IndexStore
 
     ap = argparse.ArgumentParser(prog="python -m unsplit.debuginfo.background",
                                  description="write a split module's debug file into the cache")

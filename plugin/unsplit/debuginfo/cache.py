@@ -13,18 +13,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import esl
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
-from unsplit.index.store import cache_root
 
 FORMAT_VERSION = 4  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:
-    """``debuginfo-vN`` under the cache root (unsplit.index.store.cache_root)."""
+    """``debuginfo-vN`` under the cache root (unsplit.cache_dir.cache_root)."""
     return os.path.join(cache_root(), f"debuginfo-v{FORMAT_VERSION}")
 
 

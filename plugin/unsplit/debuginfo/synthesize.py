@@ -33,8 +33,8 @@ from unsplit.debuginfo.dwarf.strings import StringTable
 from unsplit.elf.binary import Binary
 from unsplit.formats.leb128 import encode_uleb128 as uleb
 from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
-from unsplit.index.demangle import demangle
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import demangle
 
 _LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Table 7.17
     ".c": 0x1D, ".cc": 0x21, ".cpp": 0x21, ".cxx": 0x21, ".C": 0x21, ".rs": 0x1C,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from unsplit.index.demangle import LLVM
 from unsplit.index.inlines import DwarfFrames
+from unsplit.index.names.demangle import LLVM
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex

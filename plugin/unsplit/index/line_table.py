@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import UnsplitError
-from unsplit.index.model import LineRow, Procedure
+from unsplit.index.model.records import LineRow, Procedure
 from unsplit.index.sources import Source, SourceSet
 
 LineSource = Callable[[int], LineRow | None]

@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass
 
 from unsplit.errors import UnsplitError
-from unsplit.index.demangle import LLVM, shown
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
+from unsplit.index.names.demangle import LLVM, shown
 from unsplit.index.session_view import SessionView
 
 
@@ -116,7 +116,7 @@ def _spans(numbers: list[int]) -> str:
 def lldb_created(number: int, count: int, address: int, loc: Location | None,
                  style: str | None = LLVM) -> str:
     """LLDB's `breakpoint set` message; `address` as LLDB shows it (file address before the
-    process exists); the procedure demangled in `style` (unsplit.index.demangle)."""
+    process exists); the procedure demangled in `style` (unsplit.index.names.demangle)."""
     if count == 0:
         return f"Breakpoint {number}: no locations (pending)."
     if count > 1:

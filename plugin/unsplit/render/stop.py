@@ -22,8 +22,8 @@ import os
 import re
 
 from unsplit.host import Host
-from unsplit.index.demangle import GNU
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
+from unsplit.index.names.demangle import GNU
 from unsplit.index.session_view import SessionView
 from unsplit.render.frames import Reader, frame_text, source_lines
 
@@ -45,7 +45,7 @@ def at_line_start(session: SessionView, host: Host, pc: int) -> bool:
 
 def verbose_line(loc: Location | None, pc: int, style: str | None = GNU) -> str:
     """`#0  0x… in transfer [cold]+0x39 at crash.c:32:10  (block %2+0x4)`: every extra
-    (the procedure demangled in `style`, unsplit.index.demangle)."""
+    (the procedure demangled in `style`, unsplit.index.names.demangle)."""
     if loc is None:
         return f"#0  {pc:#018x} in ??"
     text = frame_text(0, loc, style=style)
@@ -128,7 +128,7 @@ def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
              at_line_start: bool, print_address: bool = True,
              read: Reader = source_lines, style: str | None = GNU) -> str:
     """The whole stop as GDB prints it for `what` (a print frame-info value), the procedure
-    demangled in `style` (unsplit.index.demangle)."""
+    demangled in `style` (unsplit.index.names.demangle)."""
     out = []
     no_line = loc is None or not loc.line
     if what in (LOCATION, SRC_AND_LOC, LOC_AND_ADDRESS, SHORT_LOCATION) or no_line:

@@ -51,10 +51,10 @@ from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import LLVM, shown
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import LLVM, shown
 from unsplit.index.sources import split_info
 from unsplit.tools import annotate_bolt
 
@@ -87,15 +87,9 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
     quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
     binary = Binary(path)
     index = ModuleIndex(binary)
-    exact = {sp.start: sp for sp in index.sources.split_info.split_procedures()}
     out = []
     for p in _split_procedures(index, name):
-        sp = exact.get(p.entry)
-        if sp is not None and p.fragments[0].source == "split_info":  # §1's own ranges
-            spans, size = [(r.start, r.end) for r in sp.ranges], sp.size
-        else:  # other sources: the fragments, in the order they lay before the split
-            frags = sorted(p.fragments, key=lambda f: f.logical_start)
-            spans, size = [(f.start, f.end) for f in frags], p.logical_size
+        spans, size = index.logical_ranges(p)
         ranges, position = [], 0
         for lo, hi in spans:
             ranges.append({"start": hex(lo), "end": hex(hi), "offset": index.offset_at(lo),
@@ -110,6 +104,8 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
                 "ranges": ranges,
             }
         )
+    for w in index.warnings:  # a section the index left out (a damaged record, say)
+        print(f"unsplit: warning: {w}", file=sys.stderr)
     return out
 
 

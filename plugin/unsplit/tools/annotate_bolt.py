@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.formats import bat
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.model import LineRow, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import LineRow, Procedure
 
 Insn = tuple[int, str, str]  # (address, mnemonic, operands)
 

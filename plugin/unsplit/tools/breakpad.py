@@ -21,8 +21,8 @@ from typing import Any, TextIO
 
 from unsplit.debug import breakpad_symbols
 from unsplit.errors import UsageError
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import GNU
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.names.demangle import GNU
 from unsplit.session import Session
 
 

@@ -37,9 +37,9 @@ def _progress(text: str) -> None:
 def _run(args: argparse.Namespace) -> str:
     from unsplit.debuginfo.debug_file import make
     from unsplit.debuginfo.synthesize import has_own_dwarf
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
+    from unsplit.index.cache.store import IndexStore
     from unsplit.index.module_index import IndexCache
-    from unsplit.index.store import IndexStore
 
     # the persistent index, as a debugging session opens it: a second run skips BAT's scan
     index = IndexCache(IndexStore(), _progress).open(args.binary)

@@ -42,8 +42,8 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.core import Core, Mapping, image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import LoadedModule
-from unsplit.index.demangle import LLVM
-from unsplit.index.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.model.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.names.demangle import LLVM
 from unsplit.render.frames import core_frame_json, core_table
 from unsplit.session import Session
 from unsplit.tools.symbolize import Symbolizer

@@ -17,7 +17,7 @@ module (one with moved fragments: BOLT, GCC ``.cold``, clang MFS) by its procedu
   (the line ``fold --lines`` gives; perf's own says ``bolt-pseudo.o:0`` in BOLTed code).
 
 A caller's address is a return address: it is named by the call before it (pc - 1), as every
-unwinder names it (unsplit.index.frame.lookup_pc); the leaf, and a user frame that a kernel
+unwinder names it (unsplit.index.model.frame.lookup_pc); the leaf, and a user frame that a kernel
 frame or a signal trampoline interrupted, by their own pc. perf prints a file's frame as an
 address relative to the module (``map_ip``: the file offset) or, in older versions, as the
 runtime pc: the symbol and offset perf printed decide where they name one symbol, else the
@@ -39,11 +39,11 @@ from typing import IO, Any, TypeVar
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError, UsageError
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.frame import is_signal_trampoline
-from unsplit.index.model import Location
+from unsplit.index.cache.store import IndexStore
+from unsplit.index.model.frame import is_signal_trampoline
+from unsplit.index.model.records import Location
 from unsplit.index.module_index import IndexCache, ModuleIndex
-from unsplit.index.store import IndexStore
+from unsplit.index.names.demangle import GNU, shown
 from unsplit.tools.perf_text import UNKNOWN, BadLine, PerfFrame, PerfSample, frames_of, read_samples
 
 KERNEL_START = 0xFFFF_8000_0000_0000  # x86-64: kernel addresses are the upper half

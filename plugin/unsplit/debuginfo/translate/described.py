@@ -20,8 +20,8 @@ from unsplit.debuginfo.translate.units import UnitFacts
 from unsplit.errors import DecodeError
 from unsplit.formats import line_program
 from unsplit.formats.line_program import IS_STMT
+from unsplit.index.bolt.input_map import InputMap
 from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
-from unsplit.index.input_map import InputMap
 from unsplit.index.module_index import ModuleIndex
 
 _ORIGINAL_MAX = 64  # bytes: a patched original is one jump

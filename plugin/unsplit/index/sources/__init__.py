@@ -17,13 +17,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
-from unsplit.index.model import BatFacts, Block, Fragment, LineRow, Procedure
+from unsplit.index.model.records import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
+    from array import array
+
+    from unsplit.formats.bat_scan import BatScan
     from unsplit.index.sources.bat import BatSource
     from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
-    from unsplit.index.store import StoredParts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StoredParts:
+    """What the sources decode by walking a whole file, as the persistent store
+    (unsplit.index.cache.store) keeps it and gives it back to :func:`open_sources`."""
+
+    bat_scan: BatScan | None
+    plain: PlainFunctions
+    symbol_procedures: list[Procedure]
+    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
 
 
 class LazyProcedures(Protocol):
@@ -105,6 +118,11 @@ class Source(Protocol):
         AddressLookupError when it knows that offset has no code now."""
         ...
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """`procedure`'s code as [start, end) ranges in the order it lay before the split, and
+        its logical size, where the format records them (None: its fragments' layout)."""
+        ...
+
     def facts(self, address: int) -> BatFacts | None:
         """What BOLT's address translation says of `address` (None: nothing)."""
         ...
@@ -153,6 +171,9 @@ class BaseSource:
     def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
         return None
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        return None
+
     def facts(self, address: int) -> BatFacts | None:
         return None
 
@@ -198,6 +219,17 @@ class SourceSet:
                 return found
         return procedure.addresses_of(offset)
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int]:
+        """`procedure`'s code in the order it lay before the split, and its logical size: as
+        the source that made it records them, else its fragments by logical start."""
+        for name in dict.fromkeys(f.source for f in procedure.fragments):
+            source = self._by_name.get(name)
+            found = None if source is None else source.logical_ranges(procedure)
+            if found is not None:
+                return found
+        fragments = sorted(procedure.fragments, key=lambda f: f.logical_start)
+        return [(f.start, f.end) for f in fragments], procedure.logical_size
+
     def facts(self, address: int) -> BatFacts | None:
         """The first source's BAT facts of `address` (only BOLTed code has any)."""
         for source in self.all:
@@ -211,9 +243,7 @@ class SourceSet:
         return self.symbols.plain()
 
     def parts_to_store(self) -> StoredParts:
-        """What the persistent index keeps of these sources (unsplit.index.store)."""
-        from unsplit.index.store import StoredParts
-
+        """What the persistent index keeps of these sources (unsplit.index.cache.store)."""
         scan, order = self.bat.stored_scan()
         return StoredParts(scan, self.symbols.plain(), self.symbols.procedures(), order)
 

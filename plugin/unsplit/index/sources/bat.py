@@ -23,8 +23,8 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, DecodeError
 from unsplit.formats import bat_scan
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.model import (
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import (
     BatFacts,
     Block,
     Fragment,
@@ -36,7 +36,7 @@ from unsplit.index.model import (
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
-    from unsplit.index.store import StoredParts
+    from unsplit.index.sources import StoredParts
 
 
 class BatProcedures:
@@ -169,7 +169,7 @@ def input_offset(
 
     The input offset follows BOLT's own rule (spec §3.2). The input function address is the
     procedure's address in the pre-BOLT binary: ``input_binary`` if given, else the one
-    :func:`unsplit.index.prebolt.input_for` finds or was told; None when there is none. None
+    :func:`unsplit.index.bolt.prebolt.input_for` finds or was told; None when there is none. None
     overall when the address is not in code BAT describes (including lite-mode functions
     BOLT left unchanged).
     """

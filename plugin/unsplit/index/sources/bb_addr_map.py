@@ -22,7 +22,7 @@ from typing import Any
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
+from unsplit.index.model.records import HOT, Block, Fragment, Procedure, split_fragment_name
 from unsplit.index.sources import BaseSource
 
 SOURCE = "bb_addr_map"

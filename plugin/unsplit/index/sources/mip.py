@@ -25,7 +25,7 @@ from collections.abc import Callable
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import mip as fmt
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     HOT,
     Block,
     Fragment,

@@ -24,7 +24,7 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.sources import BaseSource
 
 
@@ -287,6 +287,15 @@ class SplitInfoSource(BaseSource):
             return None
         address = self.address_of(procedure.entry, offset)
         return [] if address is None else [address]
+
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """§1's own ranges of `procedure` (one of this source's) and its size."""
+        if not any(f.source == self.name for f in procedure.fragments):
+            return None
+        for sp in self.split_procedures():
+            if sp.start == procedure.entry:
+                return [(r.start, r.end) for r in sp.ranges], sp.size
+        return None
 
     def logical_offset(self, address: int) -> int | None:
         """§1's logical offset of `address` in its split procedure (a branch: its moved

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     FRAGMENT_NAME_IN_STRTAB,
     HOT,
     Fragment,
@@ -31,7 +31,7 @@ from unsplit.index.model import (
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
-    from unsplit.index.store import StoredParts
+    from unsplit.index.sources import StoredParts
 
 __all__ = ["PlainFunctions", "SymbolsSource", "split_fragment_name"]
 

@@ -24,12 +24,12 @@ import hashlib
 import os
 from collections.abc import Iterator
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf import debuginfod
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import BinaryError, DecodeError
-from unsplit.index import bat_translate
-from unsplit.index.store import cache_root
+from unsplit.index.bolt import bat_translate
 
 ENV_PATH = "UNSPLIT_INPUT_PATH"
 DEBUG_ROOTS = ("/usr/lib/debug",)

@@ -12,7 +12,7 @@ what was asked), what was asked one of the constants below.
 
 from __future__ import annotations
 
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 LINES = "lines"  # with the source line
 MOVED_LINES = "lines in moved code"  # the line only where the pc is in moved code

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.formats.nops import EM_X86_64, layout_only
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 
 
 class Placed(NamedTuple):

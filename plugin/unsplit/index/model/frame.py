@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from unsplit.index.demangle import GNU
-from unsplit.index.inlines import LineInfo
-from unsplit.index.model import Location
+from unsplit.index.model.records import LineInfo, Location
+from unsplit.index.names.demangle import GNU
 
 # What the signal trampolines of the platforms we debug are called (glibc x86-64 and AArch64,
 # the Linux vDSO, BSD/macOS libc); a debugger that marks them itself (GDB's SIGTRAMP_FRAME, a

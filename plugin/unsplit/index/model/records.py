@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.names import split
+from unsplit.index.names.demangle import GNU, shown
+from unsplit.index.names.matching import split
 
 HOT = "hot"
 """Name of the fragment that holds the procedure's entry."""
@@ -221,6 +221,18 @@ class Procedure:
 
 
 @dataclass(frozen=True, slots=True)
+class LineInfo:
+    """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
+
+    function: str
+    path: str | None  # None: llvm-symbolizer's "??"
+    line: int
+    column: int
+    start_line: int = 0
+    start_address: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InlineFrame:
     """One frame of the chain DWARF gives an address where code is inlined: the function (its
     linkage name, else its DWARF name) and where in it the address is — for an inlined call,
@@ -303,9 +315,10 @@ class Location:
                        column=own.column, inline_chain=())
 
     def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
-        """The procedure as a debugger shows it: demangled in `style` (unsplit.index.demangle), or
-        its linkage name (`procedure`) when `style` is None; without `parameters`, the
-        qualified name alone (`ns::f`), as debuggers show a function they have DWARF for."""
+        """The procedure as a debugger shows it: demangled in `style`
+        (unsplit.index.names.demangle), or its linkage name (`procedure`) when `style` is None;
+        without `parameters`, the qualified name alone (`ns::f`), as debuggers show a function
+        they have DWARF for."""
         if self.procedure is None:
             return None
         name = shown(self.procedure, style)

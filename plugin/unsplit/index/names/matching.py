@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from unsplit.index.demangle import GNU, demangle
+from unsplit.index.names.demangle import GNU, demangle
 
 _CLONE = re.compile(r" \[clone [^\]]+\]")
 _QUALIFIERS = (" const", " volatile", " &&", " &", " noexcept")

@@ -28,13 +28,14 @@ import tempfile
 import zlib
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
 from unsplit.errors import BadIndexFile
 from unsplit.formats.bat_scan import BatScan, Lookup
-from unsplit.index.model import Fragment, Procedure
+from unsplit.index.model.records import Fragment, Procedure
+from unsplit.index.sources import StoredParts
 from unsplit.index.sources.symbols import PlainFunctions
 
 MAGIC = b"UNSPLIX\0"
@@ -42,23 +43,6 @@ VERSION = 2  # 2: clang's sized STT_NOTYPE split labels count as functions (bina
 _PREFIX = struct.Struct("<8sII")
 _TYPECODES = {"B": 1, "Q": 8, "L": 8, "I": 4, "q": 8}  # what the head may name, and sizes
 _MAX_HEAD = 64 << 20
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class StoredParts:
-    """The costly parts of a ModuleIndex, as kept on disk."""
-
-    bat_scan: BatScan | None
-    plain: PlainFunctions
-    symbol_procedures: list[Procedure]
-    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
-
-
-def cache_root() -> str:
-    """``$UNSPLIT_CACHE``, else ``$XDG_CACHE_HOME/unsplit`` (``~/.cache/unsplit``)."""
-    return os.environ.get("UNSPLIT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "unsplit")
 
 
 class IndexStore:
