@@ -38,7 +38,8 @@ Then, in one run, so that every ratio compares figures taken under the same load
               with the plugin in `initCommands` (first: empty cache, later: the cache the
               first left): wall time and CPU of the adapter (and of the debug file's writer it
               started) up to the first `stackTrace` response, how many of its frames are
-              `___lldb_unnamed_symbol…`, and when the adapter says the debug file is loaded;
+              `___lldb_unnamed_symbol…`, when the adapter says the debug file is loaded and
+              whether the frames (names, pcs) are then the same;
               `--compare TREE`: also another checkout's plugin, first and later
     The CLI figures: wall time and CPU time (user + system) of the process, the least of
     --repeat runs each, and its peak RSS. "empty": the cache directory removed before each
@@ -334,7 +335,7 @@ def dap_session(plugin: bool, cache: Path, levels: int,
            "PYTHONPYCACHEPREFIX": bytecode_env()["PYTHONPYCACHEPREFIX"]}
     start = time.perf_counter()
     session = DapSession(["lldb-dap-22"], env=env)
-    loaded = None
+    loaded, same = None, None
     try:
         session.request("initialize", adapterID="unsplit-bench", clientID="unsplit-bench",
                         linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
@@ -360,12 +361,17 @@ def dap_session(plugin: bool, cache: Path, levels: int,
                                 r"for) libLLVM", session.transcript):
                 session.wait("event", "output", timeout=900)
             loaded = time.perf_counter() - start
+            again = session.request("stackTrace", timeout=900, threadId=thread, startFrame=0,
+                                    levels=levels)["stackFrames"]
+            same = [(f.get("name"), f.get("instructionPointerReference")) for f in again] == \
+                [(f.get("name"), f.get("instructionPointerReference")) for f in frames]
     finally:
         session.close()
     names = [str(f.get("name", "")) for f in frames]
     return {"adapter": "lldb-dap-22", "plugin": plugin, "first_stack_s": done - start,
             "stack_trace_s": done - asked, "frames": len(frames), "peak_rss_mb": rss,
             "cpu_s": cpu, "children_cpu_s": children_cpu, "debug_file_loaded_s": loaded,
+            "same_frames_once_loaded": same,
             "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
 
@@ -554,7 +560,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"{row['stack_trace_s']:6.3f} s  "
                       f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
                       f"{row['unnamed']} ___lldb_unnamed_symbol" + (
-                          "" if loaded is None else f"; debug file loaded at {loaded:.1f} s"),
+                          "" if loaded is None else f"; debug file loaded at {loaded:.1f} s, "
+                          "frames then " + ("the same" if row["same_frames_once_loaded"]
+                                            else "OTHER")),
                       flush=True)
             if args.dap_only:
                 return out
