@@ -17,12 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, breakpad_lines
+from unsplit.debuginfo.cache import (
+    TO_WRITE,
+    Outcome,
+    debug_file_for,
+    max_code_bytes,
+    names_only,
+)
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
-from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
+from unsplit.index.bolt import bat_translate
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
-from . import capabilities, frame_source
+from . import capabilities, frame_source, names_first
 from . import state as state_mod
 from .report import report_internal
 
@@ -208,12 +215,14 @@ def sync(debugger: lldb.SBDebugger, target: lldb.SBTarget, everything: bool = Fa
     if not target.IsValid():
         return []
     session = state_mod.for_debugger(debugger.GetID()).session
+    described: list[str] = []
+    if enabled() and _DONE.debuginfo:  # first: a module's index may come from its file's writer
+        _describe(debugger, target, described)
     notes = [line for m in target.module_iter()  # a BOLTed module without its input, once
              for line in session.input_notes(m.GetFileSpec().fullpath or "")]
+    notes += described
     if not enabled():
         return notes
-    if _DONE.debuginfo:
-        _describe(debugger, target, notes)
     exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
     for module, pcs in _modules(target, everything):
         path = module.GetFileSpec().fullpath or ""
@@ -264,14 +273,51 @@ def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.S
     if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
         return None  # a debug file of its own (the CFI pass says so)
     st = state_mod.for_debugger(debugger.GetID())
-    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
     binary = st.session.indexes.binary(path)
+    if names_first.wanted(target, _in_lldb_dap()):
+        later = _names_first(debugger, target, module, binary, symbol_file, root)
+        if later is not None:
+            return later
+    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
     if outcome.path is None:
         return None
     given = _give_dwarf_file(debugger, target, binary, outcome.path, found, symbol_file, root)
     if _DONE.asked is None and _takes_spans(debugger, module, path):
         return None  # the CFI pass gives it the Breakpad file instead
     return given
+
+
+def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule,
+                 binary: Binary, symbol_file: str, root: str) -> str | None:
+    """lldb-dap on a core, a BOLT output whose debug file can only name its procedures (no
+    lines, no variables: names_only), has more code than a session describes at load, and is
+    not kept: its names file now, its debug file once written (names_first.py). BOLT's only:
+    its index is the expensive one (BAT's note), where a module of symbols alone is indexed
+    here at once and found not split. None: not for this module, or no writer could start."""
+    path = binary.path
+    if not bat_translate.has_bat(binary):
+        return None
+    outcome = debug_file_for(path, state_mod.for_debugger(debugger.GetID()).session.indexes,
+                             max_code=max_code_bytes(), write=False, index=False)
+    code = sum(end - start for start, end in binary.text_address_ranges())
+    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes() \
+            or not names_only(binary):
+        return None
+
+    def then(made: Outcome) -> str:
+        assert made.path is not None
+        given = _give_dwarf_file(debugger, target, binary, made.path, False, symbol_file, root)
+        if _DONE.asked is None and _takes_spans(debugger, module, path):
+            given = _give(debugger, target, module, path, [])  # the CFI file, as at load
+        _DONE.seen[(path, module.GetUUIDString() or "")] = given
+        return given
+
+    try:
+        return names_first.give(debugger, target, path, outcome.path,
+                                lambda names: _add(debugger, target, names), then)
+    except UnsplitError as e:  # no writer: the file is written here, as without
+        print(f"{e}; writing it now", file=sys.stderr)
+        return None
 
 
 def _takes_spans(debugger: lldb.SBDebugger, module: lldb.SBModule, path: str) -> bool:
@@ -448,7 +494,7 @@ def set_debuginfo(debugger: lldb.SBDebugger, target: lldb.SBTarget, flag: bool |
             sync(debugger, target, everything=True)
     given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())
-             if what.startswith("given unsplit's DWARF")]
+             if what.startswith(("given unsplit's DWARF", "given unsplit's names file"))]
     spans = _DONE.asked is None and _DONE.spans
     state = DebugInfoState(_DONE.debuginfo,
                            otherwise="unsplit's CFI file (exact frames), not its debug file" + (

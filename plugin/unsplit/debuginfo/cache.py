@@ -37,6 +37,12 @@ def path_for(binary: Binary, root: str | None = None) -> str | None:
     return os.path.join(root or cache_dir(), folder, f"{stem}{made_from(binary)}.debug")
 
 
+def names_path(debug_file: str) -> str:
+    """Where the names file (unsplit.debuginfo.names_file) of the module whose debug file
+    goes to `debug_file` is kept."""
+    return debug_file.removesuffix(".debug") + ".names"
+
+
 def kept_paths(binary: Binary, root: str | None = None) -> list[str]:
     """Every debug file kept for `binary`, whatever each was made from."""
     named = _name(binary)
@@ -136,11 +142,15 @@ def names_only(binary: Binary) -> bool:
 
 
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
-                   max_code: int | None = None, write: bool = True) -> Outcome:
+                   max_code: int | None = None, write: bool = True, index: bool = True,
+                   names: bool = False) -> Outcome:
     """The cached debug file for `module`, written first if missing (`write` False: said
     TO_WRITE with the path it goes to, for another process to write: unsplit.debuginfo.
-    background); Outcome.path is None for a module with DWARF, no split procedure, no build-id,
-    or (with `max_code`) more code than that to describe from the index with lines (a file
+    background; and `index` False: said so before the module is indexed, which is then that
+    process's to do too); `names`: the names file (names_path) written first, if missing,
+    for a session to load while the debug file is made; Outcome.path is None for a module
+    with DWARF, no split procedure, no build-id, or (with `max_code`) more code than that to
+    describe from the index with lines (a file
     translated from the input's DWARF, or of names alone, has no limit). `indexes`: the
     session's files and indexes, whose choice of pre-BOLT input (`bb input`) the file follows.
     Never raises: a module the core cannot read gets a reason instead."""
@@ -160,17 +170,22 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
-        index = indexes.get(module)
+        if not write and not index:
+            return Outcome(module, path, TO_WRITE)
+        found = indexes.get(module)
+        from unsplit.debuginfo import names_file
         from unsplit.debuginfo.debug_file import make
         from unsplit.debuginfo.synthesize import has_own_dwarf
 
-        if not index.moved_starts():
+        if not found.moved_starts():
             return Outcome(module, None, "not split")
-        if has_own_dwarf(index):
+        if has_own_dwarf(found):
             return Outcome(module, None, "has DWARF")
         if not write:
             return Outcome(module, path, TO_WRITE)
-        return Outcome(module, path, write_once(path, lambda: make(index).data))
+        if names:
+            write_once(names_path(path), lambda: names_file.make(found))
+        return Outcome(module, path, write_once(path, lambda: make(found).data))
     except (UnsplitError, OSError) as e:
         return Outcome(module, None, f"cannot make one: {e}")
 
