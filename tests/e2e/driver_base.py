@@ -17,6 +17,7 @@ stops, its thread selection).
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,8 @@ PROMPT = "(bbtest) "
 # What a bug prints in a debugger: the plugin's own report (errors.py's contract), a Python
 # traceback (LLDB's script interpreter, UNSPLIT_DEBUG=1), GDB's report of a Python hook that
 # raised (`Python Exception <class 'KeyError'>: 'x'`).
+DEBUG_FILE_LOADED = re.compile(r"unsplit: debug info for split module \S+ \(")
+"""GDB's word, at a prompt, that a debug file written in the background was loaded."""
 BUG = re.compile(r"unsplit: internal error|Traceback \(most recent call last\)|Python Exception")
 
 OPENED: list[Any] = []
@@ -153,6 +156,17 @@ class Driver:
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
         return self._strip_echo(text, self._expect_prompt(self._patience(timeout), text))
+
+    def command_json(self, text: str, timeout: float | None = None) -> Any:
+        """The JSON value a `--json` command prints. The one other line it may share the output
+        with is the plugin's word that a debug file written meanwhile was loaded (said at the
+        prompt, so after the value when the writer ends while the command runs)."""
+        out = self.command(text, timeout)
+        values = [line for line in out.splitlines() if line[:1] in "[{"]
+        others = [line for line in out.splitlines()
+                  if line[:1] not in "[{" and not DEBUG_FILE_LOADED.match(line)]
+        assert len(values) == 1 and not others, out
+        return json.loads(values[0])
 
     def run(self, timeout: float | None = None) -> str:
         """Start the program with the driver's args; output up to the next stop."""

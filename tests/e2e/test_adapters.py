@@ -127,6 +127,9 @@ def test_debuginfo_status_says_what_is_true(debugger: Callable[..., Any], zoo: d
     off, unsplit's once on, and that one still loaded after it is turned off."""
     monkeypatch.setenv("UNSPLIT_DEBUGINFO", "0")  # GDB's switch
     monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "0")
+    # Written at once when turned on: the writer in the background is test_debuginfo_background's
+    # (with it, `on` says "being written" unless an earlier test left the file in the cache).
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_BACKGROUND", "0")
     f = facts(zoo, "bolt-all", "crash")
     session = debugger(ROOT / f["binary"], args=["crash"])
     status = session.command("bb debuginfo status").splitlines()

@@ -8,7 +8,6 @@ on the pre-BOLT input at perf2bolt-22's translation of the address; never from u
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import time
@@ -138,10 +137,10 @@ def test_where_and_frames_name_the_inlined_call(debugger: Callable[..., Any],
     assert f"is in {proc} [cold" in where, where
     assert re.search(rf"^  inlined   {callee} at verify\.c:{callee_line}\b", where, re.M), where
     assert re.search(rf"^  line      verify\.c:{own_line}\b", where, re.M), where
-    loc = json.loads(session.command("bb where --json"))
+    loc = session.command_json("bb where --json")
     assert (loc["procedure"], loc["line"]) == (proc, own_line), loc
     assert [(f["function"], f["line"]) for f in loc["inlined"]] == [(callee, callee_line)], loc
-    rows = json.loads(session.command("bb frames --json"))
+    rows = session.command_json("bb frames --json")
     at_pc = [r for r in rows if int(r["pc"], 16) == pc]
     row = at_pc[-1]  # the procedure's own frame; the debugger's inlined frames come first
     assert (row["procedure"], row["line"]) == (proc, own_line), row

@@ -10,7 +10,6 @@ the return address - 1.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -178,7 +177,7 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
                   and any(x["symbol"] == "park" for x in t["frames"]))
     s = gdb(ROOT / f["executable"], core=str(ROOT / f["crash"]["core"]))
     s.command(f"thread {parked['num']}")
-    rows = json.loads(s.command("bb frames --json"))
+    rows = s.command_json("bb frames --json")
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names

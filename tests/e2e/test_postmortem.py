@@ -79,7 +79,7 @@ def test_threads_core(debugger: Callable[..., Any], mt: dict[str, Any]) -> None:
     assert {"apply.cold", "await_work.cold", "main.cold"} <= set(mt["fragments"])
 
     session = debugger(mt["binary"], core=mt["core"])
-    threads = json.loads(session.command("bb frames --all-threads --json"))
+    threads = session.command_json("bb frames --all-threads --json")
     assert len(threads) == 3
     numbers = {}
     for want in (waiter, worker, main):
@@ -114,7 +114,7 @@ def test_threads_core(debugger: Callable[..., Any], mt: dict[str, Any]) -> None:
     assert (loc["procedure"], loc["fragment"], loc["line"]) == \
         ("waiter", "hot", marks["waiter call"])
     assert int(loc["address"], 16) == waiter["frames"][1]["pc"]
-    rows = json.loads(session.command("bb frames --json"))
+    rows = session.command_json("bb frames --json")
     assert rows[0]["procedure"] == "await_work" and rows[0]["fragment"] == "cold"
 
 
@@ -136,7 +136,7 @@ def test_pie_and_library_core(debugger: Callable[..., Any], pie: dict[str, Any])
     for f, file in zip(chain, ("pie.c", "libvisit.c", "pie.c"), strict=True):
         line = _frame_line(bt, f["pc"], f is chain[0])
         assert _label(f) in line and f"{file}:{f['gdb_line']}" in line, line
-    _check_rows(json.loads(session.command("bb frames --json")), thread)
+    _check_rows(session.command_json("bb frames --json"), thread)
 
     session.select_frame(1)
     loc = _where(session)
@@ -188,7 +188,7 @@ def test_zoo_core(debugger: Callable[..., Any], zoo: dict[str, Any], tmp_path: P
     for frame in chain:
         assert _label(frame) in _frame_line(block, int(frame["pc"], 16), frame is chain[0])
 
-    rows = json.loads(session.command("bb frames --json"))
+    rows = session.command_json("bb frames --json")
     assert [(r["procedure"], r["fragment"], r["fragment_symbol"], r["line"]) for r in rows[:3]] \
         == [(c["procedure"], c["fragment"], c["symbol"], n) for c, n in zip(chain, lines,
                                                                            strict=True)]
@@ -279,7 +279,7 @@ def test_missing_binary(debugger: Callable[..., Any], zoo: dict[str, Any],
         assert "No such file" in session.startup
         if str(ROOT / f["binary"]) in session.command("info inferiors"):
             # GDB 18 finds the executable through the core itself, as LLDB does
-            rows = json.loads(session.command("bb frames --json"))
+            rows = session.command_json("bb frames --json")
             assert (rows[0]["procedure"], rows[0]["fragment"]) == ("transfer", "cold")
             return
         out = session.command("bb frames")
@@ -295,5 +295,5 @@ def test_missing_binary(debugger: Callable[..., Any], zoo: dict[str, Any],
     _one_line(session.command("bb frames"))
     # LLDB finds the executable through the core itself: everything can be shown again.
     session.command(f'target create --core "{core}"')
-    rows = json.loads(session.command("bb frames --json"))
+    rows = session.command_json("bb frames --json")
     assert (rows[0]["procedure"], rows[0]["fragment"]) == ("transfer", "cold")
