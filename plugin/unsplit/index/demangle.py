@@ -21,11 +21,12 @@ with a hash as last component; they are read here as rustc-demangle and libibert
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 GNU = "gnu"
 LLVM = "llvm"
@@ -33,9 +34,13 @@ STYLES = (GNU, LLVM)
 
 
 class _Cxa:
-    """``__cxa_demangle`` and ``free`` from the process's C++ runtime, loaded once."""
+    """``__cxa_demangle`` and ``free`` from the process's C++ runtime, loaded once (ctypes
+    imported then: every command line imports this module, few demangle)."""
 
     def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
         self.demangle: Any = None
         self.free: Any = None
         try:
@@ -54,6 +59,7 @@ class _Cxa:
     def __call__(self, name: str) -> str | None:
         if self.demangle is None:
             return None
+        ctypes = self.ctypes
         status = ctypes.c_int(0)
         ptr = self.demangle(name.encode("utf-8", "surrogateescape"), None, None,
                             ctypes.byref(status))
@@ -68,9 +74,13 @@ class _Cxa:
 def _libstdcxx() -> ctypes.CDLL:
     """libstdc++ by its soname (the same since GCC 3.4), else wherever find_library says: its
     search runs `ldconfig -p` in a subprocess, 15 ms of a warm `unsplit symbolize`."""
+    import ctypes
+
     try:
         return ctypes.CDLL("libstdc++.so.6")
     except OSError:
+        import ctypes.util
+
         return ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
 
 
