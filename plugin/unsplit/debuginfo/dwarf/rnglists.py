@@ -11,6 +11,7 @@ from unsplit.formats.leb128 import encode_uleb128 as uleb
 DW_RLE_end_of_list = 0x00
 DW_RLE_start_length = 0x07
 _START = struct.Struct("<BQ")
+_START_SHORT = struct.Struct("<BQB")
 
 
 class RangeLists:
@@ -25,8 +26,12 @@ class RangeLists:
         offset = self.start + len(self.data)
         data = self.data
         for start, end in ranges:
-            data += _START.pack(DW_RLE_start_length, start)
-            data += uleb(end - start)
+            length = end - start
+            if 0 <= length < 0x80:  # a one-byte ULEB128: one pack (most of 89k lists' ranges)
+                data += _START_SHORT.pack(DW_RLE_start_length, start, length)
+            else:
+                data += _START.pack(DW_RLE_start_length, start)
+                data += uleb(length)
         data.append(DW_RLE_end_of_list)
         return offset
 
