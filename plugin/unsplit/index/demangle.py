@@ -66,9 +66,10 @@ class _Cxa:
         if status.value != 0 or not ptr:
             return None
         try:
-            return ctypes.string_at(ptr).decode("utf-8", "replace")
+            text: str = ctypes.string_at(ptr).decode("utf-8", "replace")
         finally:
             self.free(ptr)
+        return text
 
 
 def _libstdcxx() -> ctypes.CDLL:
