@@ -134,6 +134,8 @@ _OPERATOR_TEMPLATE = re.compile(r"(operator(?:<<|>>|<|>)) <")
 
 
 def _gnu_wording(text: str) -> str:
+    if "std::string" not in text and "stream" not in text:
+        return text  # nothing _ABBREVIATED matches (most names: no call of the expression)
     # libiberty never writes `>>`: a `>` after a spelled-out template gets its space.
     return _ABBREVIATED.sub(lambda m: _ABBREVIATIONS[m[1]] + (" >" if m[2] else ""), text)
 

@@ -12,6 +12,7 @@ DW_RLE_end_of_list = 0x00
 DW_RLE_start_length = 0x07
 _START = struct.Struct("<BQ")
 _START_SHORT = struct.Struct("<BQB")
+_START_TWO = struct.Struct("<BQBB")
 
 
 class RangeLists:
@@ -27,8 +28,11 @@ class RangeLists:
         data = self.data
         for start, end in ranges:
             length = end - start
-            if 0 <= length < 0x80:  # a one-byte ULEB128: one pack (most of 89k lists' ranges)
-                data += _START_SHORT.pack(DW_RLE_start_length, start, length)
+            if 0 <= length < 0x80:  # a ULEB128 of one or two bytes: one pack (nearly all of
+                data += _START_SHORT.pack(DW_RLE_start_length, start, length)  # libLLVM's)
+            elif 0x80 <= length < 0x4000:
+                data += _START_TWO.pack(DW_RLE_start_length, start, length & 0x7F | 0x80,
+                                        length >> 7)
             else:
                 data += _START.pack(DW_RLE_start_length, start)
                 data += uleb(length)
