@@ -135,7 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnsplitError, OSError) as e:
         outcome = Outcome(args.module, None, f"cannot make one: {e}")
     else:
-        outcome = debug_file_for(args.module, indexes, names=args.names)
+        from unsplit.debuginfo.debug_file import collector_paused
+
+        with collector_paused():
+            outcome = debug_file_for(args.module, indexes, names=args.names)
     print(json.dumps({"path": outcome.path, "reason": outcome.reason}))
     return 0
 

@@ -198,19 +198,22 @@ def _disjoint(procedures: Iterable[ProcedureSpans]
     candidates: list[tuple[str, str | None, Spans, bool]] = []
     starts, ends, owners = array("Q"), array("Q"), array("L")
     for name, symbol, fragments in procedures:
-        spans = [(s, e) for s, e in fragments if e > s]
-        if len(spans) == len(fragments):
-            spans = fragments  # the caller's list kept, not a copy of it (129k in libLLVM)
-        if spans:
-            i = len(candidates)
-            candidates.append((name, symbol, spans, len(fragments) > 1))
-            for s, e in spans:
+        i = len(candidates)
+        kept = 0
+        for s, e in fragments:
+            if e > s:
                 starts.append(s)
                 ends.append(e)
                 owners.append(i)
-    # By start, then end, then order listed (ties are rare: an alias, a symbol over a range).
+                kept += 1
+        if kept:  # the caller's list, not a copy (129k in libLLVM), unless an empty span goes
+            spans = fragments if kept == len(fragments) else [(s, e) for s, e in fragments
+                                                               if e > s]
+            candidates.append((name, symbol, spans, len(fragments) > 1))
+    # By start, then end, then order listed (ties are rare: an alias, a symbol over a range;
+    # none at all is told by a set, without a pass in Python).
     order = sorted(range(len(starts)), key=starts.__getitem__)
-    k = 0
+    k = 0 if len(set(starts)) < len(starts) else len(order)
     while k < len(order):
         j = k + 1
         while j < len(order) and starts[order[j]] == starts[order[k]]:
@@ -447,14 +450,14 @@ def _plain_name(name: str) -> str:
         return name
     text = demangle(name)
     depth = 0
-    for m in reversed(list(_PARENTHESES.finditer(text))):  # the last balanced "(...)" goes
-        if m[0] == ")":
+    at = len(text)
+    while True:  # the last balanced "(...)" goes: parentheses found from the end
+        at = max(text.rfind("(", 0, at), text.rfind(")", 0, at))
+        if at < 0:
+            return text
+        if text[at] == ")":
             depth += 1
         else:
             depth -= 1
             if depth == 0:
-                return text[:m.start()]
-    return text
-
-
-_PARENTHESES = re.compile(r"[()]")
+                return text[:at]

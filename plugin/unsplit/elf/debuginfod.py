@@ -10,12 +10,12 @@ which honours the user's whole configuration (``DEBUGINFOD_CACHE_PATH``, ``_TIME
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import shutil
-import subprocess
 from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when a server is asked (every command line imports this module)
+    import ctypes
 
 KINDS = ("executable", "debuginfo")
 
@@ -27,6 +27,8 @@ def enabled() -> bool:
 
 @cache
 def _library() -> ctypes.CDLL | None:
+    import ctypes
+
     try:
         lib = ctypes.CDLL("libdebuginfod.so.1")
     except OSError:
@@ -42,6 +44,9 @@ def _library() -> ctypes.CDLL | None:
 
 
 def _with_library(lib: ctypes.CDLL, build_id: str, kind: str) -> str | None:
+    import ctypes
+    import ctypes.util
+
     client = lib.debuginfod_begin()
     if not client:
         return None
@@ -62,6 +67,9 @@ def _with_library(lib: ctypes.CDLL, build_id: str, kind: str) -> str | None:
 
 
 def _with_command(build_id: str, kind: str) -> str | None:
+    import shutil
+    import subprocess
+
     tool = shutil.which("debuginfod-find")
     if tool is None:
         return None

@@ -29,6 +29,13 @@ def _progress(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> str:
+    from unsplit.debuginfo.debug_file import collector_paused
+
+    with collector_paused():
+        return _write(args)
+
+
+def _write(args: argparse.Namespace) -> str:
     from unsplit.debuginfo.debug_file import make
     from unsplit.debuginfo.synthesize import has_own_dwarf
     from unsplit.index.bolt import prebolt

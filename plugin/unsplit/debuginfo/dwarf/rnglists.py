@@ -11,6 +11,8 @@ from unsplit.formats.leb128 import encode_uleb128 as uleb
 DW_RLE_end_of_list = 0x00
 DW_RLE_start_length = 0x07
 _START = struct.Struct("<BQ")
+_START_SHORT = struct.Struct("<BQB")
+_START_TWO = struct.Struct("<BQBB")
 
 
 class RangeLists:
@@ -25,8 +27,15 @@ class RangeLists:
         offset = self.start + len(self.data)
         data = self.data
         for start, end in ranges:
-            data += _START.pack(DW_RLE_start_length, start)
-            data += uleb(end - start)
+            length = end - start
+            if 0 <= length < 0x80:  # a ULEB128 of one or two bytes: one pack (nearly all of
+                data += _START_SHORT.pack(DW_RLE_start_length, start, length)  # libLLVM's)
+            elif 0x80 <= length < 0x4000:
+                data += _START_TWO.pack(DW_RLE_start_length, start, length & 0x7F | 0x80,
+                                        length >> 7)
+            else:
+                data += _START.pack(DW_RLE_start_length, start)
+                data += uleb(length)
         data.append(DW_RLE_end_of_list)
         return offset
 

@@ -5,7 +5,6 @@ one line, unless every function BAT names is a symbol of it with room for BAT's 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 
@@ -229,6 +228,8 @@ def _verdict_path(binary: Binary, candidate: Binary) -> str | None:
         except OSError:
             return None
         stamps.append(f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}")
+    import hashlib  # here: most sessions never ask (its OpenSSL load is 3 ms of a start-up)
+
     digest = hashlib.sha1("\n".join(stamps).encode()).hexdigest()
     return os.path.join(cache_root(), f"inputs-v{VERDICT_VERSION}", digest[:2], digest[2:])
 

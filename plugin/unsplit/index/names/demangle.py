@@ -5,11 +5,12 @@ LLVM (LLDB, llvm-symbolizer: ``f(int) (.constprop.0)``). Rust v0 names are left 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
 
 GNU = "gnu"
 LLVM = "llvm"
@@ -17,9 +18,13 @@ STYLES = (GNU, LLVM)
 
 
 class _Cxa:
-    """``__cxa_demangle`` and ``free`` from the process's C++ runtime, loaded once."""
+    """``__cxa_demangle`` and ``free`` from the process's C++ runtime, loaded once (ctypes
+    imported then: every command line imports this module, few demangle)."""
 
     def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
         self.demangle: Any = None
         self.free: Any = None
         try:
@@ -38,23 +43,29 @@ class _Cxa:
     def __call__(self, name: str) -> str | None:
         if self.demangle is None:
             return None
+        ctypes = self.ctypes
         status = ctypes.c_int(0)
         ptr = self.demangle(name.encode("utf-8", "surrogateescape"), None, None,
                             ctypes.byref(status))
         if status.value != 0 or not ptr:
             return None
         try:
-            return ctypes.string_at(ptr).decode("utf-8", "replace")
+            text: str = ctypes.string_at(ptr).decode("utf-8", "replace")
         finally:
             self.free(ptr)
+        return text
 
 
 def _libstdcxx() -> ctypes.CDLL:
     """libstdc++ by its soname (the same since GCC 3.4), else wherever find_library says: its
     search runs `ldconfig -p` in a subprocess, a cost a warm `unsplit symbolize` would feel."""
+    import ctypes
+
     try:
         return ctypes.CDLL("libstdc++.so.6")
     except OSError:
+        import ctypes.util
+
         return ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
 
 
@@ -107,6 +118,8 @@ _OPERATOR_TEMPLATE = re.compile(r"(operator(?:<<|>>|<|>)) <")
 
 
 def _gnu_wording(text: str) -> str:
+    if "std::string" not in text and "stream" not in text:
+        return text  # nothing _ABBREVIATED matches (most names: no call of the expression)
     # libiberty never writes `>>`: a `>` after a spelled-out template gets its space.
     return _ABBREVIATED.sub(lambda m: _ABBREVIATIONS[m[1]] + (" >" if m[2] else ""), text)
 
