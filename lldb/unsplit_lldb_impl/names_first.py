@@ -1,18 +1,7 @@
-"""lldb-dap on a core: a split module whose debug file is not made yet, can only name its
-procedures (no source of lines or variables: cache.names_only, a stripped library BOLTed
-without its input) and is big enough to take a while (more code than ``UNSPLIT_DEBUGINFO_MAX_KB``,
-512 KB by default: a BOLTed libLLVM's file is seconds of CPU, docs/benchmarks.md), gets it from
-another process (unsplit.debuginfo.background), which first writes its names file
-(unsplit.debuginfo.names_file: its symbols, every fragment named by its procedure). The stop
-hook waits for that one alone and gives it to LLDB, so the first ``stackTrace`` names every
-frame; a thread of this session waits for the debug file (its DWARF ranges and the fragments'
-CFI) and gives it to LLDB in its place (``target symbols add`` again: LLDB drops the module's
-symbol file and its frames). ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes it at once instead.
-
-Only lldb-dap, only on a core, only a file of names: the command line names frames from the
-index, not the symbol file; a live process needs lines before it runs (breakpoints, stops);
-and lldb-dap keeps a stop's variables (Variables::ReadyFrame) and VS Code its stack until the
-next stop, which a core never has: lines or variables that came later would never be seen."""
+"""lldb-dap on a core, a big split module that can only be named (no lines or variables to
+give): LLDB gets its names file at once and the whole debug file when another process has
+written it (``target symbols add`` again). Why only then: docs/architecture.md, "Inside the
+adapters"."""
 
 from __future__ import annotations
 

@@ -144,15 +144,11 @@ def names_only(binary: Binary) -> bool:
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
                    max_code: int | None = None, write: bool = True, index: bool = True,
                    names: bool = False) -> Outcome:
-    """The cached debug file for `module`, written first if missing (`write` False: said
-    TO_WRITE with the path it goes to, for another process to write: unsplit.debuginfo.
-    background; and `index` False: said so before the module is indexed, which is then that
-    process's to do too); `names`: the names file (names_path) written first, if missing,
-    for a session to load while the debug file is made; Outcome.path is None for a module
-    with DWARF, no split procedure, no build-id, or (with `max_code`) more code than that to
-    describe from the index with lines (a file
-    translated from the input's DWARF, or of names alone, has no limit). `indexes`: the
-    session's files and indexes, whose choice of pre-BOLT input (`bb input`) the file follows.
+    """The cached debug file for `module`, written first if missing (`write` False: TO_WRITE
+    and its path, for unsplit.debuginfo.background to write; `index` False: before indexing);
+    `names`: the names file written first. Outcome.path is None for a module with DWARF, no
+    split procedure, no build-id, or more than `max_code` bytes to describe with lines from
+    the index. `indexes`: the session's, whose pre-BOLT input (`bb input`) the file follows.
     Never raises: a module the core cannot read gets a reason instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes

@@ -71,8 +71,7 @@ def collector_paused() -> Iterator[None]:
     """Python's cycle collector off while a process of its own (the command line, the
     background writer) opens a module and makes its file: what it makes stays alive until the
     file is written, and nothing of it is in a cycle (none found on the BOLTed libLLVM), yet
-    the collector went over it again and again as it grew (half of the procedures' spans:
-    ~0.3 s of `unsplit debuginfo` on the BOLTed libLLVM, docs/benchmarks.md). Not for a
+    the collector went over it again and again as it grew (docs/benchmarks.md). Not for a
     debugger's own process: the collector is the whole process's."""
     enabled = gc.isenabled()
     gc.disable()

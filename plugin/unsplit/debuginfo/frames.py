@@ -99,8 +99,8 @@ def split_fragments(index: ModuleIndex, procedures: Iterable[Spans] | None = Non
     for _, _, spans in index.procedure_spans() if procedures is None else procedures:
         if len(spans) > 1:
             found += spans
-    # Sorted as listed (runs in address order: 0.04 s for libLLVM's 178k, where sorting a
-    # set's arbitrary order took 0.5 s), then each once (no set or dict of them all).
+    # Sorted as listed (runs already in address order), then each once (no set or dict of
+    # them all).
     found.sort()
     return [s for i, s in enumerate(found) if s[0] < s[1] and (not i or s != found[i - 1])]
 
@@ -221,7 +221,7 @@ def _only(cfi: CfiSection, starts: array[int], copier: _Copier
     [start, end): `cfi`, the table's first section, lists one FDE at the fragment's start,
     which covers it, ends within it and no FDE starts inside. None: not that case (_whole
     decides). What it reads is bound once: it runs for each of a BOLTed libLLVM's 178k
-    fragments, and its calls and look-ups were ~1 s of `unsplit debuginfo`."""
+    fragments."""
     listed, offsets, data, name = cfi.starts, cfi.offsets, cfi.data, cfi.name
     head_of = cfi.reader.fde_head
     cies, bodies = copier.cies, copier.bodies

@@ -228,7 +228,7 @@ def _verdict_path(binary: Binary, candidate: Binary) -> str | None:
         except OSError:
             return None
         stamps.append(f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}")
-    import hashlib  # here: most sessions never ask (its OpenSSL load is 3 ms of a start-up)
+    import hashlib  # here: most sessions never ask (it loads OpenSSL)
 
     digest = hashlib.sha1("\n".join(stamps).encode()).hexdigest()
     return os.path.join(cache_root(), f"inputs-v{VERDICT_VERSION}", digest[:2], digest[2:])
