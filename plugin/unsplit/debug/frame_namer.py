@@ -103,6 +103,7 @@ class FrameNamer:
         self.modules = ModuleMap(indexes)
         self.locations = LocationCache()
         self._key: object = None
+        self._described: set[str] = set()  # real paths: see describe()
         self._said: set[str] = set()
         self._unsaid: list[str] = []
 
@@ -121,6 +122,24 @@ class FrameNamer:
         image against its file)."""
         if self.modules.update(modules, read):
             self.locations.invalidate()
+
+    def describe(self, path: str, described: bool = True) -> None:
+        """The debugger reads unsplit's debug file for the module at `path`: that file holds
+        the core's lines and inlined calls, so the debugger's own answer them from now on,
+        and a Location there has the procedure and fragment alone (no line or inline chain
+        read from the pre-BOLT input's DWARF, no offset or block: what names a frame).
+        `described` False: the file no longer says what the core would (`bb input`)."""
+        real = os.path.realpath(path)
+        if (real in self._described) != described:
+            if described:
+                self._described.add(real)
+            else:
+                self._described.discard(real)
+            self.locations.invalidate()
+
+    def describes(self, path: str) -> bool:
+        """Whether the debugger reads unsplit's debug file for the module at `path`."""
+        return bool(self._described) and os.path.realpath(path) in self._described
 
     # -- the rules -------------------------------------------------------------------------
 
@@ -166,7 +185,11 @@ class FrameNamer:
         if index is None:
             return None
         # MOVED_LINES: lines only for moved code, as elsewhere the debugger's own line stands,
-        # and a line question costs a scan of big DWARF (libc's) the first time.
+        # and a line question costs a scan of big DWARF (libc's) the first time. No line where
+        # the debugger reads our debug file: its lines are the core's (describe()).
+        if self.describes(mod.path):
+            return index.locate(address - mod.bias, mod.bias, lines=False, blocks=False,
+                                offsets=False)
         return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None)
 
     # -- warnings, each said once ----------------------------------------------------------
