@@ -135,7 +135,7 @@ class StopPrinter:
             read=self.locator.session.source_lines, style=style)
         if self.locator.session.verbose:
             if self._described(loc):  # the namer's Location has no line, offset nor block
-                loc = (self.locator.session.locate(self.locator.host, pc) or loc).as_procedure()
+                loc = (self.locator.session.namer.locate_all(pc) or loc).as_procedure()
             text += "\n" + stop_text.verbose_line(loc, pc, style)
         return _styled(text, loc, style)
 

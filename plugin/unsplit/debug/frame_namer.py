@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol
 from unsplit.debug.module_map import ModuleMap, ReadMemory
 from unsplit.host import LoadedModule
 from unsplit.index.frame import is_signal_trampoline, lookup_pc
-from unsplit.index.location_cache import LINES, MOVED_LINES, LocationCache
+from unsplit.index.location_cache import LINES, MOVED_LINES, WHOLE, LocationCache
 from unsplit.index.model import Location
 from unsplit.index.module_index import IndexCache
 from unsplit.index.names import names_procedure
@@ -162,8 +162,9 @@ class FrameNamer:
         return Naming(Shown.ADD_LINE, loc, pc, lookup)
 
     def locate(self, address: int, what: str = MOVED_LINES) -> Location | None:
-        """Where runtime `address` is (None: in no attached module's code); `what`: LINES or
-        MOVED_LINES (unsplit.index.location_cache), a line question costing a DWARF look-up."""
+        """Where runtime `address` is (None: in no attached module's code); `what`: LINES,
+        MOVED_LINES or WHOLE (unsplit.index.location_cache), a line question costing a DWARF
+        look-up."""
         key = (address, what)
         cache = self.locations
         if key in cache:
@@ -172,6 +173,11 @@ class FrameNamer:
         if loc is not None and loc.warnings:
             self._warn(loc)
         return loc
+
+    def locate_all(self, address: int) -> Location | None:
+        """Everything the core knows of runtime `address` (line, offset, block), also in a
+        module the debugger reads our file for (describe()): `bb set verbose`'s extras."""
+        return self.locate(address, WHOLE)
 
     def _locate(self, address: int, what: str) -> Location | None:
         attached = self.modules.at(address)
@@ -187,10 +193,11 @@ class FrameNamer:
         # MOVED_LINES: lines only for moved code, as elsewhere the debugger's own line stands,
         # and a line question costs a scan of big DWARF (libc's) the first time. No line where
         # the debugger reads our debug file: its lines are the core's (describe()).
-        if self.describes(mod.path):
+        if what != WHOLE and self.describes(mod.path):
             return index.locate(address - mod.bias, mod.bias, lines=False, blocks=False,
                                 offsets=False)
-        return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None)
+        return index.locate(address - mod.bias, mod.bias,
+                            lines=True if what in (LINES, WHOLE) else None)
 
     # -- warnings, each said once ----------------------------------------------------------
 

@@ -10,12 +10,14 @@ which honours the user's whole configuration (``DEBUGINFOD_CACHE_PATH``, ``_TIME
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import shutil
 import subprocess
 from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 KINDS = ("executable", "debuginfo")
 
@@ -27,6 +29,8 @@ def enabled() -> bool:
 
 @cache
 def _library() -> ctypes.CDLL | None:
+    import ctypes  # (here: a session without DEBUGINFOD_URLS never needs it)
+
     try:
         lib = ctypes.CDLL("libdebuginfod.so.1")
     except OSError:
@@ -42,6 +46,8 @@ def _library() -> ctypes.CDLL | None:
 
 
 def _with_library(lib: ctypes.CDLL, build_id: str, kind: str) -> str | None:
+    import ctypes.util
+
     client = lib.debuginfod_begin()
     if not client:
         return None

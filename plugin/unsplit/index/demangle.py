@@ -21,11 +21,15 @@ with a hash as last component; they are read here as rustc-demangle and libibert
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ctypes
+
+# ctypes is imported when the first C++ name is demangled: a C program's session never needs
+# it, and it costs ~10 ms (with ctypes.util) of a session's start.
 
 GNU = "gnu"
 LLVM = "llvm"
@@ -36,6 +40,8 @@ class _Cxa:
     """``__cxa_demangle`` and ``free`` from the process's C++ runtime, loaded once."""
 
     def __init__(self) -> None:
+        import ctypes
+
         self.demangle: Any = None
         self.free: Any = None
         try:
@@ -54,6 +60,8 @@ class _Cxa:
     def __call__(self, name: str) -> str | None:
         if self.demangle is None:
             return None
+        import ctypes
+
         status = ctypes.c_int(0)
         ptr = self.demangle(name.encode("utf-8", "surrogateescape"), None, None,
                             ctypes.byref(status))
@@ -68,9 +76,13 @@ class _Cxa:
 def _libstdcxx() -> ctypes.CDLL:
     """libstdc++ by its soname (the same since GCC 3.4), else wherever find_library says: its
     search runs `ldconfig -p` in a subprocess, 15 ms of a warm `unsplit symbolize`."""
+    import ctypes
+
     try:
         return ctypes.CDLL("libstdc++.so.6")
     except OSError:
+        import ctypes.util
+
         return ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
 
 

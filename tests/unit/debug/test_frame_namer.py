@@ -245,6 +245,9 @@ def test_a_module_the_debugger_reads_our_file_for_is_named_without_lines(
             assert (loc.line, loc.inline_chain, loc.offset) == (None, (), None)
         # hot code where the debugger has no line: the file has none either
         assert namer.name(Fake(bias + main.start, line=False)).shown is Shown.KEEP
+    whole = namer.locate_all(int(f["crash"]["frames"][0]["pc"], 16))  # `bb set verbose`
+    assert whole is not None and (whole.file, whole.line) == ("crash.c", site)
+    assert whole.offset is not None and whole.block is not None
     namer.describe(str(binary), False)
     loc = namer.name(Fake(int(f["crash"]["frames"][0]["pc"], 16))).location
     assert loc is not None and (loc.file, loc.line) == ("crash.c", site)
