@@ -178,7 +178,9 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
                   and any(x["symbol"] == "park" for x in t["frames"]))
     s = gdb(ROOT / f["executable"], core=str(ROOT / f["crash"]["core"]))
     s.command(f"thread {parked['num']}")
-    rows = json.loads(s.command("bb frames --json"))
+    # (the debug file being written meanwhile is said at the prompt after the command that
+    # ran when it was done: a line that may follow the JSON)
+    rows = json.JSONDecoder().raw_decode(s.command("bb frames --json"))[0]
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
