@@ -77,7 +77,7 @@ import realworld_sqlite as sq  # noqa: E402
 from bytecode import bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 from unsplit.debuginfo.synthesize import build  # noqa: E402
-from unsplit.index import prebolt  # noqa: E402
+from unsplit.index.bolt import prebolt  # noqa: E402
 from unsplit.index.module_index import ModuleIndex  # noqa: E402
 
 VARIANTS = ["all", "random2", "profile2", "cdsplit", "randomN", "reverse", "nonreloc", "nolite"]

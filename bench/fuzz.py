@@ -468,7 +468,7 @@ class _RememberedMaps:
 
     @classmethod
     def of(cls, output: Binary, given: Binary) -> Any:
-        from unsplit.index.input_map import InputMap
+        from unsplit.index.bolt.input_map import InputMap
 
         if isinstance(output, DamagedBinary):
             return InputMap.of(output, given)

@@ -36,8 +36,11 @@ Then, in one run, so that every ratio compares figures taken under the same load
               `unsplit lldb-cfi --print LIB` warm (the goal is a multiple of its CPU time)
     dap       (--dap, --dap-only) lldb-dap-22 attached to the core with `coreFile`, plain and
               with the plugin in `initCommands` (first: empty cache, later: the cache the
-              first left): wall time and CPU of the adapter up to the first `stackTrace`
-              response, and how many of its frames are `___lldb_unnamed_symbol…`
+              first left): wall time and CPU of the adapter (and of the debug file's writer it
+              started) up to the first `stackTrace` response, how many of its frames are
+              `___lldb_unnamed_symbol…`, when the adapter says the debug file is loaded and
+              whether the frames (names, pcs) are then the same;
+              `--compare TREE`: also another checkout's plugin, first and later
     The CLI figures: wall time and CPU time (user + system) of the process, the least of
     --repeat runs each, and its peak RSS. "empty": the cache directory removed before each
     run; "warm": the cache the runs before left.
@@ -285,20 +288,58 @@ def alternate_in_session(cache: Path, depth: int, rounds: int) -> dict[str, list
     return times
 
 
-def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
+def _descendants(pid: int) -> list[int]:
+    """The processes started by `pid` that are still running, and theirs (/proc's children)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        for child in children:
+            found += [child, *_descendants(child)]
+    return found
+
+
+def _children_cpu_s(pid: int) -> float:
+    """User + system seconds of `pid`'s running descendants (the debug file's writer: a
+    process of its own, which the adapter's figure leaves out) and of those it has waited
+    for."""
+    total = 0.0
+    for child in _descendants(pid):
+        try:
+            total += _cpu_s(child)
+        except OSError:
+            pass  # ended meanwhile
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return total + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def dap_session(plugin: bool, cache: Path, levels: int,
+                plugin_path: str = str(LLDB_PLUGIN)) -> dict[str, Any]:
     """lldb-dap-22 attached to the core as an IDE attaches (VS Code's `attach` with
-    `coreFile`), the plugin in `initCommands` or not: seconds from the adapter's start to the
-    first `stackTrace` of the stopped thread, that request alone, and its frames named
-    `___lldb_unnamed_symbol…` (LLDB found no symbol file naming them)."""
+    `coreFile`), the plugin (`plugin_path`) in `initCommands` or not: seconds from the
+    adapter's start to the first `stackTrace` of the stopped thread, that request alone, its
+    frames named `___lldb_unnamed_symbol…` (LLDB found no symbol file naming them), the CPU of
+    the adapter and of the processes it started (the debug file's writer) by then; and, where
+    a writer was started, the seconds until the adapter says the debug file is loaded (the
+    session is held open until then, so a later session finds the file)."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     env = {"UNSPLIT_CACHE": str(cache),
            "PYTHONPYCACHEPREFIX": bytecode_env()["PYTHONPYCACHEPREFIX"]}
     start = time.perf_counter()
     session = DapSession(["lldb-dap-22"], env=env)
+    loaded, same = None, None
     try:
         session.request("initialize", adapterID="unsplit-bench", clientID="unsplit-bench",
                         linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
-        init = [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+        init = [f'command script import "{plugin_path}"'] if plugin else []
         session.send("attach", program=OPT, coreFile=str(CORE), initCommands=init)
         session.wait("event", "initialized", timeout=900)
         session.request("configurationDone", timeout=900)
@@ -311,12 +352,26 @@ def dap_session(plugin: bool, cache: Path, levels: int) -> dict[str, Any]:
         done = time.perf_counter()
         rss = _peak_rss_mb(session.proc.pid)
         cpu = _cpu_s(session.proc.pid)
+        children_cpu = _children_cpu_s(session.proc.pid)
+        writers = _descendants(session.proc.pid)
+        while writers and any(os.path.exists(f"/proc/{w}") for w in writers):
+            time.sleep(0.1)
+        if writers:  # its file is loaded by a thread of the adapter, which says so
+            while not re.search(r"(debug info for split module|no debug file for|cannot load .* "
+                                r"for) libLLVM", session.transcript):
+                session.wait("event", "output", timeout=900)
+            loaded = time.perf_counter() - start
+            again = session.request("stackTrace", timeout=900, threadId=thread, startFrame=0,
+                                    levels=levels)["stackFrames"]
+            same = [(f.get("name"), f.get("instructionPointerReference")) for f in again] == \
+                [(f.get("name"), f.get("instructionPointerReference")) for f in frames]
     finally:
         session.close()
     names = [str(f.get("name", "")) for f in frames]
     return {"adapter": "lldb-dap-22", "plugin": plugin, "first_stack_s": done - start,
             "stack_trace_s": done - asked, "frames": len(frames), "peak_rss_mb": rss,
-            "cpu_s": cpu,
+            "cpu_s": cpu, "children_cpu_s": children_cpu, "debug_file_loaded_s": loaded,
+            "same_frames_once_loaded": same,
             "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
 
@@ -483,21 +538,32 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"{row['moved_frames']} moved" + (
                           "  [said: indexing]" if row["indexing_said"] else ""), flush=True)
         if args.dap or args.dap_only:
-            cache = Path(tmp) / "cache-dap"
-            plain = dap_session(False, cache, args.depth)
+            plain = dap_session(False, Path(tmp) / "cache-dap", args.depth)
             out["dap"] = [plain]
-            for kind in ("first", "later"):
-                row = dap_session(True, cache, args.depth)
-                row["kind"] = kind
-                row["ratio"] = row["first_stack_s"] / plain["first_stack_s"]
-                out["dap"].append(row)
+            trees = [("", str(LLDB_PLUGIN))]
+            if args.compare:
+                trees.insert(0, (f"{os.path.basename(args.compare.rstrip('/'))} ",
+                                 os.path.join(args.compare, "lldb", "unsplit_lldb.py")))
+            for label, plugin_path in trees:
+                cache = Path(tmp) / f"cache-dap{len(out['dap'])}"
+                for kind in ("first", "later"):
+                    row = dap_session(True, cache, args.depth, plugin_path)
+                    row["kind"] = label + kind
+                    row["ratio"] = row["first_stack_s"] / plain["first_stack_s"]
+                    out["dap"].append(row)
             plain["kind"], plain["ratio"] = "plain", 1.0
             for row in out["dap"]:
-                print(f"lldb-dap {row['kind']:6} first stackTrace {row['first_stack_s']:7.2f} s "
-                      f"({row['ratio']:5.2f}x, cpu {row['cpu_s']:6.2f} s)  the request "
+                loaded = row["debug_file_loaded_s"]
+                print(f"lldb-dap {row['kind']:14} first stackTrace {row['first_stack_s']:7.2f} s "
+                      f"({row['ratio']:5.2f}x, cpu {row['cpu_s']:6.2f} s + "
+                      f"{row['children_cpu_s']:5.2f} s its children)  the request "
                       f"{row['stack_trace_s']:6.3f} s  "
                       f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
-                      f"{row['unnamed']} ___lldb_unnamed_symbol", flush=True)
+                      f"{row['unnamed']} ___lldb_unnamed_symbol" + (
+                          "" if loaded is None else f"; debug file loaded at {loaded:.1f} s, "
+                          "frames then " + ("the same" if row["same_frames_once_loaded"]
+                                            else "OTHER")),
+                      flush=True)
             if args.dap_only:
                 return out
         if args.sessions_only:
@@ -577,6 +643,9 @@ def main() -> int:
                         help="also lldb-dap-22's first stackTrace on the core, plain and with "
                         "the plugin (first: empty cache; later: the cache it left)")
     parser.add_argument("--dap-only", action="store_true", help="only the lldb-dap figures")
+    parser.add_argument("--compare", metavar="TREE",
+                        help="with --dap: also the plugin of another checkout (main's, say), "
+                        "first and later, in the same run")
     parser.add_argument("--sessions-only", action="store_true",
                         help="only the debugger sessions (and lldb-dap with --dap)")
     parser.add_argument("--breakpad-only", action="store_true",

@@ -1,4 +1,4 @@
-"""Benchmark: what demangled names cost (unsplit.index.demangle, unsplit.index.names).
+"""Benchmark: what demangled names cost (unsplit.index.names).
 
     .venv/bin/python bench/names.py [--library PATH]
 
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
 
 from saving import save  # noqa: E402
-from unsplit.index.demangle import GNU, LLVM, demangle  # noqa: E402
-from unsplit.index.names import matching  # noqa: E402
+from unsplit.index.names.demangle import GNU, LLVM, demangle  # noqa: E402
+from unsplit.index.names.matching import matching  # noqa: E402
 
 LIBRARY = Path("/usr/lib/x86_64-linux-gnu/libLLVM.so.22.1")
 

@@ -1,16 +1,7 @@
-"""What GDB sources to load unsplit: put this line in ~/.gdbinit
-
-    source /path/to/unsplit/gdb/unsplit_gdb.py
-
-It makes the core (``<repo>/plugin``), the adapter package next to this file
-(``unsplit_gdb_impl``) and the project venv's site-packages (pyelftools) importable from GDB's
-embedded Python, then registers the ``bb`` commands, the ``unsplit`` frame filter and the stop
-printer. Sourcing it again registers nothing twice (see unsplit_gdb_impl.register). Without
-pyelftools it prints one line saying what to install and registers nothing.
-
-There is deliberately no ``__init__.py`` in this folder: a package named ``gdb`` on sys.path
-would hijack ``import gdb``.
-"""
+"""What GDB sources to load unsplit (``source /path/to/unsplit/gdb/unsplit_gdb.py`` in ~/.gdbinit):
+makes the core, the adapter and the venv's pyelftools importable and registers the ``bb``
+commands, the ``unsplit`` frame filter and the stop printer, once however often it is sourced.
+No ``__init__.py`` here: a package named ``gdb`` on sys.path would hijack ``import gdb``."""
 
 from __future__ import annotations
 

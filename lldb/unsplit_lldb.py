@@ -1,16 +1,8 @@
-"""unsplit for LLDB: `bb` commands and logical frame names for hot/cold split code.
-
-Put this line in ~/.lldbinit:
-
-    command script import /path/to/unsplit/lldb/unsplit_lldb.py
-
-Importing makes the core (``<repo>/plugin``) and the adapter (``unsplit_lldb_impl`` next to
-this file) importable, puts the repository's virtualenv site-packages (pyelftools) first on
-the running interpreter's path, and registers the ``bb`` container, one ``bb NAME`` per entry of
-``unsplit.commands.COMMANDS``, and the ``${script.frame:unsplit_lldb.…}`` frame-name callbacks
-in ``frame-format``/``thread-format``, and has LLDB unwind moved fragments with their CFI
-(``unsplit_lldb_impl/cfi_symbols.py``). Importing twice registers nothing twice.
-"""
+"""What LLDB imports to load unsplit (in ~/.lldbinit:
+``command script import /path/to/unsplit/lldb/unsplit_lldb.py``): makes the core, the adapter
+and the venv's pyelftools importable and registers the ``bb`` commands, the
+``${script.frame:…}`` frame names and the moved fragments' debug files, once however often it is
+imported."""
 
 from __future__ import annotations
 

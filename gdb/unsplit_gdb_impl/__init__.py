@@ -1,19 +1,6 @@
-"""unsplit's GDB adapter (GDB 13+): commands, the `unsplit` frame filter, the stop printer.
-
-    host.py      unsplit.host.Host for GDB (modules and biases from `info files`)
-    locator.py   GDB's frames named by the session's FrameNamer (unsplit.debug.frame_namer)
-    frame_view.py  a gdb.Frame as the namer's FrameView
-    commands.py  `bb` and one subcommand per unsplit.commands.COMMANDS entry
-    frames.py    the frame filter/decorator (`bt`)
-    stop.py      the corrected stop line (gdb.events.stop, before_prompt for cores)
-    frame_hooks.py  the same line after `frame`, `up`, `down`, `info frame` (CLI post-hooks)
-    breakpoints.py  `bb break`: a group of native breakpoints, kept in step with module loads
-    debuginfo.py unsplit's debug file for split modules without DWARF (`bb debuginfo`)
-    unwinder.py  GDB's own frames exact where a split module's FDEs compete (`bb exact-frames`)
-
-:func:`register` is idempotent: the state lives in this module, which Python imports once, so
-sourcing gdb/unsplit_gdb.py again finds everything in place.
-"""
+"""unsplit's GDB adapter (GDB 13+): the ``bb`` commands, the ``unsplit`` frame filter, the stop
+printer, breakpoints, steps, debug files and the unwinder (docs/architecture.md lists the
+modules). :func:`register` is idempotent: the state lives in this module, imported once."""
 
 from __future__ import annotations
 
@@ -21,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.index.demangle import GNU
+from unsplit.index.names.demangle import GNU
 from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks

@@ -1,30 +1,8 @@
-"""`bb break` in GDB: each one is a group of ordinary GDB breakpoints, one per address.
-
-GDB 13's Python cannot give one gdb.Breakpoint several arbitrary addresses: a breakpoint's
-locations are whatever GDB's own linespec resolves, and ``Breakpoint.locations`` is read-only.
-So the core resolves the sites (unsplit.debug.breakpoints) and this module makes one native
-breakpoint per site, which ``info breakpoints`` lists, each with its own number. The first one
-(the procedure's entry, or the first site) is the group's *head*: disabling or enabling it,
-giving it a condition, commands, ``silent``, a thread or a task does the same to every other
-breakpoint of the group, and deleting it deletes them all (``breakpoint_modified`` /
-``breakpoint_deleted`` events). The others can still be handled one by one, like the locations
-``N.1``, ``N.2`` of a native breakpoint.
-
-A group whose location no loaded module has yet (``bb break work --pending``, a library loaded
-later) has a placeholder for head: a ``catch load`` of a library name no library has
-(``load of library matching ^unsplit: bb break work$``), which never stops. A pending
-breakpoint would not do: GDB re-parses it at every load and, once it has a condition, disables
-it for failing. A condition on the placeholder needs ``condition -force`` when it names local
-variables (GDB parses it where no code is). When a module loads (``gdb.events.new_objfile``)
-every group is resolved again in that module and the new sites join the group.
-
-Addresses in the executable are handed to GDB as ``*'SYMBOL'+OFFSET`` (the fragment's
-symbol, checked to land on the right address), so GDB moves them itself when it relocates a PIE
-at ``run``, as it does for its own ``break *main+4``; a ``break *ADDRESS`` set before ``run``
-would stay at the unrelocated file address. Sites in libraries, and sites with no symbol to
-name them, are set at their runtime address; GDB keeps those across a re-run (the library comes
-back at the same address), and a module that comes back elsewhere gets them set again.
-"""
+"""`bb break` in GDB: a group of ordinary GDB breakpoints, one per site the core resolves
+(unsplit.debug.breakpoints), led by a head whose state (enable, condition, commands, delete)
+every other follows; a group no loaded module has yet waits behind a placeholder ``catch load``
+and gains sites as modules load. docs/architecture.md says why (GDB's Python cannot give one
+breakpoint several addresses)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""What the running GDB's Python API offers, probed by attribute (never by version number).
-
-The plugin needs little beyond what GDB 13 has; what it cannot do without a hook it says once,
-at load, and goes on with the rest:
-
-* Python frame filters (``gdb.frame_filters``, module ``gdb.FrameDecorator``, GDB 7.10+): the
-  logical names in ``bt``. Without them ``bt`` keeps GDB's own names; ``bb`` commands and the
-  stop line still work.
-
-Newer hooks (docs/versions.md says which GDB has which):
-
-* ``gdb.Breakpoint.locations`` (GDB 13+): `bb break` checks where GDB put a symbolic breakpoint.
-* ``gdb.missing_debug`` (GDB 15+): missing-debug-info handlers; not used yet.
-"""
+"""What the running GDB's Python API offers, probed by attribute (never by version number): frame
+filters (without them `bt` keeps GDB's names), ``gdb.Breakpoint.locations`` (GDB 13+),
+``gdb.missing_debug`` (GDB 15+). docs/versions.md says which GDB has which."""
 
 from __future__ import annotations
 

@@ -1,23 +1,8 @@
-"""Give GDB the truth: each split module without DWARF gets unsplit's debug file
-(unsplit.debuginfo.cache) as a separate debug objfile (``Objfile.add_separate_debug_file``),
-when it loads, so GDB's own ``bt``, ``info line``, ``list``,
-``break FILE:LINE`` and every MI/DAP front end name the procedure and the true line.
-``bb debuginfo on|off`` (on by default; ``UNSPLIT_DEBUGINFO=0`` starts it off); a module that
-gets one is named once.
-
-Where GDB has missing-debug handlers (GDB >= 15, ``gdb.missing_debug``), the file is this
-handler's answer: GDB asks it when its own search (debug-file-directory, debuginfod) found
-nothing, before it says "No debugging symbols found", and ``info missing-debug-handler`` lists
-it (``disable missing-debug-handler unsplit``). Older GDBs get it from ``gdb.events.new_objfile``.
-
-A file not made yet is written by another process (unsplit.debuginfo.background) while the
-session goes on: `bt` names and lines frames from the index meanwhile. Once made, the file is
-loaded, and named in one line, at the next prompt, stop or command of HOOKED_COMMANDS. What
-needs it waits for it: a live process (`run`, `attach`: before the program runs), a library
-loaded in one, and the commands of WAITING_COMMANDS (`break FILE:LINE`, `info args`, `print`,
-`finish`...). ``UNSPLIT_DEBUGINFO_BACKGROUND=0`` writes it at load instead. (No thread tells
-GDB's event loop when the writer ends: an event GDB 13 still holds when it exits crashes it.)
-"""
+"""Each split module without DWARF gets unsplit's debug file (unsplit.debuginfo.cache) as a
+separate debug objfile, so GDB's own `bt`, `info line`, `list`, `break FILE:LINE` and MI/DAP
+name the procedure and the true line: a missing-debug handler where GDB has them (15+), else at
+``new_objfile``. The file is written in the background; what needs it (a live process,
+WAITING_COMMANDS) waits. ``bb debuginfo on|off``; ``UNSPLIT_DEBUGINFO=0`` starts it off."""
 
 from __future__ import annotations
 
@@ -30,7 +15,7 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debuginfo import background
 from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
-from unsplit.index import prebolt
+from unsplit.index.bolt import prebolt
 from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 

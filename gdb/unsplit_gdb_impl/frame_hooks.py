@@ -1,15 +1,7 @@
-"""The corrected frame line after GDB's frame commands, through GDB's own command hooks.
-
-GDB 13 prints the selected frame for `frame`, `up`, `down` and `info frame` without frame
-filters, and its Python has no event for a command or for a change of the selected frame. What
-it has is the CLI's post-hooks (``define hookpost-up``, gdb/doc "Hooks"), which run after the
-command succeeded: each runs StopPrinter.on_frame_command, which prints one more line where the
-plugin shows the frame differently, as `bt` shows it
-(``#1  0x… in run [cold] () at crash.c:46``).
-
-A hook the user defined is theirs: it is left alone, and :func:`install` names the commands
-that then keep GDB's own line only.
-"""
+"""The corrected frame line after `frame`, `up`, `down` and `info frame`, which GDB 13 prints
+without frame filters and with no Python event: through the CLI's post-hooks
+(``define hookpost-up``), each running StopPrinter.on_frame_command. A hook the user defined is
+left alone, and :func:`install` names the commands that keep GDB's own line."""
 
 from __future__ import annotations
 

@@ -1,30 +1,8 @@
-"""The `unsplit` frame filter (GDB's gdb.frames API, gdb/python/lib/gdb/FrameDecorator.py).
-
-Frames whose PC lies in a non-entry fragment are named by their logical procedure with a
-fragment tag (``transfer [cold]``); every frame GDB has no line for (no DWARF for that code: a
-BOLTed binary's hot part as much as its moved fragments) gets a file and line from the core
-when it has one (locator.Locator.shown). Every other frame keeps GDB's name and line. GDB
-applies frame filters to ``bt`` and to MI's ``-stack-list-frames`` after
-``-enable-frame-filters`` only, not to the stop line or ``frame``: stop.py and frame_hooks.py
-cover those.
-
-``info frame-filter`` lists it; ``disable frame-filter global unsplit`` turns it off, as do
-``bb disable`` and ``bb enable`` through GdbHost.set_frame_naming.
-
-GDB prints a filtered backtrace with its Python printer (py-framefilter.c), which words some
-frames differently from its own: a frame with no line in a shared library reads
-`` at /lib/libX.so`` (the file name a decorator gives is always printed after " at ") where
-GDB says `` from /lib/libX.so``, a C++ function with DWARF reads with its parameter types, and
-a frame without debug information is named by the symbol at its pc rather than at pc - 1.
-So the filter takes part only in backtraces that have a frame the plugin shows differently
-(Locator.shown: moved code, or a line where GDB has none; ``enabled`` is asked before each
-backtrace: the selected thread's frames are checked, from the cache); every other backtrace
-is GDB's own, word for word. In one that has, every frame the plugin does not change is named
-as GDB names it (``frame.name()``: pc - 1 in callers, no parameter types), and a frame without
-a line shows no file rather than its library as if it were a source file: GDB 13's printer
-has no `` from LIB``. (``info frame-filter`` asks ``enabled`` too: it says Yes while the
-stack has such a frame.)
-"""
+"""The `unsplit` frame filter (GDB's gdb.frames API, gdb/python/lib/gdb/FrameDecorator.py): frames
+in moved code get the logical procedure and fragment (``transfer [cold]``), frames GDB has no
+line for get the core's; every other frame, and every backtrace with no such frame, is GDB's
+own, word for word (docs/architecture.md: how GDB's Python printer words frames).
+``disable frame-filter global unsplit`` or ``bb disable`` turns it off."""
 
 from __future__ import annotations
 
@@ -37,7 +15,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameDecorator,
     FrameVars,
 )
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from . import console
 from .frame_view import gdb_has_line
@@ -225,7 +203,7 @@ class MovedCodeDecorator(LineDecorator):
                  full_paths: bool = False, scalars: bool | None = None) -> None:
         super().__init__(base, loc, full_paths, scalars)
         self._shown = loc
-        self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
+        self._style = style  # GDB's `print demangle`, as unsplit.index.names.demangle's style
 
     @_guarded
     def function(self) -> str:

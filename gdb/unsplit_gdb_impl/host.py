@@ -25,7 +25,7 @@ from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UnsplitError, UsageError, reading
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
 from unsplit.host import Host, LoadedModule
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.index.session_view import SessionView
 from unsplit.render.breaks import BreakGroup
 
@@ -94,14 +94,13 @@ def _file_sections(path: str) -> dict[str, int]:
 
 
 def _sections_of(path: str) -> dict[str, int]:
-    # (imported here: a session that never asks spares pyelftools' import, 0.08 s)
+    # (imported here: a session that never asks spares pyelftools' import)
     from elftools.elf.elffile import ELFFile  # type: ignore[import-untyped, unused-ignore]
 
     found: dict[str, int] = {}
     try:
         with open(path, "rb") as stream, reading(path, 0, "section headers"):
-            # Headers only: making the sections parses a .gnu.hash whole (0.4 s on a
-            # 236 MB libLLVM).
+            # Headers only: making the sections parses a .gnu.hash whole.
             elf = ELFFile(stream)
             for i in range(elf.num_sections()):
                 header = elf._get_section_header(i)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.debug.frame_namer import Naming, Shown, lookup_address
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.session import Session
 
 from .frame_view import GdbFrame

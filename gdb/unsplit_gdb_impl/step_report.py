@@ -1,13 +1,7 @@
-"""What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in GDB: what GDB prints for
-its own steps (infrun.c print_stop_location, stack.c print_frame_info), from GDB's own `frame`
-output, with the procedure as written and its true line in moved code (unsplit.render.stop).
-
-The frame line comes only when the step ended in another frame than it began (a logical frame:
-the procedure and its CFA, so a jump between fragments is not a new frame), as GDB's does,
-unless ``set print frame-info`` says otherwise. `finish` says ``Run till exit from #N …``
-before it runs and ``Value returned is $N = …`` after, as GDB's does, for scalar return
-types.
-"""
+"""What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in GDB: what GDB prints for its
+own steps (infrun.c print_stop_location, stack.c print_frame_info), with the procedure as
+written and its true line in moved code (unsplit.render.stop); the frame line only when the
+logical frame changed, as GDB does."""
 
 from __future__ import annotations
 
@@ -17,8 +11,8 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.host import Host
-from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
+from unsplit.index.model.records import Location
+from unsplit.index.names.matching import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.session import Session
 

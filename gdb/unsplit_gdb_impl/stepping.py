@@ -1,18 +1,7 @@
-"""GDB mechanism of the core's step plans (unsplit.debug.stepping.StepPlan): internal breakpoints.
-
-A line plan puts one internal breakpoint on every target (the starts of the procedure's other
-lines, in every fragment) and one on the return address, then `continue`s. A plan that carries
-the core's CFI unwinding (return address and CFA of the stepping frame, any level) breaks on
-that return address; otherwise GDB's own caller frame gives them. Each breakpoint's ``stop()``
-checks the frame, so a recursive activation of the same procedure runs through: a target counts
-only when the newest frame's CFA is the stepping frame's (by the plan's CFA rule there, which
-needs no unwinding: GDB will not unwind past a function named `main` but does past `main.cold`,
-so its caller frame is no way to recognise main's activation in both), the return only when SP
-is back at that CFA. `step` also breaks on the call instructions of the current line (found
-with ``Architecture.disassemble``) and single-steps into the callee. A stop that none of these
-explains (a user's breakpoint, a signal, the exit) ends the step as it is. All breakpoints are
-deleted after the stop, whatever happened.
-"""
+"""GDB mechanism of the core's step plans (unsplit.debug.stepping.StepPlan): internal breakpoints
+on every target and on the return address, each ``stop()`` checking the frame by the plan's CFA
+rule (so a recursive activation runs through); `step` also breaks on the current line's calls.
+A stop none of them explains ends the step as it is; every breakpoint is deleted after it."""
 
 from __future__ import annotations
 

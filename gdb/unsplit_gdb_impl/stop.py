@@ -1,19 +1,7 @@
-"""The corrected stop location (gdb.events.stop, and gdb.events.before_prompt for core files).
-
-GDB 13 prints the stop location itself, before Python's stop observers run, and frame filters
-do not reach it; so when the program stops in a frame the plugin shows differently from GDB
-(locator.Locator.shown: moved code, or no line from GDB where the core has one), GDB's location
-is followed by the same one as GDB would print it had it known the procedure and its line
-(``0x… in transfer [cold.1] () at crash.c:32`` and ``32\t    *log = amount;``, shaped by
-``set print frame-info``; unsplit.render.stop), unless GDB's own line already names the
-procedure and its line (unsplit's debug file loaded: `_gdb_says_it`). Only `bb` steps print
-one location otherwise: GDB can hold back its own stop report only with
-``set suppress-cli-notifications on``, which also silences every breakpoint, watchpoint and
-signal report that Python cannot print again.
-Loading a core file is not a stop event: the first prompt after a core appears prints the same
-lines once.
-frame_hooks.py prints the corrected frame line after `frame`, `up` and `down`.
-"""
+"""The corrected stop location (gdb.events.stop; before_prompt for core files): where the program
+stops in a frame the plugin shows differently (moved code, or a line GDB lacks), GDB's own
+location is followed by the one GDB would print had it known the procedure and its line
+(unsplit.render.stop), unless GDB's line already says it (the debug file loaded)."""
 
 from __future__ import annotations
 
@@ -21,8 +9,8 @@ import os
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.index.model import Location
-from unsplit.index.names import names_procedure
+from unsplit.index.model.records import Location
+from unsplit.index.names.matching import names_procedure
 from unsplit.render import stop as stop_text
 from unsplit.render.frames import frame_text
 

@@ -1,17 +1,8 @@
-"""GDB's frames made exact where a split module's FDEs compete, or where none describes its
-moved code (`bb exact-frames`): a Python unwinder (``gdb.unwinder``, GDB 13+) registered as
-"unsplit".
-
-GDB reads every FDE of `.eh_frame` and, of several that start at one address, keeps whichever
-its sort leaves first: on a BOLTed libLLVM (128,541 shared starts, 17,753 with other rules
-somewhere) that can be the stale one, whose rules send the unwind into the heap. For a frame
-whose pc lies where FDEs with other rules compete (unsplit.debug.cfi_check.exact_needed), this
-unwinder gives GDB the caller's registers from the FDE `bb bt` trusts. Where no FDE describes
-moved code (GDB would guess from the fragment's first instructions as if it were a function's
-start), it gives them by the pre-BOLT input's rules where BAT maps the pc (input_cfi), in
-modules that have such code. Everywhere else it returns None and GDB's own unwinders run, so a
-frame elsewhere costs one read of its pc and one bisection.
-"""
+"""GDB's frames made exact (`bb exact-frames`): a Python unwinder registered as "unsplit" that
+gives GDB the caller's registers where a split module's FDEs compete
+(unsplit.debug.cfi_check.exact_needed: from the FDE `bb bt` trusts) or where no FDE covers moved
+code (the pre-BOLT input's rules through BAT, input_cfi); elsewhere it returns None and GDB's
+own unwinders run."""
 
 from __future__ import annotations
 

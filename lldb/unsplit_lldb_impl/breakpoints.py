@@ -1,19 +1,7 @@
-"""`bb break` in LLDB: one native breakpoint whose locations a scripted resolver computes.
-
-LLDB 22 lets a Python class resolve a breakpoint (``SBTarget.BreakpointCreateFromScript``, or
-``breakpoint set -P CLASS -k KEY -v VALUE``; see lldb/examples/python/scripted_breakpoint.py
-and ``help(lldb.SBTarget.BreakpointCreateFromScript)``). LLDB constructs the class with the
-breakpoint and its ``extra_args``, then calls ``__callback__`` once per module whenever it
-searches for locations: at creation, when a module loads (a shared library, the executable
-relocated at launch) and when the process restarts. The callback asks the core
-(:func:`unsplit.debug.breakpoints.resolve`) for the module's file addresses and adds them with
-``SBBreakpoint.AddLocation``. Everything else is LLDB's own: ``breakpoint list``, ``disable``,
-``delete``, ``modify -c``, hit counts, pending breakpoints, PIE and library load addresses.
-
-The class is reachable by name from LLDB's script interpreter as
-``unsplit_lldb.SplitResolver`` (``lldb/unsplit_lldb.py`` re-exports it), so a user can also
-write ``breakpoint set -P unsplit_lldb.SplitResolver -k location -v 'crash.c:32'``.
-"""
+"""`bb break` in LLDB: one native breakpoint whose locations a scripted resolver
+(``breakpoint set -P unsplit_lldb.SplitResolver``) asks of the core
+(unsplit.debug.breakpoints.resolve), module by module as LLDB searches; everything else
+(list, disable, conditions, pending, load addresses) is LLDB's own."""
 
 from __future__ import annotations
 

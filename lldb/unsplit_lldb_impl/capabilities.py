@@ -1,20 +1,7 @@
-"""What the running LLDB can do, probed from its SB API and its behaviour, never its version.
-
-Two probes:
-
-* :func:`missing_for_naming`: the SB calls the ``${script.frame:…}`` frame names need
-  (``SBFormat`` and ``SBFrame.GetDescriptionWithFormat`` render the user's own format part;
-  ``SBDebugger.GetSetting`` reads the formats). Without them the plugin says so once and leaves
-  LLDB's names alone; the ``bb`` commands still work.
-* :func:`split_function`: whether LLDB takes a function that DWARF describes in several
-  ranges (``DW_AT_ranges``: hot and cold parts) as those ranges. LLDB 19 takes the span from
-  the lowest to the highest address as the function, so in any part but the lowest it unwinds
-  with the lowest part's FDE or with its assembly profiler run from the span's start, and its
-  ``bt`` ends there (measured: ``bt`` in clang MFS / BOLT ``-dbg`` cold code, which lies after
-  the entry, shows frame 0 only; GCC's ``foo.cold``, below its entry, unwinds).
-  ``SBFunction.GetRanges`` tells which: one range where the function's block has several
-  means the span. LLDB 22 gives the ranges and unwinds each with its own FDE.
-"""
+"""What the running LLDB can do, probed from its SB API and its behaviour, never its version:
+:func:`missing_for_naming` (the SB calls the ``${script.frame:…}`` names need) and
+:func:`split_function` (whether LLDB takes a function of several DWARF ranges as those ranges;
+LLDB 19 takes the whole span and cannot unwind moved code after the entry, docs/versions.md)."""
 
 from __future__ import annotations
 

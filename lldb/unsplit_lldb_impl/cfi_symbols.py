@@ -1,35 +1,9 @@
-"""LLDB's own frames, names, lines and variables in moved code: every split module without
-DWARF gets unsplit's debug file (unsplit.debuginfo: the input's DWARF or the index's names and
-lines, the module's symbols, and the split procedures' CFI as ``.debug_frame``, which LLDB 22
-unwinds a function in several ranges with), in the command line and lldb-dap alike. A module
-no debug file can be made for (too big to write in a session, DWARF of its own in part), an
-LLDB that takes a function in several ranges as one span (LLDB 19: capabilities.split_function,
-probed on the first module given the file), and ``bb debuginfo off`` /
-``UNSPLIT_LLDB_DEBUGINFO=0`` get the Breakpad file of the moved fragments' CFI and lines
-instead (``unsplit.debug.breakpad`` says why that fixes LLDB's unwinding).
-
-Two ways the file reaches LLDB, so that every client sees it (``bt``, ``frame select``,
-``finish``, cores, all threads, lldb-dap):
-
-* the cache directory is appended to ``target.debug-file-search-paths`` at import: LLDB then
-  finds a file written by an earlier session (or ``unsplit lldb-cfi``) by itself, for a
-  module without DWARF, whenever it loads one (never a BOLT output's: every output of one
-  input has its build-id, so such a file is kept by digest and only ever given by sync);
-* :func:`sync` writes the file and runs ``target symbols add`` for modules loaded before it
-  existed: at import (targets made before it), and before every command that looks past a
-  thread's innermost frame (``bt``, ``frame select``/``up``/``down``, the steps and
-  ``finish``: LLDB's own, through command override callbacks, and every ``bb`` command) — for
-  the executable and the modules holding a thread's pc (see _modules), which covers cores and
-  libraries loaded since. Not from a stop hook on the command line: LLDB heads a stop hook's
-  output with ``-- Thread N`` for every thread that stopped for a reason (an attach, a core of
-  a multi-threaded program), whatever the hook prints, so a hook there prints lines nobody
-  asked for. lldb-dap runs no command before its clients read frames (stackTrace is the SB
-  API), so there the stop hook stays. The CFI file goes to the executable and the modules
-  holding a thread's pc; unsplit's DWARF file (debuginfo on) to every module (_describe).
-
-A module with DWARF is never given one (LLDB uses the DWARF's ranges there and is right; a
-Breakpad file would replace that DWARF). ``UNSPLIT_LLDB_CFI=0`` turns all of it off.
-"""
+"""LLDB's own frames, names, lines and variables in moved code: every split module without DWARF
+gets unsplit's debug file (unsplit.debuginfo), or, where none can be made or LLDB takes a split
+function as one span, the Breakpad file of its moved fragments' CFI and lines
+(unsplit.debug.breakpad). LLDB finds kept files through ``target.debug-file-search-paths``;
+:func:`sync` gives new ones before every command that looks past frame 0 (docs/architecture.md).
+A module with DWARF is never given one. ``UNSPLIT_LLDB_CFI=0`` turns it all off."""
 
 from __future__ import annotations
 
@@ -41,14 +15,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, breakpad_lines
+from unsplit.debuginfo.cache import (
+    TO_WRITE,
+    Outcome,
+    debug_file_for,
+    max_code_bytes,
+    names_only,
+)
 from unsplit.debuginfo.cache import cache_dir as debuginfo_dir
-from unsplit.debuginfo.cache import debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
-from unsplit.index.store import cache_root
+from unsplit.index.bolt import bat_translate
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
-from . import capabilities, frame_source
+from . import capabilities, frame_source, names_first
 from . import state as state_mod
 from .report import report_internal
 
@@ -220,9 +201,8 @@ def _modules(target: lldb.SBTarget, everything: bool) -> list[tuple[Any, list[in
 def _no_pc_in_moved_code(debugger: lldb.SBDebugger, path: str, pcs: list[int]) -> bool:
     """Whether none of `pcs` (file addresses) is in moved code of the module at `path`: then
     LLDB unwinds every frame of the module right without the CFI file (callers use the
-    `.eh_frame` at their call site), and the file waits for a stop that needs it. A BOLTed
-    libLLVM's file is 76 MB of text that LLDB parses in 0.3 s, found by a digest of the
-    library (bench/libllvm.py: a later session's stop in its hot code, 1.8x -> 1.4x plain)."""
+    `.eh_frame` at their call site), and the file waits for a stop that needs it (a BOLTed
+    libLLVM's is 76 MB of text, found by a digest of the library; docs/benchmarks.md)."""
     index = state_mod.for_debugger(debugger.GetID()).session.index(path)
     return not any(index.locate(pc, lines=False, blocks=False).in_moved_code for pc in pcs)
 
@@ -235,12 +215,14 @@ def sync(debugger: lldb.SBDebugger, target: lldb.SBTarget, everything: bool = Fa
     if not target.IsValid():
         return []
     session = state_mod.for_debugger(debugger.GetID()).session
+    described: list[str] = []
+    if enabled() and _DONE.debuginfo:  # first: a module's index may come from its file's writer
+        _describe(debugger, target, described)
     notes = [line for m in target.module_iter()  # a BOLTed module without its input, once
              for line in session.input_notes(m.GetFileSpec().fullpath or "")]
+    notes += described
     if not enabled():
         return notes
-    if _DONE.debuginfo:
-        _describe(debugger, target, notes)
     exe = target.GetModuleAtIndex(0) if target.GetNumModules() else None
     for module, pcs in _modules(target, everything):
         path = module.GetFileSpec().fullpath or ""
@@ -291,14 +273,51 @@ def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.S
     if symbol_file and not found and os.path.realpath(symbol_file) != os.path.realpath(path):
         return None  # a debug file of its own (the CFI pass says so)
     st = state_mod.for_debugger(debugger.GetID())
-    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
     binary = st.session.indexes.binary(path)
+    if names_first.wanted(target, _in_lldb_dap()):
+        later = _names_first(debugger, target, module, binary, symbol_file, root)
+        if later is not None:
+            return later
+    outcome = debug_file_for(path, st.session.indexes, max_code=max_code_bytes())
     if outcome.path is None:
         return None
     given = _give_dwarf_file(debugger, target, binary, outcome.path, found, symbol_file, root)
     if _DONE.asked is None and _takes_spans(debugger, module, path):
         return None  # the CFI pass gives it the Breakpad file instead
     return given
+
+
+def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.SBModule,
+                 binary: Binary, symbol_file: str, root: str) -> str | None:
+    """lldb-dap on a core, a BOLT output whose debug file can only name its procedures (no
+    lines, no variables: names_only), has more code than a session describes at load, and is
+    not kept: its names file now, its debug file once written (names_first.py). BOLT's only:
+    its index is the expensive one (BAT's note), where a module of symbols alone is indexed
+    here at once and found not split. None: not for this module, or no writer could start."""
+    path = binary.path
+    if not bat_translate.has_bat(binary):
+        return None
+    outcome = debug_file_for(path, state_mod.for_debugger(debugger.GetID()).session.indexes,
+                             max_code=max_code_bytes(), write=False, index=False)
+    code = sum(end - start for start, end in binary.text_address_ranges())
+    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes() \
+            or not names_only(binary):
+        return None
+
+    def then(made: Outcome) -> str:
+        assert made.path is not None
+        given = _give_dwarf_file(debugger, target, binary, made.path, False, symbol_file, root)
+        if _DONE.asked is None and _takes_spans(debugger, module, path):
+            given = _give(debugger, target, module, path, [])  # the CFI file, as at load
+        _DONE.seen[(path, module.GetUUIDString() or "")] = given
+        return given
+
+    try:
+        return names_first.give(debugger, target, path, outcome.path,
+                                lambda names: _add(debugger, target, names), then)
+    except UnsplitError as e:  # no writer: the file is written here, as without
+        print(f"{e}; writing it now", file=sys.stderr)
+        return None
 
 
 def _takes_spans(debugger: lldb.SBDebugger, module: lldb.SBModule, path: str) -> bool:
@@ -401,7 +420,7 @@ def _forget_by_build_id(binary: Binary, symbol_file: str, root: str) -> bool:
 
 def _moved_procedures(index: ModuleIndex) -> Iterator[str]:
     """The names of the procedures with moved code, as asked for: the probe usually needs the
-    first (listing every moved fragment of a BOLTed libLLVM first cost 2-4 s of CPU)."""
+    first (listing every moved fragment of a BOLTed libLLVM first costs seconds)."""
     seen: set[str] = set()
     for start in index.moved_starts():
         proc = index.procedure_at(start)
@@ -475,7 +494,7 @@ def set_debuginfo(debugger: lldb.SBDebugger, target: lldb.SBTarget, flag: bool |
             sync(debugger, target, everything=True)
     given = [(os.path.basename(path), what.split(": ", 1)[1])
              for (path, _), what in sorted(_DONE.seen.items())
-             if what.startswith("given unsplit's DWARF")]
+             if what.startswith(("given unsplit's DWARF", "given unsplit's names file"))]
     spans = _DONE.asked is None and _DONE.spans
     state = DebugInfoState(_DONE.debuginfo,
                            otherwise="unsplit's CFI file (exact frames), not its debug file" + (

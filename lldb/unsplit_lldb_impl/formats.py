@@ -1,15 +1,7 @@
-"""Rewriting LLDB format strings (``settings set frame-format`` / ``thread-format``).
-
-Grammar (lldb/source/Core/FormatEntity.cpp): ``${variable}`` entries, ``{ … }`` scopes that
-print only when every entry inside them resolves, and backslash escapes (``\\n``, ``\\```).
-We find the *function part* (from ``${function.name…}`` to the end of its innermost scope,
-e.g. ``${function.name-with-args}{${frame.no-debug}${function.pc-offset}}``) and replace it
-with a ``${script.frame:…}`` entry whose callback renders that same part natively for frames
-outside moved code, so the user's taste survives. A second entry goes right after the line
-scope (``{ at ${line.file.basename}…}``) to supply file:line when LLDB has none.
-
-Pure string functions: no lldb import, so unit tests can exercise them.
-"""
+"""Rewriting LLDB format strings (``frame-format``/``thread-format``; grammar:
+lldb/source/Core/FormatEntity.cpp): the function part becomes a ``${script.frame:…}`` entry
+that renders that same part natively outside moved code, and a second entry after the line scope
+gives file:line where LLDB has none. Pure string functions, no lldb import."""
 
 from __future__ import annotations
 

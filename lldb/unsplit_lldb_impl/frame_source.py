@@ -1,20 +1,13 @@
-"""`frame select` (and `f`, `up`, `down`, its aliases) of a frame LLDB has no line for where the
-plugin has one: LLDB's own output, with the source around the plugin's line in place of the
-disassembly, as LLDB shows a frame that has a line (and as step_report shows a step's stop).
-
-LLDB has lines in moved code of a module without DWARF only from unsplit's DWARF file
-(debuginfo on) or the line records of its CFI symbol file, which are left out where the moved
-code is bigger than UNSPLIT_LLDB_LINES_MAX_KB (any real BOLTed program). The command runs as
-LLDB runs it (HandleCommand from the override callback, which then says it handled it); only a
-plain `frame select [N]` / `-r N` is taken over, and only for such a frame.
-"""
+"""`frame select` (`f`, `up`, `down`) of a frame LLDB has no line for where the plugin has one:
+LLDB's own output, with the source around the plugin's line in place of the disassembly. Only a
+plain `frame select [N]` / `-r N` of such a frame is taken over."""
 
 from __future__ import annotations
 
 import sys
 
 import lldb
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.render import stop as stop_text
 
 from . import state as state_mod

@@ -16,7 +16,7 @@ from unsplit.debug.frame_namer import holds_return_address
 from unsplit.debug.stepping import StepOutcome, StepPlan
 from unsplit.errors import UsageError
 from unsplit.host import LoadedModule
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.render.breaks import BreakGroup
 
 from . import state as state_mod

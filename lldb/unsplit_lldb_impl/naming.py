@@ -1,14 +1,7 @@
-"""Frame names in LLDB's ``bt`` and stop line, through ``${script.frame:…}`` format entries.
-
-LLDB 22 calls ``unsplit_lldb.frame_function(frame, internal_dict)`` (and friends) for every
-frame it prints with ``frame-format``/``thread-format`` and prints the string returned. These
-callbacks name a frame in moved code by its logical procedure and fragment (``transfer [cold]``)
-and render everything else with the user's own format text, so nothing else changes.
-
-They run for every frame of every ``bt``: the session's FrameNamer (unsplit.debug.frame_namer)
-names each from its location cache, and a callback never raises: an exception would print a
-traceback into the backtrace.
-"""
+"""Frame names in LLDB's ``bt`` and stop line, through ``${script.frame:…}`` format entries: a
+frame in moved code is named by its logical procedure and fragment (``transfer [cold]``) by the
+session's FrameNamer, everything else rendered with the user's own format text. A callback never
+raises (a traceback would land in the backtrace)."""
 
 from __future__ import annotations
 
@@ -18,7 +11,7 @@ from typing import Any
 
 import lldb
 from unsplit.debug.frame_namer import FrameKind, FrameView, Naming, Shown, kind_by_name
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from . import modules
 from . import state as state_mod

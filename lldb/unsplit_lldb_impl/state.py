@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.debug.stepping import SteppingHost
+from unsplit.debuginfo.background import Writer
 from unsplit.host import LiveHost
-from unsplit.index.demangle import LLVM
+from unsplit.index.names.demangle import LLVM
 from unsplit.session import Session
 
 if TYPE_CHECKING:
@@ -30,11 +31,23 @@ def _llvm() -> str | None:
 
 
 @dataclass
+class PendingFile:
+    """A module's debug file being written by `writer`, its names file given meanwhile
+    (names_first.py)."""
+
+    module: str
+    writer: Writer
+    names: str
+    loaded: bool = False
+
+
+@dataclass
 class DebuggerState:
     session: Session = field(default_factory=lambda: Session(_llvm))
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
+    pending: dict[str, PendingFile] = field(default_factory=dict)  # module -> its writer
 
 
 _STATES: dict[int, DebuggerState] = {}

@@ -1,16 +1,6 @@
-"""What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in LLDB: LLDB's own stop
-report (``Thread::GetStatus``: the thread line, ``frame #0`` named by the plugin's frame-format
-callbacks, the source around the pc or disassembly), as its own steps print it.
-
-Four things are LLDB's words rather than the plan's: the stop reason (``step over``,
-``step in``, ``step out``, ``instruction step into``, ``step until``; the scripted plan would
-say ``bb next``), ``Process N stopped`` before it (and ``Process N resuming`` for
-until/advance, as ``thread until`` says), and `finish`'s ``Return value: (long) $0 = 1000``
-for a scalar return type. Where LLDB has no line for the pc (BOLT without DWARF) but the
-plugin has, the disassembly gives way to those source lines, printed as LLDB prints source
-(frame_source.with_source: unsplit.render.stop.lldb_source_block, with
-``stop-line-count-before``/``-after`` and ``stop-show-column``).
-"""
+"""What `bb next`/`step`/`finish`/`until`/`advance`/`stepi` print in LLDB: LLDB's own stop report
+(``Thread::GetStatus``) in LLDB's words (stop reason, ``Process N stopped``, `finish`'s return
+value), with source lines in place of disassembly where only the plugin has a line."""
 
 from __future__ import annotations
 
@@ -18,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 import lldb
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 from .frame_source import with_source
 

@@ -1,29 +1,10 @@
-"""LLDB mechanism of the core's step plans (debug.stepping.StepPlan): a scripted thread plan.
-
-:class:`LogicalStep` follows lldb/examples/python/scripted_step.py: constructed with
-``(thread_plan, args_data, internal_dict)``, asked ``explains_stop``, ``should_stop``,
-``should_step``, ``is_stale``, ``stop_description``. It composes with LLDB's own plans: it
-single-steps (should_step) through the stepping procedure's code, in whichever fragment it runs,
-and hands every call it steps over to ``QueueThreadPlanForRunToAddress`` (the return address,
-with an SP check), so a call costs one stop. The procedure's call and return instructions are
-found once per plan by disassembly, so a jump between fragments is told from a call or a return
-without trusting the unwinder in moved code (LLDB's assembly profiler assumes every symbol is a
-function start). `finish` runs to the return address and CFA the core's CFI unwinder gives (of
-the selected frame, any level), not to the caller LLDB shows, which may be a frame it invented.
-A stop the plan does not explain (a breakpoint, a signal) ends the step there, as LLDB's own
-plans do.
-
-The class takes what to do from its arguments (SBStructuredData), never from module state:
-
-* by hand, in LLDB or lldb-dap's console (the plugin's module resolves the name):
-  ``thread step-scripted -C unsplit_lldb.LogicalStep -k kind -v next`` (``step``,
-  ``finish``, ``until``, ``advance``, ``stepi``; ``-k line -v N`` for until/advance): the plan
-  asks the core (unsplit.debug.stepping.Walk) for each leg from the thread's own pc and selected
-  frame, and chains the legs itself (a return to the caller's next line, a callee without
-  lines stepped out of);
-* from `bb next` and friends (:func:`apply`): ``{"plan": StepPlan, "token": N}``, one leg, its
-  outcome left in ``_outcomes[N]`` for the core's own chaining.
-"""
+"""LLDB mechanism of the core's step plans (debug.stepping.StepPlan): :class:`LogicalStep`, a
+scripted thread plan (lldb/examples/python/scripted_step.py) that single-steps through the
+procedure in any fragment and runs over each call to its return address; `finish` runs to the
+return address and CFA of the core's CFI unwinder. It takes what to do from its arguments, never
+module state: from `bb next` and friends (:func:`apply`: one leg, its outcome in ``_outcomes``),
+or by hand (``thread step-scripted -C unsplit_lldb.LogicalStep -k kind -v next``: it chains the
+legs itself through unsplit.debug.stepping.Walk)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The `unsplit` command line: the core's answers without a debugger.
-
-    unsplit where --exe BINARY [--json] [--no-demangle] ADDR...
-
-Names are demangled in LLVM's wording (as llvm-symbolizer, which `unsplit symbolize` follows);
-`--no-demangle` shows linkage names, as llvm-symbolizer's option does.
-
-Errors are one line on stderr and exit status 1 (a bug: 2, as a usage error); set
-UNSPLIT_DEBUG=1 for tracebacks. A check that finds something exits with 3 (tools.EXIT_FOUND).
-"""
+"""The `unsplit` command line: the core's answers without a debugger (docs/command-line.md). Names
+are demangled in LLVM's wording, as llvm-symbolizer's; errors are one line on stderr and exit
+status 1 (a bug: 2, as a usage error; UNSPLIT_DEBUG=1 for tracebacks); a check that finds
+something exits with 3 (tools.EXIT_FOUND)."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from unsplit import __version__, dependencies
 from unsplit.errors import UnsplitError, internal_error
-from unsplit.index.demangle import LLVM
+from unsplit.index.names.demangle import LLVM
 from unsplit.tools import COMMANDS as TOOL_COMMANDS
 from unsplit.tools import Outcome, tool_for
 
@@ -37,7 +31,7 @@ def _style(args: argparse.Namespace) -> str | None:
 
 def _where(args: argparse.Namespace) -> str:
     from unsplit.host import LoadedModule, StaticHost
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
     from unsplit.render.frames import where_text
     from unsplit.session import Session
 

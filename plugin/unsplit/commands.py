@@ -31,12 +31,12 @@ from unsplit.host import (
     NativeFrames,
     SelectedFrame,
 )
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import shown
-from unsplit.index.frame import Frame, as_numbered, at_return_address, lookup_pc
+from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.inlines import module_frames
-from unsplit.index.model import Location, Procedure
+from unsplit.index.model.frame import Frame, as_numbered, at_return_address, lookup_pc
+from unsplit.index.model.records import Location, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import shown
 from unsplit.render import breaks as break_text
 from unsplit.render import inputs as input_text
 from unsplit.render.frames import (

@@ -1,15 +1,8 @@
-"""One error family for everything the core reports to a user.
-
-Adapters convert an UnsplitError once, at the command boundary, into the debugger's own error
-(``gdb.GdbError``, ``SBCommandReturnObject.SetError``); anything else is a bug and is reported
-as one line that points at UNSPLIT_DEBUG=1 (:func:`internal_error`), by the command line and
-by every handler of both adapters alike.
-
-Bad input and bugs are told apart by where an error was raised, not by its type: a DecodeError,
-or any error raised inside the library that parses a file for us (pyelftools raises KeyError,
-TypeError, struct.error… on damaged DWARF), is bad input; any other error raised in our own
-frames is a bug and must reach the user (and the tests) as one.
-"""
+"""One error family for everything the core reports to a user. Adapters convert an UnsplitError
+once, at the command boundary, into the debugger's own error; anything else is a bug, reported
+as one line pointing at UNSPLIT_DEBUG=1 (:func:`internal_error`). Bad input and bugs are told
+apart by where an error was raised, not its type: a DecodeError or an error raised inside the
+library that parses a file for us (pyelftools) is bad input; any other is a bug."""
 
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ from unsplit.debug.frame_namer import FrameNamer
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import Host, LoadedModule, MachineState
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import GNU
-from unsplit.index.location_cache import LocationCache
-from unsplit.index.model import Location, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.cache.locations import LocationCache
+from unsplit.index.cache.store import IndexStore
+from unsplit.index.model.records import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
-from unsplit.index.store import IndexStore
+from unsplit.index.names.demangle import GNU
 from unsplit.render import inputs as input_text
 
 
@@ -51,7 +51,7 @@ class NamedInput:
 
 
 class Session:
-    """``persistent``: indexes come from and go to the cache on disk (unsplit.index.store);
+    """``persistent``: indexes come from and go to the cache on disk (unsplit.index.cache.store);
     ``progress`` hears about a first index build that takes a while (default: stderr, which
     GDB and LLDB show in the session)."""
 
@@ -63,8 +63,8 @@ class Session:
         self._input_notes: dict[str, list[str]] = {}  # module -> what to say of it at load
         self._inputs_said: set[str] = set()
         self.enabled = True
-        # How procedure names are shown (an unsplit.index.demangle style; None: linkage names),
-        # asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
+        # How procedure names are shown (an unsplit.index.names.demangle style; None: linkage
+        # names), asked at each use: the debugger's own setting (GDB's `print demangle`) may change.
         self.demangling = demangling
         self.verbose = False  # `bb set verbose on`: steps and stops also say fragment and block
         self._sources: dict[str, tuple[tuple[int, int], list[str] | None]] = {}
@@ -128,8 +128,8 @@ class Session:
             notes = self._input_notes.pop(path, [])
             if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None:
                 # The index first: from the persistent store it gives BAT's scan, where
-                # bat_translate.load alone would decode the whole note again (2 s of a
-                # BOLTed libLLVM's 36 MB, in every session).
+                # bat_translate.load alone would decode the whole note again, in every
+                # session.
                 self.indexes.get(path)
             if bat_translate.has_bat(binary) and prebolt.input_for(binary) is None \
                     and bat_translate.load(binary) is not None:  # DecodeError: BAT is ignored
@@ -169,7 +169,7 @@ class Session:
 
     def find_procedures(self, host: Host, name: str) -> list[tuple[LoadedModule, Procedure]]:
         """Every procedure `name` names in the loaded modules (executable first): the linkage
-        name itself, or what unsplit.index.names reads a demangled one as, and each unit's
+        name itself, or what unsplit.index.names.matching reads a demangled one as, and each unit's
         static function of that name, as `bb break NAME` sets a location in each."""
         out: list[tuple[LoadedModule, Procedure]] = []
         for mod in host.modules():

@@ -34,7 +34,7 @@ CHAIN = ["crash site", "run cold call", "main cold call"]  # marker of each fram
 def annotated(zoo: dict[str, Any],
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     from unsplit.elf.binary import Binary
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
     from unsplit.tools import annotate
 
     out: dict[str, Path] = {}

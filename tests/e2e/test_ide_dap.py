@@ -9,10 +9,12 @@ lines of the source's `BB:` markers; never unsplit's output."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +242,130 @@ def test_lldb_dap_names_moved_frames_of_a_module_over_the_limit(
     assert [x["procedure"] for x in f["crash"]["frames"][:3]] == f["crash"]["expected_chain"]
     assert [x["name"] for x in frames[:3]] == f["crash"]["expected_chain"], frames[:3]
     assert not any("___lldb_unnamed_symbol" in x["name"] for x in frames), frames
+
+
+
+def _alone(tmp_path: Path, f: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+           ) -> tuple[Path, Path, Any]:
+    """`f`'s binary copied alone (no pre-BOLT input beside it: its debug file can only name its
+    procedures, as a stripped library BOLTed without its input), where the session's debug
+    file of it goes (the dap fixture's cache), and that file's lock taken, as a second writer
+    on one cache finds it: the file waits until it is released. The session takes the module
+    for one whose file takes a while (more code than UNSPLIT_DEBUGINFO_MAX_KB, 0 here: a
+    BOLTed libLLVM passes the default 512 KB)."""
+    from unsplit.debuginfo.cache import path_for
+    from unsplit.elf.binary import Binary
+
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_MAX_KB", "0")
+    (tmp_path / "alone").mkdir()
+    binary = Path(shutil.copy2(ROOT / f["binary"], tmp_path / "alone"))
+    found = path_for(Binary(str(binary)))
+    assert found is not None and found.endswith("-no-input.debug"), found
+    path = Path(found)
+    path.parent.mkdir(parents=True)
+    lock = open(f"{path}.lock", "ab")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return binary, path, lock
+
+
+def _said(session: DapSession, pattern: str, timeout: float = 120) -> str:
+    """The first console line matching `pattern`, waiting for it."""
+    deadline = time.monotonic() + timeout
+    while not (m := re.search(pattern, session.transcript, re.M)):
+        session.wait("event", "output", timeout=max(deadline - time.monotonic(), 0.1))
+    return m[0]
+
+
+def _symbol_file(session: DapSession, binary: Path) -> str:
+    """The symbol file LLDB reads for `binary` (the `modules` request)."""
+    for module in session.request("modules")["modules"]:
+        if module.get("path") == str(binary):
+            return str(module.get("symbolFilePath", ""))
+    raise AssertionError(f"{binary} is not among the modules")
+
+
+def _crash_frames(frames: list[dict[str, Any]], f: dict[str, Any]) -> None:
+    """The crash chain by procedure, at the pcs of the zoo's gdb probe: named, and not one
+    frame invented or lost."""
+    assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
+    pcs = [int(fr["instructionPointerReference"], 16) for fr in frames[:3]]
+    assert pcs == [int(fr["pc"], 16) for fr in f["crash"]["frames"][:3]], pcs
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-random2"])
+def test_lldb_dap_core_names_frames_before_the_debug_file_is_written(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        variant: str) -> None:
+    """A core whose module's debug file of names is not written yet: the first stackTrace
+    names every frame in moved code by its procedure, at the true pcs, while the file is
+    still to be written (LLDB reads the names file given at once), and once it is written
+    LLDB reads it instead and the frames stay the same."""
+    init = _lldb_dap_init()
+    f = facts(zoo, variant, "crash")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(binary),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    _crash_frames(frames, f)
+    assert not path.exists()
+    first = _symbol_file(session, binary)
+    assert first.startswith(str(tmp_path / "cache")) and first != str(path), first
+    lock.close()
+    said = _said(session, r"^unsplit: debug info for split module crash \(.*\)$")
+    assert str(path) in said
+    assert _symbol_file(session, binary) == str(path)
+    thread = session.request("threads")["threads"][0]["id"]
+    _crash_frames(session.request("stackTrace", threadId=thread, startFrame=0,
+                                  levels=20)["stackFrames"], f)
+
+
+@pytest.mark.parametrize("blocked", ["debug file", "both"])
+def test_lldb_dap_writer_that_cannot_write_says_one_line(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        blocked: str) -> None:
+    """The cache cannot take the debug file, or neither file (a directory has its name): one
+    line says why there is no debug file, no traceback, and the session goes on; the frames
+    keep their names file's names where it was made."""
+    from unsplit.debuginfo.cache import names_path
+
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    (path / "taken").mkdir(parents=True)
+    if blocked == "both":
+        (Path(names_path(str(path))) / "taken").mkdir(parents=True)
+    lock.close()
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(binary),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    if blocked == "both":  # LLDB's own names: the module's symbols
+        assert frames[0]["name"].startswith("transfer.cold"), frames[:3]
+    else:
+        _crash_frames(frames, f)
+    _said(session, r"^unsplit: no debug file for crash: cannot make one: .*$")
+    lines = [line for line in session.transcript.splitlines() if line.startswith(
+        ("unsplit: no debug file", "unsplit: cannot load", "unsplit: debug info for"))]
+    assert len(lines) == 1, session.transcript
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "gcc-pgo-nodebug"])
+def test_lldb_dap_core_gets_the_whole_debug_file_first(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        variant: str) -> None:
+    """A module whose debug file has lines and variables (its pre-BOLT input beside it:
+    lldb-dap keeps a stop's variables and VS Code its stack until the next stop, which a core
+    never has) and one that is not BOLT's (symbols alone, indexed at once) get the whole file
+    before the first stackTrace, however big: no names file."""
+    init = _lldb_dap_init()
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_MAX_KB", "0")
+    f = facts(zoo, variant, "crash")
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(ROOT / f["binary"]),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=init)
+    if f["has_debug_info"] or variant.startswith("bolt"):
+        _check(frames, f, tagged=False)
+    else:
+        assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
+    assert "named by" not in session.transcript, session.transcript

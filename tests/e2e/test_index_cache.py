@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index.store import IndexStore
+from unsplit.index.cache.store import IndexStore
 
 from ..conftest import ROOT, facts
 

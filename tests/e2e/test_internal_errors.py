@@ -45,7 +45,7 @@ def test_gdb_frame_decorator(gdb: Callable[..., Any], zoo: dict[str, Any]) -> No
     oracle. (Raised into GDB, the frame's name read `Python Exception <class 'KeyError'>`.)"""
     f = facts(zoo, "bolt-all", "crash")
     session = gdb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
-    session.script("import unsplit.index.model as m; "
+    session.script("import unsplit.index.model.records as m; "
                    "m.Location.label = lambda *a, **k: {}['x']")
     bt = session.backtrace()
     _said_once(bt)

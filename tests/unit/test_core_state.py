@@ -60,10 +60,10 @@ def _module_state(root: Path) -> set[tuple[str, str]]:
 # The sources keep their own decoded state and are not among them.
 PER_FILE = {
     ("elf/cfi_table.py", "_TABLES"),  # the file's CFI, by address
-    ("index/bat_translate.py", "_INDEXES"),  # BAT's index (debuginfo, check-cfi, sources)
-    ("index/prebolt.py", "_INPUTS"),  # the pre-BOLT input found or named (`bb input`)
-    ("index/prebolt.py", "_functions"),  # an input's function table
-    ("index/prebolt.py", "_locals"),
+    ("index/bolt/bat_translate.py", "_INDEXES"),  # BAT's index (debuginfo, check-cfi, sources)
+    ("index/bolt/prebolt.py", "_INPUTS"),  # the pre-BOLT input found or named (`bb input`)
+    ("index/bolt/prebolt.py", "_functions"),  # an input's function table
+    ("index/bolt/prebolt.py", "_locals"),
     ("index/inlines.py", "_KEPT"),  # DWARF frames per pre-BOLT input
     ("debug/stepping.py", "_OWN_LINES"),  # a procedure's line spans, per pre-BOLT input
     ("debug/stepping.py", "_CFA_RULES"),
@@ -123,5 +123,5 @@ def test_caches_by_decorator_are_pure() -> None:
                     ast.unparse(d).split("(")[0].split(".")[-1] in {"cache", "lru_cache"}
                     for d in node.decorator_list):
                 cached.add((str(path.relative_to(CORE)), node.name))
-    assert cached == {("index/demangle.py", "_cxa"), ("index/demangle.py", "demangle"),
+    assert cached == {("index/names/demangle.py", "_cxa"), ("index/names/demangle.py", "demangle"),
                       ("elf/debuginfod.py", "_library")}

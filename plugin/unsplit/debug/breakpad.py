@@ -1,23 +1,8 @@
-"""Breakpad ``STACK CFI`` records for a module's moved fragments: a symbol file that makes
-LLDB unwind a cold fragment with the fragment's own CFI.
-
-Why: for frame 0 of a module without DWARF, LLDB 22 takes the ``.eh_frame`` plan only when
-the FDE's first row looks like a function entry (CFA=rsp+8); a fragment entered by a jump with
-registers pushed does not, so LLDB falls back to its assembly profiler, which assumes a fresh
-frame and invents a caller. A module's *symbol file* plan comes before both
-(``FuncUnwinders::GetUnwindPlanAtNonCallSite``), and LLDB reads Breakpad text as a symbol
-file: ``target symbols add FILE``, or by itself from ``target.debug-file-search-paths`` under
-``.build-id/xx/rest.debug``, where LLDB looks only for modules without DWARF — exactly the
-modules that need it. The rows are the FDE's, so LLDB's own ``bt``, ``frame select``,
-``finish``, cores, every thread and API clients (lldb-dap) all see the true frames.
-
-Format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md
-(``MODULE``, ``INFO CODE_ID``, ``STACK CFI INIT address size rules``, ``STACK CFI address
-rules``; rules are postfix expressions; addresses are relative to the module's first
-``PT_LOAD``, as LLDB's ``ObjectFileELF::GetBaseAddress`` takes them). LLDB uses ``INFO CODE_ID``
-(any length) as the module's UUID, so a file matches the module's build-id exactly.
-Only x86-64 (the CFI reader's architecture).
-"""
+"""Breakpad ``STACK CFI`` records for a module's moved fragments: a symbol file through which LLDB
+unwinds a cold fragment with the fragment's own CFI (its symbol file plan comes before its
+``.eh_frame`` and assembly plans; docs/architecture.md says why LLDB needs it). Format:
+https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md; addresses
+relative to the first ``PT_LOAD``, ``INFO CODE_ID`` the build-id; x86-64 only."""
 
 from __future__ import annotations
 
@@ -29,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from elftools.dwarf.constants import DW_CFA
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad_lines
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
@@ -36,7 +22,6 @@ from unsplit.errors import DecodeError, Inexpressible, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
 from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
 from unsplit.formats.leb128 import leb128
-from unsplit.index.store import cache_root
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex
@@ -250,9 +235,8 @@ def _direct(data: bytes, i: int, end: int, cie: eh_frame.Cie,
     """The rows of the call frame instructions data[i:end] as (offset from the start, rules),
     straight from the bytes: the shapes compilers and BOLT emit (CFA = register + offset;
     registers saved at CFA + n, in a register, or unchanged; remember/restore state), in the
-    words _rows_rules would say them. Anything else raises _Unusual (the general path decides).
-    Same text as decode_rows and _rules (byte for byte on a BOLTed libLLVM's 35k FDE bodies),
-    in a third of the time."""
+    words _rows_rules would say them; anything else raises _Unusual (the general path decides).
+    tests/unit/debug/test_breakpad_direct.py holds the two to one table."""
     caf, daf, ra = cie.code_alignment_factor, cie.data_alignment_factor, \
         cie.return_address_register
     names = _SAID_NAMES
@@ -549,7 +533,7 @@ def made_from(text_path: str, binary: Binary) -> bool:
 
 def cache_dir() -> str:
     """Where generated files live, in the layout LLDB searches (``.build-id/xx/rest.debug``):
-    ``lldb-cfi-vN`` under the cache root (unsplit.index.store.cache_root: ``$UNSPLIT_CACHE``
+    ``lldb-cfi-vN`` under the cache root (unsplit.cache_dir.cache_root: ``$UNSPLIT_CACHE``
     or ``$XDG_CACHE_HOME/unsplit``, ``~/.cache/unsplit``)."""
     return os.path.join(cache_root(), f"lldb-cfi-v{FORMAT_VERSION}")
 

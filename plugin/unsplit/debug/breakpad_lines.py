@@ -1,19 +1,8 @@
 """Breakpad ``FILE``, ``INLINE_ORIGIN``, ``FUNC``, ``INLINE`` and line records for a module's moved
-fragments: with them in the symbol file unsplit.debug.breakpad gives LLDB for their CFI, LLDB
-itself has a line table and inlined frames in moved code, so ``frame select``, ``up`` and a
-stop there show the source (not disassembly) and ``bt`` has LLDB's own ``[inlined]`` frames.
-
-Format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md. Each
-fragment is a ``FUNC`` named by its symbol (what LLDB's symbol table calls it already, so its
-names and ``breakpoint set -n`` stay as they were), followed by its ``INLINE`` records (parents
-before children, as LLDB's SymbolFileBreakpad::ParseBlocksRecursive reads them) and its line
-records; the rows and inlined runs are the core's (unsplit.index.code_lines: BAT and the
-pre-BOLT input for BOLTed code). Line and ``FUNC`` addresses are relative to the first
-``PT_LOAD``; an ``INLINE`` range's address is taken by LLDB 19.1.7 and 22.1.8 relative to the
-start of the ELF section holding the function (``range - func.GetAddress().GetOffset()`` is the
-block's offset in the function), so that is how it is written (measured: ``image lookup -v``
-shows the block at its true address).
-"""
+fragments, so that LLDB has lines and ``[inlined]`` frames there from the symbol file of
+unsplit.debug.breakpad. Each fragment is a ``FUNC`` named by its symbol; rows from
+unsplit.index.code_lines. ``INLINE`` ranges are written relative to the function's ELF section,
+as LLDB 19 and 22 read them (not as the spec says)."""
 
 from __future__ import annotations
 
@@ -30,7 +19,7 @@ if TYPE_CHECKING:
 
 def max_code_bytes() -> int:
     """The most moved code a debugger session describes when it gives a module its symbol file
-    (``UNSPLIT_LLDB_LINES_MAX_KB``, default 64 KB: about 5 s once, then the text is kept);
+    (``UNSPLIT_LLDB_LINES_MAX_KB``, default 64 KB: seconds, once, then the text is kept);
     `unsplit lldb-cfi` ahead of time has no limit."""
     try:
         return int(os.environ.get("UNSPLIT_LLDB_LINES_MAX_KB", "64")) * 1024
@@ -41,7 +30,7 @@ def max_code_bytes() -> int:
 def line_records(index: ModuleIndex, base: int, max_code: int | None = None) -> list[str]:
     """The records for every moved fragment of `index` that has a line; [] when none has or
     (`max_code`) its moved fragments hold more bytes than that (the rows are asked of the core
-    byte by byte, about 75 µs a byte of BOLTed code on the zoo)."""
+    byte by byte)."""
     fragments = [f for f in index.moved_fragments() if f.end > f.start]
     if not fragments or (max_code is not None
                          and sum(f.end - f.start for f in fragments) > max_code):

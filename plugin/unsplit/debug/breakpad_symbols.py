@@ -1,20 +1,8 @@
-"""A complete Breakpad symbol file of a split module, for crash servers (`unsplit breakpad`).
-
-Format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md, in the
-order its processors read: ``MODULE``, ``INFO CODE_ID``, ``FILE``, ``INLINE_ORIGIN``, then each
-``FUNC`` with its ``INLINE`` and line records, ``PUBLIC``, ``STACK CFI``. Where dump_syms names
-moved code by its symbol (``transfer.cold``) and gives a BOLT output without DWARF no lines,
-every fragment here is a ``FUNC`` named by its procedure (demangled, parameters and all, as
-dump_syms names functions), with the lines and inlined calls ``unsplit where`` gives
-(unsplit.index.code_lines: the module's DWARF, or the pre-BOLT input's at BAT's input address;
-bytes no line describes are line 0, so that a reader still names the function there).
-All addresses, ``INLINE`` ranges included (the spec's; the LLDB-only file of
-unsplit.debug.breakpad_lines writes those as LLDB reads them), are relative to the first
-``PT_LOAD``. ``PUBLIC`` records name the function symbols no ``FUNC`` covers (symbols without
-a size: ``_start``, ``_init``), as dump_syms leaves out those a function holds. ``STACK CFI`` is
-unsplit.debug.breakpad's translation of ``.eh_frame`` for every function, and for every FDE no
-function holds (a stripped binary's code).
-"""
+"""A complete Breakpad symbol file of a split module, for crash servers (`unsplit breakpad`;
+format: https://chromium.googlesource.com/breakpad/breakpad/+/HEAD/docs/symbol_files.md): every
+fragment a ``FUNC`` named by its procedure, with the lines and inlined calls `unsplit where`
+gives (unsplit.index.code_lines), ``PUBLIC`` for symbols no ``FUNC`` covers, and ``STACK CFI``
+from unsplit.debug.breakpad; addresses relative to the first ``PT_LOAD``."""
 
 from __future__ import annotations
 
@@ -31,8 +19,8 @@ from unsplit.debug.breakpad_lines import inline_records, line_rows, word
 from unsplit.elf import cfi_table
 from unsplit.errors import UnsplitError
 from unsplit.index.code_lines import CodeWalker
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.model import parse_fragment_name
+from unsplit.index.model.records import parse_fragment_name
+from unsplit.index.names.demangle import GNU, shown
 
 if TYPE_CHECKING:
     from unsplit.elf.binary import Binary

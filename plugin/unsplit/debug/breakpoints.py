@@ -1,17 +1,7 @@
-"""Where a breakpoint named in terms of the original procedure goes now: the policy of `bb break`.
-
-The adapters only apply what this module computes (GDB: breakpoints at addresses; LLDB: a
-scripted resolver that asks :func:`resolve` for each module as it loads).
-
-Location forms (PROC: a linkage name, a demangled name, or a qualified name without parameters
-matching in every scope and overload, as GDB's `break` reads it: unsplit.index.names):
-    PROC            the procedure's entry (--all-fragments: and the start of every fragment)
-    PROC+OFFSET     an offset in the original procedure (BOLT: in the input function, via BAT;
-                    split_info: logical; bb maps and symbols: in the fragments laid end to end)
-    PROC:%ID        the start of basic block ID (bb address map, BAT)
-    FILE:LINE       every place that line begins, in moved code too, from ESL, DWARF, or the
-                    pre-BOLT binary's DWARF through BAT
-"""
+"""Where a breakpoint named in terms of the original procedure goes now: the policy of `bb break`
+(docs/commands.md: PROC, PROC+OFFSET, PROC:%ID, FILE:LINE). The adapters only apply what it
+computes: GDB sets breakpoints at the addresses, LLDB's scripted resolver asks :func:`resolve`
+per module."""
 
 from __future__ import annotations
 
@@ -21,9 +11,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import Host, LoadedModule
-from unsplit.index.model import Procedure
+from unsplit.index.model.records import Procedure
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.names import matching
+from unsplit.index.names.matching import matching
 
 if TYPE_CHECKING:
     from unsplit.render.breaks import BreakGroup
@@ -107,7 +97,8 @@ def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
 
 
 def procedures_named(index: ModuleIndex, text: str) -> list[str]:
-    """Linkage names of the procedures of one module that `text` names (unsplit.index.names),
+    """Linkage names of the procedures of one module that `text` names
+    (unsplit.index.names.matching),
     BOLT's patched originals left out (:func:`originals_named`)."""
     return [name for name in matching(index.procedures, text)
             if not _left_out(index, name, text)]

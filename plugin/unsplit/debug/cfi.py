@@ -19,7 +19,7 @@ from unsplit.formats.dwarf_expr import (
     register_name,
 )
 from unsplit.formats.eh_frame import FrameDescription, Row, Rule
-from unsplit.index.frame import lookup_pc
+from unsplit.index.model.frame import lookup_pc
 
 _MASK = (1 << 64) - 1
 CALLEE_SAVED = (3, 6, 12, 13, 14, 15)  # rbx, rbp, r12-r15: kept when the CFI says nothing

@@ -17,15 +17,17 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import BadIndexFile, UnsplitError
 from unsplit.formats import nops
 from unsplit.formats.eh_frame import FrameDescription, Row
-from unsplit.index import prebolt, store
-from unsplit.index.frame import lookup_pc
-from unsplit.index.model import Fragment
+from unsplit.index.bolt import prebolt
+from unsplit.index.cache import store
+from unsplit.index.model.frame import lookup_pc
+from unsplit.index.model.records import Fragment
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import bat as bat_source
 
@@ -238,7 +240,7 @@ def stored_path(binary: Binary) -> str:
     """Where the binary's contested ranges are kept (`unsplit cache clear` removes it)."""
     key = binary.build_id.hex() if binary.build_id else \
         "path-" + os.path.realpath(binary.path).encode().hex()[-64:]
-    return os.path.join(store.cache_root(), "contested-v2", key[:2], key[2:] + ".cfi")
+    return os.path.join(cache_root(), "contested-v2", key[:2], key[2:] + ".cfi")
 
 
 _ARRAYS = ("los", "his", "starts", "ends", "offsets")
@@ -424,8 +426,8 @@ class ModulePolicy:
     moved: int  # moved fragments
     contested: int  # address ranges more than one FDE covers
     # Moved fragments whose start no trusted FDE covers (check-cfi's `uncovered` also finds
-    # those an FDE covers in part; the policy is counted from the starts alone: a BOLTed
-    # libLLVM's 89,233 take 1.0 s CPU once per file, making its fragments' ends 3.5 s more).
+    # those an FDE covers in part; the policy is counted from the starts alone: making every
+    # fragment's end on a BOLTed libLLVM costs several times the count).
     uncovered: int = 0
 
     @property

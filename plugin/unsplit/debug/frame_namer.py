@@ -13,11 +13,11 @@ from typing import NamedTuple, Protocol
 
 from unsplit.debug.module_map import ModuleMap, ReadMemory
 from unsplit.host import LoadedModule
-from unsplit.index.frame import is_signal_trampoline, lookup_pc
-from unsplit.index.location_cache import LINES, MOVED_LINES, WHOLE, LocationCache
-from unsplit.index.model import Location
+from unsplit.index.cache.locations import LINES, MOVED_LINES, WHOLE, LocationCache
+from unsplit.index.model.frame import is_signal_trampoline, lookup_pc
+from unsplit.index.model.records import Location
 from unsplit.index.module_index import IndexCache
-from unsplit.index.names import names_procedure
+from unsplit.index.names.matching import names_procedure
 
 
 class FrameKind(Enum):
@@ -73,7 +73,7 @@ def holds_return_address(frame: FrameView) -> bool:
 
 
 def lookup_address(frame: FrameView) -> int:
-    """The address that names `frame` (unsplit.index.frame.lookup_pc)."""
+    """The address that names `frame` (unsplit.index.model.frame.lookup_pc)."""
     return lookup_pc(frame.pc(), holds_return_address(frame))
 
 
@@ -163,7 +163,7 @@ class FrameNamer:
 
     def locate(self, address: int, what: str = MOVED_LINES) -> Location | None:
         """Where runtime `address` is (None: in no attached module's code); `what`: LINES,
-        MOVED_LINES or WHOLE (unsplit.index.location_cache), a line question costing a DWARF
+        MOVED_LINES or WHOLE (unsplit.index.cache.locations), a line question costing a DWARF
         look-up."""
         key = (address, what)
         cache = self.locations

@@ -1,13 +1,7 @@
-"""Unwinding rules for moved code that no FDE of its binary describes: the pre-BOLT input's
-CFI at the address BAT maps it to.
-
-BOLT moves a block's instructions without changing what they do to the stack, so the CFA and
-the saved registers' rules at an input address hold at the output address the instruction
-went to (what `unsplit check-cfi --input` compares where both binaries have rules). Without
-the input, or where it has no CFI either (crtstuff's `__do_global_dtors_aux`), there are no
-rules: the debugger's own guess stands; nor where the input's rules are DWARF expressions,
-which may compute from the pc (the input's, not the output's).
-"""
+"""Unwinding rules for moved code no FDE of its binary describes: the pre-BOLT input's CFI at the
+address BAT maps it to (BOLT moves instructions without changing what they do to the stack).
+None without the input, where it has no CFI either, or where its rules are DWARF expressions
+(they may compute from the input's pc)."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from dataclasses import dataclass
 from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
 from unsplit.formats.eh_frame import FrameDescription, Row
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,30 +1,10 @@
-"""Stepping across moved code: the policy of `bb next`, `bb step`, `bb finish`, `bb until`,
-`bb advance` and `bb stepi`.
-
-A line step treats the logical procedure as one piece of code: it runs until the stepping frame
-reaches the *start of a different line* of the same procedure, in any fragment (a jump hot ->
-cold -> hot is not a new frame and not the end of the procedure), or until that frame returns
-(then `next`/`step` go on to the caller's next line, `finish` stops). This module computes, for a
-PC, the addresses that matter (:class:`StepPlan`); the adapters only apply a plan once and say
-how it ended (:class:`StepOutcome`): GDB with internal breakpoints on the targets and the return
-address, LLDB with a scripted thread plan. :class:`Walk` chains plans (return to the caller, a
-call stepped into, a callee without lines stepped out of, the frames below a selected frame
-returning first); :func:`run` drives it for `bb` commands, LLDB's plan by itself when run by
-hand. Return addresses and CFAs come from the CFI (unsplit.debug.unwind), not from the debugger's
-unwinder, which may invent a frame in moved code or not unwind at all: GDB stops unwinding at a
-function named `main` (`set backtrace past-main off`) but not at `main.cold`, so through its
-unwinder main's hot part looks like another activation than its cold part. A plan names the
-stepping frame by its CFA and carries the CFA rule of each stretch of the procedure's code
-(`StepPlan.cfa_rules`): an adapter recognises the frame anywhere in the procedure with one
-register read (`StepPlan.is_stepping_frame`).
-
-Lines come from the best source of the module (ModuleIndex.line_at: ESL, DWARF,
-the pre-BOLT binary's DWARF through BAT). Candidate addresses where a line may begin are every
-row of those sources inside the procedure's fragments, BAT entries with the pre-BOLT rows they
-carry, and basic-block starts; a *line start* is a candidate whose best row begins there, is a
-statement, and names another line than the code before it in the same fragment. With no line
-information a step goes by basic block (bb map, BAT); with neither, by one instruction.
-"""
+"""Stepping across moved code: the policy of `bb next`, `step`, `finish`, `until`, `advance` and
+`stepi`. A line step treats the logical procedure as one piece of code and runs until its frame
+(known by its CFA, from the CFI, not the debugger's unwinder) reaches the start of another line
+in any fragment, or returns. :class:`StepPlan` is what an adapter applies once,
+:class:`StepOutcome` how it ended, :class:`Walk` chains plans and :func:`run` drives it.
+Lines come from ModuleIndex.line_at; without lines a step goes by basic block, else by
+instruction."""
 
 from __future__ import annotations
 
@@ -41,11 +21,11 @@ from unsplit.elf.derived import PerFile
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
-from unsplit.index.demangle import demangle
-from unsplit.index.inlines import DwarfFrames, LineInfo, module_frames
+from unsplit.index.inlines import DwarfFrames, module_frames
 from unsplit.index.line_table import ProcedureLines, Span
-from unsplit.index.model import Location, Procedure
+from unsplit.index.model.records import LineInfo, Location, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import demangle
 from unsplit.index.session_view import SessionView
 from unsplit.render.stop import verbose_line
 

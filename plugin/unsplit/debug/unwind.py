@@ -18,10 +18,10 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
-from unsplit.index.demangle import GNU
-from unsplit.index.frame import Frame, at_return_address, lookup_pc
-from unsplit.index.model import Location
+from unsplit.index.model.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.model.records import Location
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import GNU
 
 
 class _Modules:

@@ -2,8 +2,10 @@
 it is made (a BOLTed sqlite3's takes seconds: docs/benchmarks.md) and the next session finds it
 kept. The writer is ``python -m unsplit.debuginfo.background MODULE [--input PRE_BOLT]``: it
 writes the file where unsplit.debuginfo.cache keeps it (two writers take turns: cache.write_once)
-and prints its Outcome as one JSON line. It runs in a session of its own with its output in
-files, so a debugger that exits (``gdb -batch``) or is interrupted leaves it to finish.
+and prints its Outcome as one JSON line; with ``--names``, the module's names file
+(unsplit.debuginfo.names_file) first, for the session to load while it waits. It runs in a
+session of its own with its output in files, so a debugger that exits (``gdb -batch``) or is
+interrupted leaves it to finish.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ class Writer:
     def done(self) -> bool:
         return self._process.poll() is not None
 
+    def wait_for(self, path: str, poll: float = 0.02) -> bool:
+        """Block until the writer has made `path` (True) or has ended without it (False)."""
+        while not os.path.isfile(path):
+            if self.done():
+                return os.path.isfile(path)
+            time.sleep(poll)
+        return True
+
     def wait(self) -> Outcome:
         """Block until the writer has finished; what became of the module."""
         self._process.wait()
@@ -85,12 +95,15 @@ def _parsed(module: str, line: str) -> Outcome | None:
     return Outcome(module, said["path"], said["reason"])
 
 
-def start(module: str, input_path: str | None = None) -> Writer:
+def start(module: str, input_path: str | None = None, names: bool = False) -> Writer:
     """Start writing `module`'s debug file (its pre-BOLT input `input_path`, as the session
-    chose it) in a process that outlives this one; UnsplitError when it cannot start."""
+    chose it; `names`: its names file first) in a process that outlives this one;
+    UnsplitError when it cannot start."""
     command = [interpreter(), "-m", "unsplit.debuginfo.background", module]
     if input_path is not None:
         command += ["--input", input_path]
+    if names:
+        command.append("--names")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     try:
@@ -104,14 +117,16 @@ def start(module: str, input_path: str | None = None) -> Writer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
+    from unsplit.index.cache.store import IndexStore
     from unsplit.index.module_index import IndexCache
-    from unsplit.index.store import IndexStore
 
     ap = argparse.ArgumentParser(prog="python -m unsplit.debuginfo.background",
                                  description="write a split module's debug file into the cache")
     ap.add_argument("module")
     ap.add_argument("--input", metavar="PRE_BOLT")
+    ap.add_argument("--names", action="store_true",
+                    help="write the names file first (cache.names_path)")
     args = ap.parse_args(argv)
     indexes = IndexCache(IndexStore(), None)
     try:
@@ -120,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnsplitError, OSError) as e:
         outcome = Outcome(args.module, None, f"cannot make one: {e}")
     else:
-        outcome = debug_file_for(args.module, indexes)
+        outcome = debug_file_for(args.module, indexes, names=args.names)
     print(json.dumps({"path": outcome.path, "reason": outcome.reason}))
     return 0
 

@@ -13,18 +13,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
 from unsplit.formats import esl
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
-from unsplit.index.store import cache_root
 
 FORMAT_VERSION = 4  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:
-    """``debuginfo-vN`` under the cache root (unsplit.index.store.cache_root)."""
+    """``debuginfo-vN`` under the cache root (unsplit.cache_dir.cache_root)."""
     return os.path.join(cache_root(), f"debuginfo-v{FORMAT_VERSION}")
 
 
@@ -35,6 +35,12 @@ def path_for(binary: Binary, root: str | None = None) -> str | None:
         return None
     folder, stem = named
     return os.path.join(root or cache_dir(), folder, f"{stem}{made_from(binary)}.debug")
+
+
+def names_path(debug_file: str) -> str:
+    """Where the names file (unsplit.debuginfo.names_file) of the module whose debug file
+    goes to `debug_file` is kept."""
+    return debug_file.removesuffix(".debug") + ".names"
 
 
 def kept_paths(binary: Binary, root: str | None = None) -> list[str]:
@@ -111,8 +117,8 @@ MADE, CACHED, TO_WRITE = "made", "cached", "to write"
 
 def max_code_bytes() -> int:
     """The most code a debugger session describes when a module loads, where the file has
-    lines written from the index: that walks every instruction of the split procedures (about
-    60 µs a byte of BOLTed code, measured on the zoo), so a big module is left to `unsplit
+    lines written from the index: that walks every instruction of the split procedures, so a
+    big module is left to `unsplit
     debuginfo` ahead of time (``UNSPLIT_DEBUGINFO_MAX_KB``, default 512 KB: seconds, once, then
     cached). A BOLT output whose input has DWARF has no limit (that DWARF is translated in about
     BOLT's own time, docs/benchmarks.md), nor has a file of names alone (:func:`names_only`)."""
@@ -125,8 +131,8 @@ def max_code_bytes() -> int:
 def names_only(binary: Binary) -> bool:
     """Whether the module's file can only name its procedures: no DWARF of its own, no ESL
     line table, and for a BOLT output no pre-BOLT input with DWARF. That file costs one pass
-    over the procedures, not a walk over the code (a BOLTed libLLVM's 128k procedures: ~3 s
-    of CPU, bench/libllvm.py), so a session writes it whatever the module's size."""
+    over the procedures, not a walk over the code (docs/benchmarks.md, bench/libllvm.py), so
+    a session writes it whatever the module's size."""
     if binary.dwarf_binary is not None or binary.has_section(esl.SECTION):
         return False
     if not bat_translate.has_bat(binary):
@@ -136,11 +142,15 @@ def names_only(binary: Binary) -> bool:
 
 
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
-                   max_code: int | None = None, write: bool = True) -> Outcome:
+                   max_code: int | None = None, write: bool = True, index: bool = True,
+                   names: bool = False) -> Outcome:
     """The cached debug file for `module`, written first if missing (`write` False: said
     TO_WRITE with the path it goes to, for another process to write: unsplit.debuginfo.
-    background); Outcome.path is None for a module with DWARF, no split procedure, no build-id,
-    or (with `max_code`) more code than that to describe from the index with lines (a file
+    background; and `index` False: said so before the module is indexed, which is then that
+    process's to do too); `names`: the names file (names_path) written first, if missing,
+    for a session to load while the debug file is made; Outcome.path is None for a module
+    with DWARF, no split procedure, no build-id, or (with `max_code`) more code than that to
+    describe from the index with lines (a file
     translated from the input's DWARF, or of names alone, has no limit). `indexes`: the
     session's files and indexes, whose choice of pre-BOLT input (`bb input`) the file follows.
     Never raises: a module the core cannot read gets a reason instead."""
@@ -162,17 +172,22 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
-        index = indexes.get(module)
-        if not index.moved_starts():  # (before the writer's imports: most libraries)
+        if not write and not index:
+            return Outcome(module, path, TO_WRITE)
+        found = indexes.get(module)
+        if not found.moved_starts():  # (before the writer's imports: most libraries)
             return Outcome(module, None, "not split")
+        from unsplit.debuginfo import names_file
         from unsplit.debuginfo.debug_file import make
         from unsplit.debuginfo.synthesize import has_own_dwarf
 
-        if has_own_dwarf(index):
+        if has_own_dwarf(found):
             return Outcome(module, None, "has DWARF")
         if not write:
             return Outcome(module, path, TO_WRITE)
-        return Outcome(module, path, write_once(path, lambda: make(index).data))
+        if names:
+            write_once(names_path(path), lambda: names_file.make(found))
+        return Outcome(module, path, write_once(path, lambda: make(found).data))
     except (UnsplitError, OSError) as e:
         return Outcome(module, None, f"cannot make one: {e}")
 

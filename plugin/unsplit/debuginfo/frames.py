@@ -1,13 +1,6 @@
-"""The debug file's `.debug_frame`: the CFI of every fragment of the split procedures, one FDE
-per fragment, whose rows at each address are those of the FDE `unsplit.elf.cfi_table` chooses
-there (the plugin's unwinder's choice: BOLT's `.eh_frame` can hold several FDEs starting at one
-address, and a debugger that takes another one unwinds into the heap).
-
-One FDE per fragment because LLDB 22 builds a function's plan from the first FDE in each of its
-DWARF ranges (DWARFCallFrameInfo::GetUnwindPlan), and prefers `.debug_frame` to `.eh_frame` for
-a function in several ranges; GDB searches a separate debug file's FDEs before its module's
-(the debug objfile comes first in its list). Code no FDE covers ends the fragment's FDE there.
-"""
+"""The debug file's `.debug_frame`: one FDE per fragment of the split procedures (LLDB 22 plans a
+function from the first FDE of each DWARF range), whose rows at each address are those of the
+FDE `unsplit.elf.cfi_table` chooses there. Code no FDE covers ends the fragment's FDE."""
 
 from __future__ import annotations
 

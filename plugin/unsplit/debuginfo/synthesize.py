@@ -1,13 +1,7 @@
-"""What the core knows of a split module, written as DWARF 5 in a separate debug file.
-
-Every procedure becomes a DW_TAG_subprogram whose ranges cover all its fragments (entry
-fragment first: GDB and LLDB take the first range of a non-contiguous function as its entry);
-the line table holds, for each byte of its code, the row ``ModuleIndex.line_at`` answers (ESL,
-the module's own DWARF, BOLTed code through BAT to the pre-BOLT binary's DWARF) — a row is
-written only where the answer changes, so llvm-symbolizer and the debuggers, which take the last
-row at or below an address, get exactly ``unsplit where``'s line at every instruction. Code no
-source of lines covers gets no rows (and is listed), never a guessed line.
-"""
+"""What the core knows of a split module, written as DWARF 5 in a separate debug file: each
+procedure a DW_TAG_subprogram whose ranges cover all its fragments (entry first), and a line
+table with a row wherever ``ModuleIndex.line_at``'s answer changes, so that every reader gets
+`unsplit where`'s line at every instruction. Code no line source covers gets no rows."""
 
 from __future__ import annotations
 
@@ -33,8 +27,8 @@ from unsplit.debuginfo.dwarf.strings import StringTable
 from unsplit.elf.binary import Binary
 from unsplit.formats.leb128 import encode_uleb128 as uleb
 from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
-from unsplit.index.demangle import demangle
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import demangle
 
 _LANGUAGES = {  # DW_LANG_* by the primary file's extension, DWARF 5 §7.12 Table 7.17
     ".c": 0x1D, ".cc": 0x21, ".cpp": 0x21, ".cxx": 0x21, ".C": 0x21, ".rs": 0x1C,

@@ -283,7 +283,7 @@ class Binary:
     @cached_property
     def section_headers(self) -> list[Any]:
         """Every section header, without making the sections (iter_sections parses a
-        .gnu.hash whole: 0.15 s on libLLVM)."""
+        .gnu.hash whole)."""
         return [self.elf._get_section_header(i) for i in range(self.elf.num_sections())]
 
     def section(self, name: str) -> Section | None:
@@ -548,7 +548,7 @@ def _raw_header_fields(h: Any) -> tuple[int, ...]:
 
 def allocated_sections(path: str) -> dict[str, int] | None:
     """sh_addr of every SHF_ALLOC section of the ELF file at `path`, by name, read with
-    struct from its headers alone (pyelftools takes ~10 ms a file; a process maps dozens).
+    struct from its headers alone (a process maps dozens, too many for pyelftools).
     None when the file needs pyelftools (extended section numbering) or is not ELF."""
     try:
         with open(path, "rb") as f:
@@ -588,8 +588,8 @@ def _debug_dirs() -> list[str]:
 
 def _read_symbols(binary: Binary, index: int) -> list[SymbolEntry]:
     """Every named symbol of table number `index` that is a function, untyped, or a file
-    (STT_FILE), read from the section headers with struct (no pyelftools: importing it costs a
-    short command 0.06 s of CPU)."""
+    (STT_FILE), read from the section headers with struct (no pyelftools: a short command
+    spares its import)."""
     sec = binary.raw_sections[index]
     data = binary.data_of(index)
     if not 0 <= sec.link < len(binary.raw_sections):

@@ -1,13 +1,7 @@
-"""Which FDE of a binary's call frame information covers an address: the choice every reader
-of the CFI makes the same way (the plugin's unwinder, LLDB's Breakpad CFI, the debug file's
-`.debug_frame`). BOLT's rewritten `.eh_frame` can hold several FDEs that start at one address
-with different lengths; the last one the sorted table lists that covers the address wins.
-
-Lazily, per binary: the FDE start addresses come from `.eh_frame_hdr`'s sorted table when it is
-there (no parsing of the section), else from one pass over the entries; only the FDE that
-covers a queried address is parsed and decoded (`unsplit.formats.eh_frame`), and then cached.
-Specifications: the LSB's `.eh_frame_hdr` (LSB Core 5.0, §10.6.2), DWARF 5 §6.4.
-"""
+"""Which FDE of a binary's CFI covers an address, decided once for every reader (the unwinder,
+LLDB's Breakpad CFI, the debug file's `.debug_frame`): of several FDEs starting at one address
+(BOLT's `.eh_frame`), the last one the sorted table lists that covers it wins. Lazy: starts from
+`.eh_frame_hdr` (LSB Core 5.0 §10.6.2) or one pass; only a queried FDE is decoded (DWARF 5 §6.4)."""
 
 from __future__ import annotations
 
@@ -202,7 +196,7 @@ def _eh_frame_hdr(binary: Binary, eh: CfiSection) -> bool:
     if base + 4 + eh_ptr != eh.address or len(data) < 12 + 8 * count:
         return False
     # With arrays and map, not a loop in Python: GDB's unwinder reads a BOLTed libLLVM's
-    # 218,487 entries in every session (1.2 s before, a tenth of it now).
+    # 218,487 entries in every session.
     table = array("i")
     table.frombytes(data[12:12 + 8 * count])
     if sys.byteorder != "little":

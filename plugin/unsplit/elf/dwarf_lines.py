@@ -1,18 +1,7 @@
-"""Source lines for addresses, from DWARF line programs (through pyelftools), decoded lazily.
-
-Only the compile unit that covers an address is decoded, once; its rows are kept as a sorted
-array searched by bisection. Which CU covers an address comes from ``.debug_aranges`` when
-present, else from the CUs' own ranges (clang emits no aranges). pyelftools 0.33 is required
-for DWARF 5 (shared/NOTES.md).
-
-The row that describes an address is the last row at or below it in the same sequence, as
-LLVM's DWARFDebugLine::lookupAddress decides.
-
-Damaged DWARF is never fatal: a CU whose line program, header or DIEs cannot be read has no
-lines ("no line here"), and says so once, in ``warnings``, naming the section and the offset.
-What pyelftools raises is bad input (``errors.reading``); what it decodes is checked before use,
-so an error raised here is a bug and propagates.
-"""
+"""Source lines for addresses from DWARF line programs (pyelftools 0.33), decoding only the CU that
+covers an address, once; the row is the last one at or below it in its sequence, as LLVM's
+DWARFDebugLine::lookupAddress decides. A CU that cannot be read has no lines and says so once in
+``warnings``; an error raised by our own code is a bug and propagates."""
 
 from __future__ import annotations
 
@@ -343,8 +332,8 @@ class DwarfLines:
     def _decode(self, cu_offset: int) -> tuple[list[tuple[int, _Key]], list[tuple[str, str]],
                                                int]:
         """The CU's rows, its file names and the number of its first file: pyelftools reads
-        the program's header, _run_program its opcodes (pyelftools' own state machine costs
-        ~12 µs a row: a second per big CU)."""
+        the program's header, _run_program its opcodes (pyelftools' own state machine is slow
+        on a big CU)."""
         dwarf = self.binary.dwarf
         with reading(".debug_line", lambda: _stmt_list(self.binary, cu_offset), "its header"):
             program = dwarf.line_program_for_CU(dwarf.get_CU_at(cu_offset))

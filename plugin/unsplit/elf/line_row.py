@@ -1,5 +1,6 @@
 """One row of a line table, the record every line source gives (DWARF's, ESL's, BAT's through
-the pre-BOLT input): plain data, below the model that re-exports it (unsplit.index.model)."""
+the pre-BOLT input): plain data, below the model that re-exports it
+(unsplit.index.model.records)."""
 
 from __future__ import annotations
 

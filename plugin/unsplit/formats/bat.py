@@ -1,20 +1,8 @@
-"""BOLT Address Translation: the ``.note.bolt_bat`` note that ``llvm-bolt --enable-bat`` writes.
-
-Specification: ``shared/specs/bolt-bat.md`` (§1 container, §2 payload, §3.2 translation), read
-from LLVM's ``bolt/lib/Profile/BoltAddressTranslation.cpp`` and checked against llvm-bolt-22.
-
-Two wire formats share one container and carry no version field (spec §2.7):
-
-* LLVM 19–22 ("current"): ULEB/SLEB, one hot table then one cold table, output addresses
-  delta-encoded *continuously* across functions and tables (PR #76904), HotIndex linking each
-  split fragment to its main fragment, a deduplicated prefix with a BRANCHENTRY bitmask, hashes,
-  block indices, secondary entry points and the cold input skew (§2.2, §2.4).
-* LLVM 14–18 ("legacy"): fixed-width u32/u64 maps plus (cold, hot) pairs (§2.9).
-
-We try the current format first and require it to consume the descriptor exactly; otherwise the
-legacy layout, whose size is fully determined by its counts. Records keep their entries in
-``array`` columns (a 10 MB table has about a million entries) and are searched with ``bisect``.
-"""
+"""BOLT Address Translation: the ``.note.bolt_bat`` note of ``llvm-bolt --enable-bat``.
+Specification: ``shared/specs/bolt-bat.md`` (§1 container, §2 payload, §3.2 translation), from
+LLVM's ``bolt/lib/Profile/BoltAddressTranslation.cpp``. Two unversioned wire formats (§2.7):
+LLVM 19-22's LEB128 tables (§2.2, §2.4), tried first and required to consume the descriptor
+exactly, else LLVM 14-18's fixed-width maps (§2.9)."""
 
 from __future__ import annotations
 

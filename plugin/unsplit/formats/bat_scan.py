@@ -1,18 +1,8 @@
-"""A fast first pass over a current-format (LLVM 19-22) BAT descriptor: where each map is.
-
-Specification: ``shared/specs/bolt-bat.md`` §2.2, §2.4. The second reader of this format, kept
-beside :func:`unsplit.formats.bat.decode_current` because a benchmark says so
-(bench/libllvm.py): on a BOLTed libLLVM (36 MB note, 217k maps, 5.6 M entries) the full decode
-makes four array items per entry and a BatMap per function, 30 s; this pass keeps four numbers
-per *map* (its address, byte offset, and the two cursors its decoding starts from) and skips
-the entries, and :class:`LazyMaps` decodes one map with the full decoder when an address in it
-is asked about.
-
-Anything unusual (a LEB128 longer than one byte where one byte is the rule, an output offset
-that could wrap, a truncation, a duplicate address) sends the whole descriptor to the full
-decoder, whose DecodeError (or table) is then the answer: the two readers never disagree on
-what is malformed.
-"""
+"""A fast first pass over a current-format (LLVM 19-22) BAT descriptor (``shared/specs/bolt-bat.md``
+§2.2, §2.4): where each map is, its entries decoded by :func:`unsplit.formats.bat.decode_current`
+only when asked (:class:`LazyMaps`). Kept beside the full decoder because bench/libllvm.py says
+so; anything unusual sends the whole descriptor to the full decoder, so the two never disagree
+on what is malformed (tests/unit/formats/test_bat_scan.py)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,8 @@
-"""LLVM basic-block address maps: ``SHT_LLVM_BB_ADDR_MAP_V0`` and ``SHT_LLVM_BB_ADDR_MAP`` v0–v5.
-
-Specification: shared/specs/llvm-bb-addr-map.md (§3 record grammar, §4 feature bits, §5 block
-metadata, §7 PGO analysis map, §8 decoder algorithm, §12 error catalogue), which follows
-``llvm/lib/Object/ELF.cpp`` ``decodeBBAddrMapImpl`` and ``llvm/lib/Object/BBAddrMap.cpp``
-``decodeBBAddrMapPayload``.
-
-Pure: section bytes in, frozen records out. The caller says which section type it read (V0 has
-no version byte), the address size and byte order of the ELF class, and, for ``ET_REL``, the
-relocation addends by offset in the section (LLVM reads addresses of relocatable objects from
-RELA addends only; passing ``None`` reads the field in place, which is also right for SHT_REL).
-
-Two modes:
-
-- ``strict=True`` behaves as LLVM 22's reader: versions 2–5 only, a V0 section yields nothing
-  (readobj-22 skips it silently) and the first error fails the whole section, with LLVM's text.
-- the default (archival) mode also reads V0 and versions 0/1 as LLVM 14–20 did, and where the
-  format lets us find the end of a bad function record (a value out of range, unknown metadata
-  bits, zero ranges, a missing relocation) it rejects that one record and goes on. There are no
-  record lengths, so an error that leaves the layout unknown (truncation, unknown version or
-  feature bits, a count out of range) stops decoding: the records before it are kept.
-
-:func:`encode` is the inverse of :func:`decode` (for tests and hand-made fixtures).
-"""
+"""LLVM basic-block address maps, ``SHT_LLVM_BB_ADDR_MAP_V0`` and ``SHT_LLVM_BB_ADDR_MAP`` v0-v5
+(shared/specs/llvm-bb-addr-map.md, after ``llvm/lib/Object/ELF.cpp`` ``decodeBBAddrMapImpl``):
+section bytes in, frozen records out. ``strict=True`` reads as LLVM 22 does (the first error
+fails the section, in LLVM's words); the default archival mode also reads V0 and versions 0/1
+and rejects one bad record where its end can be found. :func:`encode` is the inverse."""
 
 from __future__ import annotations
 

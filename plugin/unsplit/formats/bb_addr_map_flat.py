@@ -1,14 +1,8 @@
-"""A fast path for reading whole ``SHT_LLVM_BB_ADDR_MAP`` sections the way LLVM 22 reads them.
-
-Same format and rules as :mod:`unsplit.formats.bb_addr_map` in strict mode (its docstring
-cites the spec), for dumps of every block (``unsplit bbmap --json``): the records come out as
-columns of plain ints (:class:`FlatFunction`), not one object per block and PGO entry, and the
-loops read the usual case (one-byte numbers, known bits) inline. Whatever the fast path does not
-take for certain (a number that may be out of range, unknown bits, a truncated record, a missing
-relocation) is handed to the strict reader from the record's start, so errors, their offsets and
-their wording are that reader's own (``DecodeError``). tests/unit/formats/test_bb_addr_map_flat.py
-holds the two readers equal; bench/bbmap.py measures the gain.
-"""
+"""A fast reader of whole ``SHT_LLVM_BB_ADDR_MAP`` sections as LLVM 22 reads them (the strict mode
+of :mod:`unsplit.formats.bb_addr_map`), for dumps of every block (``unsplit bbmap --json``):
+columns of plain ints (:class:`FlatFunction`); whatever it does not take for certain goes to the
+strict reader from the record's start, so errors are that reader's own
+(tests/unit/formats/test_bb_addr_map_flat.py; bench/bbmap.py measures the gain)."""
 
 from __future__ import annotations
 

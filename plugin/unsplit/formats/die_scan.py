@@ -3,9 +3,8 @@ without decoding any attribute's value (DWARF 5 §7.5: each DIE is an abbreviati
 its attributes in the forms its abbreviation lists).
 
 Why by hand: the inline chains of `unsplit symbolize` and `unsplit debuginfo` need the
-DW_TAG_subprogram DIEs that have code. pyelftools finds them only by parsing every DIE of the
-unit into objects; simdjson.cpp's unit (132k DIEs) took 0.9-1.7 s that way (clang's, GCC's build
-in bench/realworld_cpp.py); skipping each attribute by its form finds them in 0.03 s.
+DW_TAG_subprogram DIEs that have code, which pyelftools finds only by parsing every DIE of the
+unit into objects (docs/benchmarks.md: bench/realworld_cpp.py).
 """
 
 from __future__ import annotations

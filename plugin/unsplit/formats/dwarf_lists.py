@@ -85,8 +85,8 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
     """The list at `pos` of .debug_rnglists (`locations` False) or .debug_loclists.
 
     The offset pairs and expression lengths that fit a byte are read here, not by read_uleb:
-    they are most of a clang list's numbers, and the calls were a third of reading sqlite3's
-    31,557 lists (0.45 -> 0.33 s of `unsplit debuginfo`, bench/debuginfo.py --realworld)."""
+    they are most of a clang list's numbers (docs/benchmarks.md: bench/debuginfo.py
+    --realworld)."""
     out: list[Entry] = []
     base = base_address
     size = len(data)

@@ -1,21 +1,9 @@
-"""`.opt_table` TLV streams and Extended Source Location (ESL) line programs.
-
-Specification: shared/specs/split-info-and-esl.md §2 (the Optimization Table as TLV entries
-END/FILES/PROC/ESL) and §3 (the ESL program: data modes 1 and 2, command mode with MARK and
-RESUME, seven commands), after "A Symbol Table Proposal to Extend Source Location Information"
-(shared/seeds/split-routines-and-extended-source-location.txt).
-
-An ESL program's pc is a *logical offset* into its procedure (§1): :func:`map_rows` turns the
-rows into addresses through the procedure's logical ranges, which is how moved code gets its
-true lines without the program knowing where the code went.
-
-Errors inside one program are not fatal (§3): :func:`run_program` returns the rows decoded so
-far with the error, and the caller marks that procedure's lines partial. Errors in the TLV
-structure itself raise :class:`~unsplit.errors.DecodeError`.
-
-The encoders (:class:`EslWriter`, :func:`encode_rows`, :func:`encode_opt_table`) are the inverse,
-for ``unsplit annotate`` and the tests.
-"""
+"""`.opt_table` TLV streams and Extended Source Location (ESL) line programs
+(shared/specs/split-info-and-esl.md §2-§3). A program's pc is a logical offset (§1):
+:func:`map_rows` turns rows into addresses through the procedure's logical ranges. An error
+inside one program returns the rows so far with it (the procedure's lines partial); an error in
+the TLV structure raises DecodeError. :class:`EslWriter`, :func:`encode_rows` and
+:func:`encode_opt_table` are the inverse."""
 
 from __future__ import annotations
 

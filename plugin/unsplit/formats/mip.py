@@ -1,45 +1,7 @@
-"""`__llvm_mipmap`: the function map of LLVM's Machine IR Profile (MIP).
-
-Specification: shared/seeds/machine-ir-profile-mip.txt (D104060, "Section Layout") and, where
-that text is silent, the upstream tests of the same patch series: the 24-byte header is
-
-```
-magic u32 = 0x50494dfb, version u16, file type u16 (2 = map), profile type u32,
-module hash u32, reserved u32, offset to data u32 (= 24)
-```
-
-and each function record (``foo$MAP``, aligned to 8 in its own comdat section) is
-
-```
-.Lref: raw section start PC offset   i32   __start___llvm_mipraw - .Lref
-       raw profile symbol PC offset  i32   foo$RAW - .Lref
-       function PC offset            i32   foo - .Lref
-       function size                 u32
-       CFG signature                 u32
-       non-entry block count         u32   n
-       block offsets                 n × u32, from the function start
-       name length                   u32
-       name                          bytes (the mangled name, no NUL)
-```
-
-The PC-relative fields are resolved as the seed explains: the map section is extracted (not
-loaded), so only differences of fields of one record mean anything —
-``raw offset = raw symbol - raw start`` and ``function address = address of __llvm_mipraw +
-function - raw start``.
-
-`__llvm_mipraw` (the raw profile: the section in the binary, or the same bytes dumped by the
-runtime) is the seed's other half; where the seed says only "a single byte for each
-instrumented function ... initialize[d] to all ones", the patch series' tests and its
-MIPBinaryFormat document complete it: the same 24-byte header (file type 1 = raw), then at each
-function's raw offset
-
-```
-function coverage (profile type bit 0)   u8            0 once the function ran (`movb $0`)
-block coverage    (profile type bit 1)   u8 × n        one per non-entry block, map order
-```
-
-Call counts and timestamps (bits 2, 3) change that layout and are not read here.
-"""
+"""`__llvm_mipmap` and `__llvm_mipraw`: the function map and raw profile of LLVM's Machine IR
+Profile (shared/seeds/machine-ir-profile-mip.txt, D104060, completed by the patch series' tests;
+the layouts are written out above ``HEADER_SIZE``). Call counts and timestamps (profile type
+bits 2, 3) are not read."""
 
 from __future__ import annotations
 
@@ -62,6 +24,20 @@ BLOCK_COVERAGE = 0x2
 COVERED, NOT_COVERED = 0x00, 0xFF  # a raw byte after / before its code ran
 _COVERAGE_BYTES = bytes([COVERED, NOT_COVERED])
 _ran = COVERED.__eq__  # per byte, at C speed
+# The layouts, from the seed and, where it is silent, the patch series' tests and its
+# MIPBinaryFormat document. Both sections start with a 24-byte header:
+#   magic u32 = 0x50494dfb, version u16, file type u16 (1 = raw, 2 = map), profile type u32,
+#   module hash u32, reserved u32, offset to data u32 (= 24)
+# A map record (``foo$MAP``, aligned to 8 in its own comdat section):
+#   .Lref: raw section start PC offset  i32  __start___llvm_mipraw - .Lref
+#          raw profile symbol PC offset i32  foo$RAW - .Lref
+#          function PC offset           i32  foo - .Lref
+#          function size u32, CFG signature u32, non-entry block count u32 n,
+#          block offsets n x u32 (from the function start), name length u32, name (mangled)
+# The map is extracted, not loaded, so only differences of one record's fields mean anything:
+# raw offset = raw symbol - raw start; function address = address of __llvm_mipraw +
+# function - raw start. At each function's raw offset in __llvm_mipraw: function coverage u8
+# (profile type bit 0; 0 once it ran), then block coverage n x u8 (bit 1), in map order.
 HEADER_SIZE = 24
 RECORD_ALIGN = 8  # each $MAP is `.p2align 3` in its own section: the linker pads between
 

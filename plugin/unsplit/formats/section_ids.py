@@ -1,11 +1,8 @@
-"""The section types and names by which a file says it holds a format, apart from the
-decoders: a fragment source asks them first, and imports its decoder only when the file has
-the section (a later debugger session on a file without one never imports it: each decoder
-is a dozen dataclasses, ~10 ms of a session's start). The decoders re-export them.
-
-LLVM: llvm/include/llvm/BinaryFormat/ELF.h (SHT_LLVM_BB_ADDR_MAP, _V0); MIP:
-shared/seeds/machine-ir-profile-mip.txt (its map and raw sections).
-"""
+"""The section types and names by which a file says it holds a format, apart from its
+decoder (a dozen dataclasses to make): a fragment source checks them first and imports the
+decoder only for a file with the section, which a debugger session's start then skips.
+The decoders re-export them. LLVM: llvm/include/llvm/BinaryFormat/ELF.h; MIP:
+shared/seeds/machine-ir-profile-mip.txt."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
-"""`.split_info`: where the moved pieces of split procedures went.
-
-Specification: shared/specs/split-info-and-esl.md §1 (the ELF encoding), after the OM proposal
-"A Symbol Table Proposal for Representing Split Routines" (shared/seeds/
-split-routines-and-extended-source-location.txt), whose consumer API this module mirrors:
-
-- :func:`sp_init` — every split procedure of a binary, with its logical layout;
-- :func:`sp_size` — a procedure's logical size (the sum of its ranges);
-- :func:`sp_ranges` — its code ranges in the order they had before the split, nested moves
-  expanded in place;
-- :meth:`SplitProcedure.address_of` / :meth:`SplitProcedure.logical_offset` — logical offset
-  ↔ address, both ways.
-
-Pure: bytes and (name, start, size) triples in, frozen records out. :func:`encode` is the
-inverse of :func:`decode`, for producers (``unsplit annotate``) and tests.
-"""
+"""`.split_info`: where the moved pieces of split procedures went
+(shared/specs/split-info-and-esl.md §1), mirroring the OM proposal's consumer API:
+:func:`sp_init`, :func:`sp_size`, :func:`sp_ranges`, :meth:`SplitProcedure.address_of` /
+:meth:`SplitProcedure.logical_offset`. Pure: bytes in, frozen records out; :func:`encode` is
+the inverse."""
 
 from __future__ import annotations
 

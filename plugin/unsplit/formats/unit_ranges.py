@@ -4,8 +4,7 @@ sections' bytes: which unit covers an address, where .debug_aranges is missing (
 none by default).
 
 Why by hand: pyelftools parses each unit's whole abbreviation table into objects to read one
-DIE; on a BOLTed Lua's input (33 units) that was 0.15 s of every debugging session's first `bt`
-(docs/benchmarks.md), this reads the same ranges in a few milliseconds.
+DIE, a cost every session's first `bt` paid (docs/benchmarks.md, GDB's first session).
 """
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-"""What a split module is made of: the model (procedures, fragments, blocks, lines), the sources
-that fill it from each on-disk format, the per-module index that answers "which procedure holds
-this address", its persistent store, names and demangling, and the pre-BOLT input and its BAT
-translation. Built on `elf/` and `formats/`; knows nothing of debugging policy or debuggers."""
+"""What a split module is made of, in layers (docs/architecture.md): names/, model/, bolt/,
+sources/, cache/, and above them the module index itself (module_index, line_table, inlines,
+code_lines, session_view). Built on elf/ and formats/; knows no debugging policy or debugger."""

@@ -18,24 +18,13 @@ from unsplit.elf.derived import PerFile
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import die_scan
-from unsplit.index.demangle import shown
+from unsplit.index.model.records import LineInfo
+from unsplit.index.names.demangle import shown
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex
 
 UNKNOWN = "??"
-
-
-@dataclass(frozen=True, slots=True)
-class LineInfo:
-    """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
-
-    function: str
-    path: str | None  # None: llvm-symbolizer's "??"
-    line: int
-    column: int
-    start_line: int = 0
-    start_address: int | None = None
 
 
 _SUBROUTINES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")

@@ -1,16 +1,9 @@
-"""The lines of one module, one service for every reader: `where` and `bt` ask the line of an
-address (:meth:`LineTable.line_at`), breakpoints and stepping the line spans of a procedure
-(:meth:`LineTable.procedure_lines`).
-
-Sources, most precise first: ESL programs (split_info), the module's DWARF, then for BOLTed
-code the pre-BOLT binary's DWARF through BAT (BOLT drops DWARF unless asked to update it). A
-row of line 0 ("no source") lets the next source answer.
-
-A procedure's spans: candidate addresses where a line may begin are every row of those sources
-inside its fragments (BAT's: the pre-BOLT rows carried to where their code is now) and its
-basic-block starts; a *line start* is a candidate whose best row begins there, is a statement,
-and names another line than the code before it in the same fragment.
-"""
+"""The lines of one module, one service for every reader: :meth:`LineTable.line_at` for `where`
+and `bt`, :meth:`LineTable.procedure_lines` (line spans) for breakpoints and stepping. Sources,
+most precise first: ESL, the module's DWARF, the pre-BOLT input's DWARF through BAT; a row of
+line 0 lets the next one answer. A *line start* is a candidate address (a row or block start in
+the procedure) whose best row begins there, is a statement and names another line than the code
+before it in the same fragment."""
 
 from __future__ import annotations
 
@@ -21,7 +14,7 @@ from dataclasses import dataclass, field
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import UnsplitError
-from unsplit.index.model import LineRow, Procedure
+from unsplit.index.model.records import LineRow, Procedure
 from unsplit.index.sources import Source, SourceSet
 
 LineSource = Callable[[int], LineRow | None]

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, BinaryError, UnsplitError
+from unsplit.index.cache.store import IndexStore
 from unsplit.index.inlines import DwarfFrames
 from unsplit.index.line_table import LineSource, LineTable
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     HOT,
     BatFacts,
     Block,
@@ -28,8 +29,7 @@ from unsplit.index.model import (
     Procedure,
     bolt_original_of,
 )
-from unsplit.index.sources import LazyProcedures, SourceSet, open_sources
-from unsplit.index.store import IndexStore, StoredParts
+from unsplit.index.sources import LazyProcedures, SourceSet, StoredParts, open_sources
 
 if TYPE_CHECKING:
     from unsplit.index.sources.symbols import PlainFunctions
@@ -86,8 +86,8 @@ class ModuleIndex:
         return self.sources.bat.input_binary()
 
     def bolt_original(self, name: str) -> str | None:
-        """The function whose patched original entry (``foo.org.0``, unsplit.index.model) the
-        procedure `name` is, in a BOLT output; None for any other procedure."""
+        """The function whose patched original entry (``foo.org.0``, unsplit.index.model.records)
+        the procedure `name` is, in a BOLT output; None for any other procedure."""
         base = bolt_original_of(name)
         return base if base is not None and self.binary.is_bolt_output else None
 
@@ -262,6 +262,12 @@ class ModuleIndex:
         its source maps it (BAT: every copy BOLT made; split_info: §1's exact mapping), else
         by its fragments' layout. AddressLookupError where the source knows there is none."""
         return self.sources.addresses_of(procedure, offset)
+
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int]:
+        """`procedure`'s code as [start, end) ranges in the order it lay before the split, and
+        its logical size: as its source records them (split_info: §1's ranges), else by its
+        fragments' layout."""
+        return self.sources.logical_ranges(procedure)
 
     def procedure(self, name: str) -> Procedure:
         proc = self.procedures.get(name)
@@ -472,8 +478,8 @@ ANNOUNCE_SYMBOL_BYTES = 32 << 20
 
 
 def _announce(binary: Binary, progress: Callable[[str], None]) -> None:
-    """Say once that a first index will take a while: the BAT note (the long pass, about
-    1 s per 20 MB) or the symbol tables are big."""
+    """Say once that a first index will take a while: the BAT note (the long pass) or the
+    symbol tables are big."""
     bat = binary.section_header(".note.bolt_bat")
     bat_size = 0 if bat is None else bat.size
     symbols = sum(s.size for name in (".symtab", ".dynsym")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.host import Host, LoadedModule
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 if TYPE_CHECKING:
     from unsplit.index.module_index import ModuleIndex
@@ -18,7 +18,7 @@ class SessionView(Protocol):
     """The part of unsplit.session.Session that layers below it may read."""
 
     verbose: bool  # `bb set verbose on`: steps and stops also say fragment and block
-    demangling: Callable[[], str | None]  # how names are shown now (unsplit.index.demangle)
+    demangling: Callable[[], str | None]  # how names are shown now (unsplit.index.names.demangle)
 
     def index(self, path: str) -> ModuleIndex:
         """The index of the module file at `path` (BinaryError when it cannot be read)."""

@@ -1,19 +1,6 @@
-"""What `bb break` prints: the debugger's own `break` message, and `bb break --list`.
-
-`bb break` answers as the debugger's `break` does for the same kind of breakpoint (measured on
-gdb 13.1 and lldb 22.1.8, a line of an inline function with two places):
-
-    GDB   Breakpoint 1 at 0x1170: inl.c:3. (2 locations)
-          Breakpoint 2 at 0x1050: file inl.c, line 8.
-          Breakpoint 3 (nosuch) pending.
-    LLDB  Breakpoint 1: 2 locations.
-          Breakpoint 2: where = inl`main at inl.c:7:33, address = 0x0000000000001050
-          Breakpoint 3: no locations (pending).
-
-with the procedure as written and its true line where the debugger would name a fragment or
-know no line. The locations themselves are listed by `info breakpoints` / `breakpoint list`,
-and with the procedure, fragment, original offset and block of each by `bb break --list`.
-"""
+"""What `bb break` prints: the debugger's own `break` message for the same kind of breakpoint
+(GDB's ``Breakpoint 1 at 0x1170: inl.c:3. (2 locations)``, LLDB's ``Breakpoint 1: 2
+locations.``), with the procedure as written and its true line, and `bb break --list`."""
 
 from __future__ import annotations
 
@@ -21,8 +8,8 @@ import os
 from dataclasses import dataclass
 
 from unsplit.errors import UnsplitError
-from unsplit.index.demangle import LLVM, shown
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
+from unsplit.index.names.demangle import LLVM, shown
 from unsplit.index.session_view import SessionView
 
 
@@ -116,7 +103,7 @@ def _spans(numbers: list[int]) -> str:
 def lldb_created(number: int, count: int, address: int, loc: Location | None,
                  style: str | None = LLVM) -> str:
     """LLDB's `breakpoint set` message; `address` as LLDB shows it (file address before the
-    process exists); the procedure demangled in `style` (unsplit.index.demangle)."""
+    process exists); the procedure demangled in `style` (unsplit.index.names.demangle)."""
     if count == 0:
         return f"Breakpoint {number}: no locations (pending)."
     if count > 1:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from unsplit.formats.dwarf_expr import register_name
-from unsplit.index.demangle import GNU, LLVM, shown
-from unsplit.index.frame import Frame
-from unsplit.index.model import BatFacts, InlineFrame, Location
+from unsplit.index.model.frame import Frame
+from unsplit.index.model.records import BatFacts, InlineFrame, Location
+from unsplit.index.names.demangle import GNU, LLVM, shown
 
 
 def source_position(loc: Location) -> str | None:
@@ -21,7 +21,8 @@ def source_position(loc: Location) -> str | None:
 
 
 def where_text(loc: Location | None, address: int, style: str | None = GNU) -> str:
-    """A few lines that explain one address (names demangled in `style`, unsplit.index.demangle)."""
+    """A few lines that explain one address (names demangled in `style`,
+    unsplit.index.names.demangle)."""
     if loc is None:
         return f"{address:#x} is not in the code of any loaded module"
     module = os.path.basename(loc.module)
@@ -73,7 +74,7 @@ def frame_text(number: int, loc: Location, pc: int | None = None,
                style: str | None = GNU) -> str:
     """One backtrace-style line: `#0  0x... in transfer [cold] at crash.c:20`. `pc`: the
     frame's own pc when `loc` describes the byte before it (a caller's return address);
-    `style`: how the procedure is demangled (unsplit.index.demangle). Where code is inlined,
+    `style`: how the procedure is demangled (unsplit.index.names.demangle). Where code is inlined,
     the procedure's own line (Location.as_procedure)."""
     loc = loc.as_procedure()
     pos = source_position(loc)

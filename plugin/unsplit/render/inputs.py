@@ -1,4 +1,4 @@
-"""What is said of a BOLTed module's pre-BOLT input (unsplit.index.prebolt): at load, once per
+"""What is said of a BOLTed module's pre-BOLT input (unsplit.index.bolt.prebolt): at load, once per
 module, and by `bb input`. Without the input, BOLTed code has names and offsets but no line."""
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""How a stop reads in each debugger, for `bb next`/`step`/`finish`/… and the GDB stop printer.
-
-The plugin prints a stop as the debugger in use prints its own (measured on gdb 13.1 and lldb
-22.1.8), with the procedure as written and its true line where the debugger would name a
-fragment or know no line:
-
-GDB (``print_stop_event``): after a step that stayed in its frame, the new line and its text,
-``43\\t            total += …``, preceded by the pc and a tab when the pc is not where the line
-begins; after a stop in another frame, the frame's location line first,
-``[0x… in ]run (a=…, n=1) at crash.c:43``; ``set print frame-info`` overrides the choice.
-LLDB (``Thread::GetStatus``): ``* thread #1, … stop reason = step over``, ``frame #0: …``,
-then the lines around the pc (``stop-line-count-before``/``-after``), the current one marked
-``->`` (``%2.2s %-4u\\t``), and a caret under its column.
-
-The extras (fragment, original offset, block) are `bb where`'s, and `bb set verbose on` adds
-:func:`verbose_line` under every step.
-"""
+"""How a stop reads in each debugger, for `bb next`/`step`/`finish`/… and GDB's stop printer: as
+the debugger prints its own (GDB's ``print_stop_event``, LLDB's ``Thread::GetStatus``), with the
+procedure as written and its true line where the debugger would name a fragment or know no
+line; `bb set verbose on` adds :func:`verbose_line`."""
 
 from __future__ import annotations
 
@@ -22,8 +9,8 @@ import os
 import re
 
 from unsplit.host import Host
-from unsplit.index.demangle import GNU
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
+from unsplit.index.names.demangle import GNU
 from unsplit.index.session_view import SessionView
 from unsplit.render.frames import Reader, frame_text, source_lines
 
@@ -45,7 +32,7 @@ def at_line_start(session: SessionView, host: Host, pc: int) -> bool:
 
 def verbose_line(loc: Location | None, pc: int, style: str | None = GNU) -> str:
     """`#0  0x… in transfer [cold]+0x39 at crash.c:32:10  (block %2+0x4)`: every extra
-    (the procedure demangled in `style`, unsplit.index.demangle)."""
+    (the procedure demangled in `style`, unsplit.index.names.demangle)."""
     if loc is None:
         return f"#0  {pc:#018x} in ??"
     text = frame_text(0, loc, style=style)
@@ -128,7 +115,7 @@ def gdb_stop(loc: Location | None, pc: int, *, native_frame: str, what: str,
              at_line_start: bool, print_address: bool = True,
              read: Reader = source_lines, style: str | None = GNU) -> str:
     """The whole stop as GDB prints it for `what` (a print frame-info value), the procedure
-    demangled in `style` (unsplit.index.demangle)."""
+    demangled in `style` (unsplit.index.names.demangle)."""
     out = []
     no_line = loc is None or not loc.line
     if what in (LOCATION, SRC_AND_LOC, LOC_AND_ADDRESS, SHORT_LOCATION) or no_line:

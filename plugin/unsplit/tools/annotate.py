@@ -1,34 +1,7 @@
-"""`unsplit ranges`, `unsplit lines` and `unsplit annotate`: the split-routine formats at work.
-
-Specification: shared/specs/split-info-and-esl.md (§1 `.split_info`, §2-§3 `.opt_table` with
-ESL programs). PROC is named as `bb break` reads a name (linkage, demangled, or qualified
-without parameters: unsplit.debug.breakpoints.procedures_named); ``procedure`` is shown as
-`unsplit where` shows it (LLVM's demangling, or ``--no-demangle``), ``linkage_name`` is the
-symbol's:
-
-- ``ranges BINARY [PROC] [--json]``: each split procedure's logical ranges in original order,
-  ``[{"procedure", "linkage_name", "entry", "logical_size", "ranges": [{"start", "end",
-  "offset", "position"}]}]``, addresses as hex (``offset``: as ``where`` says it;
-  ``position``: laid end to end);
-- ``lines BINARY [PROC] [--json]``: line rows in address order within each procedure,
-  ``[{"procedure", "linkage_name", "address", "file", "path", "line", "column", "source"}]``
-  (``file`` as the line table names its file, ``path`` the full path, as ``where --json`` has
-  them); source
-  ``esl`` (an ESL program), ``dwarf`` (the binary's DWARF) or ``bat`` (BOLTed code: the
-  pre-BOLT binary's DWARF through BAT); a procedure whose ESL program stopped early, or has
-  none, gets a one-line warning (on stderr with --json);
-- ``annotate IN -o OUT``: a copy of IN (never IN itself) with `.split_info` and `.opt_table`
-  derived from what IN says, so that the copy debugs with true procedures and lines with no
-  DWARF and (BOLT) no pre-BOLT binary. Compiler splits: the fragments (``foo.cold`` symbols,
-  bb address maps), the jump that reaches each moved fragment (found with llvm-objdump-22: it
-  is the record's branch) and the DWARF lines (IN's, or ``--debug PATH``'s). BOLTed binaries:
-  the fragments BAT names and the pre-BOLT binary's DWARF through BAT, see
-  :mod:`unsplit.tools.annotate_bolt` for what a range means there. It prints the bytes added
-  next to the size of IN built with DWARF (BOLT: ``--update-debug-sections``) when that build
-  is at hand.
-
-Handlers return the text to print; errors are UnsplitErrors, as everywhere in the core.
-"""
+"""`unsplit ranges`, `unsplit lines` and `unsplit annotate` (docs/command-line.md): the
+split-routine formats (shared/specs/split-info-and-esl.md) at work. `annotate` writes a copy of
+a binary with `.split_info` and `.opt_table` derived from what it says, so that the copy debugs
+with true procedures and lines with no DWARF (BOLT: :mod:`unsplit.tools.annotate_bolt`)."""
 
 from __future__ import annotations
 
@@ -51,10 +24,10 @@ from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import LLVM, shown
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
+from unsplit.index.names.demangle import LLVM, shown
 from unsplit.index.sources import split_info
 from unsplit.tools import annotate_bolt
 
@@ -85,17 +58,17 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
     ``offset`` is its first byte's offset in the procedure as `where` gives it (BOLT: the input
     offset BAT gives); ``position`` is where it starts with the ranges laid end to end (another
     quantity for BOLTed code, whose blocks BOLT reorders), ``logical_size`` their total."""
+    return _ranges_data(path, name, style)[0]
+
+
+def _ranges_data(path: str, name: str | None, style: str | None
+                 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the ranges, what the index could not read: a section it refused, one line each)."""
     binary = Binary(path)
     index = ModuleIndex(binary)
-    exact = {sp.start: sp for sp in index.sources.split_info.split_procedures()}
     out = []
     for p in _split_procedures(index, name):
-        sp = exact.get(p.entry)
-        if sp is not None and p.fragments[0].source == "split_info":  # §1's own ranges
-            spans, size = [(r.start, r.end) for r in sp.ranges], sp.size
-        else:  # other sources: the fragments, in the order they lay before the split
-            frags = sorted(p.fragments, key=lambda f: f.logical_start)
-            spans, size = [(f.start, f.end) for f in frags], p.logical_size
+        spans, size = index.logical_ranges(p)
         ranges, position = [], 0
         for lo, hi in spans:
             ranges.append({"start": hex(lo), "end": hex(hi), "offset": index.offset_at(lo),
@@ -110,7 +83,7 @@ def ranges_json(path: str, name: str | None = None, style: str | None = LLVM
                 "ranges": ranges,
             }
         )
-    return out
+    return out, [f"warning: {w}" for w in index.warnings]
 
 
 def _style(args: argparse.Namespace) -> str | None:
@@ -118,7 +91,9 @@ def _style(args: argparse.Namespace) -> str | None:
 
 
 def _ranges(args: argparse.Namespace) -> str:
-    data = ranges_json(args.binary, args.proc, _style(args))
+    data, warnings = _ranges_data(args.binary, args.proc, _style(args))
+    for w in warnings:  # on stderr: stdout stays the ranges (one JSON document with --json)
+        print(w, file=sys.stderr)
     if args.json:
         return json.dumps(data, indent=1)
     lines = []

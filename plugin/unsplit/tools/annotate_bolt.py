@@ -1,38 +1,7 @@
-"""`unsplit annotate` for BOLTed binaries: `.split_info` and ESL lines from BAT + the input's DWARF.
-
-Specification: shared/specs/split-info-and-esl.md (§1 logical layout, §3 ESL in logical order),
-shared/specs/bolt-bat.md (§3.2 BOLT's translate rule, §3.5 input offsets need the input binary).
-
-BOLT drops DWARF from its output (shared/NOTES.md); the true line of output code is the
-pre-BOLT ("input") binary's line at ``input function + BAT input offset``. Annotating turns that
-look-up, which needs the input binary at debug time, into data carried by the output itself.
-
-**What a range is for a BOLTed function.** BOLT splits a function into fragments (``foo`` hot,
-``foo.warm``, ``foo.cold``, ``foo.cold.N``), each one contiguous run of output code, and it
-reorders basic blocks *inside* each fragment and across them: a fragment's code is in general
-not contiguous, nor in order, in the input function. The spec's layout cannot say that: a
-moved range may not overlap its own procedure (§1), so the hot fragment's own block order is
-fixed, and every moved range is one contiguous piece of output code. We therefore keep
-**fragment granularity**: one `.split_info` record per non-hot fragment, its vaddr/size the
-fragment's, placed logically where control first leaves for it:
-
-- the first branch, in logical order (hot code by address first, then the fragments already
-  placed, so a fragment reached only from another cold fragment becomes a nested move), whose
-  target lies inside the fragment: that branch is the record's branch_addr/branch_size;
-- a fragment no branch reaches (an exception landing pad, a jump-table case) is placed by input
-  order instead: a zero-size record (a pure insertion point, the §1 formula with
-  branch_size 0) at the start of the hot block that follows the fragment's first input offset,
-  else before the hot fragment's last instruction.
-
-The alternative, one record per run of input-contiguous blocks, would need branches that do not
-exist and still could not express reordering inside the hot fragment. Block order is instead
-carried by the ESL program: rows are per output instruction, in logical order, and a return to
-an earlier input line is just a negative line delta; so every address gets its true line even
-though logical offsets are not input offsets (BAT, kept in the binary, still gives those).
-
-Functions BOLT left in place (not in BAT) keep their input addresses: their lines are the input
-DWARF's at the same address, when the input has the same function there.
-"""
+"""`unsplit annotate` for BOLTed binaries: `.split_info` and ESL lines from BAT and the input's
+DWARF (shared/specs/split-info-and-esl.md §1, §3; shared/specs/bolt-bat.md §3.2, §3.5), so the
+output carries the lines the pre-BOLT input would give. One record per moved fragment (above
+:func:`insertion_point`: why); block order is carried by the ESL rows."""
 
 from __future__ import annotations
 
@@ -42,8 +11,8 @@ from collections.abc import Sequence
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.formats import bat
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.model import LineRow, Procedure
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import LineRow, Procedure
 
 Insn = tuple[int, str, str]  # (address, mnemonic, operands)
 
@@ -120,6 +89,13 @@ class BoltLines:
         return None
 
 
+# What a range is for a BOLTed function: BOLT reorders blocks inside and across fragments, and
+# the spec's layout cannot say that (a moved range may not overlap its own procedure, §1). So we
+# keep fragment granularity: one `.split_info` record per non-hot fragment, placed where control
+# first leaves for it (the first branch in logical order whose target lies in it; a fragment no
+# branch reaches, a landing pad or a jump-table case, gets a zero-size record at the start of the
+# hot block after its first input offset, else before the hot fragment's last instruction).
+# Block order is carried by the ESL rows, per output instruction in logical order.
 def insertion_point(binary: Binary, proc: Procedure, frag_start: int, insns: Sequence[Insn]) -> int:
     """Where a fragment no branch reaches sat in input order: the output address of the hot
     block whose input offset is the smallest above the fragment's first one, else the hot

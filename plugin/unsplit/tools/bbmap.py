@@ -1,16 +1,7 @@
-"""`unsplit bbmap BINARY [--json]`: dump the LLVM basic-block address maps of a binary.
-
-``--json`` prints exactly the list that ``llvm-readobj-22 --bb-addr-map --elf-output-style=JSON``
-prints under its ``BBAddrMap`` key (shared/specs/llvm-bb-addr-map.md §11.3): same keys, values
-and order, so that scripts written for one work with the other. readobj repeats the
-``BBAddrMap`` key once per map section (one JSON object with duplicate keys); we print the
-concatenation of those lists, which is what a reader that keeps every key sees, one function
-per line, written as it is decoded (write_readobj_json).
-That mode imitates LLVM 22's reader (§9.2): V0 sections are skipped, versions 0/1 and any
-malformed section print nothing (readobj prints a warning on stderr; we return it separately).
-
-The text dump reads every version (V0, 0–5) and keeps the functions before an error.
-"""
+"""`unsplit bbmap BINARY [--json]`: the LLVM basic-block address maps of a binary. ``--json`` prints
+exactly what ``llvm-readobj-22 --bb-addr-map --elf-output-style=JSON`` prints under
+``BBAddrMap`` (its lists concatenated), reading as LLVM 22 does; the text dump reads every
+version and keeps the functions before an error."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""`unsplit breakpad BINARY (-o FILE | --symbol-store DIR)`: a complete Breakpad symbol file
-whose functions are named by their procedure (unsplit.debug.breakpad_symbols).
-
-dump_syms names moved code by its fragment's symbol (``transfer.cold``) and gives a BOLT output
-without DWARF no lines; crash servers (Sentry's symbolicator, Socorro, rust-minidump) then
-group one function's crashes under several names. Here every fragment is a ``FUNC`` of its
-procedure with the lines and inlined calls ``unsplit where`` gives (for BOLTed code, the
-pre-BOLT input's: ``--input``, or found by build-id), plus ``PUBLIC`` and ``STACK CFI`` records.
-``--symbol-store DIR`` writes ``DIR/NAME/ID/NAME.sym``, the layout symbol servers read.
-"""
+"""`unsplit breakpad BINARY (-o FILE | --symbol-store DIR)`: a complete Breakpad symbol file whose
+functions are named by their procedure (unsplit.debug.breakpad_symbols), where dump_syms names
+moved code by its fragment; ``--symbol-store`` writes ``DIR/NAME/ID/NAME.sym``."""
 
 from __future__ import annotations
 
@@ -21,8 +14,8 @@ from typing import Any, TextIO
 
 from unsplit.debug import breakpad_symbols
 from unsplit.errors import UsageError
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.demangle import GNU
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.names.demangle import GNU
 from unsplit.session import Session
 
 

@@ -1,15 +1,6 @@
-"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.store)
-and the files made from it beside it: LLDB's CFI symbol files (unsplit.debug.breakpad), the
-debug files the adapters give split modules (unsplit.debuginfo.cache) and the address ranges
-where a module's FDEs compete (unsplit.debug.cfi_check, for GDB's unwinder).
-
-    info  [BINARY...]   where the cache is and what it holds: per BINARY whether its index is
-                        there and current; without BINARY every file unsplit keeps there
-    clear [BINARY...]   delete what is kept for BINARY: its index, debug file and CFI symbol
-                        files (without BINARY: everything, older formats' folders included)
-    warm  BINARY...     build the indexes now (a deploy step), so that no debugger session
-                        pays for the first build
-"""
+"""`unsplit cache info|clear|warm BINARY...`: the persistent index cache (unsplit.index.cache.store)
+and the files kept beside it (LLDB's CFI symbol files, the debug files, the FDE ranges of
+unsplit.debug.cfi_check): what it holds, deleting a binary's, building indexes ahead of time."""
 
 from __future__ import annotations
 
@@ -19,12 +10,13 @@ import os
 import time
 from typing import Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad, cfi_check
 from unsplit.debuginfo import cache as debuginfo_cache
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
+from unsplit.index.cache.store import IndexStore, remove_files
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.store import IndexStore, cache_root, remove_files
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).
 _KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"),

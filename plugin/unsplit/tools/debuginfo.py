@@ -1,13 +1,7 @@
 """`unsplit debuginfo BINARY [--input PRE_BOLT] (-o FILE | --build-id-dir DIR) [--json]`: a
-separate debug file that tells debuggers and symbolizers what unsplit knows of a split module.
-A BOLT output whose pre-BOLT input has DWARF gets that DWARF, every code address moved through
-BAT: functions, scopes, variables, parameters, call sites and lines, as before BOLT. Any other
-split module gets DWARF 5 naming each procedure whole over its fragments, and its lines.
-
-``--build-id-dir DIR`` writes ``DIR/.build-id/xx/rest.debug``, the layout GDB's
-``debug-file-directory``, LLDB's ``target.debug-file-search-paths`` and ``debuginfod -F DIR``
-read. A module whose own DWARF covers its moved code is left to it (exit 0, nothing written).
-"""
+separate debug file of what unsplit knows of a split module (a BOLT output: its input's DWARF
+moved through BAT; else DWARF 5 naming each procedure over its fragments, with its lines).
+A module whose own DWARF covers its moved code is left to it (exit 0, nothing written)."""
 
 from __future__ import annotations
 
@@ -37,9 +31,9 @@ def _progress(text: str) -> None:
 def _run(args: argparse.Namespace) -> str:
     from unsplit.debuginfo.debug_file import make
     from unsplit.debuginfo.synthesize import has_own_dwarf
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
+    from unsplit.index.cache.store import IndexStore
     from unsplit.index.module_index import IndexCache
-    from unsplit.index.store import IndexStore
 
     # the persistent index, as a debugging session opens it: a second run skips BAT's scan
     index = IndexCache(IndexStore(), _progress).open(args.binary)

@@ -1,28 +1,8 @@
-"""`unsplit frames CORE --exe BINARY`: the backtrace of a core file, every frame named truly.
-
-For CI crash triage, without a debugger. By default each thread is unwound from the core alone
-(registers from ``NT_PRSTATUS``, memory from the core and the mapped files, each frame through
-the CFI of its own fragment: unsplit.debug.unwind); ``--debugger gdb|lldb`` has a debugger in batch
-mode do the unwinding instead (``gdb -nx -batch`` running a few lines of its Python API, or
-LLDB's ``lldb`` module under the system Python), which gives each thread's physical frames as
-raw PCs. ``unsplit bt`` is the same command (tools/unwind.py registers the alias).
-
-Everything else is read here and named by the core: the module map comes from the core's own
-``NT_FILE`` note (with ``AT_ENTRY`` from ``NT_AUXV`` as the fallback for the executable), so a
-frame's module and load bias never depend on debugger output formats; each frame is then named
-with :class:`unsplit.tools.symbolize.Symbolizer` (procedure, fragment, logical offset,
-file:line; BOLTed code through BAT and the pre-BOLT input).
-
-A caller frame's PC is a return address: as GDB does, it is looked up at ``pc - 1`` (the call
-instruction), which is what puts a caller in the right fragment when the call is the last
-instruction of a cold fragment; its offset is reported at the pc, as ``bb where`` does.
-
-Bad input gives one line each on stderr (exit status 1) after whatever can still be shown:
-a missing binary or core, a core of another binary (the build-id note in the core's copy of the
-executable's first page against the binary's own, the code of the file the core ran against the
-binary's, and GDB's "core file may not match" warning), a truncated core (segments past the end
-of the file; a core without its notes has no thread to show), a debugger that cannot be run.
-"""
+"""`unsplit frames CORE --exe BINARY` (alias `unsplit bt`): a core file's backtrace, every frame
+named truly, without a debugger: each thread unwound from the core through its fragments' CFI
+(unsplit.debug.unwind), or by ``--debugger gdb|lldb`` in batch mode; modules from the core's
+``NT_FILE`` note, names from :class:`unsplit.tools.symbolize.Symbolizer`. Bad input (a core of
+another binary, a truncated core) gives one line each after whatever can be shown."""
 
 from __future__ import annotations
 
@@ -42,8 +22,8 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.core import Core, Mapping, image_build_id
 from unsplit.errors import BinaryError, UnsplitError, UsageError
 from unsplit.host import LoadedModule
-from unsplit.index.demangle import LLVM
-from unsplit.index.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.model.frame import Frame, at_return_address, lookup_pc
+from unsplit.index.names.demangle import LLVM
 from unsplit.render.frames import core_frame_json, core_table
 from unsplit.session import Session
 from unsplit.tools.symbolize import Symbolizer

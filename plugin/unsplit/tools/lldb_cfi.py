@@ -1,16 +1,6 @@
-"""`unsplit lldb-cfi BINARY...`: write the CFI symbol files LLDB needs to unwind moved fragments
-(unsplit.debug.breakpad) into the cache the LLDB plugin searches, ahead of any session.
-
-With them in place, any LLDB client that searches the cache (``settings append
-target.debug-file-search-paths DIR``, as the plugin does at import) unwinds cold fragments of
-modules without DWARF right by itself: lldb-dap, scripts on the SB API, a first post-mortem
-session. ``--print`` writes the text to stdout instead (for ``target symbols add FILE``).
-
-A BOLT output shares its build-id with every other output of its input, so a file by build-id
-may serve another layout: the plugin's own cache keeps its text only under ``by-file/`` (a
-digest of the file), which the plugin hands LLDB itself; ``--cache DIR`` also writes it by
-build-id into DIR, for the one layout published there.
-"""
+"""`unsplit lldb-cfi BINARY...`: write the CFI symbol files LLDB needs in moved fragments
+(unsplit.debug.breakpad) into the cache the LLDB plugin searches, ahead of any session (for
+lldb-dap, SB API scripts); ``--print`` to stdout, ``--cache DIR`` also by build-id."""
 
 from __future__ import annotations
 

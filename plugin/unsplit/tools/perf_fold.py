@@ -1,29 +1,7 @@
-"""`unsplit fold` and `unsplit perf-script`: perf's samples with split code named by its procedure.
-
-`perf script` names a sample in moved code by the fragment's symbol (``transfer.cold+0x25``),
-so a flame graph splits one procedure into several towers. These commands read perf script's
-text (stdin, or ``-i perf.data`` running ``perf script`` itself) and name every frame of a split
-module (one with moved fragments: BOLT, GCC ``.cold``, clang MFS) by its procedure, as
-``unsplit where`` does; frames of other modules keep perf's names.
-
-- ``fold``: folded stacks, root first, one line per distinct stack, ``comm;a;b;c COUNT``
-  (flamegraph.pl, inferno, speedscope read them; stackcollapse-perf.pl's conventions: the
-  command name as the root, ``[dso]`` for a frame perf could not name). ``--lines`` adds each
-  frame's line (``name (file:line)``), ``--inlines`` the calls inlined there as frames of their
-  own (DWARF's chain; for BOLTed code the pre-BOLT input's).
-- ``perf-script``: perf's own text, each moved frame's ``SYMBOL+0xOFF`` replaced by the
-  procedure and its offset (for BOLTed code, the offset in the pre-BOLT input's function);
-  ``--lines`` follows each renamed frame with its line as ``perf script -F +srcline`` does
-  (the line ``fold --lines`` gives; perf's own says ``bolt-pseudo.o:0`` in BOLTed code).
-
-A caller's address is a return address: it is named by the call before it (pc - 1), as every
-unwinder names it (unsplit.index.frame.lookup_pc); the leaf, and a user frame that a kernel
-frame or a signal trampoline interrupted, by their own pc. perf prints a file's frame as an
-address relative to the module (``map_ip``: the file offset) or, in older versions, as the
-runtime pc: the symbol and offset perf printed decide where they name one symbol, else the
-address through the module's PT_LOAD headers. Each distinct (module, address) is looked up once;
-memory grows with the distinct stacks, not the samples.
-"""
+"""`unsplit fold` and `unsplit perf-script`: perf script's samples with every frame of a split
+module named by its procedure, as `unsplit where` names it (perf names moved code by fragment,
+splitting a flame graph's towers). A caller is named by its call (pc - 1); each distinct
+(module, address) is looked up once."""
 
 from __future__ import annotations
 
@@ -39,11 +17,11 @@ from typing import IO, Any, TypeVar
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError, UsageError
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.frame import is_signal_trampoline
-from unsplit.index.model import Location
+from unsplit.index.cache.store import IndexStore
+from unsplit.index.model.frame import is_signal_trampoline
+from unsplit.index.model.records import Location
 from unsplit.index.module_index import IndexCache, ModuleIndex
-from unsplit.index.store import IndexStore
+from unsplit.index.names.demangle import GNU, shown
 from unsplit.tools.perf_text import UNKNOWN, BadLine, PerfFrame, PerfSample, frames_of, read_samples
 
 KERNEL_START = 0xFFFF_8000_0000_0000  # x86-64: kernel addresses are the upper half

@@ -1,15 +1,6 @@
-"""`unsplit perf-symfs DIR BINARY...`: copies of split binaries whose symbol tables name every
-moved fragment by its procedure, laid out for ``perf report --symfs DIR`` and ``perf annotate
---symfs DIR``.
-
-perf names samples by the ELF symbol around them (``step.cold.4``); with ``--symfs DIR`` it
-reads a module's symbols from ``DIR/<the path it recorded>``, after checking its build-id. Each
-copy here is the binary byte for byte (code, build-id, sections) but for the ``st_name`` of each
-moved fragment's symbol, which points at its procedure's name (already in ``.strtab``: the
-procedure's own symbol has it), so perf's reports and annotations say ``step``. perf keeps one
-entry per symbol: a procedure's fragments are several entries of one name (``unsplit fold``
-merges them).
-"""
+"""`unsplit perf-symfs DIR BINARY...`: for ``perf report``/``annotate --symfs DIR``, byte-for-byte
+copies of split binaries but for each moved fragment's ``st_name``, pointed at its procedure's
+name (already in ``.strtab``)."""
 
 from __future__ import annotations
 

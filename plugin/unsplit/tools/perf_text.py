@@ -1,15 +1,7 @@
-"""The text `perf script` prints, read one sample at a time.
-
-perf's default output (tools/perf/builtin-script.c, util/evsel_fprintf.c): a sample is a header
-line (``comm  tid [cpu] time: period event:``, ``tid`` as ``pid/tid`` with ``-F pid,tid``; a
-recording without call chains has its one frame on the same line), then with ``-g`` one line per
-frame, leaf first, each ``<tab>ADDRESS SYMBOL+0xOFF (DSO)`` (``[unknown]`` for either name; no
-offset without ``symoff``), then a blank line. Where ``--inline`` is given perf adds frames for
-inlined calls, with the same address; with ``-F +srcline`` each frame line is followed by
-its source line, ``  FILE:LINE`` (two spaces: ``map__fprintf_srcline``'s prefix), kept with the
-frame (:attr:`PerfFrame.srcline`). Anything else (perf's own warnings, a damaged line) is a
-:class:`BadLine` the caller reports with its line number; the rest is read.
-"""
+"""The text `perf script` prints, read one sample at a time (tools/perf/builtin-script.c): a header
+line, then with ``-g`` one ``ADDRESS SYMBOL+0xOFF (DSO)`` line per frame, leaf first (``-F
++srcline`` adds each frame's ``  FILE:LINE``), then a blank line. Anything else is a
+:class:`BadLine` the caller reports with its line number."""
 
 from __future__ import annotations
 

@@ -1,45 +1,8 @@
-"""`unsplit symbolize --exe BINARY`: llvm-symbolizer's output, with split code named truly.
-
-Reads addresses on stdin and answers each one as soon as its line is read (flushed), so it works
-as a co-process in a crash pipeline exactly as ``llvm-symbolizer-22 --obj=BINARY`` does:
-
-    FUNCTION
-    PATH:LINE:COLUMN
-    <blank line>
-
-Compatibility decisions (tests/unit/tools/test_symbolize.py holds them against llvm-symbolizer-22):
-
-- Function names are llvm-symbolizer's default kind (``--functions=linkage``, demangled by
-  unsplit.index.demangle in LLVM's wording, ``f(int) (.cold)``; ``--no-demangle`` as its own): the
-  ELF symbol that covers the address, as LLVM overrides the DWARF name with it. In *moved* code
-  (``foo.cold``, ``foo.cold.3``, ``foo.warm``, ``foo.__part.1``) we print the logical procedure
-  ``foo`` instead of the fragment symbol, so that crash pipelines group the frames of one
-  function under one name; the fragment appears only in ``--json`` (``procedure``,
-  ``fragment``, ``fragment_symbol``, ``offset``) and, on request, as ``foo [cold]`` with
-  ``--fragments``. Everywhere else the text is byte-identical to llvm-symbolizer's.
-- By default, as llvm-symbolizer's default (``--inlines``): the inlined frames of the DWARF
-  ``DW_TAG_inlined_subroutine`` chain covering the address, innermost first, each outer frame at
-  its ``DW_AT_call_*`` location. ``--no-inlines`` prints the procedure alone at its own line
-  (where code is inlined, the line of the outermost inlined call: that chain's last frame),
-  never a procedure's name with an inlined callee's line, which ``llvm-symbolizer
-  --no-inlines`` prints there (``verify_record`` with ``quarantine_record``'s line); elsewhere
-  the two agree. Only the compile unit covering the address is read, once.
-- Input lines: an address (``0x1119``, ``4377``, ``CODE 0x1119``) as llvm-symbolizer reads them;
-  else the first ``MODULE+0xOFF`` token (sanitizers, ``MODULE(+0xOFF)`` glibc backtraces) whose
-  MODULE is the binary's file name — a module-relative offset — or ``SYMBOL+0xOFF`` of a function
-  symbol; else the first ``0xADDR`` token (a file address). A line with no address gets
-  llvm-symbolizer's answer to an unreadable line, ``??`` / ``??:0:0``.
-- ``--relative``: addresses are offsets from the lowest PT_LOAD page of the binary (what
-  ``MODULE+0xOFF`` means in sanitizer and glibc traces). For a PIE this is the file address and
-  agrees with llvm-symbolizer's ``--relative-address``; llvm-symbolizer 22 adds an image base only
-  for COFF, so for a non-PIE ELF the two differ (ours is what the trace tokens mean).
-- BOLTed binaries: lines (and inlined frames) of code BAT describes come from the pre-BOLT input
-  binary (``--input`` or found by build-id, unsplit.index.prebolt) at the BAT input offset, whenever
-  the binary's own DWARF is absent or says line 0 there. BOLT's patched original of a function
-  (``foo.org.0``, a jump at foo's input address to its new code) gets the line of foo's entry in
-  the input. A line nothing gives is ``??:0:0``, never ``bolt-pseudo.o:0:0`` (the STT_FILE BOLT
-  files its own symbols under, which llvm-symbolizer prints).
-"""
+"""`unsplit symbolize --exe BINARY`: llvm-symbolizer's output, answered line by line as a crash
+pipeline's co-process, with moved code named by its logical procedure (``foo``, not
+``foo.cold``) and BOLTed code's lines from the pre-BOLT input through BAT; everywhere else
+byte-identical to ``llvm-symbolizer-22 --obj=BINARY`` (tests/unit/tools/test_symbolize.py).
+docs/command-line.md lists what it reads and where it differs (``--no-inlines``, ``--relative``)."""
 
 from __future__ import annotations
 
@@ -55,11 +18,11 @@ from typing import IO, Any
 
 from unsplit.elf.binary import Binary, FunctionSymbol
 from unsplit.errors import UnsplitError, UsageError
-from unsplit.index.demangle import LLVM
-from unsplit.index.inlines import UNKNOWN, DwarfFrames, LineInfo
-from unsplit.index.model import BOLT_PSEUDO_UNIT, Location
+from unsplit.index.cache.store import IndexStore
+from unsplit.index.inlines import UNKNOWN, DwarfFrames
+from unsplit.index.model.records import BOLT_PSEUDO_UNIT, LineInfo, Location
 from unsplit.index.module_index import IndexCache, ModuleIndex
-from unsplit.index.store import IndexStore
+from unsplit.index.names.demangle import LLVM
 
 PAGE = 0x1000
 
@@ -95,7 +58,7 @@ class Symbolizer:
         self._functions: dict[str, int] | None = None
         self._symbol_order: array[int] | None = None  # function columns by address
         self._symbol_starts = array("Q")
-        from unsplit.index import bat_translate, prebolt
+        from unsplit.index.bolt import bat_translate, prebolt
 
         found: Binary | None = None
         if bat_translate.has_bat(self.binary):

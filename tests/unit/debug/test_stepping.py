@@ -23,7 +23,7 @@ from unsplit.elf.core import Core
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import LoadedModule
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.render.stop import verbose_line
 from unsplit.session import Session
 

@@ -20,7 +20,7 @@ from unsplit.debug.unwind import backtrace, compare
 from unsplit.elf.core import NT_FILE, Core
 from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import registers_from_names
-from unsplit.index.frame import Frame
+from unsplit.index.model.frame import Frame
 from unsplit.index.module_index import IndexCache
 from unsplit.render.frames import bt_report
 

@@ -85,7 +85,7 @@ def test_a_session_gives_a_names_only_file_whatever_the_size(
     code the module has. Once the pre-BOLT input (with DWARF) is beside it, the file is that
     DWARF translated, made at any size too, and kept apart from the names-only one."""
     from unsplit.debuginfo.cache import debug_file_for
-    from unsplit.index import prebolt
+    from unsplit.index.bolt import prebolt
 
     monkeypatch.delenv(prebolt.ENV_PATH, raising=False)
     monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "no-debuginfod"))

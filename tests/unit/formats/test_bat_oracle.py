@@ -21,7 +21,7 @@ import pytest
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, DecodeError
 from unsplit.formats import bat
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.sources import bat as bat_source
 
 CLANG, BOLT, PERF2BOLT = "clang-22", "llvm-bolt-22", "perf2bolt-22"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from unsplit.elf.binary import Binary
 from unsplit.formats import bb_addr_map as fmt
-from unsplit.index.model import Block, Fragment, Procedure
+from unsplit.index.model.records import Block, Fragment, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import bb_addr_map as source
 

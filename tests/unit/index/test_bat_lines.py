@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 from unsplit.elf.binary import Binary
-from unsplit.index import bat_translate
+from unsplit.index.bolt import bat_translate
 from unsplit.index.module_index import ModuleIndex
 
 from ...conftest import ROOT

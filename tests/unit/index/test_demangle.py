@@ -1,4 +1,4 @@
-"""index.demangle and index.names against the demanglers the debuggers follow: c++filt
+"""index.names (demangle, matching) against the demanglers the debuggers follow: c++filt
 (libiberty, GDB's) and llvm-cxxfilt-22 (LLVM's, LLDB's and llvm-symbolizer's); and the CLI's
 names on a core of the zoo's except.cpp stopped in `_Z7processPKii`'s fragment cold.2."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.index import demangle as demangling
-from unsplit.index.demangle import GNU, LLVM, available, demangle
-from unsplit.index.names import Query, matching, names_procedure, split
+from unsplit.index.names import demangle as demangling
+from unsplit.index.names.demangle import GNU, LLVM, available, demangle
+from unsplit.index.names.matching import Query, matching, names_procedure, split
 
 from ...conftest import ROOT, facts
 

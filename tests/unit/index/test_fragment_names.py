@@ -1,10 +1,11 @@
-"""The one fragment-name grammar (index.model) every source reads: what each splitter names the
+"""The one fragment-name grammar (index.model.records)
+every source reads: what each splitter names the
 pieces it moves, and the order those pieces had in the function as first laid out."""
 
 from __future__ import annotations
 
 import pytest
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     FRAGMENT_NAME_IN_STRTAB,
     FragmentName,
     fragment_order,

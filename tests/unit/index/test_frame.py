@@ -1,4 +1,4 @@
-"""The frame rules every layer uses (unsplit.index.frame): which address names a frame, and
+"""The frame rules every layer uses (unsplit.index.model.frame): which address names a frame, and
 which names are signal trampolines. Oracle: the zoo's crash facts, whose callers' return
 addresses gdb_probe.py recorded with the procedure GDB named at pc - 1."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index.frame import at_return_address, is_signal_trampoline, lookup_pc
+from unsplit.index.model.frame import at_return_address, is_signal_trampoline, lookup_pc
 from unsplit.index.module_index import ModuleIndex
 
 from ...conftest import ROOT, facts

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from unsplit.index.model import HOT
+from unsplit.index.model.records import HOT
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources.symbols import split_fragment_name
 

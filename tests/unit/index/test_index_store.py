@@ -1,4 +1,5 @@
-"""The persistent index (unsplit.index.store): a hit gives the very answers a fresh build gives
+"""The persistent index (unsplit.index.cache.store):
+a hit gives the very answers a fresh build gives
 (and the fixture facts say), a stale, damaged or foreign file is ignored with one line and
 rebuilt, and writers racing on one file never let a reader see half of it."""
 
@@ -18,9 +19,9 @@ import pytest
 from unsplit.elf.binary import Binary
 from unsplit.formats import bat_scan
 from unsplit.index import module_index as index_module
-from unsplit.index import store as index_store
+from unsplit.index.cache import store as index_store
+from unsplit.index.cache.store import IndexStore
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.store import IndexStore
 
 from ...conftest import ROOT, facts
 from ..index.test_zoo_where import PROGRAMS, VARIANTS

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from unsplit.elf.binary import Binary
 from unsplit.formats import mip as fmt
-from unsplit.index.model import HOT
+from unsplit.index.model.records import HOT
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import mip as source
 

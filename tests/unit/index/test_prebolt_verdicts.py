@@ -1,4 +1,4 @@
-"""index.prebolt remembers a pre-BOLT input it found good, by both files' paths, sizes and
+"""index.bolt.prebolt remembers a pre-BOLT input it found good, by both files' paths, sizes and
 times, so that a later session does not decode BAT again to check the same pair; a file that
 changed is checked again, and a refused candidate is never remembered."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index import prebolt
+from unsplit.index.bolt import prebolt
 
 from ...conftest import ROOT, facts
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from unsplit.errors import BinaryError
-from unsplit.index import prebolt
-from unsplit.index.location_cache import LINES
+from unsplit.index.bolt import prebolt
+from unsplit.index.cache.locations import LINES
 from unsplit.session import Session
 
 from ...conftest import ROOT, facts

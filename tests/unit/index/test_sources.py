@@ -12,10 +12,9 @@ from unsplit.debug import breakpoints
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.index import module_index
-from unsplit.index.model import HOT, Block, Fragment, LineRow, Procedure
+from unsplit.index.model.records import HOT, Block, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
-from unsplit.index.sources import Source, SourceSet, open_sources
-from unsplit.index.store import StoredParts
+from unsplit.index.sources import Source, SourceSet, StoredParts, open_sources
 
 from ...conftest import ROOT, facts
 
@@ -156,7 +155,7 @@ def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) ->
 def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
     """A source keeps what it decodes itself: blocks, lines and BAT's input locations are the
     same whether or not procedures() was asked before (each on a fresh Binary)."""
-    from unsplit.index import bat_translate
+    from unsplit.index.bolt import bat_translate
     from unsplit.index.sources import bb_addr_map as bb
     from unsplit.index.sources.bat import BatSource
 
@@ -183,13 +182,14 @@ def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:
 
 
 def test_only_the_index_tells_sources_apart() -> None:
-    """Breakpoints, rendering, the session and the adapters ask the index (addresses_of,
-    Location.bat) and never test which source made a fragment."""
+    """Breakpoints, rendering, the session, the tools and the adapters ask the index
+    (addresses_of, logical_ranges, Location.bat) and never test which source made a fragment."""
     import ast
 
     core = ROOT / "plugin" / "unsplit"
     paths = [*(core / "debug").rglob("*.py"), *(core / "render").rglob("*.py"),
-             core / "session.py", core / "commands.py", *(ROOT / "gdb").rglob("*.py"),
+             *(core / "tools").rglob("*.py"), core / "session.py", core / "commands.py",
+             core / "cli.py", *(ROOT / "gdb").rglob("*.py"),
              *(ROOT / "lldb").rglob("*.py")]
     found = []
     for path in paths:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index import bat_translate
+from unsplit.index.bolt import bat_translate
 
 from ...conftest import ROOT, facts
 

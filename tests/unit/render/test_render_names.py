@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import subprocess
 
-from unsplit.index.demangle import GNU, LLVM
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
+from unsplit.index.names.demangle import GNU, LLVM
 from unsplit.render import breaks as break_text
 from unsplit.render import stop as stop_text
 

@@ -4,7 +4,7 @@ the same, byte for byte where the debugger's own line is right."""
 
 from __future__ import annotations
 
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 from unsplit.render import stop as stop_text
 
 from ...conftest import ROOT

@@ -19,8 +19,8 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError, UsageError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index import prebolt
-from unsplit.index.model import HOT, Fragment, Procedure
+from unsplit.index.bolt import prebolt
+from unsplit.index.model.records import HOT, Fragment, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import split_info as source
 from unsplit.tools import annotate

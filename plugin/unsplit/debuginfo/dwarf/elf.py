@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import mmap
 import struct
+from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from unsplit.errors import BinaryError
 
-SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB, SHT_SYMTAB = 8, 7, 1, 3, 2
+SHT_NOBITS, SHT_NOTE, SHT_PROGBITS, SHT_STRTAB, SHT_SYMTAB, SHT_DYNSYM = 8, 7, 1, 3, 2, 11
 SHN_LORESERVE = 0xFF00
+STT_FUNC, STB_LOCAL = 2, 0
 _SYM = struct.Struct("<IBBHQQ")
 SHF_ALLOC = 0x2
 PT_NOTE = 4
@@ -24,9 +27,22 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")
 _PHDR = struct.Struct("<IIQQQQQQ")
 
 
+@dataclass(frozen=True, slots=True)
+class Renamed:
+    """Function symbols a symbol file gives code the module names otherwise: `added` (name,
+    start, size) as local functions, and the module's own function symbols that start at an
+    address of `dropped` left out (LLDB names an address by one of the symbols there)."""
+
+    added: list[tuple[str, int, int]]
+    dropped: set[int]
+
+
 def write_debug_file(module: bytes | mmap.mmap, path_for_errors: str,
-                     debug_sections: list[tuple[str, bytes]]) -> bytes:
-    """A debug file for the ELF image `module` holding `debug_sections` (name, contents)."""
+                     debug_sections: list[tuple[str, bytes]],
+                     renamed: Renamed | None = None) -> bytes:
+    """A debug file for the ELF image `module` holding `debug_sections` (name, contents);
+    with `renamed`, its symbol table is the module's `.symtab` (else its `.dynsym`, which
+    LLDB reads only where a file has no `.symtab`) so changed."""
     if module[:4] != b"\x7fELF" or module[4] != 2 or module[5] != 1:
         raise BinaryError(f"{path_for_errors}: not a little-endian ELF-64 file")
     (ident, e_type, e_machine, e_version, e_entry, e_phoff, e_shoff, e_flags, _e_ehsize,
@@ -75,8 +91,11 @@ def write_debug_file(module: bytes | mmap.mmap, path_for_errors: str,
             h[1], h[4] = SHT_NOBITS, len(out)
         sections.append(h)
     symtab = next((i for i in range(1, e_shnum) if headers[i][1] == SHT_SYMTAB), None)
+    if symtab is None and renamed is not None:
+        symtab = next((i for i in range(1, e_shnum) if headers[i][1] == SHT_DYNSYM), None)
     if symtab is not None:
-        _copy_symbols(module, headers, symtab, new_index, sections, out, name_of, add_name)
+        _copy_symbols(module, headers, symtab, new_index, sections, out, name_of, add_name,
+                      None if renamed is None else _Renaming(renamed, headers, new_index))
     for name, data in debug_sections:
         sections.append([add_name(name), SHT_PROGBITS, 0, 0, len(out), len(data), 0, 0, 1, 0])
         out += data
@@ -103,11 +122,12 @@ def write_debug_file(module: bytes | mmap.mmap, path_for_errors: str,
 
 def _copy_symbols(module: bytes | mmap.mmap, headers: list[list[int]], symtab: int,
                   new_index: dict[int, int], sections: list[list[int]], out: bytearray,
-                  name_of: Callable[[list[int]], str], add_name: Callable[[str], int]) -> None:
+                  name_of: Callable[[list[int]], str], add_name: Callable[[str], int],
+                  renaming: _Renaming | None = None) -> None:
     """Appends the module's symbol table and its string table as they are (fragment symbols
     `foo.cold.1` too: LLDB then sets `breakpoint set -n foo` at the entry alone, as on BOLT's
     own --update-debug-sections output), each symbol's section number made this file's (a
-    section not kept here, a debug section, leaves it undefined)."""
+    section not kept here, a debug section, leaves it undefined); `renaming` changes it."""
     h = headers[symtab]
     link = h[6]
     if h[9] != _SYM.size or not 0 < link < len(headers):
@@ -119,11 +139,58 @@ def _copy_symbols(module: bytes | mmap.mmap, headers: list[list[int]], symtab: i
         name, info, other, shndx, value, size = _SYM.unpack_from(table, at)
         if 0 < shndx < SHN_LORESERVE:
             _SYM.pack_into(table, at, name, info, other, new_index.get(shndx, 0), value, size)
+    first_global = h[7]
+    if renaming is not None:
+        table, names, first_global = renaming.apply(table, bytes(names), first_global)
     while len(out) % 8:
         out.append(0)
-    sections.append([add_name(name_of(h)), SHT_SYMTAB, 0, 0, len(out), len(table),
-                     len(sections) + 1, h[7], 8, _SYM.size])
+    renamed = renaming is not None
+    sections.append([add_name(".symtab" if renamed else name_of(h)), SHT_SYMTAB, 0, 0,
+                     len(out), len(table), len(sections) + 1, first_global, 8, _SYM.size])
     out += table
-    sections.append([add_name(name_of(strtab)), SHT_STRTAB, 0, 0, len(out), len(names), 0, 0,
-                     1, 0])
+    sections.append([add_name(".strtab" if renamed else name_of(strtab)),
+                     SHT_STRTAB, 0, 0, len(out), len(names), 0, 0, 1, 0])
     out += names
+
+
+class _Renaming:
+    """Renamed applied to a copied table whose section numbers are already this file's."""
+
+    def __init__(self, renamed: Renamed, headers: list[list[int]],
+                 new_index: dict[int, int]) -> None:
+        self.renamed = renamed
+        loaded = sorted((h[3], h[3] + h[5], new_index[i]) for i, h in enumerate(headers)
+                        if i in new_index and i and h[2] & SHF_ALLOC and h[5])
+        self.starts = array("Q", (s for s, _, _ in loaded))
+        self.bounds = [(e, i) for _, e, i in loaded]
+
+    def apply(self, table: bytearray, names: bytes, first_global: int
+              ) -> tuple[bytearray, bytes, int]:
+        """The table (locals first, as ELF wants: the added symbols after the module's
+        locals), its strings (each added name once) and its first global's index."""
+        first_global = min(max(first_global, 1), len(table) // _SYM.size)
+        kept = bytearray(table[:_SYM.size])
+        globals_ = bytearray()
+        dropped = self.renamed.dropped
+        for at in range(_SYM.size, len(table), _SYM.size):
+            _, info, _, shndx, value, _ = _SYM.unpack_from(table, at)
+            if info & 0xF == STT_FUNC and shndx and value in dropped:
+                continue
+            (kept if at // _SYM.size < first_global else globals_).extend(
+                table[at:at + _SYM.size])
+        strings = bytearray(names or b"\0")
+        offsets: dict[str, int] = {}
+        starts, bounds, last = self.starts, self.bounds, len(self.starts) - 1
+        pack, info, k = _SYM.pack, STT_FUNC | STB_LOCAL << 4, 0
+        entries = []
+        for name, start, size in sorted(self.renamed.added, key=lambda a: a[1]):
+            while k < last and starts[k + 1] <= start:  # the sections, walked once
+                k += 1
+            offset = offsets.get(name)
+            if offset is None:
+                offset = offsets[name] = len(strings)
+                strings += name.encode("utf-8", "surrogateescape") + b"\0"
+            inside = starts[k] <= start < bounds[k][0] if starts else False
+            entries.append(pack(offset, info, 0, bounds[k][1] if inside else 0, start, size))
+        kept += b"".join(entries)
+        return kept + globals_, bytes(strings), len(kept) // _SYM.size

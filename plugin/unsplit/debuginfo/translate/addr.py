@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass, field
 
 from unsplit.errors import DecodeError
-from unsplit.index.input_map import InputMap
+from unsplit.index.bolt.input_map import InputMap
 
 SECTION = ".debug_addr"
 _START, _END = 1, 2

@@ -1,6 +1,6 @@
 """The debug file of a BOLTed module whose pre-BOLT input has DWARF: the input's whole DWARF
 (units, types, functions, scopes, variables, call sites, lines) with every code address moved
-to where BOLT put that code (unsplit.index.input_map), as BOLT's own --update-debug-sections
+to where BOLT put that code (unsplit.index.bolt.input_map), as BOLT's own --update-debug-sections
 would have written it. Strings and string offsets are the input's. Procedures no input unit
 describes (startup code, assembly) get a unit of names and lines (unsplit.debuginfo.synthesize)
 after the input's."""
@@ -19,8 +19,8 @@ from unsplit.debuginfo.translate.lists import Mover
 from unsplit.debuginfo.translate.strings import own_strings
 from unsplit.debuginfo.translate.units import Rewritten, UnitRewriter
 from unsplit.elf.binary import Binary
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.input_map import InputMap, merge
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.bolt.input_map import InputMap, merge
 from unsplit.index.module_index import ModuleIndex
 
 COPIED = (".debug_str", ".debug_line_str", ".debug_str_offsets")
@@ -111,8 +111,7 @@ def _described(index: ModuleIndex, imap: InputMap, covered: list[tuple[int, int]
     only where its code stands for input code that a unit describes (BOLT's patched original
     foo.org.0 stands for foo's entry, which foo's unit covers where foo went). Other code
     (crt code, _start, moved or not) has no unit's line in the input either: asking would
-    read the input's DWARF with pyelftools (0.1 s of simdjson's 0.5 s, most of it the
-    import) to find none."""
+    import pyelftools and read the input's DWARF to find none."""
     at = index.bat_input_address(entry)
     if at is None:
         return False

@@ -1,13 +1,8 @@
 """The lines of the procedures a translated debug file describes by name (what no input unit
-covers), from what the translation has already read: BOLT's patched original of a function
-(``foo.org.0``, a jump at foo's input address to foo's new code) takes the row the input's line
-table has at foo's entry, as the index gives it (unsplit.index.sources.bat, _original_entry),
-from the program of the unit that covers foo where foo went.
-
-Why not the index's own walk (unsplit.index.code_lines): it reads the input's DWARF again
-with pyelftools, every unit's top DIE and line program: 0.15-0.4 s of a BOLTed Lua's or
-sqlite3's file (bench/debuginfo.py --realworld). Code this module cannot answer for is walked
-the index's way."""
+covers) from what the translation has already read: BOLT's patched original ``foo.org.0`` takes
+the input's row at foo's entry, as the index gives it (unsplit.index.sources.bat). Code it cannot
+answer for is walked the index's way (unsplit.index.code_lines), which reads the input's DWARF
+again."""
 
 from __future__ import annotations
 
@@ -20,8 +15,8 @@ from unsplit.debuginfo.translate.units import UnitFacts
 from unsplit.errors import DecodeError
 from unsplit.formats import line_program
 from unsplit.formats.line_program import IS_STMT
+from unsplit.index.bolt.input_map import InputMap
 from unsplit.index.code_lines import CodeWalker, InlinedRun, Row
-from unsplit.index.input_map import InputMap
 from unsplit.index.module_index import ModuleIndex
 
 _ORIGINAL_MAX = 64  # bytes: a patched original is one jump

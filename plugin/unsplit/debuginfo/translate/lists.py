@@ -13,7 +13,7 @@ from collections import Counter
 from unsplit.errors import DecodeError
 from unsplit.formats import dwarf_lists as L
 from unsplit.formats import dwarf_ops
-from unsplit.index.input_map import InputMap, merge
+from unsplit.index.bolt.input_map import InputMap, merge
 
 
 class Mover:

@@ -1,14 +1,7 @@
-"""Fragment sources: each turns one on-disk format of a Binary into model procedures (and, for
-some, blocks and lines) behind one protocol, :class:`Source`, which is all the index talks to.
-
-A source is an object per Binary that keeps what it decoded (no module-level cache). Its
-``procedures()`` is [] when the binary lacks its format; BAT's is a lazy set instead
-(:class:`LazyProcedures`), which makes its procedures one at a time when asked for (a BOLTed
-libLLVM has 129k). The index asks every source in priority order (:func:`open_sources`) and,
-per procedure (name and entry: static functions of several units share names), keeps the
-fragments no earlier (more precise) source placed and the blocks of the first source that has
-blocks at that entry.
-"""
+"""Fragment sources: each turns one on-disk format of a Binary into model procedures (and some into
+blocks and lines) behind one protocol, :class:`Source`, all the index talks to. A source keeps
+what it decoded on itself. :func:`open_sources` lists them most precise first; per procedure the
+index keeps the fragments no earlier source placed, and the first source's blocks."""
 
 from __future__ import annotations
 
@@ -17,13 +10,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
-from unsplit.index.model import BatFacts, Block, Fragment, LineRow, Procedure
+from unsplit.index.model.records import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
+    from array import array
+
+    from unsplit.formats.bat_scan import BatScan
     from unsplit.index.sources.bat import BatSource
     from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
-    from unsplit.index.store import StoredParts
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StoredParts:
+    """What the sources decode by walking a whole file, as the persistent store
+    (unsplit.index.cache.store) keeps it and gives it back to :func:`open_sources`."""
+
+    bat_scan: BatScan | None
+    plain: PlainFunctions
+    symbol_procedures: list[Procedure]
+    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
 
 
 class LazyProcedures(Protocol):
@@ -105,6 +111,11 @@ class Source(Protocol):
         AddressLookupError when it knows that offset has no code now."""
         ...
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """`procedure`'s code as [start, end) ranges in the order it lay before the split, and
+        its logical size, where the format records them (None: its fragments' layout)."""
+        ...
+
     def facts(self, address: int) -> BatFacts | None:
         """What BOLT's address translation says of `address` (None: nothing)."""
         ...
@@ -153,6 +164,9 @@ class BaseSource:
     def addresses_of(self, procedure: Procedure, offset: int) -> list[int] | None:
         return None
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        return None
+
     def facts(self, address: int) -> BatFacts | None:
         return None
 
@@ -198,6 +212,17 @@ class SourceSet:
                 return found
         return procedure.addresses_of(offset)
 
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int]:
+        """`procedure`'s code in the order it lay before the split, and its logical size: as
+        the source that made it records them, else its fragments by logical start."""
+        for name in dict.fromkeys(f.source for f in procedure.fragments):
+            source = self._by_name.get(name)
+            found = None if source is None else source.logical_ranges(procedure)
+            if found is not None:
+                return found
+        fragments = sorted(procedure.fragments, key=lambda f: f.logical_start)
+        return [(f.start, f.end) for f in fragments], procedure.logical_size
+
     def facts(self, address: int) -> BatFacts | None:
         """The first source's BAT facts of `address` (only BOLTed code has any)."""
         for source in self.all:
@@ -211,9 +236,7 @@ class SourceSet:
         return self.symbols.plain()
 
     def parts_to_store(self) -> StoredParts:
-        """What the persistent index keeps of these sources (unsplit.index.store)."""
-        from unsplit.index.store import StoredParts
-
+        """What the persistent index keeps of these sources (unsplit.index.cache.store)."""
         scan, order = self.bat.stored_scan()
         return StoredParts(scan, self.symbols.plain(), self.symbols.procedures(), order)
 

@@ -1,15 +1,7 @@
-"""Fragment source for BOLTed binaries: procedures from ``.note.bolt_bat`` and BOLT's symbols.
-
-Specification: ``shared/specs/bolt-bat.md`` §2 (the note), §3 (what its maps mean), §6.1
-(``foo.cold.N``/``foo.warm``/``foo.cold`` fragment symbols).
-
-BAT maps output code back to *input-function offsets*, and those are not contiguous per
-fragment (BOLT reorders blocks inside a fragment and across fragments), so a fragment's
-``logical_start`` cannot be its input offset. We lay the fragments end to end instead
-(``logical_start`` = sum of the sizes before it, hot first) so that ``Procedure`` offsets stay
-unique, and give the true input offset through :func:`input_offset`, which the index uses for
-the ``offset`` of BOLTed code.
-"""
+"""Fragment source for BOLTed binaries: procedures from ``.note.bolt_bat`` and BOLT's fragment
+symbols (``shared/specs/bolt-bat.md`` §2, §3, §6.1). BOLT reorders blocks, so fragments are laid
+end to end for ``logical_start`` (offsets stay unique) and the true input offset comes from
+:func:`input_offset`."""
 
 from __future__ import annotations
 
@@ -23,8 +15,8 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 from unsplit.errors import AddressLookupError, DecodeError
 from unsplit.formats import bat_scan
-from unsplit.index import bat_translate, prebolt
-from unsplit.index.model import (
+from unsplit.index.bolt import bat_translate, prebolt
+from unsplit.index.model.records import (
     BatFacts,
     Block,
     Fragment,
@@ -36,7 +28,7 @@ from unsplit.index.model import (
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
-    from unsplit.index.store import StoredParts
+    from unsplit.index.sources import StoredParts
 
 
 class BatProcedures:
@@ -169,7 +161,7 @@ def input_offset(
 
     The input offset follows BOLT's own rule (spec §3.2). The input function address is the
     procedure's address in the pre-BOLT binary: ``input_binary`` if given, else the one
-    :func:`unsplit.index.prebolt.input_for` finds or was told; None when there is none. None
+    :func:`unsplit.index.bolt.prebolt.input_for` finds or was told; None when there is none. None
     overall when the address is not in code BAT describes (including lite-mode functions
     BOLT left unchanged).
     """

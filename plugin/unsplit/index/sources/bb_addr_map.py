@@ -1,14 +1,7 @@
-"""Fragments and blocks from LLVM basic-block address maps (``.llvm_bb_addr_map``).
-
-Specification: shared/specs/llvm-bb-addr-map.md — §1.2 (one map section per text section,
-``sh_link``), §1.3 (``ET_REL`` addresses are RELA addends), §6 (range 0 holds the entry, the other
-ranges are the split parts: ``foo.cold``, ``foo.__part.N``), §7 (PGO analysis map). The bytes are
-decoded by :mod:`unsplit.formats.bb_addr_map`; this module finds the sections, their relocations
-and the symbols, and builds model Procedures.
-
-BOLT copies its input's map unchanged and links it to ``.bolt.org.text`` (shared/NOTES.md): such a
-map describes code that no longer runs, so it is skipped.
-"""
+"""Fragments and blocks from LLVM basic-block address maps (``.llvm_bb_addr_map``;
+shared/specs/llvm-bb-addr-map.md §1.2, §1.3, §6, §7), decoded by
+:mod:`unsplit.formats.bb_addr_map`: this module finds the sections, their relocations and
+symbols. A map BOLT copied from its input (linked to ``.bolt.org.text``) is skipped."""
 
 from __future__ import annotations
 
@@ -22,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import section_ids
-from unsplit.index.model import HOT, Block, Fragment, Procedure, split_fragment_name
+from unsplit.index.model.records import HOT, Block, Fragment, Procedure, split_fragment_name
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:  # the decoder itself only for a file with a map (section_ids says why)
@@ -284,8 +277,8 @@ class BbAddrMapSource(BaseSource):
     at the index build. The sections are scanned once, on the first question.
 
     The index needs only each record's ranges: they are scanned (fmt.scan), and a procedure's
-    blocks are decoded from its record when first asked for (Procedure.blocks). On a 20 MB
-    map this takes the index build from 33 s to 7 s (bench/bbmap.py).
+    blocks are decoded from its record when first asked for (Procedure.blocks;
+    docs/benchmarks.md: bench/bbmap.py).
     """
 
     name = "bb_addr_map"

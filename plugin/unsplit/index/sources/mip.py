@@ -1,21 +1,8 @@
-"""Fragment source for LLVM Machine IR Profile (MIP) binaries: ``__llvm_mipmap`` and
-``__llvm_mipraw``.
-
-Specification: shared/seeds/machine-ir-profile-mip.txt, decoded by :mod:`unsplit.formats.mip`.
-The map gives every instrumented function (its entry, size and name) and the offsets of its
-basic blocks; the raw profile, once a run has written it, says which functions and blocks ran.
-
-The map holds one range per function, the part that holds its entry: the pieces a splitter
-moved elsewhere are not in it, and the symbol table names them. Clang labels its moved pieces
-(``foo.cold``, ``foo.__part.N``) with sized STT_NOTYPE symbols, which the ``symbols`` source
-(STT_FUNC only) does not take for functions, so this source adds every sized ``.symtab``
-symbol of a split-piece name whose base is a map function of the same file. It comes after
-``symbols`` (sources.registered): where that source already knows a split function (GCC's
-STT_FUNC ``foo.cold``), its fragments stay and the blocks come from here.
-
-The map's function addresses are relative to the raw section (seed: "we just need to also add
-the address of the raw section"), so a map without its ``__llvm_mipraw`` cannot be placed.
-"""
+"""Fragment source for LLVM Machine IR Profile binaries (``__llvm_mipmap``, ``__llvm_mipraw``;
+:mod:`unsplit.formats.mip`): each map function's entry part and blocks, plus the sized
+split-piece symbols (clang's STT_NOTYPE ``foo.cold``) of map functions, which the symbols
+source does not take. It comes after ``symbols``: there the symbols' fragments stay and the
+blocks come from here."""
 
 from __future__ import annotations
 
@@ -26,7 +13,7 @@ from typing import TYPE_CHECKING
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import section_ids
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     HOT,
     Block,
     Fragment,

@@ -1,18 +1,7 @@
-"""Procedures from `.split_info`, lines from the ESL programs of `.opt_table`.
-
-Specification: shared/specs/split-info-and-esl.md §1 (ownership and logical layout), §2-§3
-(ESL line programs in logical order). The formats are decoded by
-:mod:`unsplit.formats.split_info` and :mod:`unsplit.formats.esl`; this module only joins them
-with the symbol table and turns them into model records:
-
-- ``procedures()``: one Procedure per split procedure, a Fragment per contiguous piece of
-  its code (:func:`pieces`: ``hot`` is the body holding the entry, branches included; a moved
-  piece is named after its symbol's suffix, ``foo.cold`` -> ``cold``, else ``part.N``), in
-  logical order, source ``split_info``; ``logical_offset`` / ``address_of`` give the
-  exact §1 mapping, which a piece's linear ``logical_start`` only approximates past a branch;
-- ``line_rows()``: every ESL row at its address (source ``esl``), sorted by address;
-- :class:`EslLines`: look-ups bounded by each procedure's code, for ModuleIndex.line_sources.
-"""
+"""Procedures from `.split_info`, lines from the ESL programs of `.opt_table`
+(shared/specs/split-info-and-esl.md §1-§3, decoded by :mod:`unsplit.formats.split_info` and
+:mod:`unsplit.formats.esl`): a Fragment per contiguous piece (:func:`pieces`), §1's exact
+logical offsets, and ESL's rows (:class:`EslLines`), more precise than the module's DWARF."""
 
 from __future__ import annotations
 
@@ -24,7 +13,7 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
 from unsplit.formats import esl
 from unsplit.formats import split_info as si
-from unsplit.index.model import HOT, Fragment, LineRow, Procedure
+from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.sources import BaseSource
 
 
@@ -287,6 +276,15 @@ class SplitInfoSource(BaseSource):
             return None
         address = self.address_of(procedure.entry, offset)
         return [] if address is None else [address]
+
+    def logical_ranges(self, procedure: Procedure) -> tuple[list[tuple[int, int]], int] | None:
+        """§1's own ranges of `procedure` (one of this source's) and its size."""
+        if not any(f.source == self.name for f in procedure.fragments):
+            return None
+        for sp in self.split_procedures():
+            if sp.start == procedure.entry:
+                return [(r.start, r.end) for r in sp.ranges], sp.size
+        return None
 
     def logical_offset(self, address: int) -> int | None:
         """§1's logical offset of `address` in its split procedure (a branch: its moved

@@ -1,16 +1,7 @@
-"""Fragments from the ELF symbol table, by the naming conventions of the splitters.
-
-- GCC (``-freorder-blocks-and-partition``) and clang (``-fsplit-machine-functions``,
-  basic-block sections): ``foo.cold``; clang basic-block sections: ``foo.__part.N``.
-- BOLT (``--split-functions``): ``foo.cold.N`` and, with ``--split-strategy=cdsplit``,
-  ``foo.warm`` and ``foo.cold`` (shared/NOTES.md, shared/specs/bolt-bat.md §6.1).
-
-``foo.part.N``, ``foo.isra.N`` and ``foo.constprop.N`` are *separate* functions made by GCC's
-IPA passes (each may have its own ``.cold``), so they are procedures of their own here.
-
-A local fragment belongs to the function of the same base name in the same STT_FILE group
-(two files may each have a static ``helper`` with a ``helper.cold``), else to the global one.
-"""
+"""Fragments from the ELF symbol table by the splitters' naming conventions (``foo.cold``,
+``foo.__part.N``, BOLT's ``foo.cold.N``/``foo.warm``; index.model.records holds the grammar).
+GCC's ``foo.part.N``/``.isra.N``/``.constprop.N`` are procedures of their own. A local fragment
+belongs to the function of its base name in the same STT_FILE group, else to the global one."""
 
 from __future__ import annotations
 
@@ -20,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
-from unsplit.index.model import (
+from unsplit.index.model.records import (
     FRAGMENT_NAME_IN_STRTAB,
     HOT,
     Fragment,
@@ -31,7 +22,7 @@ from unsplit.index.model import (
 from unsplit.index.sources import BaseSource
 
 if TYPE_CHECKING:
-    from unsplit.index.store import StoredParts
+    from unsplit.index.sources import StoredParts
 
 __all__ = ["PlainFunctions", "SymbolsSource", "split_fragment_name"]
 

@@ -1,18 +1,16 @@
 """Locations by pc for the hot paths (every frame of every `bt`, every stop), one cache per
 Session that both adapters' frame naming use, so a warm backtrace costs one dictionary look-up
 per frame.
-
 A Location depends on the module list (which file holds the pc, at which bias) and on the
 pre-BOLT input of a BOLTed module (its lines): the FrameNamer calls :meth:`invalidate` when its
 module map changes, and `bb input` (Session.set_input) does when the input does.
 `generation` counts the invalidations, for anything an adapter derives from the locations.
 The cache is a dict (a subclass, so that a look-up stays a C-level one): its keys are (pc,
-what was asked), what was asked one of the constants below.
-"""
+what was asked), what was asked one of the constants below."""
 
 from __future__ import annotations
 
-from unsplit.index.model import Location
+from unsplit.index.model.records import Location
 
 LINES = "lines"  # with the source line
 MOVED_LINES = "lines in moved code"  # the line only where the pc is in moved code

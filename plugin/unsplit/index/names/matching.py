@@ -1,22 +1,14 @@
-"""Which procedures a name a user types means, as GDB's `break` and `bb blocks` read names.
-
-A C++ procedure can be named by its linkage name (``_Z7processPKii``), its demangled name
-(``process(int const*, int)``) or its qualified name without parameters (``process``,
-``llvm::ModuleInlinerWrapperPass::run``), which, as GDB's default `symbol-matching wild`,
-matches in every enclosing scope (``run`` names ``llvm::ModuleInlinerWrapperPass::run`` and
-every other ``run``; every overload too).
-
-Cost: a module holds 100k+ names and demangling one costs microseconds; only names whose
-mangled text contains the wanted identifier (``3run`` for ``run``: Itanium writes every
-identifier with its length) are demangled.
-"""
+"""Which procedures a name a user types means, as GDB's `break` reads it: a linkage name, a
+demangled one, or a qualified name without parameters matching in every scope and overload
+(GDB's `symbol-matching wild`). Only names whose mangled text holds the identifier are
+demangled."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-from unsplit.index.demangle import GNU, demangle
+from unsplit.index.names.demangle import GNU, demangle
 
 _CLONE = re.compile(r" \[clone [^\]]+\]")
 _QUALIFIERS = (" const", " volatile", " &&", " &", " noexcept")

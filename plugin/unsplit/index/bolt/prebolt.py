@@ -1,22 +1,7 @@
-"""Find the pre-BOLT ("input") binary of a BOLTed one, for its DWARF and symbol addresses.
-
-BAT stores input-function *offsets* only (spec ``shared/specs/bolt-bat.md`` §3.5): the true line
-of BOLTed code is the input binary's line at ``input symbol + offset``. BOLT flips the last bit
-of the build-id in its output (spec §1, NOTES.md "BOLT"), so the input is the file whose
-build-id is the output's with that bit flipped back. We look, in order:
-
-1. an explicit path (``bb input PATH``, ``--input PATH``);
-2. the output's directory and its ``input/`` subdirectory;
-3. each entry of ``UNSPLIT_INPUT_PATH`` (colon-separated files or directories);
-4. ``/usr/lib/debug/.build-id/xx/rest.debug`` (and ``xx/rest``);
-5. the debuginfod client cache (``$DEBUGINFOD_CACHE_PATH`` or
-   ``~/.cache/debuginfod_client/<hex>/{executable,debuginfo}``);
-6. the debuginfod servers of ``$DEBUGINFOD_URLS`` (unsplit.elf.debuginfod), asked only when
-   nothing before answered: the input published under its own build-id.
-
-A candidate is accepted only if every function BAT names is an STT_FUNC symbol of it and no
-BAT input offset lies past that symbol's size; otherwise it is refused with one line.
-"""
+"""Find the pre-BOLT ("input") binary of a BOLTed one, for its DWARF and symbol addresses: the file
+whose build-id is the output's with BOLT's flipped last bit restored (``shared/specs/bolt-bat.md``
+§1, §3.5), looked for where docs/debug-info.md says, in that order. A candidate is refused, with
+one line, unless every function BAT names is a symbol of it with room for BAT's offsets."""
 
 from __future__ import annotations
 
@@ -24,12 +9,12 @@ import hashlib
 import os
 from collections.abc import Iterator
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf import debuginfod
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import BinaryError, DecodeError
-from unsplit.index import bat_translate
-from unsplit.index.store import cache_root
+from unsplit.index.bolt import bat_translate
 
 ENV_PATH = "UNSPLIT_INPUT_PATH"
 DEBUG_ROOTS = ("/usr/lib/debug",)
@@ -217,7 +202,7 @@ def mismatch(binary: Binary, candidate: Binary) -> str | None:
 def _verified(binary: Binary, candidate: Binary) -> bool:
     """Whether `candidate` passes :func:`mismatch`. A pair found good is remembered on disk by
     both files' paths, sizes and times (``inputs-vN/`` under the cache root), so that a later
-    session does not decode BAT to check it again (0.1 s of CPU on a BOLTed Lua)."""
+    session does not decode BAT to check it again."""
     marker = _verdict_path(binary, candidate)
     if marker is not None and os.path.isfile(marker):
         return True

@@ -1,23 +1,7 @@
-"""Procedure names as debuggers show them: Itanium C++ and legacy Rust names demangled.
-
-The demangler is the system's own: libstdc++'s ``abi::__cxa_demangle`` (libiberty's
-cp-demangle, the code GDB and c++filt use), reached through ctypes; every machine with gdb or
-lldb has libstdc++.so.6. Names are demangled one at a time when first shown and kept
-(`demangle`'s cache), never a whole module up front: a C++ library has 100k+ symbols and a
-backtrace names ten. Measured (bench/names.py, libLLVM-22's 50k names): 31 µs per name
-uncached in GDB's wording, 47 µs in LLVM's, 1.2 µs cached.
-
-Two wordings exist for the same name, and each consumer keeps its debugger's:
-
-- GNU (GDB, c++filt): ``f(int) [clone .constprop.0]``
-- LLVM (LLDB, llvm-symbolizer, llvm-cxxfilt): ``f(int) (.constprop.0)``
-
-Rust: legacy names (``_ZN4core3ptr13drop_in_place17h0123456789abcdefE``) are Itanium-shaped
-with a hash as last component; they are read here as rustc-demangle and libiberty read them
-(hash dropped, ``$LT$``-style escapes undone: ``core::ptr::drop_in_place``). Rust v0 names
-(``_R…``) are left as they are: no v0 demangler is on every machine (docs/commands.md,
-"Names", says so).
-"""
+"""Procedure names as debuggers show them: Itanium C++ and legacy Rust names demangled by the
+system's libstdc++ ``abi::__cxa_demangle`` (what GDB and c++filt use), one name at a time when
+first shown, then kept. Two wordings: GNU (GDB, c++filt: ``f(int) [clone .constprop.0]``) and
+LLVM (LLDB, llvm-symbolizer: ``f(int) (.constprop.0)``). Rust v0 names are left as they are."""
 
 from __future__ import annotations
 
@@ -29,7 +13,7 @@ if TYPE_CHECKING:
     import ctypes
 
 # ctypes is imported when the first C++ name is demangled: a C program's session never needs
-# it, and it costs ~10 ms (with ctypes.util) of a session's start.
+# it (docs/benchmarks.md, later GDB sessions).
 
 GNU = "gnu"
 LLVM = "llvm"
@@ -75,7 +59,7 @@ class _Cxa:
 
 def _libstdcxx() -> ctypes.CDLL:
     """libstdc++ by its soname (the same since GCC 3.4), else wherever find_library says: its
-    search runs `ldconfig -p` in a subprocess, 15 ms of a warm `unsplit symbolize`."""
+    search runs `ldconfig -p` in a subprocess, a cost a warm `unsplit symbolize` would feel."""
     import ctypes
 
     try:

@@ -1,22 +1,8 @@
-"""The persistent index: what a module's index costs to build, kept on disk between sessions.
-
-One file per module under ``$UNSPLIT_CACHE`` (or ``~/.cache/unsplit``, the root the LLDB CFI
-files use too), ``index-vN/xx/rest.idx`` by build-id, shared by the CLI, GDB and LLDB. It holds
-the parts of a ModuleIndex that walk the whole file: the BAT scan (formats.bat_scan), the
-functions in one piece (sources.symbols.PlainFunctions) and the split procedures the symbol
-names make. The format is flat and versioned, read without running anything it contains:
-
-    magic "UNSPLIX\\0", u32 version, u32 length of the JSON head, the JSON head (UTF-8), zero
-    padding to 8 bytes, then each array the head lists ([name, typecode, count]) in order, each
-    padded to 8 bytes; little-endian; the file ends exactly after the last array, and the
-    head's ``crc32`` covers every byte after the head (a damaged file is never read).
-
-The head says which file it was made from (size, mtime, and the same for the debug file whose
-symbols were used); a file that does not match, is damaged or has another version is ignored
-with a one-line warning and rebuilt. Files are written to a temporary name and renamed
-(os.replace), so a debugger reading one while another writes it sees the old file or the new,
-never half of one.
-"""
+"""The persistent index: the parts of a ModuleIndex that walk the whole file (the BAT scan, the
+one-piece functions, the symbols' split procedures), kept by build-id under the cache root
+(``index-vN/xx/rest.idx``) for the CLI, GDB and LLDB. Flat and versioned, read without running
+anything (the layout is written out above :func:`encode`); a file that does not match its source,
+is damaged or has another version is ignored with one line and rebuilt; writes are atomic."""
 
 from __future__ import annotations
 
@@ -28,13 +14,14 @@ import tempfile
 import zlib
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
 from unsplit.errors import BadIndexFile
 from unsplit.formats.bat_scan import BatScan, Lookup
-from unsplit.index.model import Fragment, Procedure
+from unsplit.index.model.records import Fragment, Procedure
+from unsplit.index.sources import StoredParts
 from unsplit.index.sources.symbols import PlainFunctions
 
 MAGIC = b"UNSPLIX\0"
@@ -42,23 +29,6 @@ VERSION = 2  # 2: clang's sized STT_NOTYPE split labels count as functions (bina
 _PREFIX = struct.Struct("<8sII")
 _TYPECODES = {"B": 1, "Q": 8, "L": 8, "I": 4, "q": 8}  # what the head may name, and sizes
 _MAX_HEAD = 64 << 20
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class StoredParts:
-    """The costly parts of a ModuleIndex, as kept on disk."""
-
-    bat_scan: BatScan | None
-    plain: PlainFunctions
-    symbol_procedures: list[Procedure]
-    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
-
-
-def cache_root() -> str:
-    """``$UNSPLIT_CACHE``, else ``$XDG_CACHE_HOME/unsplit`` (``~/.cache/unsplit``)."""
-    return os.environ.get("UNSPLIT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "unsplit")
 
 
 class IndexStore:
@@ -188,6 +158,11 @@ def _pad(n: int) -> int:
     return -n % 8
 
 
+# The file: magic "UNSPLIX\0", u32 version, u32 length of the JSON head, the JSON head (UTF-8),
+# zero padding to 8 bytes, then each array the head lists ([name, typecode, count]) in order,
+# each padded to 8 bytes; little-endian; the file ends exactly after the last array, and the
+# head's ``crc32`` covers every byte after the head. The head names the file it was made from
+# (size, mtime; the same for the debug file whose symbols were used).
 def encode(head: dict[str, Any], arrays: list[tuple[str, array[int] | bytes]]) -> bytes:
     """The file's bytes: prefix, JSON head (with the array list), padded arrays."""
     listing = []

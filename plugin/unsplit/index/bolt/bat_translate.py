@@ -21,7 +21,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
 from unsplit.elf.derived import PerFile
 from unsplit.formats import bat, bat_scan, nops
-from unsplit.index.model import HOT, FragmentName, parse_fragment_name
+from unsplit.index.model.records import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
@@ -479,8 +479,8 @@ def placements(binary: Binary, procedure: str, input_offset: int) -> Placement |
 
 class _SymbolsByAddress:
     """The defined STT_FUNC symbols of .symtab (else .dynsym) at an address, from the symbol
-    columns. The first few questions search the values array in C (3 ms each on libLLVM);
-    after that a sorted index is made once (a bt of 20 frames asks ~70)."""
+    columns. The first few questions search the values array in C; after that a sorted index
+    is made once (a bt of 20 frames asks ~70)."""
 
     _SEARCHES_BEFORE_SORTING = 16
 

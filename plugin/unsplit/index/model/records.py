@@ -1,14 +1,7 @@
-"""The logical model every fragment source feeds: procedures, fragments, blocks, line rows.
-
-A *procedure* is a function as its author wrote it. Optimizers cut it into *fragments* (GCC's
-``foo.cold``, clang's ``foo.cold`` and ``foo.__part.N``, BOLT's ``foo.cold.N`` and ``foo.warm``)
-placed far apart. A fragment knows where it lies now (``start``/``end``, file virtual addresses)
-and where it lay in the original procedure (``logical_start``): the offset a user means by
-``foo+0x40`` is a logical offset.
-
-All addresses here are *file* virtual addresses (as in the ELF); the debugger adapters add the
-load bias of the module.
-"""
+"""The logical model every fragment source feeds: a *procedure* is a function as its author wrote
+it, cut by optimizers into *fragments* placed far apart; a fragment knows where it lies now
+(``start``/``end``) and where it lay in the procedure (``logical_start``: the offset a user
+means by ``foo+0x40``). Addresses are file virtual addresses; adapters add the load bias."""
 
 from __future__ import annotations
 
@@ -19,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
-from unsplit.index.demangle import GNU, shown
-from unsplit.index.names import split
+from unsplit.index.names.demangle import GNU, shown
+from unsplit.index.names.matching import split
 
 HOT = "hot"
 """Name of the fragment that holds the procedure's entry."""
@@ -221,6 +214,18 @@ class Procedure:
 
 
 @dataclass(frozen=True, slots=True)
+class LineInfo:
+    """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
+
+    function: str
+    path: str | None  # None: llvm-symbolizer's "??"
+    line: int
+    column: int
+    start_line: int = 0
+    start_address: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InlineFrame:
     """One frame of the chain DWARF gives an address where code is inlined: the function (its
     linkage name, else its DWARF name) and where in it the address is — for an inlined call,
@@ -303,9 +308,10 @@ class Location:
                        column=own.column, inline_chain=())
 
     def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
-        """The procedure as a debugger shows it: demangled in `style` (unsplit.index.demangle), or
-        its linkage name (`procedure`) when `style` is None; without `parameters`, the
-        qualified name alone (`ns::f`), as debuggers show a function they have DWARF for."""
+        """The procedure as a debugger shows it: demangled in `style`
+        (unsplit.index.names.demangle), or its linkage name (`procedure`) when `style` is None;
+        without `parameters`, the qualified name alone (`ns::f`), as debuggers show a function
+        they have DWARF for."""
         if self.procedure is None:
             return None
         name = shown(self.procedure, style)

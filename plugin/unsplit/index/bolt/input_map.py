@@ -1,15 +1,7 @@
-"""Where a BOLTed binary's input code went: runs of input bytes and the output addresses they
-were placed at, from BAT (spec ``shared/specs/bolt-bat.md`` §2.3, §3.1-§3.2, §3.5), the way
-BOLT's own DWARF rewriter maps an input range (``BinaryFunction::translateInputToOutputRange``:
-block by block, the output block's end standing for the input block's).
-
-Each BAT entry of a fragment anchors a run: input bytes from its input offset up to the next
-input offset any entry of the function names (a block or branch start), at most as many as
-there are output bytes up to the next entry. Output bytes past that (a jump BOLT inserted, a
-branch it made longer) belong to the run before them: a range that covers a run's last input
-byte covers them too. Functions BOLT left where they were (lite mode) keep their addresses;
-any other input code (a function BOLT folded, a block it deleted) is placed nowhere.
-"""
+"""Where a BOLTed binary's input code went: runs of input bytes and the output addresses they were
+placed at, from BAT (``shared/specs/bolt-bat.md`` §2.3, §3.1-§3.5), block by block as BOLT's own
+``BinaryFunction::translateInputToOutputRange`` maps a range. Output bytes BOLT added after a run
+(an inserted jump) belong to it; code BOLT folded or deleted is placed nowhere."""
 
 from __future__ import annotations
 
@@ -19,7 +11,7 @@ from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.formats.nops import EM_X86_64, layout_only
-from unsplit.index import bat_translate, prebolt
+from unsplit.index.bolt import bat_translate, prebolt
 
 
 class Placed(NamedTuple):
@@ -246,7 +238,7 @@ def _joined(runs: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, 
     and no other run starts there too (duplicated code). Every look-up answers the same, and
     a range over many blocks BOLT kept in order meets one run, not one per block: a BOLTed
     sqlite3 has 48,589 runs, 15,535 once joined, and its location lists cross them by the
-    thousand (`unsplit debuginfo`: 0.3 s of 3 s, bench/debuginfo.py --realworld)."""
+    thousand (docs/benchmarks.md: bench/debuginfo.py --realworld)."""
     out: list[tuple[int, int, int, int]] = []
     n = len(runs)
     for k, run in enumerate(runs):

@@ -1,26 +1,15 @@
-"""A frame of a stack, one record for every way of finding one, and the rules every layer
-follows to name it, kept in one place: which address names it, and which frames were
-interrupted rather than calling.
-
-`bb bt` and `unsplit frames` walk frames with the CFI, `bb frames` takes the debugger's own list,
-`unsplit frames --debugger` a batch debugger's: each makes :class:`Frame` records, and
-unsplit.render.frames prints every one of them.
-
-A caller's pc is a return address: the first byte after its call, which may already be the next
-fragment (a call that ends a fragment) or another procedure (a call to a noreturn function last).
-So a caller is named by its call, the byte before, as GDB (`address_in_block`) and LLDB's
-symbolication do. Frame 0 stopped at its pc, and so did a frame a signal interrupted (the frame
-above a signal trampoline): each is named by its own pc.
-"""
+"""A frame of a stack, one record (:class:`Frame`) however it was found (the CFI, the debugger's
+list, a batch debugger), and the rules every layer names it by: a caller is named by its call,
+the byte before its return address (:func:`lookup_pc`), frame 0 and a frame a signal
+interrupted by their own pc."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
 
-from unsplit.index.demangle import GNU
-from unsplit.index.inlines import LineInfo
-from unsplit.index.model import Location
+from unsplit.index.model.records import LineInfo, Location
+from unsplit.index.names.demangle import GNU
 
 # What the signal trampolines of the platforms we debug are called (glibc x86-64 and AArch64,
 # the Linux vDSO, BSD/macOS libc); a debugger that marks them itself (GDB's SIGTRAMP_FRAME, a
