@@ -42,7 +42,9 @@ profiles beside them:
 
 --files-only: the bolt, debuginfo and verify figures alone (results/debuginfo-files.json);
 --before DIR: the debuginfo figures again with DIR/plugin, another revision's plugin, in the
-same run (what a change to the translator gained, against the same BOLT figures).
+same run (what a change to the translator gained, against the same BOLT figures); with
+--sessions-only, the GDB sessions on the cores again with DIR's adapter and plugin, each kind
+run right after this checkout's (what a change to a session's start or `bt` gained).
 
 Cache state: every `unsplit debuginfo` run has an empty unsplit cache of its own
 ($UNSPLIT_CACHE; the command keeps no index there either); the GDB sessions' is stated above.
@@ -240,12 +242,13 @@ def _core(binary: Path, args: list[str], cwd: Path, core: Path) -> None:
         raise RuntimeError(f"{binary}: no core at a moved fragment ({' '.join(args)})")
 
 
-def _gdb_bt(binary: Path, core: Path, plugin: bool, cache: Path, then: tuple[str, ...] = ()
-            ) -> tuple[Timing, str]:
-    """The time of `gdb -batch BINARY -c CORE -ex bt [-ex THEN...]`, and what it printed."""
+def _gdb_bt(binary: Path, core: Path, plugin: Path | None, cache: Path,
+            then: tuple[str, ...] = ()) -> tuple[Timing, str]:
+    """The time of `gdb -batch BINARY -c CORE -ex bt [-ex THEN...]` (`plugin`: the adapter
+    GDB sources, None: plain GDB), and what it printed."""
     cmd = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
-    if plugin:
-        cmd += ["-iex", f"source {GDB_PLUGIN}"]
+    if plugin is not None:
+        cmd += ["-iex", f"source {plugin}"]
     cmd += [str(binary), "-c", str(core), "-ex", "bt"]
     for command in then:
         cmd += ["-ex", "echo <<then>>\\n", "-ex", command]
@@ -274,8 +277,8 @@ _FRAME_LINE = re.compile(r"^#\d+ .* at \S+:\d+$")
 _ARGUMENT = re.compile(r"^\w+ = ", re.M)
 
 
-def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path
-                   ) -> dict[str, Any]:
+def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path,
+                   before: Path | None = None) -> dict[str, Any]:
     """GDB on a core of the BOLT output with the plugin, against plain GDB reading the same
     core with BOLT's --update-debug-sections twin (same code bytes):
       first   `bt` on an empty cache: the file is written in the background, GDB exits after
@@ -283,24 +286,34 @@ def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path
       args    `bt` then `info args` on an empty cache: `info args` waits for the file and shows
               the arguments: when the variables appear, the writer's CPU counted once waited
       later   `bt` with the cache the first left
-      twin    plain GDB, `bt` then `info args`"""
+      twin    plain GDB, `bt` then `info args`
+    `before`: another checkout (DIR/gdb/unsplit_gdb.py) timed the same way in the same runs,
+    interleaved with this one's (first-before, args-before, later-before; caches of its own)."""
     args, cwd = _workloads(tmp)[name]
     core = tmp / f"{name}.core"
     _core(binary, args, cwd, core)
-    runs: dict[str, list[Timing]] = {"twin": [], "first": [], "args": [], "later": []}
+    versions = [("", GDB_PLUGIN)] + ([] if before is None else
+                                     [("-before", before / "gdb" / "unsplit_gdb.py")])
+    runs: dict[str, list[Timing]] = {"twin": []}
     said: dict[str, str] = {}
     info = ("info args",)
     for k in range(repeats):
-        cache = Path(tempfile.mkdtemp(prefix=f"bt-{name}-{k}-", dir=tmp))
-        other = Path(tempfile.mkdtemp(prefix=f"bt-args-{name}-{k}-", dir=tmp))
-        for kind, path, plugin, where, then in (("twin", twin, False, cache, info),
-                                                ("first", binary, True, cache, ()),
-                                                ("args", binary, True, other, info),
-                                                ("later", binary, True, cache, ())):
-            if kind == "later":
-                _written(cache)
-            timing, said[kind] = _gdb_bt(path, core, plugin, where, then)
-            runs[kind].append(timing)
+        plan: list[tuple[str, Path, Path | None, Path, tuple[str, ...]]] = []
+        for suffix, plugin in versions:
+            cache = Path(tempfile.mkdtemp(prefix=f"bt-{name}-{k}{suffix}-", dir=tmp))
+            other = Path(tempfile.mkdtemp(prefix=f"bt-args-{name}-{k}{suffix}-", dir=tmp))
+            if not suffix:
+                plan.append(("twin", twin, None, cache, info))
+            plan += [(f"first{suffix}", binary, plugin, cache, ()),
+                     (f"args{suffix}", binary, plugin, other, info)]
+        first = {kind: where for kind, _, _, where, _ in plan}
+        plan += [(f"later{suffix}", binary, plugin, first[f"first{suffix}"], ())
+                 for suffix, plugin in versions]
+        for kind, path, sourced, where, then in plan:
+            if kind.startswith("later"):
+                _written(where)
+            timing, said[kind] = _gdb_bt(path, core, sourced, where, then)
+            runs.setdefault(kind, []).append(timing)
     best = {kind: _best(t) for kind, t in runs.items()}
     frames = {k: _frames(v) for k, v in said.items()}
     lines = {k: sum(bool(_FRAME_LINE.match(f)) for f in v.splitlines()) for k, v in
@@ -309,17 +322,20 @@ def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path
                  if "<<then>>" in v}
     # (the first `bt` has no inlined frame, and may go past `main`, which GDB knows as the
     # program's main function only with the file)
-    if not lines["first"] or lines["later"] < lines["twin"] or \
-            arguments["args"] != arguments["twin"]:
-        raise RuntimeError(f"{name}: bt on the core with the plugin: {said}")
+    for suffix, _ in versions:
+        if not lines[f"first{suffix}"] or lines[f"later{suffix}"] < lines["twin"] or \
+                arguments[f"args{suffix}"] != arguments["twin"]:
+            raise RuntimeError(f"{name}: bt on the core with the plugin{suffix}: {said}")
+    timed = [k for k in best if k != "twin"]
     return {**{f"bt_{k}_s": v.wall for k, v in best.items()},
             **{f"bt_{k}_cpu_s": v.cpu for k, v in best.items()},
-            **{f"bt_{k}_over_twin": round(best[k].wall / best["twin"].wall, 2)
-               for k in ("first", "args", "later")},
+            **{f"bt_{k}_over_twin": round(best[k].wall / best["twin"].wall, 2) for k in timed},
             **{f"bt_{k}_over_twin_cpu": round(best[k].cpu / best["twin"].cpu, 2)
-               for k in ("first", "args", "later")},
+               for k in timed},
             "bt_frames": {k: len(v.splitlines()) for k, v in frames.items()},
             "bt_frames_with_line": lines, "info_args_arguments": arguments,
+            **({} if before is None else {  # the later `bt` word for word as before's
+                "later_bt_as_before": frames["later"] == frames["later-before"]}),
             "bt": frames}
 
 
@@ -333,25 +349,33 @@ def _with_line(binary: Path, twin: Path) -> int:
 
 
 def _print_sessions(name: str, row: dict[str, Any]) -> None:
+    kinds = [(f"{k}{suffix}", f"{what}{suffix}") for suffix in ("", "-before")
+             for k, what in (("first", "first bt"), ("args", "first with arguments"),
+                             ("later", "later")) if f"bt_{k}{suffix}_s" in row]
     print(f"{name:9} gdb bt on a core: plain on BOLT's twin {row['bt_twin_s']:5.2f} s (cpu "
           f"{row['bt_twin_cpu_s']:5.2f} s)" + "".join(
               f", {what} {row[f'bt_{k}_s']:5.2f} s (cpu {row[f'bt_{k}_cpu_s']:5.2f} s; "
-              f"{row[f'bt_{k}_over_twin_cpu']}x cpu)"
-              for k, what in (("first", "first bt"), ("args", "first with arguments"),
-                              ("later", "later"))) + "; frames (with a line) "
+              f"{row[f'bt_{k}_over_twin_cpu']}x cpu)" for k, what in kinds)
+          + f"; load {os.getloadavg()[0]:.1f}"
+          + ("" if "later_bt_as_before" not in row else
+             f"; later bt as before's: {row['later_bt_as_before']}") + "; frames (with a line) "
           + ", ".join(f"{k} {row['bt_frames'][k]} ({v})"
                       for k, v in row["bt_frames_with_line"].items()), flush=True)
 
 
-def sessions(repeats: int, tmp: Path) -> dict[str, Any]:
-    """The core sessions alone (--sessions-only)."""
+def sessions(repeats: int, tmp: Path, before: Path | None = None) -> dict[str, Any]:
+    """The core sessions alone (--sessions-only; `before`: another checkout's plugin too)."""
+    if before is not None:  # its modules compiled as this checkout's are (bench/bytecode.py)
+        subprocess.run([rw.PY, "-m", "compileall", "-q", str(before / "plugin" / "unsplit"),
+                        str(before / "gdb")], env=bytecode_env(), check=True,
+                       stdout=subprocess.DEVNULL)
     rows = []
     for name, binary, _, twin, _ in REALWORLD:
         if not all(p.is_file() for p in (binary, twin)):
             print(f"{name}: no {binary} and its twin (run bench/realworld*.py first)")
             continue
         row = {"program": name, "binary": str(binary), "repeats": repeats,
-               **_core_sessions(name, binary, twin, repeats, tmp)}
+               **_core_sessions(name, binary, twin, repeats, tmp, before)}
         rows.append(row)
         _print_sessions(name, row)
     return {"rows": rows}
@@ -455,11 +479,14 @@ def main() -> int:
                     help="--realworld: the debug files alone (BOLT's, ours), no GDB session")
     ap.add_argument("--before", type=Path, metavar="DIR",
                     help="--realworld: also time `unsplit debuginfo` with DIR/plugin (e.g. "
-                         "`git archive REV plugin | tar -x -C DIR`) in the same run")
+                         "`git archive REV plugin | tar -x -C DIR`) in the same run; with "
+                         "--sessions-only, GDB's sessions with DIR/gdb/unsplit_gdb.py (`git "
+                         "archive REV plugin gdb`, and DIR/.venv linked to this one's)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="unsplit-bench-debuginfo-") as tmp:
         if args.realworld and args.sessions_only:
-            print(save("debuginfo-realworld-sessions", sessions(args.repeats, Path(tmp))))
+            print(save("debuginfo-realworld-sessions", sessions(args.repeats, Path(tmp),
+                                                                args.before)))
         elif args.realworld:
             print(save("debuginfo-files" if args.files_only else "debuginfo-realworld",
                        realworld(args.repeats, Path(tmp), args.files_only, args.before)))

@@ -65,7 +65,7 @@ def register() -> Plugin:
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
     host.breakpoint_lister = breaks.listing
-    loader = DebugInfoLoader(session.indexes)
+    loader = DebugInfoLoader(session.indexes, session.namer.describe)
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks, loader)
     for note in capabilities.missing_notes(gdb):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -35,8 +36,11 @@ HOOK_CALL = "python import unsplit_gdb_impl; unsplit_gdb_impl.before_command({wa
 
 
 class DebugInfoLoader:
-    def __init__(self, indexes: IndexCache) -> None:
+    """`loaded` hears of each module GDB reads our file for (FrameNamer.describe)."""
+
+    def __init__(self, indexes: IndexCache, loaded: Callable[[str], None]) -> None:
         self.indexes = indexes
+        self.loaded = loaded
         self.enabled = os.environ.get("UNSPLIT_DEBUGINFO", "1") != "0"
         self.outcomes: dict[str, Outcome] = {}
         self.announced: set[str] = set()
@@ -60,6 +64,7 @@ class DebugInfoLoader:
         if path is None:
             return None
         self.answered.add(name)
+        self.loaded(name)
         self._announce(name, path)
         return path
 
@@ -175,6 +180,7 @@ class DebugInfoLoader:
         # made) have no inlined frames and name the procedure with an inlined callee's line:
         # GDB makes them again.
         gdb.invalidate_cached_frames()
+        self.loaded(name)
         self._announce(name, path)
 
     def _announce(self, name: str, path: str) -> None:

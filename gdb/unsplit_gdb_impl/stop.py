@@ -41,11 +41,12 @@ def _styled(text: str, loc: Location, style: str | None) -> str:
     return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
 
 
-def _gdb_says_it(frame: gdb.Frame, loc: Location) -> bool:
+def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool) -> bool:
     """GDB's own line for `frame` is already right: it names the procedure (not a fragment
-    symbol) and the line the plugin would print (its debug info is unsplit's file, #16, or
-    DWARF that covers the moved code). Then the plugin adds no second line."""
-    if loc.procedure is None or loc.line is None:
+    symbol) and the line the plugin would print (DWARF that covers the moved code), or any
+    line where its debug info is unsplit's file (`described`: the core's lines are that
+    file's, and the Location has none). Then the plugin adds no second line."""
+    if loc.procedure is None or (loc.line is None and not described):
         return False
     name = frame.name() or ""
     if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
@@ -54,6 +55,8 @@ def _gdb_says_it(frame: gdb.Frame, loc: Location) -> bool:
         sal = frame.find_sal()
     except gdb.error:
         return False
+    if described:
+        return sal.symtab is not None and bool(sal.line)
     return sal.symtab is not None and sal.line == loc.line and \
         os.path.basename(sal.symtab.filename) == os.path.basename(loc.file or "")
 
@@ -68,7 +71,7 @@ class StopPrinter:
     def frame_line(self, frame: gdb.Frame) -> str | None:
         """The corrected line for `frame` as `bt` words it, or None when GDB's own stands."""
         loc = self._shown(frame)
-        if loc is None or _gdb_says_it(frame, loc):
+        if loc is None or _gdb_says_it(frame, loc, self._described(loc)):
             return None
         style = self.locator.session.demangling()
         if not capabilities.has_frame_filters(gdb):  # no filtered `bt` to read alike
@@ -97,6 +100,9 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         return None if loc is None else loc.as_procedure()
 
+    def _described(self, loc: Location) -> bool:
+        return self.locator.session.namer.describes(loc.module)
+
     def line(self) -> str | None:
         """The corrected line for the newest frame."""
         try:
@@ -104,7 +110,7 @@ class StopPrinter:
         except gdb.error:
             return None
         loc = self._shown(frame)
-        if loc is None or _gdb_says_it(frame, loc):
+        if loc is None or _gdb_says_it(frame, loc, self._described(loc)):
             return None
         pc = int(frame.pc())
         style = self.locator.session.demangling()
@@ -116,6 +122,8 @@ class StopPrinter:
             print_address=bool(parameter("print address", True)),
             read=self.locator.session.source_lines, style=style)
         if self.locator.session.verbose:
+            if self._described(loc):  # the namer's Location has no line, offset nor block
+                loc = (self.locator.session.namer.locate_all(pc) or loc).as_procedure()
             text += "\n" + stop_text.verbose_line(loc, pc, style)
         return _styled(text, loc, style)
 

@@ -78,9 +78,12 @@ class Session:
 
     def set_input(self, binary: Binary, path: str | None) -> Binary | None:
         """`bb input PATH`: the pre-BOLT input of `binary` (one of this session's, so the choice
-        is this session's), verified; None forgets it (search again)."""
+        is this session's), verified; None forgets it (search again). A debug file the
+        debugger holds for it was made from the input before: its lines are the core's again."""
         self.locations.invalidate()
-        return prebolt.set_input(binary, path)
+        found = prebolt.set_input(binary, path)
+        self.namer.describe(binary.path, False)
+        return found
 
     def name_input(self, path: str, module: str | None) -> NamedInput:
         """`bb input PATH [--module NAME]` for a module not loaded yet: remembered, and given

@@ -13,7 +13,7 @@ from typing import NamedTuple, Protocol
 
 from unsplit.debug.module_map import ModuleMap, ReadMemory
 from unsplit.host import LoadedModule
-from unsplit.index.cache.locations import LINES, MOVED_LINES, LocationCache
+from unsplit.index.cache.locations import LINES, MOVED_LINES, WHOLE, LocationCache
 from unsplit.index.model.frame import is_signal_trampoline, lookup_pc
 from unsplit.index.model.records import Location
 from unsplit.index.module_index import IndexCache
@@ -103,6 +103,7 @@ class FrameNamer:
         self.modules = ModuleMap(indexes)
         self.locations = LocationCache()
         self._key: object = None
+        self._described: set[str] = set()  # real paths: see describe()
         self._said: set[str] = set()
         self._unsaid: list[str] = []
 
@@ -121,6 +122,24 @@ class FrameNamer:
         image against its file)."""
         if self.modules.update(modules, read):
             self.locations.invalidate()
+
+    def describe(self, path: str, described: bool = True) -> None:
+        """The debugger reads unsplit's debug file for the module at `path`: that file holds
+        the core's lines and inlined calls, so the debugger's own answer them from now on,
+        and a Location there has the procedure and fragment alone (no line or inline chain
+        read from the pre-BOLT input's DWARF, no offset or block: what names a frame).
+        `described` False: the file no longer says what the core would (`bb input`)."""
+        real = os.path.realpath(path)
+        if (real in self._described) != described:
+            if described:
+                self._described.add(real)
+            else:
+                self._described.discard(real)
+            self.locations.invalidate()
+
+    def describes(self, path: str) -> bool:
+        """Whether the debugger reads unsplit's debug file for the module at `path`."""
+        return bool(self._described) and os.path.realpath(path) in self._described
 
     # -- the rules -------------------------------------------------------------------------
 
@@ -143,8 +162,9 @@ class FrameNamer:
         return Naming(Shown.ADD_LINE, loc, pc, lookup)
 
     def locate(self, address: int, what: str = MOVED_LINES) -> Location | None:
-        """Where runtime `address` is (None: in no attached module's code); `what`: LINES or
-        MOVED_LINES (unsplit.index.cache.locations), a line question costing a DWARF look-up."""
+        """Where runtime `address` is (None: in no attached module's code); `what`: LINES,
+        MOVED_LINES or WHOLE (unsplit.index.cache.locations), a line question costing a DWARF
+        look-up."""
         key = (address, what)
         cache = self.locations
         if key in cache:
@@ -153,6 +173,11 @@ class FrameNamer:
         if loc is not None and loc.warnings:
             self._warn(loc)
         return loc
+
+    def locate_all(self, address: int) -> Location | None:
+        """Everything the core knows of runtime `address` (line, offset, block), also in a
+        module the debugger reads our file for (describe()): `bb set verbose`'s extras."""
+        return self.locate(address, WHOLE)
 
     def _locate(self, address: int, what: str) -> Location | None:
         attached = self.modules.at(address)
@@ -166,8 +191,13 @@ class FrameNamer:
         if index is None:
             return None
         # MOVED_LINES: lines only for moved code, as elsewhere the debugger's own line stands,
-        # and a line question costs a scan of big DWARF (libc's) the first time.
-        return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None)
+        # and a line question costs a scan of big DWARF (libc's) the first time. No line where
+        # the debugger reads our debug file: its lines are the core's (describe()).
+        if what != WHOLE and self.describes(mod.path):
+            return index.locate(address - mod.bias, mod.bias, lines=False, blocks=False,
+                                offsets=False)
+        return index.locate(address - mod.bias, mod.bias,
+                            lines=True if what in (LINES, WHOLE) else None)
 
     # -- warnings, each said once ----------------------------------------------------------
 

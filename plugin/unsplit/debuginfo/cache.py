@@ -161,20 +161,22 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if os.path.isfile(path):
             return Outcome(module, path, CACHED)
         code = sum(end - start for start, end in binary.text_address_ranges())
-        if (max_code is not None and code > max_code and not _translated(binary)
-                and not names_only(binary)):
+        # (names_only first: it is cheap, and true of most libraries; _translated imports
+        # the translator)
+        if (max_code is not None and code > max_code and not names_only(binary)
+                and not _translated(binary)):
             kb = (code + 1023) >> 10
             return Outcome(module, None, f"{kb} KB of code, more than a session writes at load: "
                            f"`unsplit debuginfo {module} --build-id-dir DIR` makes it")
         if not write and not index:
             return Outcome(module, path, TO_WRITE)
         found = indexes.get(module)
+        if not found.moved_starts():  # (before the writer's imports: most libraries)
+            return Outcome(module, None, "not split")
         from unsplit.debuginfo import names_file
         from unsplit.debuginfo.debug_file import make
         from unsplit.debuginfo.synthesize import has_own_dwarf
 
-        if not found.moved_starts():
-            return Outcome(module, None, "not split")
         if has_own_dwarf(found):
             return Outcome(module, None, "has DWARF")
         if not write:

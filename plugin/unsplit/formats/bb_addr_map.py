@@ -12,11 +12,12 @@ from enum import IntFlag
 from typing import Literal
 
 from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats import section_ids
 from unsplit.formats.leb128 import encode_uleb128
 
-SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
-SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A
-SECTION = ".llvm_bb_addr_map"
+SHT_LLVM_BB_ADDR_MAP_V0 = section_ids.SHT_LLVM_BB_ADDR_MAP_V0
+SHT_LLVM_BB_ADDR_MAP = section_ids.SHT_LLVM_BB_ADDR_MAP
+SECTION = section_ids.BB_ADDR_MAP_SECTION
 
 U32 = 0xFFFFFFFF
 ByteOrder = Literal["little", "big"]

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats import section_ids
 
-SECTION = "__llvm_mipmap"
-RAW_SECTION = "__llvm_mipraw"
+SECTION = section_ids.MIP_SECTION
+RAW_SECTION = section_ids.MIP_RAW_SECTION
 MAGIC = 0x50494DFB  # "\xfbMIP" as bytes
 VERSION = 8  # what the map header of the seed's patch series says; any version is read
 FILE_TYPE_MAP = 2

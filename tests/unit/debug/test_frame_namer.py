@@ -20,7 +20,7 @@ from unsplit.debug.frame_namer import (
     lookup_address,
 )
 from unsplit.host import LoadedModule
-from unsplit.index.module_index import IndexCache
+from unsplit.index.module_index import IndexCache, ModuleIndex
 
 from fixtures import toolbox
 
@@ -211,3 +211,46 @@ def test_locations_last_while_the_module_list_does(
     assert not namer.locations and namer.locations.generation > generation
     assert namer.name(Fake(pc)).shown is not Shown.RENAME  # the code moved with the module
     assert namer.name(Fake(pc + 0x1000)).shown is Shown.RENAME
+
+
+def test_a_module_the_debugger_reads_our_file_for_is_named_without_lines(
+        zoo: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the debugger reads unsplit's debug file for a BOLTed module, that file's lines and
+    inlined calls are the core's: frames there are renamed by procedure and fragment (the
+    crash's facts) without a line question to the pre-BOLT input; `bb input` (describe False)
+    brings the core's lines back (the source's markers)."""
+    f = facts(zoo, "bolt-random2", "crash")
+    site = f["markers"]["crash.c"]["crash site"]
+    binary, bias = ROOT / f["binary"], int(f["crash"]["load_bias"], 16)
+    main = next(s for s in toolbox.text_symbols(binary) if s.name == "main")
+    pre_bolt = ROOT / f["input"]
+    entry = next(s for s in toolbox.text_symbols(pre_bolt) if s.name == "main")
+    want = toolbox.symbolize(pre_bolt, [entry.start])[entry.start][0]
+    namer = _namer(binary, bias)
+    namer.describe(str(binary))
+    assert namer.describes(str(binary))
+
+    def no_lines(*_: object, **__: object) -> None:
+        raise AssertionError("a line asked of the core in a module the debugger describes")
+
+    with monkeypatch.context() as m:
+        for method in ("line_at", "inline_chain", "input_location"):
+            m.setattr(ModuleIndex, method, no_lines)
+        frames = stack(*(Fake(int(fr["pc"], 16), line=False) for fr in f["crash"]["frames"][:3]))
+        for fake, fact in zip(frames, f["crash"]["frames"], strict=False):
+            naming = namer.name(fake)
+            assert naming.shown is Shown.RENAME and naming.location is not None
+            loc = naming.location
+            assert (loc.procedure, loc.fragment) == (fact["procedure"], fact["fragment"])
+            assert (loc.line, loc.inline_chain, loc.offset) == (None, (), None)
+        # hot code where the debugger has no line: the file has none either
+        assert namer.name(Fake(bias + main.start, line=False)).shown is Shown.KEEP
+    whole = namer.locate_all(int(f["crash"]["frames"][0]["pc"], 16))  # `bb set verbose`
+    assert whole is not None and (whole.file, whole.line) == ("crash.c", site)
+    assert whole.offset is not None and whole.block is not None
+    namer.describe(str(binary), False)
+    loc = namer.name(Fake(int(f["crash"]["frames"][0]["pc"], 16))).location
+    assert loc is not None and (loc.file, loc.line) == ("crash.c", site)
+    added = namer.name(Fake(bias + main.start, line=False))
+    assert added.shown is Shown.ADD_LINE and added.location is not None
+    assert (added.location.file, added.location.line) == want

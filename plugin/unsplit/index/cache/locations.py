@@ -14,6 +14,7 @@ from unsplit.index.model.records import Location
 
 LINES = "lines"  # with the source line
 MOVED_LINES = "lines in moved code"  # the line only where the pc is in moved code
+WHOLE = "whole location"  # lines, offset and block, even where the debugger has our file
 
 
 class LocationCache(dict[tuple[int, str], "Location | None"]):

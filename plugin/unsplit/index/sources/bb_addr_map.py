@@ -10,13 +10,16 @@ from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, reading
-from unsplit.formats import bb_addr_map as fmt
+from unsplit.formats import section_ids
 from unsplit.index.model.records import HOT, Block, Fragment, Procedure, split_fragment_name
 from unsplit.index.sources import BaseSource
+
+if TYPE_CHECKING:  # the decoder itself only for a file with a map (section_ids says why)
+    from unsplit.formats import bb_addr_map as fmt
 
 SOURCE = "bb_addr_map"
 _STT_NOTYPE, _STT_FUNC = 0, 2
@@ -57,14 +60,14 @@ class MapSection:
     @property
     def description(self) -> str:
         """LLVM's describe(): how readobj names the section in messages."""
-        kind = "SHT_LLVM_BB_ADDR_MAP_V0" if self.sh_type == fmt.SHT_LLVM_BB_ADDR_MAP_V0 else (
-            "SHT_LLVM_BB_ADDR_MAP")
+        v0 = self.sh_type == section_ids.SHT_LLVM_BB_ADDR_MAP_V0
+        kind = "SHT_LLVM_BB_ADDR_MAP_V0" if v0 else "SHT_LLVM_BB_ADDR_MAP"
         return f"{kind} section with index {self.index}"
 
 
 def map_sections(binary: Binary) -> list[MapSection]:
     """Every bb address map section, in section order, contents decompressed."""
-    if not any(h.type in (fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0)
+    if not any(h.type in (section_ids.SHT_LLVM_BB_ADDR_MAP, section_ids.SHT_LLVM_BB_ADDR_MAP_V0)
                for h in binary.raw_sections):
         return []  # without making every section (a .gnu.hash is parsed whole)
     elf = binary.elf
@@ -79,7 +82,7 @@ def map_sections(binary: Binary) -> list[MapSection]:
         # pyelftools names the types it knows and leaves LLVM's as plain ints.
         sh_type = sec["sh_type"]
         if not isinstance(sh_type, int) or sh_type not in (
-            fmt.SHT_LLVM_BB_ADDR_MAP, fmt.SHT_LLVM_BB_ADDR_MAP_V0
+            section_ids.SHT_LLVM_BB_ADDR_MAP, section_ids.SHT_LLVM_BB_ADDR_MAP_V0
         ):
             continue
         link = sec["sh_link"]
@@ -168,6 +171,8 @@ def _decode_args(binary: Binary, ms: MapSection) -> dict[str, Any]:
 
 
 def decode_section(binary: Binary, ms: MapSection, *, strict: bool) -> fmt.SectionMap:
+    from unsplit.formats import bb_addr_map as fmt
+
     if strict and ms.unreadable is not None:
         err = DecodeError(ms.description, 0, ms.unreadable)
         return fmt.SectionMap(ms.description, (), (), err)
@@ -236,6 +241,8 @@ def _procedure(
         logical += size
 
     def load_blocks() -> list[Block]:
+        from unsplit.formats import bb_addr_map as fmt
+
         fm = fmt.decode_record(ms.data, fe.offset, ms.description, **args)
         return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
 
@@ -243,6 +250,8 @@ def _procedure(
 
 
 def _blocks(fm: fmt.FunctionMap) -> list[Block]:
+    from unsplit.formats import bb_addr_map as fmt
+
     pgo = fm.pgo.blocks if fm.pgo is not None else ()
     entry_freq = pgo[0].frequency if pgo else None
     blocks: list[Block] = []
@@ -290,6 +299,8 @@ class BbAddrMapSource(BaseSource):
         i = bisect_left(singles.starts, address)
         if i == len(singles.starts) or singles.starts[i] != address:
             return None
+        from unsplit.formats import bb_addr_map as fmt
+
         ms, args = singles.maps[singles.sections[i]]
         fm = fmt.decode_record(ms.data, singles.offsets[i], ms.description, **args)
         return _blocks(fm) if isinstance(fm, fmt.FunctionMap) else []
@@ -306,6 +317,8 @@ def _scan(binary: Binary) -> tuple[list[Procedure], _Singles | None]:
     sections = [s for s in map_sections(binary) if s.link_name != _BOLT_ORIGINAL_TEXT]
     if not sections:
         return [], None
+    from unsplit.formats import bb_addr_map as fmt
+
     symbols: dict[int, list[FunctionSymbol]] | None = None
     is_rel = binary.elf["e_type"] == "ET_REL"
     plain_starts = set() if is_rel else set(binary.function_columns.values)

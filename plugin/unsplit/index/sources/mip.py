@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
-from unsplit.formats import mip as fmt
+from unsplit.formats import section_ids
 from unsplit.index.model.records import (
     HOT,
     Block,
@@ -21,6 +22,9 @@ from unsplit.index.model.records import (
     split_fragment_name,
 )
 from unsplit.index.sources import BaseSource
+
+if TYPE_CHECKING:  # the decoder itself only for a file with the map (section_ids says why)
+    from unsplit.formats import mip as fmt
 
 _STT_NOTYPE, _STT_FUNC, _STT_FILE, _STB_LOCAL = 0, 2, 4, 0
 
@@ -103,9 +107,11 @@ class MipSource(BaseSource):
         """One Procedure per function of the map ([] without one): its entry part from the map,
         named by the ELF symbol there when it has the map's name, then its moved pieces."""
         binary = self.binary
-        data = binary.section_data(fmt.SECTION)
+        data = binary.section_data(section_ids.MIP_SECTION)
         if data is None:
             return []
+        from unsplit.formats import mip as fmt
+
         raw_section = binary.section(fmt.RAW_SECTION)
         if raw_section is None:
             raise DecodeError(
