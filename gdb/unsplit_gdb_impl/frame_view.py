@@ -15,7 +15,7 @@ UNASKED: Any = object()  # GdbFrame(newer=...): not known, asked of GDB when nee
 
 
 class GdbFrame:
-    __slots__ = ("_has_line", "_newer", "_pc", "_sal", "_type", "frame")
+    __slots__ = ("_has_line", "_name", "_newer", "_pc", "_sal", "_type", "frame")
 
     def __init__(self, frame: gdb.Frame, frame_type: int | None = None,
                  newer: GdbFrame | None = UNASKED) -> None:
@@ -27,6 +27,7 @@ class GdbFrame:
         self._newer = newer
         self._sal: Any = None
         self._has_line: bool | None = None
+        self._name: str | None = None
 
     def gdb_type(self) -> int:
         if self._type is None:
@@ -59,7 +60,14 @@ class GdbFrame:
         return self._has_line
 
     def name(self) -> str:
-        return str(self.frame.name() or "")
+        if self._name is None:
+            self._name = str(self.frame.name() or "")
+        return self._name
+
+    def place_only(self) -> bool:
+        """Whether nothing was asked of the frame but its place: its pc, its kind and its
+        newer frames' (so an answer made from it holds for any frame of that place)."""
+        return self._has_line is None and self._name is None
 
 
 def sal_has_line(sal: Any) -> bool:

@@ -37,7 +37,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameDecorator,
     FrameVars,
 )
-from unsplit.debug.frame_namer import Shown
+from unsplit.debug.frame_namer import Naming, Shown, holds_return_address
 from unsplit.index.model import Location
 
 from . import console
@@ -72,13 +72,15 @@ _UNKNOWN = object()
 
 class BacktraceMemo:
     """What one backtrace works out once for many frames (a deep recursion repeats one
-    caller): the arguments GDB lists at a return address, and the frames' labels."""
+    caller): the naming of a place, the arguments GDB lists at a return address, and the
+    frames' labels."""
 
-    __slots__ = ("args", "labels")
+    __slots__ = ("args", "labels", "namings")
 
     def __init__(self) -> None:
         self.args: dict[int, tuple[list[Any] | None, tuple[bool, ...]]] = {}
         self.labels: dict[tuple[int, bool], tuple[Location, str]] = {}
+        self.namings: dict[tuple[int, int, bool], Naming] = {}
 
 
 class LineDecorator(FrameDecorator):
@@ -403,7 +405,14 @@ class UnsplitFrameFilter:
             kind = view.gdb_type()
             if kind not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator, (level, view)
-            naming = self.locator.name(view, checked=checked)
+            # A frame's naming depends on its place alone unless the rules asked its line or
+            # name: a recursion's frames repeat one place (pc, kind, return address or not).
+            place = (view.pc(), kind, holds_return_address(view))
+            naming = memo.namings.get(place)
+            if naming is None:
+                naming = self.locator.name(view, checked=checked)
+                if checked and view.place_only():
+                    memo.namings[place] = naming
             loc = None if naming.shown is Shown.KEEP else naming.location
             return decorated(decorator, loc, style, self.full_paths, scalars, view,
                              naming.lookup != naming.pc, memo, plain), (level, view)
