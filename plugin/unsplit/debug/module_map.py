@@ -118,9 +118,7 @@ def image_mismatch(read: ReadMemory, mod: LoadedModule, binary: Binary) -> str |
     """Why `mod`'s image in memory is not `binary` (their build-ids differ), or None: it is, or
     memory cannot tell."""
     want = binary.build_id
-    elf = binary.elf  # program headers alone (making a PT_NOTE segment parses its notes)
-    loads = [h["p_vaddr"] for h in map(elf._get_segment_header, range(elf.num_segments()))
-             if h["p_type"] == "PT_LOAD"]
+    loads = binary.load_addresses()  # the program headers alone, read without pyelftools
     if want is None or not loads:
         return None
     start = mod.bias + min(loads)
