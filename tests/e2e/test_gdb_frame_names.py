@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ..builders import gcc_pgo_build
 from ..conftest import ROOT, facts
 from .driver_gdb import GdbDriver
 
@@ -182,3 +183,60 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
+
+
+RECURSION_C = """\
+#include <string.h>
+struct pair { long a, b; };
+static volatile long sink;
+__attribute__((noinline)) void bottom(int depth) { sink = depth; }
+__attribute__((noinline)) long descend(int depth, int rare, struct pair p)
+{
+    if (depth == 0) {
+        bottom(depth);
+        return p.a;
+    }
+    if (__builtin_expect(rare, 0)) {
+        struct pair q = { p.a + depth, p.b * 2 };
+        long r = descend(depth - 1, rare, q); /* never trained: in descend.cold */
+        sink = r;
+        return r * 3 + depth;
+    }
+    long r = descend(depth - 1, rare, p);
+    sink = r;
+    return r + depth;
+}
+int main(int argc, char **argv)
+{
+    int rare = argc > 1 && strcmp(argv[1], "deep") == 0;
+    struct pair p = { 1, 2 };
+    long total = 0;
+    for (int i = 0; i < (rare ? 1 : 2000); i++)
+        total += descend(rare ? 12 : 40, rare, p);
+    return (int)(total & 1);
+}
+"""
+_FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?(\S+(?: \[[^\]]+\])?) \((.*)\) at ", re.M)
+
+
+def test_a_recursion_in_moved_code_shows_each_frames_arguments(gdb: Callable[..., Any],
+                                                                tmp_path: Path) -> None:
+    """Twelve callers at one return address in GCC's descend.cold: the filter works out their
+    argument list once for the backtrace, and each frame still shows its own values (the
+    struct `p` as `...`, as GDB's own `bt` under `print frame-arguments scalars`). Oracle: the
+    same `bt` without the plugin, frame by frame."""
+    gcc_pgo_build(tmp_path, {"deep.c": RECURSION_C},
+                  [["gcc", "-O2", "-g", "deep.c", "-o", "deep"]], train=["./deep", "train"])
+    shown: list[dict[int, tuple[str, str]]] = []
+    for plugin in (False, True):
+        session = gdb(tmp_path / "deep", args=["deep"], plugin=plugin)
+        session.break_function("bottom")
+        session.run()
+        shown.append({int(m[1]): (m[2], m[3]) for m in _FRAME.finditer(session.backtrace())})
+    plain, ours = shown
+    cold = [level for level, (name, _) in ours.items() if name == "descend [cold]"]
+    assert len(cold) >= 12, ours  # the premise: the recursion runs in moved code
+    assert len({plain[level][1] for level in cold}) == len(cold), plain  # each its own values
+    assert ours.keys() == plain.keys(), (ours, plain)
+    for level in cold:
+        assert ours[level][1] == plain[level][1], (level, ours, plain)
