@@ -28,7 +28,6 @@ stack has such a frame.)
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -48,23 +47,6 @@ from .report import report_internal
 NAME = "unsplit"
 _HAS_LEVEL = hasattr(gdb.Frame, "level")  # GDB 11+
 STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
-
-
-def _guarded(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A decorator method GDB calls as it prints the frame: a bug there is reported once and
-    the frame keeps what the decorator below gives (FrameDecorator's method), as a raise would
-    cost the user the rest of the backtrace (GDB stops printing it)."""
-    fallback = getattr(FrameDecorator, method.__name__)
-
-    @functools.wraps(method)
-    def guarded(self: Any) -> Any:
-        try:
-            return method(self)
-        except Exception as e:
-            report_internal(e, once=True)
-            return fallback(self)
-
-    return guarded
 
 
 _UNKNOWN = object()
@@ -120,9 +102,19 @@ class LineDecorator(FrameDecorator):
     def elided(self) -> Any:
         return None if self._plain else super().elided()
 
-    @_guarded
     def function(self) -> Any:
-        return self._view.frame.name() or "??"
+        try:
+            return self._view.frame.name() or "??"
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.function)
+
+    def _fallback(self, error: Exception, method: Callable[[Any], Any]) -> Any:
+        """A method GDB calls as it prints the frame failed: the bug is reported once and the
+        frame keeps what the decorator below gives (FrameDecorator's `method`), as a raise
+        would cost the user the rest of the backtrace (GDB stops printing it). The methods
+        catch it themselves: a wrapper would be one more call per method per frame."""
+        report_internal(error, once=True)
+        return method(self)
 
     def _gdb_has_line(self) -> bool:
         return self._view.has_line()  # asked by function(), filename() and line(): once
@@ -157,8 +149,13 @@ class LineDecorator(FrameDecorator):
         except gdb.error:
             return False
 
-    @_guarded
     def filename(self) -> Any:
+        try:
+            return self._filename()
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.filename)
+
+    def _filename(self) -> Any:
         loc = self._core_line()
         if loc is not None:
             return (loc.path or loc.file) if self._full_paths or self._for_dap() else loc.file
@@ -191,21 +188,28 @@ class LineDecorator(FrameDecorator):
         return not (sal.symtab and sal.symtab.filename) or \
             self._view.gdb_type() in (gdb.DUMMY_FRAME, gdb.SIGTRAMP_FRAME)
 
-    @_guarded
     def line(self) -> Any:
-        loc = self._core_line()
-        if loc is not None:
-            return loc.line
-        if not self._plain:
-            return super().line()
-        return None if self._limited() else self._view.sal().line
+        try:
+            loc = self._core_line()
+            if loc is not None:
+                return loc.line
+            if not self._plain:
+                return super().line()
+            return None if self._limited() else self._view.sal().line
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.line)
 
-    @_guarded
     def frame_args(self) -> Any:
         """The arguments wherever GDB has the function's DWARF, as GDB's own `bt` gives them;
         FrameDecorator gives them only where the pc has a line, and the first instruction of a
         cold fragment often has none (clang's machine function splitting: line 0), so a stop
         at `main.cold` read `main [cold] ()` against GDB's `main (argc=4, argv=…)`."""
+        try:
+            return self._frame_args()
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.frame_args)
+
+    def _frame_args(self) -> Any:
         if self._scalars is None:
             self._scalars = scalars_only()
         shown = self._full_paths or not self._scalars  # MI prints every value in full: `...`
@@ -316,21 +320,24 @@ class _Ellipsis:
 class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
-    @_guarded
-    def function(self) -> str:
-        # GDB names a function it has DWARF for without its parameters (they follow as
-        # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line
-        # here says whether it has DWARF, and costs no more: filename() and line() ask it too.
-        parameters = not self._gdb_has_line()
-        loc: Location = self._loc  # type: ignore[assignment]  # moved code has one
-        memo = self._memo
-        if memo is None:
-            return loc.label(self._style, parameters=parameters)
-        key = (id(loc), parameters)  # the backtrace's one style; the Location kept alive
-        known = memo.labels.get(key)
-        if known is None or known[0] is not loc:
-            known = memo.labels[key] = (loc, loc.label(self._style, parameters=parameters))
-        return known[1]
+    def function(self) -> Any:
+        try:
+            # GDB names a function it has DWARF for without its parameters (they follow as
+            # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a
+            # line here says whether it has DWARF, and costs no more: filename() and line()
+            # ask it too.
+            parameters = not self._gdb_has_line()
+            loc: Location = self._loc  # type: ignore[assignment]  # moved code has one
+            memo = self._memo
+            if memo is None:
+                return loc.label(self._style, parameters=parameters)
+            key = (id(loc), parameters)  # the backtrace's one style; the Location kept alive
+            known = memo.labels.get(key)
+            if known is None or known[0] is not loc:
+                known = memo.labels[key] = (loc, loc.label(self._style, parameters=parameters))
+            return known[1]
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.function)
 
 
 class UnsplitFrameFilter:
