@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]... [--clock cpu]
     .venv/bin/python bench/bt.py --alternate N   # GDB: the unwinder against the filter alone
+    .venv/bin/python bench/bt.py --same-session N --clock cpu   # GDB warm: filter vs no-op
 
 The promise checked: with unsplit loaded, `bt` stays as fast as plain `bt`. The program is built
 on the spot with GCC PGO (tests/builders.py's recipe): `descend` recurses from a branch the
@@ -181,6 +182,34 @@ def alternate(binary: Path, depth: int, count: int, cache: Path) -> dict[str, fl
     return {mode: statistics.median(times) for mode, times in runs.items()}
 
 
+_TOGGLE = ("python exec('class _Noop:\\n name = \"noop\"; priority = 100; enabled = False"
+           "\\n def filter(self, it): return it\\ngdb.frame_filters[\"noop\"] = _Noop()"
+           "\\ndef _bench_mode(mode):\\n gdb.frame_filters[\"noop\"].enabled = mode == \"noop\""
+           "\\n gdb.frame_filters[\"unsplit\"].enabled = mode == \"unsplit\"')")
+
+
+def same_session(binary: Path, depth: int, rounds: int, cache: Path) -> dict[str, list[float]]:
+    """GDB's warm `bt` in one session with the plugin loaded, its frame filter on (unsplit),
+    off with a no-op filter on instead (noop), or both off (plain), `rounds` times each, the
+    order reversed every round: one process, one frame cache, so the ratios hold at a load
+    where separate sessions' figures move by tens of percent. Seconds per mode."""
+    with GdbDriver(str(binary), args=["deep", str(depth)], plugin=True,
+                   env={"UNSPLIT_CACHE": str(cache)}) as session:
+        session.break_function("bottom")
+        session.run(timeout=120)
+        _timed_bt(session)
+        session.command(_TOGGLE)
+        runs: dict[str, list[float]] = {"plain": [], "noop": [], "unsplit": []}
+        for i in range(rounds):
+            for mode in ("plain", "noop", "unsplit")[:: -1 if i % 2 else 1]:
+                session.command(f"python _bench_mode('{mode}')")
+                seconds, _, cold = _timed_bt(session)
+                if cold != (depth if mode == "unsplit" else 0):
+                    raise RuntimeError(f"gdb ({mode}): {cold} frames named 'descend [cold]'")
+                runs[mode].append(seconds)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--depth", type=int, default=1500)
@@ -193,9 +222,28 @@ def main() -> int:
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
+    parser.add_argument("--same-session", type=int, default=0, metavar="N",
+                        help="only GDB's warm bt, plain / no-op filter / unsplit's filter "
+                             "toggled in one session, N rounds")
     args = parser.parse_args()
     global clock
     clock = CLOCKS[args.clock]
+    if args.same_session:
+        with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
+            binary = build(Path(tmp))
+            runs = same_session(binary, args.depth, args.same_session, Path(tmp) / "cache")
+        low = {mode: min(times) for mode, times in runs.items()}
+        mid = {mode: statistics.median(times) for mode, times in runs.items()}
+        print(f"gdb warm bt over {args.depth} frames, one session, {args.same_session} rounds, "
+              f"{args.clock} ms (min / median):")
+        for mode in runs:
+            print(f"{mode:8} {low[mode] * 1e3:8.1f} {mid[mode] * 1e3:8.1f}   "
+                  f"{low[mode] / low['noop']:.2f}x / {mid[mode] / mid['noop']:.2f}x noop")
+        save("bt-same-session", {"depth": args.depth, "rounds": args.same_session,
+                                 "clock": args.clock,
+                                 **{f"{k}_min_ms": v * 1e3 for k, v in low.items()},
+                                 **{f"{k}_median_ms": v * 1e3 for k, v in mid.items()}})
+        return 0
     if args.alternate:
         with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
             binary = build(Path(tmp))

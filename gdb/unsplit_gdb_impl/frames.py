@@ -6,7 +6,6 @@ own, word for word (docs/architecture.md: how GDB's Python printer words frames)
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -15,32 +14,33 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
     FrameDecorator,
     FrameVars,
 )
+from unsplit.debug.frame_namer import Naming, Shown, holds_return_address
 from unsplit.index.model.records import Location
 
 from . import console
-from .frame_view import gdb_has_line
+from .frame_view import UNASKED, GdbFrame
 from .locator import Locator
 from .report import report_internal
 
 NAME = "unsplit"
+_HAS_LEVEL = hasattr(gdb.Frame, "level")  # GDB 11+
 STACK_CHECK_LIMIT = 4096  # frames looked at for one shown differently before a backtrace
 
 
-def _guarded(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """A decorator method GDB calls as it prints the frame: a bug there is reported once and
-    the frame keeps what the decorator below gives (FrameDecorator's method), as a raise would
-    cost the user the rest of the backtrace (GDB stops printing it)."""
-    fallback = getattr(FrameDecorator, method.__name__)
+_UNKNOWN = object()
 
-    @functools.wraps(method)
-    def guarded(self: Any) -> Any:
-        try:
-            return method(self)
-        except Exception as e:
-            report_internal(e, once=True)
-            return fallback(self)
 
-    return guarded
+class BacktraceMemo:
+    """What one backtrace works out once for many frames (a deep recursion repeats one
+    caller): the naming of a place, the arguments GDB lists at a return address, and the
+    frames' labels."""
+
+    __slots__ = ("args", "labels", "namings")
+
+    def __init__(self) -> None:
+        self.args: dict[int, tuple[list[Any] | None, tuple[bool, ...]]] = {}
+        self.labels: dict[tuple[int, bool], tuple[Location, str]] = {}
+        self.namings: dict[tuple[int, int, bool], Naming] = {}
 
 
 class LineDecorator(FrameDecorator):
@@ -50,26 +50,60 @@ class LineDecorator(FrameDecorator):
     information, the function without parameter types for one with DWARF (gdb.Frame.name).
     Once a frame filter is active, GDB looks a name up at the pc itself, which after a call to
     a function that does not return is the next function or padding (an empty name, where
-    GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types."""
+    GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types.
+
+    Over GDB's own FrameDecorator of the frame (no other filter's decorator between), what
+    that decorator would answer is read from the frame directly, GDB's line once per frame."""
 
     def __init__(self, base: Any, loc: Location | None, full_paths: bool = False,
-                 scalars: bool | None = None) -> None:
-        super().__init__(base)
+                 scalars: bool | None = None, view: GdbFrame | None = None,
+                 caller: bool = False, memo: BacktraceMemo | None = None,
+                 style: str | None = None, plain: bool | None = None) -> None:
+        self._base = base  # as FrameDecorator.__init__ (a frame's every decorator is made here)
         self._loc = loc
         self._full_paths = full_paths  # GDB/MI: the file is the source's full path
-        self._has_line: bool | None = None
         self._scalars = scalars  # `print frame-arguments scalars` (None: asked when needed)
+        self._view = view if view is not None else GdbFrame(base.inferior_frame())
+        # GDB's own decorator of the frame: its answers are the frame's own
+        self._plain = plain if plain is not None else _plain(base)
+        self._caller = caller  # the pc is a return address (memo: its arguments are shared)
+        self._memo = memo
+        self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
+        self._core: object = _UNKNOWN if loc is not None else None
 
-    @_guarded
+    def inferior_frame(self) -> Any:
+        return self._view.frame
+
+    def address(self) -> Any:
+        return self._view.pc() if self._plain else super().address()
+
+    def elided(self) -> Any:
+        return None if self._plain else super().elided()
+
     def function(self) -> Any:
-        return self.inferior_frame().name() or "??"
+        try:
+            return self._view.frame.name() or "??"
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.function)
+
+    def _fallback(self, error: Exception, method: Callable[[Any], Any]) -> Any:
+        """A method GDB calls as it prints the frame failed: the bug is reported once and the
+        frame keeps what the decorator below gives (FrameDecorator's `method`), as a raise
+        would cost the user the rest of the backtrace (GDB stops printing it). The methods
+        catch it themselves: a wrapper would be one more call per method per frame."""
+        report_internal(error, once=True)
+        return method(self)
 
     def _gdb_has_line(self) -> bool:
-        if self._has_line is None:  # asked by filename() and line(): one find_sal per frame
-            self._has_line = gdb_has_line(self.inferior_frame())
-        return self._has_line
+        return self._view.has_line()  # asked by function(), filename() and line(): once
 
     def _core_line(self) -> Location | None:
+        """The core's line where it stands for GDB's (asked by filename() and line(): once)."""
+        if self._core is _UNKNOWN:
+            self._core = self._find_core_line()
+        return self._core  # type: ignore[return-value]
+
+    def _find_core_line(self) -> Location | None:
         loc = self._loc
         if loc is None:
             return None
@@ -85,7 +119,7 @@ class LineDecorator(FrameDecorator):
     def _gdb_shows_inlined(self) -> bool:
         """Whether GDB has a frame for a call inlined at this frame's pc (the frame just newer,
         at the same pc): then GDB's line for this frame is the call's, its own."""
-        frame = self.inferior_frame()
+        frame = self._view.frame
         try:
             newer = frame.newer()
             return newer is not None and newer.type() == gdb.INLINE_FRAME and \
@@ -93,8 +127,13 @@ class LineDecorator(FrameDecorator):
         except gdb.error:
             return False
 
-    @_guarded
     def filename(self) -> Any:
+        try:
+            return self._filename()
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.filename)
+
+    def _filename(self) -> Any:
         loc = self._core_line()
         if loc is not None:
             return (loc.path or loc.file) if self._full_paths or self._for_dap() else loc.file
@@ -103,13 +142,17 @@ class LineDecorator(FrameDecorator):
         # GDB's DAP (DAPFrameDecorator), so that an IDE can open a relative name (`./foo.h`).
         # GDB/MI's printer of a filtered frame has no `fullname` (py-framefilter.c): its
         # `file` is the full path, which IDEs open when `fullname` is missing.
-        sal = self.inferior_frame().find_sal()
+        sal = self._view.sal()
         if not (sal.symtab and sal.symtab.filename):
             return None
-        return sal.symtab.fullname() if self._full_paths else super().filename()
+        if self._full_paths:
+            return sal.symtab.fullname()
+        return sal.symtab.filename if self._plain else super().filename()
 
     def _for_dap(self) -> bool:
         """Whether GDB's DAP server asks (its frames are DAPFrameDecorators, GDB >= 14)."""
+        if self._plain:
+            return False
         base: Any = getattr(self, "_base", None)
         while base is not None and not isinstance(base, gdb.Frame):
             if type(base).__name__ == "DAPFrameDecorator":
@@ -117,32 +160,78 @@ class LineDecorator(FrameDecorator):
             base = getattr(base, "_base", None)
         return False
 
-    @_guarded
-    def line(self) -> Any:
-        loc = self._core_line()
-        return super().line() if loc is None else loc.line
+    def _limited(self) -> bool:
+        """FrameDecorator's "special or limited" frame: no source file, or not a call."""
+        sal = self._view.sal()
+        return not (sal.symtab and sal.symtab.filename) or \
+            self._view.gdb_type() in (gdb.DUMMY_FRAME, gdb.SIGTRAMP_FRAME)
 
-    @_guarded
+    def line(self) -> Any:
+        try:
+            loc = self._core_line()
+            if loc is not None:
+                return loc.line
+            if not self._plain:
+                return super().line()
+            return None if self._limited() else self._view.sal().line
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.line)
+
     def frame_args(self) -> Any:
         """The arguments wherever GDB has the function's DWARF, as GDB's own `bt` gives them;
         FrameDecorator gives them only where the pc has a line, and the first instruction of a
         cold fragment often has none (clang's machine function splitting: line 0), so a stop
         at `main.cold` read `main [cold] ()` against GDB's `main (argc=4, argv=…)`."""
-        frame = self.inferior_frame()
-        args = super().frame_args()
-        if args is None:
-            try:
-                if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) or \
-                        frame.function() is None:
-                    return None
-            except (gdb.error, RuntimeError):
-                return None
-            args = FrameVars(frame).fetch_frame_args()
+        try:
+            return self._frame_args()
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.frame_args)
+
+    def _frame_args(self) -> Any:
         if self._scalars is None:
             self._scalars = scalars_only()
-        if self._full_paths or not self._scalars:
-            return args  # MI prints every value in full: `...` would read as a string there
-        return [_as_gdb_prints(frame, item) for item in args]
+        shown = self._full_paths or not self._scalars  # MI prints every value in full: `...`
+        # would read as a string there
+        memo = self._memo
+        if memo is None or not (self._plain and self._caller) or \
+                self._view.gdb_type() != gdb.NORMAL_FRAME:
+            args = self._args()
+            return args if args is None or shown else [self._as_gdb_prints(item)
+                                                       for item in args]
+        # A caller's arguments are its function's at its return address, whatever the frame
+        # (GDB reads each value by its symbol in the frame it prints): a recursion asks once.
+        key = self._view.pc()
+        known = memo.args.get(key)
+        if known is None:
+            args = self._args()
+            if args is not None and any(item.value() is not None for item in args):
+                return args if shown else [self._as_gdb_prints(item) for item in args]
+            known = memo.args[key] = (args, tuple(_typed_scalar(item) for item in args or ()))
+        args, scalar = known
+        if args is None or shown or all(scalar):
+            return args
+        return [item if ok else self._as_gdb_prints(item)
+                for item, ok in zip(args, scalar, strict=True)]
+
+    def _args(self) -> Any:
+        frame = self._view.frame
+        if self._plain:
+            if not self._limited():
+                return FrameVars(frame).fetch_frame_args()
+        else:
+            args = super().frame_args()
+            if args is not None:
+                return args
+        try:
+            if self._view.gdb_type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) or \
+                    frame.function() is None:
+                return None
+        except (gdb.error, RuntimeError):
+            return None
+        return FrameVars(frame).fetch_frame_args()
+
+    def _as_gdb_prints(self, item: Any) -> Any:
+        return _as_gdb_prints(self._view.frame, item)
 
 
 def scalars_only() -> bool:
@@ -161,19 +250,29 @@ def _as_gdb_prints(frame: gdb.Frame, item: Any) -> Any:
     broke after `filename=` with "Python Exception <class 'gdb.error'>: value has been
     optimized out" (simdjson built by clang with machine function splitting). A character
     array is what GDB prints as `...` in that mode, whatever its bytes."""
-    symbol = item.symbol()
-    if item.value() is not None or not isinstance(symbol, gdb.Symbol):
+    if _typed_scalar(item):
         return item
+    symbol = item.symbol()
     try:
-        # The symbol's type first: a scalar is never `...`, and reading it costs a frame read.
-        if symbol.type is not None and not _non_scalar(symbol.type):
-            return item
         value = frame.read_var(symbol)
         if not value.is_optimized_out or not _non_scalar(value.type):
             return item
     except gdb.error:  # GDB reads it again and says why it cannot
         return item
     return _Ellipsis(symbol)
+
+
+def _typed_scalar(item: Any) -> bool:
+    """Whether :func:`_as_gdb_prints` leaves `item` as it is in any frame: a value given, or a
+    symbol whose type is a scalar (never `...`; the type is asked first, as reading the value
+    costs a frame read)."""
+    symbol = item.symbol()
+    if item.value() is not None or not isinstance(symbol, gdb.Symbol):
+        return True
+    try:
+        return symbol.type is not None and not _non_scalar(symbol.type)
+    except gdb.error:  # GDB reads it again and says why it cannot
+        return True
 
 
 def _non_scalar(kind: gdb.Type) -> bool:
@@ -199,18 +298,24 @@ class _Ellipsis:
 class MovedCodeDecorator(LineDecorator):
     """A frame in moved code, named as the procedure it belongs to."""
 
-    def __init__(self, base: Any, loc: Location, style: str | None,
-                 full_paths: bool = False, scalars: bool | None = None) -> None:
-        super().__init__(base, loc, full_paths, scalars)
-        self._shown = loc
-        self._style = style  # GDB's `print demangle`, as unsplit.index.names.demangle's style
-
-    @_guarded
-    def function(self) -> str:
-        # GDB names a function it has DWARF for without its parameters (they follow as
-        # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a line
-        # here says whether it has DWARF, and costs no more: filename() and line() ask it too.
-        return self._shown.label(self._style, parameters=not self._gdb_has_line())
+    def function(self) -> Any:
+        try:
+            # GDB names a function it has DWARF for without its parameters (they follow as
+            # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a
+            # line here says whether it has DWARF, and costs no more: filename() and line()
+            # ask it too.
+            parameters = not self._gdb_has_line()
+            loc: Location = self._loc  # type: ignore[assignment]  # moved code has one
+            memo = self._memo
+            if memo is None:
+                return loc.label(self._style, parameters=parameters)
+            key = (id(loc), parameters)  # the backtrace's one style; the Location kept alive
+            known = memo.labels.get(key)
+            if known is None or known[0] is not loc:
+                known = memo.labels[key] = (loc, loc.label(self._style, parameters=parameters))
+            return known[1]
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.function)
 
 
 class UnsplitFrameFilter:
@@ -256,36 +361,70 @@ class UnsplitFrameFilter:
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
         style = self.locator.session.demangling()  # `print demangle`, asked once per bt
         scalars = scalars_only()  # and `print frame-arguments`
+        memo = BacktraceMemo()
         try:
             self.locator.sync()
             checked = True
         except Exception as e:
             report_internal(e, once=True)
             checked = False
+        newer: tuple[int, GdbFrame] | None = None  # the frame printed last, and its level
         for decorator in frame_iter:
-            yield self._decorate(decorator, style, checked, scalars)
+            shown, newer = self._decorate(decorator, style, checked, scalars, memo, newer)
+            yield shown
 
-    def _decorate(self, decorator: Any, style: str | None, checked: bool = False,
-                  scalars: bool | None = None) -> Any:
+    def _decorate(self, decorator: Any, style: str | None, checked: bool,
+                  scalars: bool | None, memo: BacktraceMemo,
+                  newer: tuple[int, GdbFrame] | None) -> tuple[Any, tuple[int, GdbFrame] | None]:
+        """The decorator `bt` prints the frame with, and the frame as the next one's newer
+        (`newer`: the frame printed before, GDB's newer frame of this one when its level is one
+        less: a backtrace asks GDB for it once, not once per frame)."""
         try:
-            frame = decorator.inferior_frame()
-            if frame.type() not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
-                return decorator
-            return decorated(decorator, self.locator.shown(frame, checked=checked), style,
-                             self.full_paths, scalars)
+            plain = _plain(decorator)
+            # what inferior_frame() says, without its look-ups
+            frame = decorator._base if plain else decorator.inferior_frame()
+            level = frame.level() if _HAS_LEVEL else -2
+            view = GdbFrame(frame, frame.type(),
+                            newer[1] if newer is not None and newer[0] == level - 1 else
+                            UNASKED)
+            kind = view.gdb_type()
+            if kind not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
+                return decorator, (level, view)
+            # A frame's naming depends on its place alone unless the rules asked its line or
+            # name: a recursion's frames repeat one place (pc, kind, return address or not).
+            place = (view.pc(), kind, holds_return_address(view))
+            naming = memo.namings.get(place)
+            if naming is None:
+                naming = self.locator.name(view, checked=checked)
+                if checked and view.place_only():
+                    memo.namings[place] = naming
+            loc = None if naming.shown is Shown.KEEP else naming.location
+            return decorated(decorator, loc, style, self.full_paths, scalars, view,
+                             naming.lookup != naming.pc, memo, plain), (level, view)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
-            return decorator
+            return decorator, None
 
 
 def decorated(decorator: Any, loc: Location | None, style: str | None,
-              full_paths: bool = False, scalars: bool | None = None) -> Any:
+              full_paths: bool = False, scalars: bool | None = None,
+              view: GdbFrame | None = None, caller: bool = False,
+              memo: BacktraceMemo | None = None, plain: bool | None = None) -> Any:
     """What `bt` prints a normal or inlined frame with, given where the plugin shows it (`loc`,
     Locator.shown): also how stop.py words the selected frame after `up`, so both read alike.
-    `full_paths`: files by their full path (GDB/MI)."""
-    if loc is None or not loc.in_moved_code:
-        return LineDecorator(decorator, loc, full_paths, scalars)
-    return MovedCodeDecorator(decorator, loc, style, full_paths, scalars)
+    `full_paths`: files by their full path (GDB/MI); `view`: the frame as named, `caller`:
+    its pc is a return address, `memo`: the backtrace's (BacktraceMemo), `plain`: the
+    decorator is GDB's own FrameDecorator of the frame."""
+    kind = MovedCodeDecorator if loc is not None and loc.in_moved_code else LineDecorator
+    return kind(decorator, loc, full_paths, scalars, view, caller, memo, style, plain)
+
+
+def _plain(decorator: Any) -> bool:
+    """Is `decorator` GDB's own FrameDecorator of a frame (no other filter's between)?"""
+    if type(decorator) is not FrameDecorator:
+        return False
+    base: Any = decorator._base  # type: ignore[attr-defined, unused-ignore]
+    return isinstance(base, gdb.Frame)
 
 
 def install(locator: Locator) -> UnsplitFrameFilter:

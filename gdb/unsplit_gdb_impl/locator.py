@@ -24,17 +24,18 @@ class Locator:
         host.mapped()
         self.session.namer.sync(host.generation, host.modules, host.read_memory)
 
-    def name(self, frame: gdb.Frame, *, checked: bool = False) -> Naming:
-        """`checked`: sync() was called for this backtrace."""
+    def name(self, frame: gdb.Frame | GdbFrame, *, checked: bool = False) -> Naming:
+        """`checked`: sync() was called for this backtrace. A GdbFrame keeps what GDB said of
+        the frame for whoever prints it next (the frame filter's decorator)."""
         if not checked:
             self.sync()
         namer = self.session.namer
-        naming = namer.name(GdbFrame(frame))
+        naming = namer.name(frame if isinstance(frame, GdbFrame) else GdbFrame(frame))
         for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
             gdb.write(f"unsplit: {warning}\n", gdb.STDERR)
         return naming
 
-    def shown(self, frame: gdb.Frame, *, checked: bool = False) -> Location | None:
+    def shown(self, frame: gdb.Frame | GdbFrame, *, checked: bool = False) -> Location | None:
         """The Location the plugin shows for `frame` instead of GDB's own (renamed, or with the
         core's line), None when GDB's frame stands as it is."""
         naming = self.name(frame, checked=checked)

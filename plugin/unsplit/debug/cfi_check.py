@@ -446,8 +446,10 @@ def module_policy(index: ModuleIndex) -> ModulePolicy:
         return ModulePolicy(binary.path, moved, len(stored[0]) if moved else 0, stored[2])
     starts = index.moved_starts()
     found = contested(binary) if starts else Contested.none()
-    table = cfi_table.table_for(binary)
-    bare = sum(table.head_at(start) is None for start in starts)
+    bare = 0
+    if starts:  # (a module without moved code spares the decoding of its .eh_frame)
+        table = cfi_table.table_for(binary)
+        bare = sum(table.head_at(start) is None for start in starts)
     _save(binary, found, len(starts), bare)
     return ModulePolicy(binary.path, len(starts), len(found), bare)
 
