@@ -44,16 +44,10 @@ class BacktraceMemo:
 
 
 class LineDecorator(FrameDecorator):
-    """A frame named as GDB's own `bt` names it, with the core's line where GDB has none.
-
-    GDB's name: the minimal symbol at pc - 1 in a caller for a frame without debug
-    information, the function without parameter types for one with DWARF (gdb.Frame.name).
-    Once a frame filter is active, GDB looks a name up at the pc itself, which after a call to
-    a function that does not return is the next function or padding (an empty name, where
-    GDB's own `bt` says `??`), and names a C++ function with DWARF with its parameter types.
-
-    Over GDB's own FrameDecorator of the frame (no other filter's decorator between), what
-    that decorator would answer is read from the frame directly, GDB's line once per frame."""
+    """A frame named as GDB's own `bt` names it (gdb.Frame.name: pc - 1 in a caller without
+    debug information, where a filtered frame would be looked up at the pc), with the core's
+    line where GDB has none. Over GDB's own FrameDecorator of the frame, what it would answer
+    is read from the frame directly, GDB's line once per frame."""
 
     def __init__(self, base: Any, loc: Location | None, full_paths: bool = False,
                  scalars: bool | None = None, view: GdbFrame | None = None,
