@@ -24,6 +24,7 @@ from . import modules
 from . import state as state_mod
 from .formats import rewrite
 from .report import report_internal
+from .stop_memo import FrameFacts, Renamed, StopMemo
 
 # setting -> the callback (in module unsplit_lldb) that replaces its function part
 CALLBACKS = {
@@ -113,21 +114,29 @@ def _context(frame: lldb.SBFrame) -> _Context:
 
 class LldbFrame:
     """An SBFrame as the core's FrameView (unsplit.debug.frame_namer), each answer fetched from
-    LLDB when a rule asks. LLDB marks no signal trampoline: with `trampolines` they are known
-    by name (the selected frame's questions); frame names leave them out, as they always did,
-    since a name per frame costs `bt` about 8% (bench/bt.py --clock cpu)."""
+    LLDB when a rule asks (or given: `pc`, `inlined`, `newer`, already fetched). LLDB marks no
+    signal trampoline: with `trampolines` they are known by name (the selected frame's
+    questions); frame names leave them out, as they always did, since a name per frame costs
+    `bt` about 8% (bench/bt.py --clock cpu)."""
 
-    __slots__ = ("_kind", "frame", "thread", "trampolines")
+    __slots__ = ("_kind", "_newer", "_pc", "frame", "thread", "trampolines")
 
-    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread,
-                 trampolines: bool = False) -> None:
+    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread, trampolines: bool = False,
+                 pc: int | None = None, inlined: bool | None = None,
+                 newer: tuple[int | None, bool] | None = None) -> None:
         self.frame = frame
         self.thread = thread
         self.trampolines = trampolines
+        self._pc = pc
         self._kind: FrameKind | None = None
+        if inlined is not None and not trampolines:
+            self._kind = FrameKind.INLINE if inlined else FrameKind.NORMAL
+        self._newer = newer
 
     def pc(self) -> int:
-        return int(self.frame.GetPC())
+        if self._pc is None:
+            self._pc = int(self.frame.GetPC())
+        return self._pc
 
     def kind(self) -> FrameKind:
         if self._kind is None:
@@ -139,8 +148,12 @@ class LldbFrame:
 
     def newer(self) -> FrameView | None:
         newer = int(self.frame.GetFrameID()) - 1
-        return None if newer < 0 else \
-            LldbFrame(self.thread.GetFrameAtIndex(newer), self.thread, self.trampolines)
+        if newer < 0:
+            return None
+        frame = self.thread.GetFrameAtIndex(newer)
+        if self._newer is None:
+            return LldbFrame(frame, self.thread, self.trampolines)
+        return LldbFrame(frame, self.thread, self.trampolines, *self._newer)
 
     def has_line(self) -> bool:
         line_entry = self.frame.GetLineEntry()
@@ -150,14 +163,15 @@ class LldbFrame:
         return str(self.frame.GetFunctionName() or "")
 
 
-def name_frame(frame: lldb.SBFrame, context: _Context | None = None) -> Naming:
-    """What the session's FrameNamer says of `frame`, its module map brought up to LLDB's
-    module list first when the process ran or a module came or went (a `bt` asks for every
-    frame: a cheap check, measured by bench/bt.py)."""
+def name_frame(frame: lldb.SBFrame, context: _Context | None = None,
+               view: LldbFrame | None = None) -> Naming:
+    """What the session's FrameNamer says of `frame` (`view`: it as a FrameView), its module
+    map brought up to LLDB's module list first when the process ran or a module came or went
+    (a `bt` asks for every frame: a cheap check, measured by bench/bt.py)."""
     st, target, process, thread = context if context is not None else _context(frame)
     namer = st.session.namer
     modules.sync(st.session, target, process, live=True)
-    naming = namer.name(LldbFrame(frame, thread))
+    naming = namer.name(view if view is not None else LldbFrame(frame, thread))
     for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
         print(f"unsplit: {warning}", file=sys.stderr)
     return naming
@@ -183,22 +197,84 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
         return render_native(frame, part)
-    naming = name_frame(frame, context)
-    loc = naming.location
-    if naming.shown is not Shown.RENAME or loc is None:
+    renamed = _renamed(frame, context)
+    if renamed is None:
         return render_native(frame, part)
-    style = st.session.demangling()
-    function = frame.GetFunction()
-    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
-                                                          function.GetName()):
+    if renamed.base is not None:
         # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
         # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
-        base = loc.name(style, parameters=False) or ""
-        if native.startswith(base + "("):
+        if native.startswith(renamed.base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-            return loc.label(style, parameters=False) + native[len(base):]
-    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc - naming.lookup)
+            return renamed.label + native[len(renamed.base):]
+    return renamed.text
+
+
+def _facts(frame: lldb.SBFrame, thread: lldb.SBThread) -> FrameFacts:
+    """What the naming rules read of `frame` (stop_memo.FrameFacts): the newer frame's pc
+    only where it is an inlined call, the one case the rules compare it."""
+    pc, inlined, index = int(frame.GetPC()), bool(frame.IsInlined()), int(frame.GetFrameID())
+    if index == 0:
+        return pc, inlined, None, None
+    newer = thread.GetFrameAtIndex(index - 1)
+    if not newer.IsInlined():
+        return pc, inlined, -1, False
+    return pc, inlined, int(newer.GetPC()), True
+
+
+def _view(frame: lldb.SBFrame, thread: lldb.SBThread, facts: FrameFacts) -> LldbFrame:
+    pc, inlined, newer_pc, newer_inlined = facts
+    newer = None if newer_inlined is None else \
+        (newer_pc if newer_inlined else None, newer_inlined)
+    return LldbFrame(frame, thread, pc=pc, inlined=inlined, newer=newer)
+
+
+def _memoizable(facts: FrameFacts) -> bool:
+    """Facts that decide the rules: not so where the frame shares its pc with an inlined call
+    made in it, as the rules then read that call's own newer frame too."""
+    return not (facts[3] and facts[2] == facts[0])
+
+
+def _stop_memo(context: _Context) -> StopMemo:
+    """The debugger's memo of this stop's frames, emptied (and the module map synced) when
+    the process stopped again, a module came or went, the locations or the style changed."""
+    st, target, process, _ = context
+    memo = st.frames
+    live = modules.live_key(target, process)
+    locations = st.session.namer.locations
+    key = (*live, locations.generation, st.session.demangling())
+    if key != memo.key:
+        modules.sync(st.session, target, process, live=True, key=live)
+        memo.reset((*live, locations.generation, st.session.demangling()))
+    return memo
+
+
+def _renamed(frame: lldb.SBFrame, context: _Context) -> Renamed | None:
+    """How `frame` is renamed (None: LLDB's own name stands), from this stop's memo."""
+    thread = context[3]
+    facts = _facts(frame, thread)
+    memo = _stop_memo(context)
+    if facts in memo.names:
+        return memo.names[facts]
+    naming = name_frame(frame, context, _view(frame, thread, facts))
+    renamed = _rename(frame, naming, context[0].session.demangling())
+    if _memoizable(facts):
+        memo.names[facts] = renamed
+    return renamed
+
+
+def _rename(frame: lldb.SBFrame, naming: Naming, style: str | None) -> Renamed | None:
+    loc = naming.location
+    if naming.shown is not Shown.RENAME or loc is None:
+        return None
+    function = frame.GetFunction()
+    base = None
+    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
+                                                          function.GetName()):
+        base = loc.name(style, parameters=False) or ""
+    return Renamed(loc.label(style, parameters=False), base,
+                   loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc
+                                                - naming.lookup))
 
 
 def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
@@ -212,11 +288,23 @@ def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
 
 def source_line(frame: lldb.SBFrame) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    loc = plugin_line(frame)
-    if loc is None:
+    line_entry = frame.GetLineEntry()
+    if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
+    context = _context(frame)
+    if not context[0].session.enabled:
         return ""
-    column = f":{loc.column}" if loc.column else ""
-    return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+    thread = context[3]
+    facts = _facts(frame, thread)
+    memo = _stop_memo(context)
+    text = memo.lines.get(facts)
+    if text is None:
+        loc = _plugin_line(frame, context, _view(frame, thread, facts))
+        column = "" if loc is None or not loc.column else f":{loc.column}"
+        text = "" if loc is None else f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+        if _memoizable(facts):
+            memo.lines[facts] = text
+    return text
 
 
 def plugin_line(frame: lldb.SBFrame) -> Location | None:
@@ -227,7 +315,12 @@ def plugin_line(frame: lldb.SBFrame) -> Location | None:
     context = _context(frame)
     if not context[0].session.enabled:
         return None
-    loc = name_frame(frame, context).location
+    return _plugin_line(frame, context)
+
+
+def _plugin_line(frame: lldb.SBFrame, context: _Context,
+                 view: LldbFrame | None = None) -> Location | None:
+    loc = name_frame(frame, context, view).location
     if loc is None:
         return None
     # LLDB has no frames for calls inlined here (it has no line here either): the procedure's

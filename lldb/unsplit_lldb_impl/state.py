@@ -11,6 +11,8 @@ from unsplit.host import LiveHost
 from unsplit.index.demangle import LLVM
 from unsplit.session import Session
 
+from .stop_memo import StopMemo
+
 if TYPE_CHECKING:
     import lldb
 
@@ -35,6 +37,7 @@ class DebuggerState:
     formats: FormatState = field(default_factory=FormatState)
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
+    frames: StopMemo = field(default_factory=StopMemo)  # names and lines of this stop's frames
 
 
 _STATES: dict[int, DebuggerState] = {}
