@@ -105,11 +105,22 @@ def set_enabled(debugger: lldb.SBDebugger, flag: bool) -> list[str]:
 _Context = tuple[state_mod.DebuggerState, Any, Any, Any]
 
 
+# The last process a callback saw: (its unique id, its debugger's state, its target). A frame
+# gives its thread and process, not its debugger: this saves three SB calls per frame.
+_last_process: list[tuple[int, state_mod.DebuggerState, Any]] = []
+
+
 def _context(frame: lldb.SBFrame) -> _Context:
     thread = frame.GetThread()
     process = thread.GetProcess()
+    uid = int(process.GetUniqueID())  # never reused within LLDB's process
+    if _last_process and _last_process[0][0] == uid:
+        return _last_process[0][1], _last_process[0][2], process, thread
     target = process.GetTarget()
-    return state_mod.for_debugger(target.GetDebugger().GetID()), target, process, thread
+    st = state_mod.for_debugger(target.GetDebugger().GetID())
+    if process.IsValid():
+        _last_process[:] = [(uid, st, target)]
+    return st, target, process, thread
 
 
 class LldbFrame:
