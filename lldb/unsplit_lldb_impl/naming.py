@@ -22,7 +22,7 @@ from unsplit.index.model import Location
 
 from . import modules
 from . import state as state_mod
-from .formats import rewrite
+from .formats import Merged, Rewrite, merge, rewrite
 from .report import report_internal
 from .stop_memo import FrameFacts, Renamed, StopMemo
 
@@ -33,8 +33,12 @@ CALLBACKS = {
     "thread-stop-format": "thread_stop_function",
 }
 LINE_CALLBACK = "frame_line"
+# setting -> the callback for its function scope, the line scope after it and what lies between
+MERGED_CALLBACKS = {"frame-format": "frame_function_line"}
 _MODULE = "unsplit_lldb"
 DEFAULT_PART = "${function.name-with-args}{${frame.no-debug}${function.pc-offset}}"
+DEFAULT_TAIL = ("{ at ${ansi.fg.cyan}${line.file.basename}${ansi.normal}:${ansi.fg.yellow}"
+                "${line.number}${ansi.normal}{:${ansi.fg.yellow}${line.column}${ansi.normal}}}")
 
 _formats: dict[str, Any] = {}  # format text -> SBFormat
 
@@ -63,16 +67,22 @@ def install(debugger: lldb.SBDebugger) -> list[str]:
         current = get_setting(debugger, setting)
         if fs.installed.get(setting) == current:
             continue  # still ours
-        rewritten = rewrite(current, entry(callback), entry(LINE_CALLBACK))
-        if rewritten is None:
+        merged = merge(current, entry(MERGED_CALLBACKS[setting])) \
+            if setting in MERGED_CALLBACKS else None
+        done: Merged | Rewrite | None = merged or \
+            rewrite(current, entry(callback), entry(LINE_CALLBACK))
+        if done is None:
             continue  # no function name in this format (thread-stop-format by default)
-        error = set_setting(debugger, setting, rewritten.text)
+        error = set_setting(debugger, setting, done.text)
         if error:
             notes.append(f"unsplit: could not set {setting}: {error}")
             continue
         fs.saved[setting] = current
         fs.installed[setting] = get_setting(debugger, setting)
-        fs.parts[callback] = rewritten.function_part
+        if isinstance(done, Merged):
+            fs.spans[MERGED_CALLBACKS[setting]] = (done.span, done.tail)
+        else:
+            fs.parts[callback] = done.function_part
     return notes
 
 
@@ -189,17 +199,47 @@ def name_frame(frame: lldb.SBFrame, context: _Context | None = None,
 
 
 def render_native(frame: lldb.SBFrame, text: str) -> str:
+    """`text` (a part of the user's format) as LLDB renders it for `frame`; LLDB's own name
+    of the frame where it cannot."""
+    out = _render(frame, text)
+    return str(frame.GetDisplayFunctionName() or "") if out is None else out
+
+
+def _render(frame: lldb.SBFrame, text: str) -> str | None:
     fmt = _formats.get(text)
     if fmt is None:
         error = lldb.SBError()
         fmt = lldb.SBFormat(text, error)
         if error.Fail():
-            return str(frame.GetDisplayFunctionName() or "")
+            return None
         _formats[text] = fmt
     stream = lldb.SBStream()
     if frame.GetDescriptionWithFormat(fmt, stream).Fail():
-        return str(frame.GetDisplayFunctionName() or "")
+        return None
     return str(stream.GetData() or "")
+
+
+def _span(st: state_mod.DebuggerState, callback: str) -> tuple[str, str]:
+    return st.formats.spans.get(callback, ("{" + DEFAULT_PART + "}" + DEFAULT_TAIL, DEFAULT_TAIL))
+
+
+def logical_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
+    """The function scope through the line scope of `frame-format` (formats.merge): as
+    logical_name and source_line would have them, in one call."""
+    context = _context(frame)
+    st = context[0]
+    span, tail = _span(st, callback)
+    if not st.session.enabled:
+        return render_native(frame, span)
+    renamed = _renamed(frame, context)
+    line = _line_text(frame, context)
+    if renamed is None:
+        return render_native(frame, span) + line
+    if renamed.base is not None:
+        native = render_native(frame, span)
+        if native.startswith(renamed.base + "("):
+            return renamed.label + native[len(renamed.base):] + line
+    return renamed.text + (_render(frame, tail) or "") + line
 
 
 def logical_name(frame: lldb.SBFrame, callback: str) -> str:
@@ -305,6 +345,15 @@ def source_line(frame: lldb.SBFrame) -> str:
     context = _context(frame)
     if not context[0].session.enabled:
         return ""
+    return _line_text(frame, context, checked=True)
+
+
+def _line_text(frame: lldb.SBFrame, context: _Context, checked: bool = False) -> str:
+    """source_line's text (`checked`: LLDB is known to have no line for `frame`)."""
+    if not checked:
+        line_entry = frame.GetLineEntry()
+        if line_entry.IsValid() and line_entry.GetLine() > 0:
+            return ""
     thread = context[3]
     facts = _facts(frame, thread)
     memo = _stop_memo(context)
@@ -345,6 +394,17 @@ def guarded_name(frame: lldb.SBFrame, callback: str) -> str:
         return logical_name(frame, callback)
     except Exception as e:
         _report(frame, e)
+        return str(frame.GetDisplayFunctionName() or "??")
+
+
+def guarded_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
+    try:
+        return logical_name_and_line(frame, callback)
+    except Exception as e:
+        _report(frame, e)
+    try:  # LLDB's own function and line parts
+        return render_native(frame, _span(_context(frame)[0], callback)[0])
+    except Exception:  # never into LLDB's backtrace (the bug is said above)
         return str(frame.GetDisplayFunctionName() or "??")
 
 

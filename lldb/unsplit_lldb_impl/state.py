@@ -24,6 +24,8 @@ class FormatState:
     saved: dict[str, str] = field(default_factory=dict)  # setting -> user's value
     installed: dict[str, str] = field(default_factory=dict)  # setting -> our value
     parts: dict[str, str] = field(default_factory=dict)  # callback name -> native part
+    # merged callback -> (its span, the span after the function scope) (formats.merge)
+    spans: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _llvm() -> str | None:

@@ -136,7 +136,7 @@ def test_a_bug_in_frame_naming_is_reported_once(lldb: Callable[..., LldbDriver],
     f = _crash(zoo, "gcc-pgo")
     session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
     session.command("script import unsplit_lldb_impl.naming as n; "
-                    "n.logical_name = lambda frame, callback: 1 // 0")
+                    "n._renamed = lambda frame, context: 1 // 0")
     first, second = session.backtrace(), session.backtrace()
     said = [line for line in first.splitlines() if "unsplit: internal error" in line]
     assert len(said) == 1, first
@@ -167,7 +167,7 @@ def test_disable_restores_the_users_formats(lldb: Callable[..., LldbDriver],
     before = _formats(session)
     assert session.load_plugin() == ""
     installed = _formats(session)
-    assert "unsplit_lldb.frame_function" in installed["frame-format"]
+    assert "unsplit_lldb.frame_function_line" in installed["frame-format"]
     assert "unsplit_lldb.thread_function" in installed["thread-format"]
     bt = session.backtrace()
     _check_backtrace(bt, f)
@@ -195,8 +195,8 @@ def test_importing_twice_installs_the_formats_once(lldb: Callable[..., LldbDrive
     for _ in range(2):
         assert session.load_plugin() == ""
     frame_format = session.command("settings show frame-format")
-    assert frame_format.count("unsplit_lldb.frame_function") == 1, frame_format
-    assert frame_format.count("unsplit_lldb.frame_line") == 1, frame_format
+    assert frame_format.count("${script.frame:") == 1, frame_format
+    assert "unsplit_lldb.frame_function_line" in frame_format
     _check_backtrace(session.backtrace(), f)
     _check_where(session.command("bb where"), f)
     session.command("bb disable")
