@@ -140,7 +140,7 @@ class LldbFrame:
     questions); frame names leave them out, as they always did, since a name per frame costs
     `bt` about 8% (bench/bt.py --clock cpu)."""
 
-    __slots__ = ("_kind", "_newer", "_pc", "frame", "thread", "trampolines")
+    __slots__ = ("_kind", "_line", "_name", "_newer", "_pc", "frame", "thread", "trampolines")
 
     def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread, trampolines: bool = False,
                  pc: int | None = None, inlined: bool | None = None,
@@ -153,6 +153,8 @@ class LldbFrame:
         if inlined is not None and not trampolines:
             self._kind = FrameKind.INLINE if inlined else FrameKind.NORMAL
         self._newer = newer
+        self._line: bool | None = None  # has_line, when known
+        self._name: str | None = None
 
     def pc(self) -> int:
         if self._pc is None:
@@ -177,11 +179,15 @@ class LldbFrame:
         return LldbFrame(frame, self.thread, self.trampolines, *self._newer)
 
     def has_line(self) -> bool:
-        line_entry = self.frame.GetLineEntry()
-        return bool(line_entry.IsValid() and line_entry.GetLine() > 0)
+        if self._line is None:
+            line_entry = self.frame.GetLineEntry()
+            self._line = bool(line_entry.IsValid() and line_entry.GetLine() > 0)
+        return self._line
 
     def name(self) -> str:
-        return str(self.frame.GetFunctionName() or "")
+        if self._name is None:
+            self._name = str(self.frame.GetFunctionName() or "")
+        return self._name
 
 
 def name_frame(frame: lldb.SBFrame, context: _Context | None = None,
@@ -231,8 +237,10 @@ def logical_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
     span, tail = _span(st, callback)
     if not st.session.enabled:
         return render_native(frame, span)
-    renamed = _renamed(frame, context)
-    line = _line_text(frame, context)
+    facts = _facts(frame, context[3])
+    memo = _stop_memo(context)
+    renamed = _renamed(frame, context, facts, memo)
+    line = _line_text(frame, context, facts, memo)
     if renamed is None:
         return render_native(frame, span) + line
     if renamed.base is not None:
@@ -248,7 +256,7 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
         return render_native(frame, part)
-    renamed = _renamed(frame, context)
+    renamed = _renamed(frame, context, _facts(frame, context[3]), _stop_memo(context))
     if renamed is None:
         return render_native(frame, part)
     if renamed.base is not None:
@@ -263,21 +271,30 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
 
 def _facts(frame: lldb.SBFrame, thread: lldb.SBThread) -> FrameFacts:
     """What the naming rules read of `frame` (stop_memo.FrameFacts): the newer frame's pc
-    only where it is an inlined call, the one case the rules compare it."""
+    only where it is an inlined call, the one case the rules compare it; LLDB's function and
+    line, which change when a symbol file comes (`target symbols add`) within a stop."""
     pc, inlined, index = int(frame.GetPC()), bool(frame.IsInlined()), int(frame.GetFrameID())
+    function = frame.GetFunction()
+    names = (function.GetName(), function.GetMangledName()) if function.IsValid() else None
+    line_entry = frame.GetLineEntry()
+    line = int(line_entry.GetLine()) if line_entry.IsValid() else None
+    own = str(frame.GetFunctionName() or "") if inlined else None
     if index == 0:
-        return pc, inlined, None, None
+        return pc, inlined, None, None, names, line, own
     newer = thread.GetFrameAtIndex(index - 1)
     if not newer.IsInlined():
-        return pc, inlined, -1, False
-    return pc, inlined, int(newer.GetPC()), True
+        return pc, inlined, -1, False, names, line, own
+    return pc, inlined, int(newer.GetPC()), True, names, line, own
 
 
 def _view(frame: lldb.SBFrame, thread: lldb.SBThread, facts: FrameFacts) -> LldbFrame:
-    pc, inlined, newer_pc, newer_inlined = facts
+    pc, inlined, newer_pc, newer_inlined, _, line, own = facts
     newer = None if newer_inlined is None else \
         (newer_pc if newer_inlined else None, newer_inlined)
-    return LldbFrame(frame, thread, pc=pc, inlined=inlined, newer=newer)
+    view = LldbFrame(frame, thread, pc=pc, inlined=inlined, newer=newer)
+    view._line = line is not None and line > 0
+    view._name = own
+    return view
 
 
 def _memoizable(facts: FrameFacts) -> bool:
@@ -300,39 +317,36 @@ def _stop_memo(context: _Context) -> StopMemo:
     return memo
 
 
-def _renamed(frame: lldb.SBFrame, context: _Context) -> Renamed | None:
+def _renamed(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
+             memo: StopMemo) -> Renamed | None:
     """How `frame` is renamed (None: LLDB's own name stands), from this stop's memo."""
-    thread = context[3]
-    facts = _facts(frame, thread)
-    memo = _stop_memo(context)
     if facts in memo.names:
         return memo.names[facts]
-    naming = name_frame(frame, context, _view(frame, thread, facts))
-    renamed = _rename(frame, naming, context[0].session.demangling())
+    naming = name_frame(frame, context, _view(frame, context[3], facts))
+    renamed = _rename(naming, facts, context[0].session.demangling())
     if _memoizable(facts):
         memo.names[facts] = renamed
     return renamed
 
 
-def _rename(frame: lldb.SBFrame, naming: Naming, style: str | None) -> Renamed | None:
+def _rename(naming: Naming, facts: FrameFacts, style: str | None) -> Renamed | None:
     loc = naming.location
     if naming.shown is not Shown.RENAME or loc is None:
         return None
-    function = frame.GetFunction()
+    function, line = facts[4], facts[5]
     base = None
-    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
-                                                          function.GetName()):
+    if function is not None and loc.fragment_symbol not in (function[1], function[0]):
         base = loc.name(style, parameters=False) or ""
+    offset = (loc.offset or 0) + naming.pc - naming.lookup
     return Renamed(loc.label(style, parameters=False), base,
-                   loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc
-                                                - naming.lookup))
+                   loc.label(style) + pc_offset(offset, line is not None))
 
 
-def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
+def pc_offset(offset: int, has_line_entry: bool) -> str:
     """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
     decimal, only for a frame without debug information (``${frame.no-debug}``: no line
     entry) and a non-zero offset, so that one backtrace has one offset style."""
-    if offset <= 0 or frame.GetLineEntry().IsValid():
+    if offset <= 0 or has_line_entry:
         return ""
     return f" + {offset}"
 
@@ -345,21 +359,18 @@ def source_line(frame: lldb.SBFrame) -> str:
     context = _context(frame)
     if not context[0].session.enabled:
         return ""
-    return _line_text(frame, context, checked=True)
+    return _line_text(frame, context, _facts(frame, context[3]), _stop_memo(context))
 
 
-def _line_text(frame: lldb.SBFrame, context: _Context, checked: bool = False) -> str:
-    """source_line's text (`checked`: LLDB is known to have no line for `frame`)."""
-    if not checked:
-        line_entry = frame.GetLineEntry()
-        if line_entry.IsValid() and line_entry.GetLine() > 0:
-            return ""
-    thread = context[3]
-    facts = _facts(frame, thread)
-    memo = _stop_memo(context)
+def _line_text(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
+               memo: StopMemo) -> str:
+    """source_line's text, from this stop's memo."""
+    line = facts[5]
+    if line is not None and line > 0:
+        return ""  # LLDB's own line stands
     text = memo.lines.get(facts)
     if text is None:
-        loc = _plugin_line(frame, context, _view(frame, thread, facts))
+        loc = _plugin_line(frame, context, _view(frame, context[3], facts))
         column = "" if loc is None or not loc.column else f":{loc.column}"
         text = "" if loc is None else f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
         if _memoizable(facts):

@@ -1,15 +1,18 @@
 """What the frames of one stop share, for the per-frame name callbacks (naming.py): a frame's
 name and line text by the facts the naming rules read of it (its pc, whether it is inlined,
-and the same of the frame it called), so that frames alike (a recursion: one pc, thousands of
-frames) are named once. Kept until the process stops again, a module comes or goes, the
-locations change (`bb input`) or the demangling style does."""
+the same of the frame it called, LLDB's function and line for it), so that frames alike (a
+recursion: one pc, thousands of frames) are named once. Kept until the process stops again,
+a module comes or goes, the locations change (`bb input`) or the demangling style does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# pc, inlined, the newer frame's pc (-1 unless it is inlined) and inlined (None, None: frame 0)
-FrameFacts = tuple[int, bool, "int | None", "bool | None"]
+# pc, inlined, the newer frame's pc (-1 unless it is inlined) and inlined (None, None: frame
+# 0), LLDB's function (name, mangled name; None: none), LLDB's line (None: no line entry), and
+# the frame's own function name where it is an inlined call
+FrameFacts = tuple[int, bool, "int | None", "bool | None", "tuple[str | None, str | None] | None",
+                   "int | None", "str | None"]
 # process, stop, module count (modules.live_key), location generation, demangling style
 MemoKey = tuple[int, int, int, int, "str | None"]
 

@@ -11,6 +11,7 @@ hard-coded numbers.
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,40 @@ def test_core_file_bt_and_where(lldb: Callable[..., LldbDriver], zoo: dict[str, 
     _check_where(session.command("bb where"), f)
     # Load bias of a PIE core: the runtime pc, not the link-time one, is in the fragment.
     assert session.command("bb where --json").count(f'"{f["crash"]["fragment"]}"') >= 1
+
+
+@e2e
+def test_names_follow_a_symbol_file_added_at_the_same_stop(lldb: Callable[..., LldbDriver],
+                                                           zoo: dict[str, Any],
+                                                           tmp_path: Path) -> None:
+    """`target symbols add` changes LLDB's function and line of every frame without a new stop
+    (frame names are kept per stop, by what LLDB says of each frame): the next `bt` shows the
+    arguments and lines plain LLDB shows with that DWARF, the moved frames still renamed."""
+    f = _crash(zoo, "gcc-pgo")
+    assert f["has_debug_info"]  # the DWARF split off below
+    stripped, debug = tmp_path / "crash", tmp_path / "crash.debug"
+    subprocess.run(["objcopy", "--only-keep-debug", str(ROOT / f["binary"]), str(debug)],
+                   check=True)
+    subprocess.run(["objcopy", "--strip-debug", str(ROOT / f["binary"]), str(stripped)],
+                   check=True)
+    core = str(ROOT / f["crash"]["core"])
+    plain = _frame_lines(lldb(ROOT / f["binary"], core=core, plugin=False).backtrace())
+    session = lldb(stripped, core=core)
+    before = _frame_lines(session.backtrace())
+    assert "symbol file" in session.command(f"target symbols add {debug}")
+    after = _frame_lines(session.backtrace())
+    assert len(before) == len(after) == len(plain), (before, after, plain)
+    moved = _moved_frames(f)
+    for line, was, own in zip(after, before, plain, strict=True):
+        renamed = [m for m in moved if _names(line, _label(m))]
+        if not renamed:  # LLDB's own (a line of unsplit's after it where LLDB has none)
+            assert line.split("`", 1)[1].startswith(own.split("`", 1)[1]), (line, own)
+            continue
+        assert _names(was, _label(renamed[0])), was  # renamed without DWARF too
+        name = renamed[0]["procedure"]
+        assert line.split("`", 1)[1] == own.split("`", 1)[1].replace(
+            f"{name}(", f"{_label(renamed[0])}(", 1), (line, own)
+    assert any(_names(line, _label(m)) for line in after for m in moved), after
 
 
 @e2e
