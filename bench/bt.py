@@ -25,6 +25,9 @@ made empty for the pair:
     warm    the same `bt` again in the first session, --warm times (the best of them: other
             processes on a shared machine only ever add time).
 
+With --floor LLDB runs a third way, "floor": a `frame-format` callback that renders LLDB's
+own function and line parts through the SB API and names nothing (bench/lldb_floor.py), what
+any plugin that renames frames by a format callback and keeps LLDB's arguments pays.
 GDB runs a third way too, with a frame filter that passes every frame through unchanged: once
 any Python frame filter is registered GDB prints `bt` through its Python frame-decorator path
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
@@ -159,6 +162,8 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
+        if mode == "floor":
+            session.command(f"command script import {Path(__file__).parent / 'lldb_floor.py'}")
         if mode == "filter":
             session.command("bb exact-frames off")
         if plugin:
@@ -209,6 +214,9 @@ def main() -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall time, or the debugger process's CPU time (steadier under "
                              "load; leaves out waiting for the disk)")
+    parser.add_argument("--floor", action="store_true",
+                        help="LLDB: also time a frame-format callback that only renders "
+                             "LLDB's own function and line parts (bench/lldb_floor.py)")
     parser.add_argument("--typed", action="store_true",
                         help="time a bt typed at the prompt (LLDB sets up Python for each "
                              "frame-format callback then), not one run from Python")
@@ -241,7 +249,7 @@ def main() -> int:
               f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
             modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
-                ["plain", "unsplit"]
+                ["plain", "floor", "unsplit"] if args.floor else ["plain", "unsplit"]
             # Modes interleaved, their order rotated each repeat: a shared machine's load
             # drifts over the minutes a run takes, and then drifts for every mode alike.
             runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
