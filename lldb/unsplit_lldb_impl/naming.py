@@ -241,13 +241,10 @@ def logical_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
     memo = _stop_memo(context)
     renamed = _renamed(frame, context, facts, memo)
     line = _line_text(frame, context, facts, memo)
-    if renamed is None:
-        return render_native(frame, span) + line
-    if renamed.base is not None:
-        native = render_native(frame, span)
-        if native.startswith(renamed.base + "("):
-            return renamed.label + native[len(renamed.base):] + line
-    return renamed.text + (_render(frame, tail) or "") + line
+    named = _with_label(frame, renamed, span)
+    if named is None and renamed is not None:
+        named = renamed.text + (_render(frame, tail) or "")
+    return (named or "") + line
 
 
 def logical_name(frame: lldb.SBFrame, callback: str) -> str:
@@ -257,6 +254,16 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     if not st.session.enabled:
         return render_native(frame, part)
     renamed = _renamed(frame, context, _facts(frame, context[3]), _stop_memo(context))
+    named = _with_label(frame, renamed, part)
+    if named is None and renamed is not None:
+        named = renamed.text
+    return named or ""
+
+
+def _with_label(frame: lldb.SBFrame, renamed: Renamed | None, part: str) -> str | None:
+    """`part` as LLDB renders it, its name replaced by the label where `frame` is renamed;
+    None where the frame is renamed and LLDB's part does not start with the procedure's name
+    and its arguments (the renamed text stands then)."""
     if renamed is None:
         return render_native(frame, part)
     if renamed.base is not None:
@@ -266,7 +273,7 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
         if native.startswith(renamed.base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
             return renamed.label + native[len(renamed.base):]
-    return renamed.text
+    return None
 
 
 def _facts(frame: lldb.SBFrame, thread: lldb.SBThread) -> FrameFacts:
