@@ -1,6 +1,7 @@
 """Benchmark: `bt` over a deep recursion through cold fragments, with and without the plugin.
 
     .venv/bin/python bench/bt.py [--depth N] [--repeats N] [--debugger gdb|lldb]... [--clock cpu]
+                                 [--typed]
     .venv/bin/python bench/bt.py --alternate N   # GDB: the unwinder against the filter alone
     .venv/bin/python bench/bt.py --same-session N --clock cpu   # GDB warm: filter vs no-op
 
@@ -10,9 +11,10 @@ training run never took, so GCC moves the recursive call into `descend.cold` and
 the ~N frames of the deep run is a frame in moved code, the case the naming hooks work hardest
 on. In real GDB and LLDB sessions stopped in `bottom` (at depth N), `bt`s are timed inside
 the debugger (GDB: `gdb.execute(.., to_string=True)`, LLDB: `HandleCommand` into a return
-object), so the terminal is left out. Each repeat is a pair of sessions on one unsplit cache
-directory ($UNSPLIT_CACHE: the index store, the debug files, LLDB's CFI files), made empty for
-the pair:
+object), so the terminal is left out; with --typed, as a user types it at the prompt (the
+time to print it included, for every mode alike). Each repeat is a pair of sessions on one
+unsplit cache directory ($UNSPLIT_CACHE: the index store, the debug files, LLDB's CFI files),
+made empty for the pair:
 
     first   the first session's first `bt`, on the empty cache: the debugger's caches are
             cold (its unwinder, its symbols) and, with the plugin, so are unsplit's: `bb
@@ -24,6 +26,9 @@ the pair:
     warm    the same `bt` again in the first session, --warm times (the best of them: other
             processes on a shared machine only ever add time).
 
+With --floor LLDB runs a third way, "floor": a `frame-format` callback that renders LLDB's
+own function and line parts through the SB API and names nothing (bench/lldb_floor.py), what
+any plugin that renames frames by a format callback and keeps LLDB's arguments pays.
 GDB runs a third way too, with a frame filter that passes every frame through unchanged: once
 any Python frame filter is registered GDB prints `bt` through its Python frame-decorator path
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
@@ -109,10 +114,27 @@ def build(work: Path) -> Path:
 
 CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 clock = CLOCKS["wall"]  # --clock: the debugger's CPU time is steadier on a loaded machine
+typed = False  # --typed: `bt` typed at the prompt rather than run from the debugger's Python
+
+
+def _typed_bt(session: Any) -> tuple[float, int, int]:
+    """As _timed_bt, for a `bt` typed at the prompt (--typed): LLDB then sets up a Python
+    session for each ${script.frame:} call, which a `bt` run from Python leaves out; the
+    debugger's time includes writing the backtrace to the terminal, for every mode alike."""
+    py = "python" if session.name == "gdb" else "script"
+    session.command(f"{py} import time as _t; _s = _t.{clock}()")
+    out = session.command("bt", timeout=300)
+    took = session.command(f"{py} print('T=%f' % (_t.{clock}() - _s))")
+    m = re.search(r"T=([0-9.]+)", took)
+    if m is None:
+        raise RuntimeError(f"{session.name}: bt: no timing in {took!r}")
+    return float(m.group(1)), out.count("\n") + 1, out.count("descend [cold]")
 
 
 def _timed_bt(session: Any) -> tuple[float, int, int]:
     """Seconds one `bt` takes inside the debugger, its line count, and its `[cold]` frames."""
+    if typed:
+        return _typed_bt(session)
     report = ("print('T=%f N=%d COLD=%d' % (_e, _o.count(chr(10)), "
               "_o.count('descend [cold]')))")
     if session.name == "gdb":
@@ -141,6 +163,8 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
+        if mode == "floor":
+            session.command(f"command script import {Path(__file__).parent / 'lldb_floor.py'}")
         if mode == "filter":
             session.command("bb exact-frames off")
         if plugin:
@@ -219,6 +243,12 @@ def main() -> int:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall time, or the debugger process's CPU time (steadier under "
                              "load; leaves out waiting for the disk)")
+    parser.add_argument("--floor", action="store_true",
+                        help="LLDB: also time a frame-format callback that only renders "
+                             "LLDB's own function and line parts (bench/lldb_floor.py)")
+    parser.add_argument("--typed", action="store_true",
+                        help="time a bt typed at the prompt (LLDB sets up Python for each "
+                             "frame-format callback then), not one run from Python")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
@@ -226,8 +256,9 @@ def main() -> int:
                         help="only GDB's warm bt, plain / no-op filter / unsplit's filter "
                              "toggled in one session, N rounds")
     args = parser.parse_args()
-    global clock
+    global clock, typed
     clock = CLOCKS[args.clock]
+    typed = args.typed
     if args.same_session:
         with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
             binary = build(Path(tmp))
@@ -258,14 +289,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
         cache = Path(tmp) / "cache"
-        print(f"bt over {args.depth} frames in descend.cold (GCC PGO), {args.clock} ms: median of "
+        print(f"bt{' typed' if typed else ''} over {args.depth} frames in descend.cold (GCC PGO), "
+              f"{args.clock} ms: median of "
               f"{args.repeats} session pairs; first: empty unsplit cache, later: the cache the "
               f"first session left, warm: best of {args.warm} bts after the first")
         print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
               f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
             modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
-                ["plain", "unsplit"]
+                ["plain", "floor", "unsplit"] if args.floor else ["plain", "unsplit"]
             # Modes interleaved, their order rotated each repeat: a shared machine's load
             # drifts over the minutes a run takes, and then drifts for every mode alike.
             runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
@@ -279,6 +311,7 @@ def main() -> int:
                                       for i in range(3))
                 base = base or (first, later, warm)
                 row = {"debugger": name, "mode": mode, "depth": args.depth, "clock": args.clock,
+                       "typed": typed,
                        "sessions": 2 * args.repeats, "first_ms": first * 1e3,
                        "later_ms": later * 1e3, "warm_ms": warm * 1e3,
                        "first_ratio": first / base[0], "later_ratio": later / base[1],

@@ -47,6 +47,14 @@ def frame_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     return naming.guarded_name(frame, "frame_function")
 
 
+def frame_function_line(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
+    """The function part of `frame-format` through its line part: `transfer [cold] + 31 at
+    file.c:12`, one call per frame (unsplit_lldb_impl/formats.py: merge)."""
+    from unsplit_lldb_impl import naming
+
+    return naming.guarded_name_and_line(frame, "frame_function_line")
+
+
 def thread_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """The function part of `thread-format`."""
     from unsplit_lldb_impl import naming

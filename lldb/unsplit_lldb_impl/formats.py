@@ -1,7 +1,8 @@
 """Rewriting LLDB format strings (``frame-format``/``thread-format``; grammar:
 lldb/source/Core/FormatEntity.cpp): the function part becomes a ``${script.frame:…}`` entry
 that renders that same part natively outside moved code, and a second entry after the line scope
-gives file:line where LLDB has none. Pure string functions, no lldb import."""
+gives file:line where LLDB has none; where the two scopes are siblings (LLDB's default), one
+entry for both (:func:`merge`). Pure string functions, no lldb import."""
 
 from __future__ import annotations
 
@@ -79,6 +80,44 @@ def rewrite(text: str, function_entry: str, line_entry: str | None = None) -> Re
     if line_entry is not None:
         out = _insert_after_line_scope(out, line_entry)
     return Rewrite(out, part)
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """A format with one entry for its function scope, the line scope after it and what lies
+    between (`span`, rendered natively where LLDB's name stands); `function_part` is the
+    function scope's inside, `tail` the rest of `span` after the function scope."""
+
+    text: str
+    span: str
+    function_part: str
+    tail: str
+
+
+def merge(text: str, entry: str) -> Merged | None:
+    """`text` with its function scope through the line scope after it replaced by `entry`;
+    None unless both exist and have the same enclosing scope (so the span is a format of its
+    own), or when `text` holds `entry` already."""
+    if entry in text:
+        return None
+    scopes, entries = _scan(text)
+    start = _first_entry(text, entries, _FUNCTION_TOKENS)
+    line = _first_entry(text, entries, _LINE_TOKENS)
+    if start < 0 or line < 0:
+        return None
+    scope = _innermost_scope(scopes, start)
+    function = scope if scope is not None else \
+        (start, _end_of_top_level_run(text, entries, start) - 1)
+    holder = _innermost_scope(scopes, line)
+    if holder is None or holder[0] <= function[1] or \
+            _innermost_scope(scopes, function[0]) != _innermost_scope(scopes, holder[0]):
+        return None
+    span = text[function[0]:holder[1] + 1]
+    if "${script." in span:
+        return None
+    part = text[start:scope[1]] if scope is not None else text[function[0]:function[1] + 1]
+    return Merged(text[:function[0]] + entry + text[holder[1] + 1:], span, part,
+                  text[function[1] + 1:holder[1] + 1])
 
 
 def _end_of_top_level_run(text: str, entries: list[tuple[int, int]], start: int) -> int:

@@ -36,14 +36,21 @@ def module_list(target: lldb.SBTarget) -> list[LoadedModule]:
     return mods
 
 
+def live_key(target: lldb.SBTarget, process: lldb.SBProcess) -> tuple[int, int, int]:
+    """What changes when the module list of a live process may have: the process, its stop,
+    the module count."""
+    return int(process.GetUniqueID()), int(process.GetStopID()), int(target.GetNumModules())
+
+
 def sync(session: Session, target: lldb.SBTarget, process: lldb.SBProcess,
-         live: bool | None = None) -> None:
+         live: bool | None = None, key: tuple[int, int, int] | None = None) -> None:
     """Bring the session's module map up to `target`'s module list when the process (the
     program, without one), its stop or the module count changed (`live`: the process is
-    valid, as a frame's is)."""
+    valid, as a frame's is; `key`: its live_key, when the caller has it)."""
     live = process.IsValid() if live is None else live
-    key = (process.GetUniqueID() if live else target.GetExecutable().fullpath,
-           process.GetStopID() if live else 0, target.GetNumModules())
+    if key is None:
+        key = live_key(target, process) if live else \
+            (target.GetExecutable().fullpath, 0, target.GetNumModules())
     session.namer.sync(key, lambda: module_list(target), lambda a, n: read_memory(target, a, n))
 
 

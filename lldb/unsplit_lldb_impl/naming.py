@@ -15,8 +15,9 @@ from unsplit.index.model.records import Location
 
 from . import modules
 from . import state as state_mod
-from .formats import rewrite
+from .formats import Merged, Rewrite, merge, rewrite
 from .report import report_internal
+from .stop_memo import FrameFacts, Renamed, StopMemo
 
 # setting -> the callback (in module unsplit_lldb) that replaces its function part
 CALLBACKS = {
@@ -25,8 +26,12 @@ CALLBACKS = {
     "thread-stop-format": "thread_stop_function",
 }
 LINE_CALLBACK = "frame_line"
+# setting -> the callback for its function scope, the line scope after it and what lies between
+MERGED_CALLBACKS = {"frame-format": "frame_function_line"}
 _MODULE = "unsplit_lldb"
 DEFAULT_PART = "${function.name-with-args}{${frame.no-debug}${function.pc-offset}}"
+DEFAULT_TAIL = ("{ at ${ansi.fg.cyan}${line.file.basename}${ansi.normal}:${ansi.fg.yellow}"
+                "${line.number}${ansi.normal}{:${ansi.fg.yellow}${line.column}${ansi.normal}}}")
 
 _formats: dict[str, Any] = {}  # format text -> SBFormat
 
@@ -55,16 +60,22 @@ def install(debugger: lldb.SBDebugger) -> list[str]:
         current = get_setting(debugger, setting)
         if fs.installed.get(setting) == current:
             continue  # still ours
-        rewritten = rewrite(current, entry(callback), entry(LINE_CALLBACK))
-        if rewritten is None:
+        merged = merge(current, entry(MERGED_CALLBACKS[setting])) \
+            if setting in MERGED_CALLBACKS else None
+        done: Merged | Rewrite | None = merged or \
+            rewrite(current, entry(callback), entry(LINE_CALLBACK))
+        if done is None:
             continue  # no function name in this format (thread-stop-format by default)
-        error = set_setting(debugger, setting, rewritten.text)
+        error = set_setting(debugger, setting, done.text)
         if error:
             notes.append(f"unsplit: could not set {setting}: {error}")
             continue
         fs.saved[setting] = current
         fs.installed[setting] = get_setting(debugger, setting)
-        fs.parts[callback] = rewritten.function_part
+        if isinstance(done, Merged):
+            fs.spans[MERGED_CALLBACKS[setting]] = (done.span, done.tail)
+        else:
+            fs.parts[callback] = done.function_part
     return notes
 
 
@@ -97,30 +108,51 @@ def set_enabled(debugger: lldb.SBDebugger, flag: bool) -> list[str]:
 _Context = tuple[state_mod.DebuggerState, Any, Any, Any]
 
 
+# The last process a callback saw: (its unique id, its debugger's state, its target). A frame
+# gives its thread and process, not its debugger: this saves three SB calls per frame.
+_last_process: list[tuple[int, state_mod.DebuggerState, Any]] = []
+
+
 def _context(frame: lldb.SBFrame) -> _Context:
     thread = frame.GetThread()
     process = thread.GetProcess()
+    uid = int(process.GetUniqueID())  # never reused within LLDB's process
+    if _last_process and _last_process[0][0] == uid:
+        return _last_process[0][1], _last_process[0][2], process, thread
     target = process.GetTarget()
-    return state_mod.for_debugger(target.GetDebugger().GetID()), target, process, thread
+    st = state_mod.for_debugger(target.GetDebugger().GetID())
+    if process.IsValid():
+        _last_process[:] = [(uid, st, target)]
+    return st, target, process, thread
 
 
 class LldbFrame:
     """An SBFrame as the core's FrameView (unsplit.debug.frame_namer), each answer fetched from
-    LLDB when a rule asks. LLDB marks no signal trampoline: with `trampolines` they are known
-    by name (the selected frame's questions); frame names leave them out, as they always did,
-    since a name per frame costs `bt` about 8% (bench/bt.py --clock cpu)."""
+    LLDB when a rule asks (or given: `pc`, `inlined`, `newer`, already fetched). LLDB marks no
+    signal trampoline: with `trampolines` they are known by name (the selected frame's
+    questions); frame names leave them out, as they always did, since a name per frame costs
+    `bt` about 8% (bench/bt.py --clock cpu)."""
 
-    __slots__ = ("_kind", "frame", "thread", "trampolines")
+    __slots__ = ("_kind", "_line", "_name", "_newer", "_pc", "frame", "thread", "trampolines")
 
-    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread,
-                 trampolines: bool = False) -> None:
+    def __init__(self, frame: lldb.SBFrame, thread: lldb.SBThread, trampolines: bool = False,
+                 pc: int | None = None, inlined: bool | None = None,
+                 newer: tuple[int | None, bool] | None = None) -> None:
         self.frame = frame
         self.thread = thread
         self.trampolines = trampolines
+        self._pc = pc
         self._kind: FrameKind | None = None
+        if inlined is not None and not trampolines:
+            self._kind = FrameKind.INLINE if inlined else FrameKind.NORMAL
+        self._newer = newer
+        self._line: bool | None = None  # has_line, when known
+        self._name: str | None = None
 
     def pc(self) -> int:
-        return int(self.frame.GetPC())
+        if self._pc is None:
+            self._pc = int(self.frame.GetPC())
+        return self._pc
 
     def kind(self) -> FrameKind:
         if self._kind is None:
@@ -132,42 +164,80 @@ class LldbFrame:
 
     def newer(self) -> FrameView | None:
         newer = int(self.frame.GetFrameID()) - 1
-        return None if newer < 0 else \
-            LldbFrame(self.thread.GetFrameAtIndex(newer), self.thread, self.trampolines)
+        if newer < 0:
+            return None
+        frame = self.thread.GetFrameAtIndex(newer)
+        if self._newer is None:
+            return LldbFrame(frame, self.thread, self.trampolines)
+        return LldbFrame(frame, self.thread, self.trampolines, *self._newer)
 
     def has_line(self) -> bool:
-        line_entry = self.frame.GetLineEntry()
-        return bool(line_entry.IsValid() and line_entry.GetLine() > 0)
+        if self._line is None:
+            line_entry = self.frame.GetLineEntry()
+            self._line = bool(line_entry.IsValid() and line_entry.GetLine() > 0)
+        return self._line
 
     def name(self) -> str:
-        return str(self.frame.GetFunctionName() or "")
+        if self._name is None:
+            self._name = str(self.frame.GetFunctionName() or "")
+        return self._name
 
 
-def name_frame(frame: lldb.SBFrame, context: _Context | None = None) -> Naming:
-    """What the session's FrameNamer says of `frame`, its module map brought up to LLDB's
-    module list first when the process ran or a module came or went (a `bt` asks for every
-    frame: a cheap check, measured by bench/bt.py)."""
+def name_frame(frame: lldb.SBFrame, context: _Context | None = None,
+               view: LldbFrame | None = None) -> Naming:
+    """What the session's FrameNamer says of `frame` (`view`: it as a FrameView), its module
+    map brought up to LLDB's module list first when the process ran or a module came or went
+    (a `bt` asks for every frame: a cheap check, measured by bench/bt.py)."""
     st, target, process, thread = context if context is not None else _context(frame)
     namer = st.session.namer
     modules.sync(st.session, target, process, live=True)
-    naming = namer.name(LldbFrame(frame, thread))
+    naming = namer.name(view if view is not None else LldbFrame(frame, thread))
     for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
         print(f"unsplit: {warning}", file=sys.stderr)
     return naming
 
 
 def render_native(frame: lldb.SBFrame, text: str) -> str:
+    """`text` (a part of the user's format) as LLDB renders it for `frame`; LLDB's own name
+    of the frame where it cannot."""
+    out = _render(frame, text)
+    return str(frame.GetDisplayFunctionName() or "") if out is None else out
+
+
+def _render(frame: lldb.SBFrame, text: str) -> str | None:
     fmt = _formats.get(text)
     if fmt is None:
         error = lldb.SBError()
         fmt = lldb.SBFormat(text, error)
         if error.Fail():
-            return str(frame.GetDisplayFunctionName() or "")
+            return None
         _formats[text] = fmt
     stream = lldb.SBStream()
     if frame.GetDescriptionWithFormat(fmt, stream).Fail():
-        return str(frame.GetDisplayFunctionName() or "")
+        return None
     return str(stream.GetData() or "")
+
+
+def _span(st: state_mod.DebuggerState, callback: str) -> tuple[str, str]:
+    return st.formats.spans.get(callback, ("{" + DEFAULT_PART + "}" + DEFAULT_TAIL, DEFAULT_TAIL))
+
+
+def logical_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
+    """The function scope through the line scope of `frame-format` (formats.merge): as
+    logical_name and source_line would have them, in one call."""
+    context = _context(frame)
+    st = context[0]
+    span, tail = _span(st, callback)
+    if not st.session.enabled:
+        return render_native(frame, span)
+    facts = _facts(frame, context[3])
+    memo = _stop_memo(context)
+    renamed = _renamed(frame, context, facts, memo)
+    line = _line_text(frame, context, facts, memo)
+    named = _with_label(frame, renamed, span)
+    if named is None and renamed is not None:
+        named = renamed.text + (_render(frame, tail) or "")
+    return (named or "") + line
 
 
 def logical_name(frame: lldb.SBFrame, callback: str) -> str:
@@ -176,40 +246,136 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
         return render_native(frame, part)
-    naming = name_frame(frame, context)
-    loc = naming.location
-    if naming.shown is not Shown.RENAME or loc is None:
+    renamed = _renamed(frame, context, _facts(frame, context[3]), _stop_memo(context))
+    named = _with_label(frame, renamed, part)
+    if named is None and renamed is not None:
+        named = renamed.text
+    return named or ""
+
+
+def _with_label(frame: lldb.SBFrame, renamed: Renamed | None, part: str) -> str | None:
+    """`part` as LLDB renders it, its name replaced by the label where `frame` is renamed;
+    None where the frame is renamed and LLDB's part does not start with the procedure's name
+    and its arguments (the renamed text stands then)."""
+    if renamed is None:
         return render_native(frame, part)
-    style = st.session.demangling()
-    function = frame.GetFunction()
-    if function.IsValid() and loc.fragment_symbol not in (function.GetMangledName(),
-                                                          function.GetName()):
+    if renamed.base is not None:
         # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
         # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
-        base = loc.name(style, parameters=False) or ""
-        if native.startswith(base + "("):
+        if native.startswith(renamed.base + "("):
             # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-            return loc.label(style, parameters=False) + native[len(base):]
-    return loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc - naming.lookup)
+            return renamed.label + native[len(renamed.base):]
+    return None
 
 
-def pc_offset(frame: lldb.SBFrame, offset: int) -> str:
+def _facts(frame: lldb.SBFrame, thread: lldb.SBThread) -> FrameFacts:
+    """What the naming rules read of `frame` (stop_memo.FrameFacts): the newer frame's pc
+    only where it is an inlined call, the one case the rules compare it; LLDB's function and
+    line, which change when a symbol file comes (`target symbols add`) within a stop."""
+    pc, inlined, index = int(frame.GetPC()), bool(frame.IsInlined()), int(frame.GetFrameID())
+    function = frame.GetFunction()
+    names = (function.GetName(), function.GetMangledName()) if function.IsValid() else None
+    line_entry = frame.GetLineEntry()
+    line = int(line_entry.GetLine()) if line_entry.IsValid() else None
+    own = str(frame.GetFunctionName() or "") if inlined else None
+    if index == 0:
+        return pc, inlined, None, None, names, line, own
+    newer = thread.GetFrameAtIndex(index - 1)
+    if not newer.IsInlined():
+        return pc, inlined, -1, False, names, line, own
+    return pc, inlined, int(newer.GetPC()), True, names, line, own
+
+
+def _view(frame: lldb.SBFrame, thread: lldb.SBThread, facts: FrameFacts) -> LldbFrame:
+    pc, inlined, newer_pc, newer_inlined, _, line, own = facts
+    newer = None if newer_inlined is None else \
+        (newer_pc if newer_inlined else None, newer_inlined)
+    view = LldbFrame(frame, thread, pc=pc, inlined=inlined, newer=newer)
+    view._line = line is not None and line > 0
+    view._name = own
+    return view
+
+
+def _memoizable(facts: FrameFacts) -> bool:
+    """Facts that decide the rules: not so where the frame shares its pc with an inlined call
+    made in it, as the rules then read that call's own newer frame too."""
+    return not (facts[3] and facts[2] == facts[0])
+
+
+def _stop_memo(context: _Context) -> StopMemo:
+    """The debugger's memo of this stop's frames, emptied (and the module map synced) when
+    the process stopped again, a module came or went, the locations or the style changed."""
+    st, target, process, _ = context
+    memo = st.frames
+    live = modules.live_key(target, process)
+    locations = st.session.namer.locations
+    key = (*live, locations.generation, st.session.demangling())
+    if key != memo.key:
+        modules.sync(st.session, target, process, live=True, key=live)
+        memo.reset((*live, locations.generation, st.session.demangling()))
+    return memo
+
+
+def _renamed(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
+             memo: StopMemo) -> Renamed | None:
+    """How `frame` is renamed (None: LLDB's own name stands), from this stop's memo."""
+    if facts in memo.names:
+        return memo.names[facts]
+    naming = name_frame(frame, context, _view(frame, context[3], facts))
+    renamed = _rename(naming, facts, context[0].session.demangling())
+    if _memoizable(facts):
+        memo.names[facts] = renamed
+    return renamed
+
+
+def _rename(naming: Naming, facts: FrameFacts, style: str | None) -> Renamed | None:
+    loc = naming.location
+    if naming.shown is not Shown.RENAME or loc is None:
+        return None
+    function, line = facts[4], facts[5]
+    base = None
+    if function is not None and loc.fragment_symbol not in (function[1], function[0]):
+        base = loc.name(style, parameters=False) or ""
+    offset = (loc.offset or 0) + naming.pc - naming.lookup
+    return Renamed(loc.label(style, parameters=False), base,
+                   loc.label(style) + pc_offset(offset, line is not None))
+
+
+def pc_offset(offset: int, has_line_entry: bool) -> str:
     """The offset as LLDB's default format writes ``${function.pc-offset}``: `` + 46``, in
     decimal, only for a frame without debug information (``${frame.no-debug}``: no line
     entry) and a non-zero offset, so that one backtrace has one offset style."""
-    if offset <= 0 or frame.GetLineEntry().IsValid():
+    if offset <= 0 or has_line_entry:
         return ""
     return f" + {offset}"
 
 
 def source_line(frame: lldb.SBFrame) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    loc = plugin_line(frame)
-    if loc is None:
+    line_entry = frame.GetLineEntry()
+    if line_entry.IsValid() and line_entry.GetLine() > 0:
+        return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
+    context = _context(frame)
+    if not context[0].session.enabled:
         return ""
-    column = f":{loc.column}" if loc.column else ""
-    return f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+    return _line_text(frame, context, _facts(frame, context[3]), _stop_memo(context))
+
+
+def _line_text(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
+               memo: StopMemo) -> str:
+    """source_line's text, from this stop's memo."""
+    line = facts[5]
+    if line is not None and line > 0:
+        return ""  # LLDB's own line stands
+    text = memo.lines.get(facts)
+    if text is None:
+        loc = _plugin_line(frame, context, _view(frame, context[3], facts))
+        column = "" if loc is None or not loc.column else f":{loc.column}"
+        text = "" if loc is None else f" at {os.path.basename(loc.file or '')}:{loc.line}{column}"
+        if _memoizable(facts):
+            memo.lines[facts] = text
+    return text
 
 
 def plugin_line(frame: lldb.SBFrame) -> Location | None:
@@ -220,7 +386,12 @@ def plugin_line(frame: lldb.SBFrame) -> Location | None:
     context = _context(frame)
     if not context[0].session.enabled:
         return None
-    loc = name_frame(frame, context).location
+    return _plugin_line(frame, context)
+
+
+def _plugin_line(frame: lldb.SBFrame, context: _Context,
+                 view: LldbFrame | None = None) -> Location | None:
+    loc = name_frame(frame, context, view).location
     if loc is None:
         return None
     # LLDB has no frames for calls inlined here (it has no line here either): the procedure's
@@ -234,6 +405,17 @@ def guarded_name(frame: lldb.SBFrame, callback: str) -> str:
         return logical_name(frame, callback)
     except Exception as e:
         _report(frame, e)
+        return str(frame.GetDisplayFunctionName() or "??")
+
+
+def guarded_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
+    try:
+        return logical_name_and_line(frame, callback)
+    except Exception as e:
+        _report(frame, e)
+    try:  # LLDB's own function and line parts
+        return render_native(frame, _span(_context(frame)[0], callback)[0])
+    except Exception:  # never into LLDB's backtrace (the bug is said above)
         return str(frame.GetDisplayFunctionName() or "??")
 
 

@@ -12,6 +12,8 @@ from unsplit.host import LiveHost
 from unsplit.index.names.demangle import LLVM
 from unsplit.session import Session
 
+from .stop_memo import StopMemo
+
 if TYPE_CHECKING:
     import lldb
 
@@ -23,6 +25,8 @@ class FormatState:
     saved: dict[str, str] = field(default_factory=dict)  # setting -> user's value
     installed: dict[str, str] = field(default_factory=dict)  # setting -> our value
     parts: dict[str, str] = field(default_factory=dict)  # callback name -> native part
+    # merged callback -> (its span, the span after the function scope) (formats.merge)
+    spans: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _llvm() -> str | None:
@@ -48,6 +52,7 @@ class DebuggerState:
     registered: set[str] = field(default_factory=set)  # commands added ("bb", "bb where", …)
     reported: set[str] = field(default_factory=set)  # internal errors already said once
     pending: dict[str, PendingFile] = field(default_factory=dict)  # module -> its writer
+    frames: StopMemo = field(default_factory=StopMemo)  # names and lines of this stop's frames
 
 
 _STATES: dict[int, DebuggerState] = {}

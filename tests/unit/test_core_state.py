@@ -99,6 +99,9 @@ ADAPTER_STATE = {
     ("unsplit_gdb_impl/breakpoints.py", "_NAME_COUNTS"),
     ("unsplit_gdb_impl/breakpoints.py", "_BY_ADDRESS"),
     ("unsplit_lldb_impl/naming.py", "_formats"),
+    # A frame callback's last process (id, debugger state, target): one slot, replaced when
+    # another process's frame comes.
+    ("unsplit_lldb_impl/naming.py", "_last_process"),
     ("unsplit_lldb_impl/stepping.py", "_decoded_cache"),
     ("unsplit_lldb_impl/cfi_symbols.py", "_DONE"),
 }

@@ -1,0 +1,40 @@
+"""What the frames of one stop share, for the per-frame name callbacks (naming.py): a frame's
+name and line text by the facts the naming rules read of it (its pc, whether it is inlined,
+the same of the frame it called, LLDB's function and line for it), so that frames alike (a
+recursion: one pc, thousands of frames) are named once. Kept until the process stops again,
+a module comes or goes, the locations change (`bb input`) or the demangling style does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# pc, inlined, the newer frame's pc (-1 unless it is inlined) and inlined (None, None: frame
+# 0), LLDB's function (name, mangled name; None: none), LLDB's line (None: no line entry), and
+# the frame's own function name where it is an inlined call
+FrameFacts = tuple[int, bool, "int | None", "bool | None", "tuple[str | None, str | None] | None",
+                   "int | None", "str | None"]
+# process, stop, module count (modules.live_key), location generation, demangling style
+MemoKey = tuple[int, int, int, int, "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Renamed:
+    """A frame in moved code: `label` (``descend [cold]``) goes before LLDB's own arguments
+    when LLDB renders its function part as `base` followed by ``(`` (DWARF names the
+    procedure); otherwise `text` is the whole function part."""
+
+    label: str
+    base: str | None
+    text: str
+
+
+@dataclass
+class StopMemo:
+    key: MemoKey | None = None
+    names: dict[FrameFacts, Renamed | None] = field(default_factory=dict)  # None: LLDB's own
+    lines: dict[FrameFacts, str] = field(default_factory=dict)
+
+    def reset(self, key: MemoKey) -> None:
+        self.key = key
+        self.names.clear()
+        self.lines.clear()
