@@ -31,15 +31,17 @@ pytestmark = [
 # keeps with the code that throws to it: there C++ values in code BOLT moved)
 SCENARIOS: dict[str, tuple[str, str | None, list[str], str | None]] = {
     "crash": ("crash", None, ["bt", "info args", "info locals", "print amount", "print *a",
-                              "up", "info args", "info locals", "up", "info locals"],
+                              "up", "info args", "info locals", "up", "info locals",
+                              "bt full"],
               "transfer"),
     "loop": ("error", "cold error result", ["bt", "info args", "info locals", "print sum",
-                                            "print i", "finish"], "checksum"),
+                                            "print i", "bt full", "finish"], "checksum"),
     "switch": ("rare", "case 7 rare", ["bt", "info args", "print acc", "finish"], "step"),
     "recurse": ("deep", "cold limit update", ["bt", "info args", "info locals", "up",
-                                              "info args", "finish"], "walk"),
+                                              "info args", "bt full", "finish"], "walk"),
     "except": ("throw", "cold catch update", ["bt", "info args", "info locals", "print i",
-                                              "print e.what()", "print total", "finish"], None),
+                                              "print e.what()", "print total", "bt full", "finish"],
+                None),
 }
 
 
