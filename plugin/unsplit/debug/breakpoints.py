@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import Host, LoadedModule
+from unsplit.index.inlines import module_frames
 from unsplit.index.model import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names import matching
@@ -173,7 +174,24 @@ def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
         after = table.next_line(file, line)
         addresses = set() if after is None else table.line_starts(file, after)
     out = []
-    for a in sorted(addresses):
+    for a in sorted(_first_in_each_scope(index, addresses)):
         frag = index.fragment_at(a)
         out.append(Site(a, frag.procedure if frag else None, frag.name if frag else None, where))
     return out
+
+
+def _first_in_each_scope(index: ModuleIndex, addresses: set[int]) -> set[int]:
+    """Of the places a line begins, those GDB's `break` keeps (linespec.c, for optimized code
+    that scatters one line over several ranges of one scope): the first in each scope (block,
+    inlined call, function), by where the DWARF describing it has them (the pre-BOLT input's
+    address for BOLTed code), so a loop's `for` line that is begun again after its body is one
+    location, not two. Every copy BOLT made of the kept place stays."""
+    frames = module_frames(index)
+    scoped = [(frames.scope(a), a) for a in addresses]
+    first: dict[tuple[int, int], int] = {}
+    for found, _ in scoped:
+        if found is not None:
+            key = (found[0], found[2])
+            first[key] = min(first.get(key, found[1]), found[1])
+    return {a for found, a in scoped
+            if found is None or first[(found[0], found[2])] == found[1]}
