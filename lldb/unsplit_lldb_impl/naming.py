@@ -195,9 +195,11 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
         # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
         base = loc.name(style, parameters=False) or ""
-        if native.startswith(base + "("):
-            # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-            return loc.label(style, parameters=False) + native[len(base):]
+        at = native.find(base + "(") if base else -1
+        if at == 0 or (at > 0 and native[at - 1] == " "):
+            # DWARF knows the procedure: keep LLDB's arguments (and the return type LLDB
+            # writes before a function template's name), add the fragment tag.
+            return native[:at] + loc.label(style, parameters=False) + native[at + len(base):]
     return loc.label(style) + pc_offset(frame, (loc.offset or 0) + naming.pc - naming.lookup)
 
 

@@ -240,3 +240,45 @@ def _lldb_matches_the_input(zoo: dict[str, Any], variant: str, program: str,
     for command in expected:
         assert mine[command] == expected[command], f"{command}\n--- ours\n{ours}\n--- plain " \
                                                    f"LLDB on the input\n{theirs}"
+
+
+TEMPLATE_SOURCE = """\
+#include <cstdio>
+namespace ns {
+template <typename T> __attribute__((noinline)) T scale(T value, int times)
+{
+    T out = value;
+    for (int i = 0; i < times; i++)
+        out = out * 2 + (T)i;
+    std::printf("%d\\n", (int)out); /* the stop */
+    return out;
+}
+}
+int main(int argc, char **) { return ns::scale<long>(argc, 3) > 0 ? 0 : 1; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="lldb-22 is not installed")
+def test_lldb_shows_a_template_functions_arguments_in_moved_code(tmp_path: Path) -> None:
+    """A function template's name carries its return type (`long ns::scale<long>(...)`, the
+    Itanium mangling of a template encodes it): in moved code, LLDB's `bt` with the plugin
+    shows its arguments as plain LLDB does on the pre-BOLT input, not its parameter types."""
+    (tmp_path / "t.cpp").write_text(TEMPLATE_SOURCE)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
+                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    stop = ("t.cpp", TEMPLATE_SOURCE.splitlines().index(
+        next(x for x in TEMPLATE_SOURCE.splitlines() if "the stop" in x)) + 1)
+    commands = ["bt 1", "frame variable"]
+    mine = _lldb_answers(_lldb(ours, "", stop, commands, True, tmp_path / "cache"), commands)
+    expected = _lldb_answers(_lldb(theirs, "", stop, commands, False, tmp_path / "cache"),
+                             commands)
+    assert "long ns::scale<long>(value=" in expected["1: bt 1"], expected
+    for command in ["1: bt 1", "2: frame variable"]:
+        assert mine[command] == expected[command], (mine, expected)
