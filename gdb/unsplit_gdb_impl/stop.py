@@ -53,15 +53,20 @@ def _styled(text: str, loc: Location, style: str | None) -> str:
     return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
 
 
-def _gdb_says_it(frame: gdb.Frame, loc: Location) -> bool:
+def _gdb_says_it(frame: gdb.Frame, loc: Location, just_printed: bool = False) -> bool:
     """GDB's own line for `frame` is already right: it names the procedure (not a fragment
     symbol) and the line the plugin would print (its debug info is unsplit's file, #16, or
-    DWARF that covers the moved code). Then the plugin adds no second line."""
-    if loc.procedure is None or loc.line is None:
+    DWARF that covers the moved code), or, in a report GDB has `just_printed` (a stop, not a
+    core's frame printed as it loaded, maybe before the debug file), no line where the plugin
+    has none either (a pc whose input row is line 0: GDB takes the row before it, the plugin
+    cannot say better). Then the plugin adds no second line."""
+    if loc.procedure is None:
         return False
     name = frame.name() or ""
     if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
         return False
+    if loc.line is None:
+        return just_printed
     try:
         sal = frame.find_sal()
     except gdb.error:
@@ -109,14 +114,15 @@ class StopPrinter:
         loc = self.locator.shown(frame)
         return None if loc is None else loc.as_procedure()
 
-    def line(self) -> str | None:
-        """The corrected line for the newest frame."""
+    def line(self, just_printed: bool = False) -> str | None:
+        """The corrected line for the newest frame (`just_printed`: after GDB's own report of
+        it, with the debug info it has now)."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
         loc = self._shown(frame)
-        if loc is None or _gdb_says_it(frame, loc):
+        if loc is None or _gdb_says_it(frame, loc, just_printed):
             return None
         pc = int(frame.pc())
         style = self.locator.session.demangling()
@@ -150,7 +156,7 @@ class StopPrinter:
         if not self.enabled:
             return
         try:
-            text = self.line()
+            text = self.line(just_printed=True)
             if text:
                 gdb.write(text + "\n")
         except Exception as e:
