@@ -181,17 +181,18 @@ def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
 
 
 def _first_in_each_scope(index: ModuleIndex, addresses: set[int]) -> set[int]:
-    """Of the places a line begins, those GDB's `break` keeps (linespec.c, for optimized code
-    that scatters one line over several ranges of one scope): the first in each scope (block,
-    inlined call, function), by where the DWARF describing it has them (the pre-BOLT input's
-    address for BOLTed code), so a loop's `for` line that is begun again after its body is one
-    location, not two. Every copy BOLT made of the kept place stays."""
+    """Of the places a line of BOLTed code begins, those GDB's `break` keeps on the pre-BOLT
+    input (linespec.c, for optimized code that scatters one line over several ranges of one
+    scope): the first in each scope (block, inlined call, function) by input address, so a
+    loop's `for` line that is begun again after its body is one location, not two. Every copy
+    BOLT made of the kept place stays. Code the module's own DWARF describes keeps them all:
+    there GDB's rule would merge a cold part's place with the hot one's (GCC's rows of an
+    inlined body outside its inlined call's ranges: both read as the function's scope)."""
     frames = module_frames(index)
     scoped = [(frames.scope(a), a) for a in addresses]
-    first: dict[tuple[int, int], int] = {}
+    first: dict[int, int] = {}
     for found, _ in scoped:
-        if found is not None:
-            key = (found[0], found[2])
-            first[key] = min(first.get(key, found[1]), found[1])
+        if found is not None and found[0] == 1:
+            first[found[2]] = min(first.get(found[2], found[1]), found[1])
     return {a for found, a in scoped
-            if found is None or first[(found[0], found[2])] == found[1]}
+            if found is None or found[0] != 1 or first[found[2]] == found[1]}
