@@ -227,6 +227,47 @@ class LineDecorator(FrameDecorator):
     def _as_gdb_prints(self, item: Any) -> Any:
         return _as_gdb_prints(self._view.frame, item)
 
+    @_guarded
+    def frame_locals(self) -> Any:
+        """The locals GDB's own `bt full` prints (stack.c, iterate_over_block_local_vars): the
+        blocks from the pc's out to its function's, constant and optimized-out ones included.
+        GDB 13's FrameVars leaves out a local with no location (`crash = <optimized out>`) or
+        with a constant value (GCC's `DW_AT_const_value`: `crash = 1`), and goes on past an
+        inlined call's block into the locals of the function it is inlined in."""
+        if super().frame_locals() is None:
+            return None  # a frame FrameDecorator shows without locals (no line, a trampoline)
+        block: gdb.Block | None
+        try:
+            block = self.inferior_frame().block()
+        except RuntimeError:
+            return []
+        found: list[_Local] = []
+        while block is not None and not (block.is_global or block.is_static):
+            found += [_Local(s) for s in block
+                      if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
+            if block.function is not None:
+                break
+            block = block.superblock
+        return found
+
+
+_LOCAL_CLASSES = (gdb.SYMBOL_LOC_CONST, gdb.SYMBOL_LOC_LOCAL, gdb.SYMBOL_LOC_REGISTER,
+                  gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_COMPUTED, gdb.SYMBOL_LOC_OPTIMIZED_OUT)
+"""The classes of symbol GDB's `bt full` and `info locals` list (stack.c)."""
+
+
+class _Local:
+    """A local whose value GDB reads from the frame (GDB's Symbol/Value interface)."""
+
+    def __init__(self, symbol: gdb.Symbol) -> None:
+        self._symbol = symbol
+
+    def symbol(self) -> gdb.Symbol:
+        return self._symbol
+
+    def value(self) -> None:
+        return None
+
 
 def scalars_only() -> bool:
     return bool(gdb.parameter("print frame-arguments") == "scalars")

@@ -41,16 +41,20 @@ def _styled(text: str, loc: Location, style: str | None) -> str:
     return text if label is None else text.replace(label, f"\x1b[{code}m{label}\x1b[m", 1)
 
 
-def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool) -> bool:
+def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool,
+                 just_printed: bool = False) -> bool:
     """GDB's own line for `frame` is already right: it names the procedure (not a fragment
-    symbol) and the line the plugin would print (DWARF that covers the moved code), or any
-    line where its debug info is unsplit's file (`described`: the core's lines are that
-    file's, and the Location has none). Then the plugin adds no second line."""
-    if loc.procedure is None or (loc.line is None and not described):
+    symbol) and the line the plugin would print (DWARF that covers the moved code), or any line
+    where its debug info is unsplit's file (`described`), or, in a stop GDB has `just_printed`
+    (not a core's frame printed as it loaded), no line where the plugin has none either (an
+    input row of line 0). Then the plugin adds no second line."""
+    if loc.procedure is None:
         return False
     name = frame.name() or ""
     if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
         return False
+    if loc.line is None and not described:
+        return just_printed
     try:
         sal = frame.find_sal()
     except gdb.error:
@@ -103,14 +107,15 @@ class StopPrinter:
     def _described(self, loc: Location) -> bool:
         return self.locator.session.namer.describes(loc.module)
 
-    def line(self) -> str | None:
-        """The corrected line for the newest frame."""
+    def line(self, just_printed: bool = False) -> str | None:
+        """The corrected line for the newest frame (`just_printed`: after GDB's own report of
+        it, with the debug info it has now)."""
         try:
             frame = gdb.newest_frame()
         except gdb.error:
             return None
         loc = self._shown(frame)
-        if loc is None or _gdb_says_it(frame, loc, self._described(loc)):
+        if loc is None or _gdb_says_it(frame, loc, self._described(loc), just_printed):
             return None
         pc = int(frame.pc())
         style = self.locator.session.demangling()
@@ -146,7 +151,7 @@ class StopPrinter:
         if not self.enabled:
             return
         try:
-            text = self.line()
+            text = self.line(just_printed=True)
             if text:
                 gdb.write(text + "\n")
         except Exception as e:

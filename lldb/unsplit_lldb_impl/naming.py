@@ -263,9 +263,11 @@ def _with_label(frame: lldb.SBFrame, renamed: Renamed | None, part: str) -> str 
         # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
         # rendering LLDB's part costs most of a frame: only here.
         native = render_native(frame, part)
-        if native.startswith(renamed.base + "("):
-            # DWARF knows the procedure: keep LLDB's arguments, add the fragment tag.
-            return renamed.label + native[len(renamed.base):]
+        at = native.find(renamed.base + "(") if renamed.base else -1
+        if at == 0 or (at > 0 and native[at - 1] == " "):
+            # DWARF knows the procedure: keep LLDB's arguments (and the return type LLDB
+            # writes before a function template's name), add the fragment tag.
+            return native[:at] + renamed.label + native[at + len(renamed.base):]
     return None
 
 

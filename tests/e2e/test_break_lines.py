@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -85,3 +86,34 @@ def test_a_line_of_a_function_bolt_left_in_place(debugger: Callable[..., Any],
               if re.search(r" t _ZL6reporti$", s)]
     assert report and any(
         int(r.split()[0], 16) <= theirs < int(r.split()[0], 16) + 0x40 for r in report)
+
+
+def _gdb(*argv: str, cache: Path | None = None) -> str:
+    env = {**os.environ, **({"UNSPLIT_CACHE": str(cache)} if cache else {})}
+    run = subprocess.run(["gdb", "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
+                          *argv], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    return run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-gcc"])
+def test_a_line_begun_again_in_its_scope_is_one_location(zoo: dict[str, Any], variant: str,
+                                                         tmp_path: Path) -> None:
+    """A `for` line is begun again after the loop's body (its increment and test: a second
+    statement row of the line in the same scope); GDB's `break` on the pre-BOLT input keeps
+    the first in each scope, and `bb break` on the BOLT output keeps the same places (each
+    named by its input offset in `bb break --list`)."""
+    f = facts(zoo, variant, "loop")
+    line = f["markers"]["loop.c"]["loop head"]
+    said = _gdb("-ex", f"break loop.c:{line}", "-ex", "info breakpoints", str(ROOT / f["input"]))
+    addresses = re.findall(r"^(?:\d+|\d+\.\d+)\s+.*?(0x[0-9a-f]+) in (\S+) at ", said, re.M)
+    assert addresses, said
+    theirs = set()
+    for address, function in addresses:
+        start = _gdb("-ex", f"print/x (long)&{function}", str(ROOT / f["input"]))
+        theirs.add((function, int(address, 16) - int(start.split("= ")[-1], 16)))
+    listed = _gdb("-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}",
+                  "-ex", f"bb break loop.c:{line}", "-ex", "bb break --list",
+                  str(ROOT / f["binary"]), cache=tmp_path)
+    ours = {(m[0], int(m[1], 16)) for m in
+            re.findall(r"^\s*\S+\s+y\s+0x[0-9a-f]+ in (\w+)\+(0x[0-9a-f]+) ", listed, re.M)}
+    assert ours == theirs, (listed, said)

@@ -31,15 +31,17 @@ pytestmark = [
 # keeps with the code that throws to it: there C++ values in code BOLT moved)
 SCENARIOS: dict[str, tuple[str, str | None, list[str], str | None]] = {
     "crash": ("crash", None, ["bt", "info args", "info locals", "print amount", "print *a",
-                              "up", "info args", "info locals", "up", "info locals"],
+                              "up", "info args", "info locals", "up", "info locals",
+                              "bt full"],
               "transfer"),
     "loop": ("error", "cold error result", ["bt", "info args", "info locals", "print sum",
-                                            "print i", "finish"], "checksum"),
+                                            "print i", "bt full", "finish"], "checksum"),
     "switch": ("rare", "case 7 rare", ["bt", "info args", "print acc", "finish"], "step"),
     "recurse": ("deep", "cold limit update", ["bt", "info args", "info locals", "up",
-                                              "info args", "finish"], "walk"),
+                                              "info args", "bt full", "finish"], "walk"),
     "except": ("throw", "cold catch update", ["bt", "info args", "info locals", "print i",
-                                              "print e.what()", "print total", "finish"], None),
+                                              "print e.what()", "print total", "bt full", "finish"],
+                None),
 }
 
 
@@ -238,3 +240,88 @@ def _lldb_matches_the_input(zoo: dict[str, Any], variant: str, program: str,
     for command in expected:
         assert mine[command] == expected[command], f"{command}\n--- ours\n{ours}\n--- plain " \
                                                    f"LLDB on the input\n{theirs}"
+
+
+TEMPLATE_SOURCE = """\
+#include <cstdio>
+namespace ns {
+template <typename T> __attribute__((noinline)) T scale(T value, int times)
+{
+    T out = value;
+    for (int i = 0; i < times; i++)
+        out = out * 2 + (T)i;
+    std::printf("%d\\n", (int)out); /* the stop */
+    return out;
+}
+}
+int main(int argc, char **) { return ns::scale<long>(argc, 3) > 0 ? 0 : 1; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="lldb-22 is not installed")
+def test_lldb_shows_a_template_functions_arguments_in_moved_code(tmp_path: Path) -> None:
+    """A function template's name carries its return type (`long ns::scale<long>(...)`, the
+    Itanium mangling of a template encodes it): in moved code, LLDB's `bt` with the plugin
+    shows its arguments as plain LLDB does on the pre-BOLT input, not its parameter types."""
+    (tmp_path / "t.cpp").write_text(TEMPLATE_SOURCE)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
+                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    stop = ("t.cpp", TEMPLATE_SOURCE.splitlines().index(
+        next(x for x in TEMPLATE_SOURCE.splitlines() if "the stop" in x)) + 1)
+    commands = ["bt 1", "frame variable"]
+    mine = _lldb_answers(_lldb(ours, "", stop, commands, True, tmp_path / "cache"), commands)
+    expected = _lldb_answers(_lldb(theirs, "", stop, commands, False, tmp_path / "cache"),
+                             commands)
+    assert "long ns::scale<long>(value=" in expected["1: bt 1"], expected
+    for command in ["1: bt 1", "2: frame variable"]:
+        assert mine[command] == expected[command], (mine, expected)
+
+
+def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A stop in moved code where the input's row is line 0 (the compiler's "no line"; GDB
+    reads on with the row before): GDB's own report, the frame as plain GDB gives it on the
+    input at the same place, and no second report from the plugin, which has no line to add."""
+    f = facts(zoo, "bolt-all", "crash")
+    binary, original = _same_stack(f, "crash", tmp_path)
+    symbols = subprocess.run(["nm", str(original)], capture_output=True, text=True,
+                             check=True).stdout
+    starts = sorted(int(s.split()[0], 16) for s in symbols.splitlines()
+                    if s.split()[-1] in ("transfer", "run"))
+    start = starts[0]
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < starts[1]]
+    assert offsets, table
+    stopped = 0
+    for offset in offsets:
+        reports = []
+        for plugin, command in ((True, f"bb break transfer+{offset:#x}"),
+                                (False, f"break *transfer+{offset:#x}")):
+            argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+            if plugin:
+                argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+            argv += ["-ex", command, "-ex", "run", "-ex", "echo <<end>>\\n", "--args",
+                     str(binary if plugin else original), "crash"]
+            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+            at = out.find("\nBreakpoint 1, ")  # (code the crash run never reaches: none)
+            stop = "" if at < 0 else out[at:out.index("<<end>>")]
+            reports.append(re.sub(r"0x[0-9a-f]+ in ", "", stop).strip())
+        ours, theirs = (r.splitlines() for r in reports)
+        # One report, the frame as on the input. (Its line: the input's GDB reads on with the
+        # row before the line 0 one, which in the output may be another fragment's: then GDB
+        # gives none, docs/debug-info.md.)
+        assert [x.split(" at ")[0] for x in ours[:1]] == \
+            [x.split(" at ")[0] for x in theirs[:1]], (offset, reports)
+        assert ours == theirs or len(ours) == 1, (offset, reports)
+        stopped += bool(theirs)
+    assert stopped >= 2, offsets

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import Host, LoadedModule
+from unsplit.index.inlines import module_frames
 from unsplit.index.model.records import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names.matching import matching
@@ -164,7 +165,25 @@ def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
         after = table.next_line(file, line)
         addresses = set() if after is None else table.line_starts(file, after)
     out = []
-    for a in sorted(addresses):
+    for a in sorted(_first_in_each_scope(index, addresses)):
         frag = index.fragment_at(a)
         out.append(Site(a, frag.procedure if frag else None, frag.name if frag else None, where))
     return out
+
+
+def _first_in_each_scope(index: ModuleIndex, addresses: set[int]) -> set[int]:
+    """Of the places a line of BOLTed code begins, those GDB's `break` keeps on the pre-BOLT
+    input (linespec.c, for optimized code that scatters one line over several ranges of one
+    scope): the first in each scope (block, inlined call, function) by input address, so a
+    loop's `for` line that is begun again after its body is one location, not two. Every copy
+    BOLT made of the kept place stays. Code the module's own DWARF describes keeps them all:
+    there GDB's rule would merge a cold part's place with the hot one's (GCC's rows of an
+    inlined body outside its inlined call's ranges: both read as the function's scope)."""
+    frames = module_frames(index)
+    scoped = [(frames.scope(a), a) for a in addresses]
+    first: dict[int, int] = {}
+    for found, _ in scoped:
+        if found is not None and found[0] == 1:
+            first[found[2]] = min(first.get(found[2], found[1]), found[1])
+    return {a for found, a in scoped
+            if found is None or found[0] != 1 or first[found[2]] == found[1]}

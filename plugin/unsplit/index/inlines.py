@@ -80,6 +80,37 @@ class InlineChains:
             self._files[cu_offset] = self.lines.file_paths(cu_offset)
         return outer[::-1], self._files[cu_offset]
 
+    def scope(self, address: int) -> int | None:
+        """The DIE offset of the innermost scope a debugger makes a block of at `address`: its
+        subprogram, an inlined call, or a lexical block that declares something (GDB's
+        read_lexical_block_scope makes none of one that only holds other scopes); None where
+        no subprogram covers it."""
+        cu_offset = self.lines.cu_offset_at(address)
+        if cu_offset is None:
+            return None
+        try:
+            with self.reading_dies(cu_offset):
+                found = [die for lo, hi, die in self._subprograms_of(cu_offset)
+                         if lo <= address < hi]
+                if not found:
+                    return None
+                base = self._base(cu_offset)
+                node, seen = found[-1], {found[-1].offset}
+                scope = int(node.offset)
+                while (child := _covering_child(node, address, base, self._children)) is not None:
+                    if child.offset in seen:
+                        raise DecodeError(".debug_info", child.offset,
+                                          "the DIE tree loops back on itself")
+                    seen.add(child.offset)
+                    if child.tag == "DW_TAG_inlined_subroutine" or any(
+                            kid.tag not in _NOT_DECLARATIONS for kid in child.iter_children()):
+                        scope = int(child.offset)
+                    node = child
+        except DecodeError as e:
+            self.lines.warn(e)
+            return None
+        return scope
+
     @staticmethod
     def reading_dies(cu_offset: int) -> AbstractContextManager[None]:
         """What pyelftools raises on the CU's DIEs: bad input, said at the CU."""
@@ -178,6 +209,31 @@ def _inlined_child(die: Any, address: int, base: int,
     return None
 
 
+_NOT_DECLARATIONS = frozenset(("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine",
+                               "DW_TAG_call_site", "DW_TAG_GNU_call_site"))
+"""Children of a lexical block that declare nothing in it (scopes of their own, calls)."""
+
+
+def _covering_child(die: Any, address: int, base: int,
+                    children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
+                    ) -> Any:
+    """The first child of `die` with ranges covering `address` (an inlined call or a lexical
+    block), looking through children without ranges as GDB does (their children are the
+    parent's); None where there is none."""
+    pending = [iter(children(die, base))]
+    while pending:
+        step = next(pending[-1], None)
+        if step is None:
+            pending.pop()
+            continue
+        child, inlined, spans = step
+        if any(lo <= address < hi for lo, hi in spans):
+            return child
+        if not spans and not inlined and len(pending) < 64:
+            pending.append(iter(children(child, base)))
+    return None
+
+
 def _find(die: Any, names: tuple[str, ...]) -> Any:
     """An attribute of `die` or of what it refers to (abstract origin, specification)."""
     seen = 0
@@ -259,6 +315,16 @@ class DwarfFrames:
         """What the pre-BOLT input's DWARF says of its own `input_address` ([] without one)."""
         return [] if self._input is None else self._dwarf_frames(self._input, input_address,
                                                                  inlines)
+
+    def scope(self, address: int) -> tuple[int, int, int] | None:
+        """Where `address`'s innermost scope is (:meth:`InlineChains.scope`), keyed by the DWARF
+        that describes it (0: the module's, 1: the pre-BOLT input's), with the address there
+        (BAT's input address for BOLTed code); None where no DWARF covers it."""
+        for source, at in self._dwarf_sources(address):
+            found = source.scope(at)
+            if found is not None:
+                return (0 if source is self._own else 1), at, found
+        return None
 
     def language(self, address: int) -> int | None:
         """DW_AT_language of the unit `address` was compiled in (the pre-BOLT input's for
