@@ -227,13 +227,18 @@ class LineDecorator(FrameDecorator):
     def _as_gdb_prints(self, item: Any) -> Any:
         return _as_gdb_prints(self._view.frame, item)
 
-    @_guarded
     def frame_locals(self) -> Any:
         """The locals GDB's own `bt full` prints (stack.c, iterate_over_block_local_vars): the
         blocks from the pc's out to its function's, constant and optimized-out ones included.
         GDB 13's FrameVars leaves out a local with no location (`crash = <optimized out>`) or
         with a constant value (GCC's `DW_AT_const_value`: `crash = 1`), and goes on past an
         inlined call's block into the locals of the function it is inlined in."""
+        try:
+            return self._frame_locals()
+        except Exception as e:
+            return self._fallback(e, FrameDecorator.frame_locals)
+
+    def _frame_locals(self) -> Any:
         if super().frame_locals() is None:
             return None  # a frame FrameDecorator shows without locals (no line, a trampoline)
         block: gdb.Block | None

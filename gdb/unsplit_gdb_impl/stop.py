@@ -53,7 +53,7 @@ def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool,
     name = frame.name() or ""
     if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
         return False
-    if loc.line is None and not described:
+    if loc.line is None and (just_printed or not described):
         return just_printed
     try:
         sal = frame.find_sal()
