@@ -706,5 +706,9 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
         lines.append(stepper.stop_report(kind, loc, pc, context) if stepper is not None
                      else verbose_line(loc, pc, style))
     if session.verbose and stepper is not None:
-        lines.append(verbose_line(loc, pc, style))
+        extra = verbose_line(loc, pc, style)
+        # GDB's report of a stop the step did not make carries the plugin's corrected stop,
+        # the verbose line included (gdb/unsplit_gdb_impl/stop.py): not twice.
+        if extra not in (outcome.message or "").splitlines():
+            lines.append(extra)
     return "\n".join(line for line in lines if line)
