@@ -167,7 +167,8 @@ class FrameNamer:
             return None
         # MOVED_LINES: lines only for moved code, as elsewhere the debugger's own line stands,
         # and a line question costs a scan of big DWARF (libc's) the first time.
-        return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None)
+        return index.locate(address - mod.bias, mod.bias, lines=True if what == LINES else None,
+                            frame=True)
 
     # -- warnings, each said once ----------------------------------------------------------
 
