@@ -211,3 +211,28 @@ def test_a_return_address_has_gdbs_line(zoo: dict[str, Any], variant: str, key: 
         rows = [lines.line_as_gdb(pc) for pc in pcs]
     assert [(r.file.rsplit("/", 1)[-1], r.line) if r is not None and r.line else None
             for r in rows] == theirs
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_a_moved_callers_frame_has_gdbs_line_on_the_input(zoo: dict[str, Any]) -> None:
+    """A frame in code BOLT moved takes the pre-BOLT input's line through BAT as GDB reads the
+    input there (ModuleIndex.locate(frame=True), what the frame namer asks), also at a call
+    clang gave line 0; `where` keeps llvm-symbolizer's answer (no line there)."""
+    from unsplit.index.module_index import ModuleIndex
+
+    f = facts(zoo, "bolt-all", "except")
+    path, given = str(ROOT / f["binary"]), str(ROOT / f["input"])
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+    insns = re.findall(r"(?m)^\s+([0-9a-f]+):\s+(\S+)", listing)
+    with closing(Binary(path)) as b:
+        index = ModuleIndex(b)
+        pcs = [pc for (_, op), after in itertools.pairwise(insns) if op.startswith("call")
+               and index.bat_input_address(pc := int(after[0], 16) - 1) is not None]
+        inputs = [index.bat_input_address(pc) or 0 for pc in pcs]
+        ours = [index.locate(pc, frame=True) for pc in pcs]
+        plain = [index.locate(pc) for pc in pcs]
+    theirs = _gdb_lines(given, inputs)
+    assert [(loc.file, loc.line) if loc.line else None for loc in ours] == theirs
+    assert any(t and not p.line for t, p in zip(theirs, plain, strict=True)), \
+        "no moved call in a line-0 row: the case is not exercised"
