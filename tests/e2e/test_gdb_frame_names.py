@@ -10,7 +10,6 @@ the return address - 1.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .conftest import json_lines
 from .driver_gdb import GdbDriver
 
 pytestmark = [
@@ -178,7 +178,9 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
                   and any(x["symbol"] == "park" for x in t["frames"]))
     s = gdb(ROOT / f["executable"], core=str(ROOT / f["crash"]["core"]))
     s.command(f"thread {parked['num']}")
-    rows = json.loads(s.command("bb frames --json"))
+    # The JSON document: the debug file's writer may finish meanwhile, and its one line of
+    # news comes before the next prompt, after the command's output.
+    rows = json_lines(s.command("bb frames --json"), ("[",))[0]
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
