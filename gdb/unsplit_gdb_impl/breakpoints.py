@@ -246,12 +246,17 @@ class Breakpoints:
             if not group.head.is_valid():
                 continue
             added: list[tuple[LoadedModule, Member]] = []
+            # FILE:LINE's line is chosen over every module, the new one too (as GDB's own).
+            spec = group.spec
+            if spec.file is not None:
+                spec = policy.settle(spec, (i for m in modules
+                                            if (i := self.session.readable_index(m.path))))
             for module in modules:
                 if loaded is not None and module.path != loaded:
                     continue
                 try:
                     index = self.session.index(module.path)
-                    sites = policy.resolve(index, group.spec)
+                    sites = policy.resolve(index, spec)
                 except UnsplitError:
                     continue
                 if not sites and not group.members:

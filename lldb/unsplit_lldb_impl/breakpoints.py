@@ -85,10 +85,14 @@ class SplitResolver:
         path = module.GetFileSpec().fullpath
         if not path or not os.path.exists(path):
             return  # [vdso] and friends: no file to read
-        debugger_id = self.bkpt.GetTarget().GetDebugger().GetID()
-        session = state_mod.for_debugger(debugger_id).session
+        target = self.bkpt.GetTarget()
+        session = state_mod.for_debugger(target.GetDebugger().GetID()).session
+        spec = self.spec
+        if spec.file is not None:  # FILE:LINE's line is chosen over every module, as GDB's
+            paths = [m.GetFileSpec().fullpath or "" for m in target.module_iter()]
+            spec = core.settle(spec, (i for p in paths if (i := session.readable_index(p))))
         try:
-            sites = core.resolve(session.index(path), self.spec)
+            sites = core.resolve(session.index(path), spec)
         except UnsplitError:
             return  # a module without what this spec needs (no bb map, unreadable file)
         seen: set[int] = set()

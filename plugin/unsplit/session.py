@@ -200,16 +200,21 @@ class Session:
 
     def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
         """Every site of `spec` in every loaded module (runtime address = bias + site)."""
-        out: list[tuple[LoadedModule, Site]] = []
-        for mod in host.modules():
-            if not mod.path or not os.path.exists(mod.path):
-                continue
-            try:
-                index = self.index(mod.path)
-            except UnsplitError:
-                continue
-            out.extend((mod, site) for site in breakpoints.resolve(index, spec))
-        return out
+        indexed = [(mod, index) for mod in host.modules()
+                   if (index := self.readable_index(mod.path)) is not None]
+        spec = breakpoints.settle(spec, (index for _, index in indexed))
+        return [(mod, site) for mod, index in indexed
+                for site in breakpoints.resolve(index, spec)]
+
+    def readable_index(self, path: str) -> ModuleIndex | None:
+        """The index of the module file `path`, or None where there is none to read (no file:
+        [vdso]; a file that cannot be indexed has no breakpoint sites either)."""
+        if not path or not os.path.exists(path):
+            return None
+        try:
+            return self.index(path)
+        except UnsplitError:
+            return None
 
     def locate(self, host: Host, address: int, *, lines: bool = True) -> Location | None:
         """Where runtime `address` is, or None when no loaded module has code there

@@ -25,7 +25,12 @@ PLUGIN = os.path.join(REPO, "lldb", "unsplit_lldb.py")
 LLDB = os.environ.get("UNSPLIT_LLDB", "lldb-22")
 
 _ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[78])")
-_STOPPED = re.compile(r"Process \d+ (stopped|exited with status = -?\d+)")
+# A stop LLDB keeps: `Process N stopped` and the thread that stopped for a reason (`* thread #1,
+# ..., stop reason = breakpoint 1.1`), or the end of the process. LLDB also prints `Process N
+# stopped` alone for a stop it resumes from at once (after a stop hook that continues): a
+# command that waits for a stop returned there, and the next one found the process running.
+_STOPPED = re.compile(r"Process \d+ stopped\r?\n(?:[^\n]*\n)*?[^\n]*thread #\d+[^\n]*stop reason = "
+                      r"[^\r\n]*|Process \d+ exited with status = -?\d+")
 _SYNC = "unsplit-driver-" + "ready"
 # What LLDB prints before it redraws its prompt after output that came while it waited at the
 # prompt (a stop printed again, a process's output), unlike the prompt that ends a command.
@@ -109,12 +114,12 @@ class LldbDriver(Driver):
         assert out.strip() == "True", out
 
     def until_stop(self, text: str, timeout: float | None = None) -> str:
-        """LLDB reports the stop asynchronously, after its prompt: wait for the report, then
-        for the prompt after it."""
+        """LLDB reports the stop asynchronously, after its prompt: wait for the report of a
+        stop it keeps (a thread with a stop reason, or the exit; _STOPPED), then for the prompt
+        after it."""
         timeout = self._patience(timeout)
         self._log.write(f"\n>>> {text}\n")
         self.child.sendline(text)
-        # The stop is reported asynchronously: wait for it, then for the prompt after it.
         try:
             self.child.expect(_STOPPED, timeout=timeout)
         except (pexpect.TIMEOUT, pexpect.EOF):

@@ -340,7 +340,8 @@ def test_condition_option(debugger: Callable[..., Any], zoo: dict[str, Any],
     s = debugger(ROOT / f["binary"], args=["deep"])
     out = s.command("bb break walk -c '$rdi == 3'")
     assert re.search(r"^Breakpoint \d+", out, re.M), out
-    s.run()
+    stop = s.run()
+    assert re.search(r"[Bb]reakpoint \d+", stop), stop  # a breakpoint stop, not the exit
     assert s.register("rdi") == 3
     if s.name == "gdb":
         bad = s.command("bb break walk -c 'no_such_name_xyz > 1'").strip()

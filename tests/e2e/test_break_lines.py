@@ -3,6 +3,10 @@
 - a line without code inside a function (a comment, a blank line) moves to the next line with
   code, as GDB 13's `break` and LLDB's (move-to-nearest-code) do; the oracle is the debugger's
   own line breakpoint in the same session;
+- FILE names every file of that name in every module (a library's own file too), and the
+  line is chosen over all of them as GDB's `break` chooses it: the line itself where any module
+  has code for it, else the first line after it that any has; the oracle is plain GDB's `break`
+  on the same program;
 - a line of a function BOLT left where it was (lite mode: an unprofiled function keeps its
   address, and BAT says nothing of it) is found in a BOLTed binary without DWARF, from the
   pre-BOLT input's lines; the oracle is the debugger's own `break` on the `-dbg` twin, whose
@@ -69,6 +73,53 @@ def test_a_line_without_code_moves_to_the_next(debugger: Callable[..., Any],
     session = debugger(binary)
     theirs = _debugger_own(session, "w.c", EMPTY)
     assert _ours(session, "w.c", EMPTY) == {theirs}
+
+
+# A program and its library, each with a twin.c of its own: code at line 30 in the program's,
+# at line 40 only in the library's. (A name glibc's debug info does not have: with libc6-dbg,
+# loop.c is glibc's iconv/loop.c too, whose line tables take a minute to read.)
+_FILLER = "/* filler */\n"
+TWO_FILES = {
+    "a/twin.c": "int lib_fn(int);\nvolatile int sink;\nint main(void)\n{\n" + _FILLER * 25
+    + "    sink = lib_fn(3);\n    return 0;\n}\n",
+    "b/twin.c": "volatile int lib_sink;\nint lib_fn(int n)\n{\n" + _FILLER * 36
+    + "    lib_sink = n * 2;\n    return lib_sink;\n}\n",
+}
+
+
+def _two_files(work: Path) -> Path:
+    for name, text in TWO_FILES.items():
+        (work / name).parent.mkdir(exist_ok=True)
+        (work / name).write_text(text)
+    for cmd in (["gcc", "-O0", "-g", "-fPIC", "-shared", "b/twin.c", "-o", "b/libl.so"],
+                ["gcc", "-O0", "-g", "a/twin.c", "-Lb", "-ll", f"-Wl,-rpath,{work}/b", "-o",
+                 "m"]):
+        subprocess.run(cmd, check=True, cwd=work, timeout=120)
+    assert TWO_FILES["a/twin.c"].splitlines()[29].strip() == "sink = lib_fn(3);"
+    assert TWO_FILES["b/twin.c"].splitlines()[39].strip() == "lib_sink = n * 2;"
+    return work / "m"
+
+
+def test_a_line_is_chosen_over_every_module_as_gdb_does(debugger: Callable[..., Any],
+                                                        gdb: Callable[..., Any],
+                                                        tmp_path: Path) -> None:
+    """twin.c:30 is the program's line 30 only (not the library's next line, 40: as glibc's
+    iconv/loop.c:285 was taken for a program's loop.c:30); twin.c:10, no code anywhere, is the
+    program's 30, the first line after it with code in any module; twin.c:35 is the library's
+    40. Plain GDB says where, with every module loaded."""
+    binary = _two_files(tmp_path)
+    plain = gdb(binary, plugin=False)
+    session = debugger(binary)
+    for s in (plain, session):
+        s.break_function("main")
+        s.run()
+        s.delete_breakpoints()
+    for line in (30, 10, 35):
+        plain.break_line("twin.c", line)
+        theirs = plain.breakpoint_addresses()
+        plain.delete_breakpoints()
+        assert theirs
+        assert _ours(session, "twin.c", line) == theirs, line
 
 
 def test_a_line_of_a_function_bolt_left_in_place(debugger: Callable[..., Any],

@@ -160,6 +160,23 @@ def test_where_without_process_uses_file_addresses(lldb: Callable[..., LldbDrive
     assert f"is in transfer [{cold['fragment']}]" in out, out
 
 
+@e2e
+def test_run_waits_for_a_stop_lldb_keeps(lldb: Callable[..., LldbDriver],
+                                          zoo: dict[str, Any]) -> None:
+    """The driver's `run` ends at a stop LLDB keeps, not at every `Process N stopped` it
+    prints: after a stop hook that continues, LLDB prints that line alone and runs on (the
+    next command then found the process running: "Command requires a process which is
+    currently stopped"). Every stop here continues, so the kept one is the exit."""
+    f = facts(zoo, "gcc-pgo", "recurse")
+    session = lldb(ROOT / f["binary"], args=["deep"])
+    assert "added" in session.command('target stop-hook add -G true -o "script 1"')
+    assert re.match(r"Breakpoint \d+:", session.command("breakpoint set -n walk"))
+    out = session.run()
+    assert re.search(r"^total \d+$", out, re.M), out  # the program's last line
+    assert re.search(r"Process \d+ exited with status = 0", out), out
+    assert "requires a process" in session.command("register read pc")  # it did end
+
+
 # -- errors (the ones both debuggers share: test_adapters.py) -------------------------------
 
 @e2e

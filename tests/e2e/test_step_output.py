@@ -212,6 +212,22 @@ def test_verbose_adds_the_extras(debugger: Callable[..., Any], zoo: dict[str, An
     assert re.match(r"#0  0x[0-9a-f]{16} in audit\+0x0 at crash\.c:\d+", last), out
 
 
+def test_verbose_finish_at_a_signal_says_the_frame_once(debugger: Callable[..., Any],
+                                                        zoo: dict[str, Any]) -> None:
+    """`bb finish` out of transfer ends at its SIGSEGV (a stop the step did not make: the
+    debugger reports it); with verbose on, the `#0 … transfer [cold]+0x…` line comes once."""
+    f = facts(zoo, "gcc-pgo", "crash")
+    s = debugger(ROOT / f["binary"], args=["crash"], startup_timeout=SLOW)
+    s.break_entry("transfer")
+    s.run(SLOW)
+    assert s.command("bb set verbose on") == "verbose is on"
+    out = s.command("bb finish", SLOW)
+    assert "SIGSEGV" in out, out
+    said = re.findall(r"^#0  0x[0-9a-f]{16} in transfer \[cold\]\+0x[0-9a-f]+ at crash\.c:"
+                      rf"{f['markers']['crash.c']['crash site']}\b.*$", out, re.M)
+    assert len(said) == 1, out
+
+
 @pytest.mark.parametrize("frame_info", ["source-line", "location", "short-location"])
 def test_gdb_print_frame_info_is_honoured(gdb: Callable[..., Any], zoo: dict[str, Any],
                                           unsplit_build: Path, frame_info: str) -> None:

@@ -50,7 +50,7 @@ def _module_state(root: Path) -> set[tuple[str, str]]:
                 continue
             names = {ast.unparse(t) for t in targets}
             made = isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] in (
-                classes | {"count", "PerFile"})
+                classes | {"count", "PerFile", "PerInput"})
             if _starts_state(value) or made or names & rebound:
                 found |= {(str(path.relative_to(root.parent)), n) for n in names}
     return found
@@ -64,8 +64,8 @@ PER_FILE = {
     ("index/bolt/prebolt.py", "_INPUTS"),  # the pre-BOLT input found or named (`bb input`)
     ("index/bolt/prebolt.py", "_functions"),  # an input's function table
     ("index/bolt/prebolt.py", "_locals"),
-    ("index/inlines.py", "_KEPT"),  # DWARF frames per pre-BOLT input
-    ("debug/stepping.py", "_OWN_LINES"),  # a procedure's line spans, per pre-BOLT input
+    ("index/inlines.py", "_KEPT"),  # DWARF frames for the pre-BOLT input (PerInput)
+    ("debug/stepping.py", "_OWN_LINES"),  # a procedure's line spans, per input (PerInput)
     ("debug/stepping.py", "_CFA_RULES"),
     ("debug/cfi_check.py", "_CONTESTED"),  # the code whose FDEs compete
 }

@@ -6,7 +6,8 @@ per module."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
@@ -38,6 +39,7 @@ class BreakSpec:
     line: int | None = None
     all_fragments: bool = False
     condition: str | None = None  # the debugger's own expression, given to every location
+    settled_line: int | None = None  # FILE:LINE's line as chosen over every module (settle)
 
     def option_text(self) -> str:
         """The location and its options as `bb break` prints them back."""
@@ -85,10 +87,28 @@ def parse(text: str, all_fragments: bool = False) -> BreakSpec:
                      "use PROC, PROC+OFFSET, PROC:%ID or FILE:LINE")
 
 
+def settle(spec: BreakSpec, indexes: Iterable[ModuleIndex]) -> BreakSpec:
+    """`spec` with FILE:LINE's line chosen over every module, as GDB's linespec does
+    (linespec.c, decode_digits_ordinary and its best_entry): LINE where any module has code
+    for it, else the first line after it that any module has code for; then that one line in
+    each module. A module never takes its own next line: glibc's iconv/loop.c:285 for a
+    program's loop.c:30. Other specs are returned as they are."""
+    if spec.file is None or spec.line is None:
+        return spec
+    tables = [index.line_table for index in indexes]
+    if any(table.line_starts(spec.file, spec.line) for table in tables):
+        return replace(spec, settled_line=spec.line)
+    after = [n for table in tables if (n := table.next_line(spec.file, spec.line)) is not None]
+    return replace(spec, settled_line=min(after, default=spec.line))
+
+
 def resolve(index: ModuleIndex, spec: BreakSpec) -> list[Site]:
-    """Every address of `spec` in one module (file addresses); [] when it has none there."""
+    """Every address of `spec` in one module (file addresses); [] when it has none there.
+    FILE:LINE takes the line :func:`settle` chose over every module (unsettled: over this
+    one)."""
     if spec.file is not None and spec.line is not None:
-        return _line_sites(index, spec.file, spec.line)
+        line = spec.settled_line or settle(spec, [index]).settled_line or spec.line
+        return _line_sites(index, spec.file, line, f"{spec.file}:{spec.line}")
     assert spec.procedure is not None
     sites: list[Site] = []
     for name in procedures_named(index, spec.procedure):
@@ -155,17 +175,12 @@ def _fragment_name(index: ModuleIndex, proc: Procedure, address: int) -> str | N
     return frag.name if frag else None
 
 
-def _line_sites(index: ModuleIndex, file: str, line: int) -> list[Site]:
-    """Where `file`:`line` begins; for a line without code, where the next line with code
-    begins, as GDB 13's `break` and LLDB's (move-to-nearest-code) go."""
-    where = f"{file}:{line}"
-    table = index.line_table
-    addresses = table.line_starts(file, line)
-    if not addresses:
-        after = table.next_line(file, line)
-        addresses = set() if after is None else table.line_starts(file, after)
+def _line_sites(index: ModuleIndex, file: str, line: int, where: str) -> list[Site]:
+    """Where `file`:`line` begins in this module (`line`: the one settle chose, which for a line
+    without code is the next line with code, as GDB 13's `break` and LLDB's move-to-nearest-code
+    go)."""
     out = []
-    for a in sorted(_first_in_each_scope(index, addresses)):
+    for a in sorted(_first_in_each_scope(index, index.line_table.line_starts(file, line))):
         frag = index.fragment_at(a)
         out.append(Site(a, frag.procedure if frag else None, frag.name if frag else None, where))
     return out

@@ -197,7 +197,7 @@ class FrameNamer:
             return index.locate(address - mod.bias, mod.bias, lines=False, blocks=False,
                                 offsets=False)
         return index.locate(address - mod.bias, mod.bias,
-                            lines=True if what in (LINES, WHOLE) else None)
+                            lines=True if what in (LINES, WHOLE) else None, frame=True)
 
     # -- warnings, each said once ----------------------------------------------------------
 

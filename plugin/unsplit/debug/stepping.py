@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from unsplit.debug import cfi, unwind
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
-from unsplit.elf.derived import PerFile
+from unsplit.elf.derived import PerFile, PerInput
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
@@ -140,13 +140,9 @@ def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
     return index.line_table.procedure_lines(proc)
 
 
-def _no_own_lines(binary: Binary) -> dict[tuple[str, int, int], ProcedureLines]:
-    return {}
-
-
-# (name, entry, id of the pre-BOLT input) -> a procedure's own lines (kept on the module's
-# Binary; `bb input` changes the input)
-_OWN_LINES = PerFile(_no_own_lines)
+# (name, entry) -> a procedure's own lines, for the module's pre-BOLT input (kept on the
+# module's Binary; `bb input` changes the input)
+_OWN_LINES: PerInput[dict[tuple[str, int], ProcedureLines]] = PerInput()
 
 
 def own_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
@@ -156,12 +152,11 @@ def own_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
     LLDB's step-over does too). An inlined call on another line begins that line, where its
     block begins. Without DWARF inline information, the spans of procedure_lines."""
     base = procedure_lines(index, proc)
-    current = index.input_binary()
-    key = (proc.name, proc.entry, id(current))
-    per_file = _OWN_LINES(index.binary)
-    found = per_file.get(key)
+    key = (proc.name, proc.entry)
+    per_input = _OWN_LINES(index.binary, index.input_binary(), dict)
+    found = per_input.get(key)
     if found is None:
-        found = per_file[key] = _outer_spans(base, module_frames(index))
+        found = per_input[key] = _outer_spans(base, module_frames(index))
     return found
 
 
@@ -686,5 +681,9 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
         lines.append(stepper.stop_report(kind, loc, pc, context) if stepper is not None
                      else verbose_line(loc, pc, style))
     if session.verbose and stepper is not None:
-        lines.append(verbose_line(loc, pc, style))
+        extra = verbose_line(loc, pc, style)
+        # GDB's report of a stop the step did not make carries the plugin's corrected stop,
+        # the verbose line included (gdb/unsplit_gdb_impl/stop.py): not twice.
+        if extra not in (outcome.message or "").splitlines():
+            lines.append(extra)
     return "\n".join(line for line in lines if line)

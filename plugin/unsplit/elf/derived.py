@@ -44,3 +44,30 @@ class PerFile(Generic[T]):
 
     def forget(self, binary: Binary) -> None:
         binary.derived.pop(self, None)
+
+
+class _ForInput:
+    __slots__ = ("input", "made", "value")
+
+    def __init__(self) -> None:
+        self.input: Binary | None = None
+        self.value: object = None
+        self.made = False
+
+
+class PerInput(Generic[T]):
+    """A value made for one Binary and the pre-BOLT input it has now (`bb input` changes it),
+    kept on the Binary with that input: made again for another input. The input is told apart
+    by identity, the object kept alive here, never by ``id()``, which an input freed since can
+    share with the one after it."""
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: PerFile[_ForInput] = PerFile(lambda _: _ForInput())
+
+    def __call__(self, binary: Binary, current: Binary | None, make: Callable[[], T]) -> T:
+        kept = self._kept(binary)
+        if not kept.made or kept.input is not current:
+            kept.input, kept.value, kept.made = current, make(), True
+        return cast(T, kept.value)

@@ -52,8 +52,14 @@ class _CULines:
             self._rows = [self.row(i) for i in range(len(self.keys))]
         return self._rows
 
-    def lookup(self, address: int) -> LineRow | None:
+    def lookup(self, address: int, past_line_0: bool = False) -> LineRow | None:
+        """The row describing `address`; `past_line_0`: a line-0 row (code "not attributable
+        to any source line", DWARF 5 §6.2.2: clang's merged calls) is passed over as GDB's
+        reader drops it (dwarf2/read.c, lnp_state_machine::record_line), the row before it in
+        its sequence going on over its bytes."""
         i = bisect_right(self.addresses, address) - 1
+        while past_line_0 and i >= 0 and (key := self.keys[i]) is not None and key[1] == 0:
+            i -= 1
         return None if i < 0 else self.row(i)
 
 
@@ -85,13 +91,23 @@ class DwarfLines:
             self.warnings.append(text)
 
     def lookup(self, address: int) -> LineRow | None:
-        """The line row describing file address `address`, or None."""
+        """The line row describing file address `address` as the table has it (line 0 too, as
+        llvm-symbolizer-22 reports it), or None."""
+        return self._lookup(address, False)
+
+    def line_as_gdb(self, address: int) -> LineRow | None:
+        """The row GDB takes for `address` (`info line`, a frame's line): past a line-0 row,
+        whose bytes GDB gives the line before it (a call clang gave line 0 is on the line of
+        the code before it in the caller's frame)."""
+        return self._lookup(address, True)
+
+    def _lookup(self, address: int, past_line_0: bool) -> LineRow | None:
         if not self.available:
             return None
         cu_offset = self.cu_offset_at(address)
         if cu_offset is None:
             return None
-        return self._lines_or_none(cu_offset).lookup(address)
+        return self._lines_or_none(cu_offset).lookup(address, past_line_0)
 
     def change_points(self, start: int, end: int) -> list[int] | None:
         """Where lookup's answer may change in [start, end): `start` and the addresses of the

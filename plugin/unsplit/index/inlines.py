@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from unsplit.elf.binary import Binary
-from unsplit.elf.derived import PerFile
+from unsplit.elf.derived import PerInput
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import die_scan
@@ -389,22 +389,14 @@ class DwarfFrames:
         return found
 
 
-def _no_frames(binary: Binary) -> dict[int, DwarfFrames]:
-    return {}
-
-
-_KEPT = PerFile(_no_frames)  # id of the pre-BOLT input -> the module's DwarfFrames
+_KEPT: PerInput[DwarfFrames] = PerInput()  # the module's DwarfFrames for its pre-BOLT input
 
 
 def module_frames(index: ModuleIndex) -> DwarfFrames:
     """`index`'s DwarfFrames with linkage names, made once per pre-BOLT input (`bb input`
     changes it) and kept on the module's Binary: stepping and frame lists ask it often."""
     current = index.input_binary()
-    kept = _KEPT(index.binary)
-    found = kept.get(id(current))
-    if found is None:
-        found = kept[id(current)] = DwarfFrames(index, current, None)
-    return found
+    return _KEPT(index.binary, current, lambda: DwarfFrames(index, current, None))
 
 
 def inlined_only(index: ModuleIndex, name: str) -> tuple[str, int] | None:

@@ -65,23 +65,32 @@ class LineTable:
     def __init__(self, sources: SourceSet, dwarf: DwarfLines, warnings: list[str]) -> None:
         self._sources = sources
         self.dwarf = dwarf
-        before: list[LineSource] = []
-        after: list[LineSource] = []
+        before: list[Source] = []
+        after: list[Source] = []
         self._with_lines: list[Source] = []
         for source in sources.all:
             try:
                 if source.has_lines():
-                    (before if source.lines_before_dwarf else after).append(source.line_at)
+                    (before if source.lines_before_dwarf else after).append(source)
                     self._with_lines.append(source)
             except UnsplitError as e:
                 warnings.append(str(e))
-        self.sources: list[LineSource] = [*before, dwarf.lookup, *after]
+        self.sources: list[LineSource] = [*(s.line_at for s in before), dwarf.lookup,
+                                          *(s.line_at for s in after)]
+        # A frame's line as GDB takes it: past a line-0 row of DWARF (the module's own, or
+        # the pre-BOLT input's that BAT carries), to the row before it.
+        bat = sources.bat
+        self.frame_sources: list[LineSource] = [
+            *(bat.line_as_gdb if s is bat else s.line_at for s in before), dwarf.line_as_gdb,
+            *(bat.line_as_gdb if s is bat else s.line_at for s in after)]
         self._spans: dict[tuple[str, int], ProcedureLines] = {}
         self._input: Binary | None = None
 
-    def line_at(self, address: int) -> LineRow | None:
-        """The best line row for `address`."""
-        for source in self.sources:
+    def line_at(self, address: int, *, frame: bool = False) -> LineRow | None:
+        """The best line row for `address`; line 0 lets the next source answer. `frame`: the
+        line of a debugger's frame, as GDB gives it (DwarfLines.line_as_gdb: a call clang gave
+        line 0 is on the line before it) where llvm-symbolizer-22 says 0 (`where`)."""
+        for source in self.frame_sources if frame else self.sources:
             row = source(address)
             if row is not None and row.line:
                 return row

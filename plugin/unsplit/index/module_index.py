@@ -281,7 +281,7 @@ class ModuleIndex:
         return self.line_table.line_at(address)
 
     def locate(self, file_address: int, bias: int = 0, *, lines: bool | None = True,
-               blocks: bool = True, offsets: bool = True) -> Location:
+               blocks: bool = True, offsets: bool = True, frame: bool = False) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
         `lines=False` skips the line look-up: naming a frame needs none, and the first line
         question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
@@ -290,11 +290,12 @@ class ModuleIndex:
         leaves ``offset``, ``input_address`` and BAT's facts None: in BOLTed code they decode
         the fragment's BAT map (`unsplit symbolize` prints them only with --json).
         `lines=None`: the line only in moved code (frame names: elsewhere the debugger's own
-        line stands)."""
+        line stands). `frame`: a debugger frame's line, as GDB reads line-0 rows
+        (LineTable.line_at)."""
         found = self._lookup(file_address)
         if lines is None:
             lines = found is not None and found[1].name != HOT
-        row = self.line_at(file_address) if lines else None
+        row = self.line_table.line_at(file_address, frame=frame) if lines else None
         module = self.binary.path
         if found is None:
             return Location(bias + file_address, file_address, module, None,

@@ -3,8 +3,12 @@ address outside them still finds its CU through the CUs' own ranges."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
+import shutil
 import struct
+import subprocess
 from contextlib import closing
 from typing import Any
 
@@ -160,3 +164,75 @@ def test_damaged_line_programs_raise_only_decode_error(zoo: dict[str, Any],
             table.lookup(int(facts(zoo, "clang-mfs", "crash")["crash"]["frames"][0]["pc"], 16))
         except DecodeError as e:
             assert "\n" not in str(e) and str(e).startswith(".debug_line")
+
+
+
+def _gdb_lines(path: str, addresses: list[int]) -> list[tuple[str, int] | None]:
+    """Plain GDB's `info line *ADDR` for each address: (base name, line), or None."""
+    said = subprocess.run(["gdb", "-nx", "-q", "-batch",
+                           *(w for a in addresses for w in ("-ex", f"info line *{a:#x}")), path],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    found = re.findall(r'^(?:Line (\d+) of "([^"]*)"|No line number information)', said, re.M)
+    assert len(found) == len(addresses), said
+    return [(file.rsplit("/", 1)[-1], int(line)) if line else None for line, file in found]
+
+
+def _rows_say_line_0(path: str, addresses: list[int]) -> list[bool]:
+    """Whether the row covering each address has line 0 (llvm-symbolizer-22 reports the row as
+    it is)."""
+    said = subprocess.run(["llvm-symbolizer-22", "--obj", path, "--no-inlines",
+                           "--output-style=GNU", "--functions=none"],
+                          input="".join(f"{a:#x}\n" for a in addresses), capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+    return [line.split()[0].rsplit(":", 1)[-1] == "0" for line in said.splitlines()]
+
+
+@pytest.mark.skipif(not (shutil.which("gdb") and shutil.which("llvm-symbolizer-22")),
+                    reason="needs gdb and llvm-symbolizer-22")
+@pytest.mark.parametrize(("variant", "key"), [("bolt-all", "input"), ("clang-mfs", "binary")])
+def test_a_return_address_has_gdbs_line(zoo: dict[str, Any], variant: str, key: str) -> None:
+    """The line of each call's return address (looked up at ra - 1, as a caller's frame is)
+    is plain GDB's (line_as_gdb: a frame's line, `where`), also where clang gave the call
+    line 0 (a call shared by two paths, a landing pad's _Unwind_Resume): GDB drops line-0 rows
+    and keeps the line before them (a BOLTed Lua's lua_gc, luaD_precall and 117 more of its
+    call sites had no line in `bt`)."""
+    path = str(ROOT / facts(zoo, variant, "except")[key])
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+    insns = re.findall(r"(?m)^\s+([0-9a-f]+):\s+(\S+)", listing)
+    pcs = [int(after[0], 16) - 1 for (_, op), after in itertools.pairwise(insns)
+           if op.startswith("call")]
+    theirs = _gdb_lines(path, pcs)
+    assert any(zero and line for zero, line in zip(_rows_say_line_0(path, pcs), theirs,
+                                                   strict=True)), \
+        "no call in a line-0 row that GDB gives a line: the case is not exercised"
+    with closing(Binary(path)) as b:
+        lines = DwarfLines(b)
+        rows = [lines.line_as_gdb(pc) for pc in pcs]
+    assert [(r.file.rsplit("/", 1)[-1], r.line) if r is not None and r.line else None
+            for r in rows] == theirs
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_a_moved_callers_frame_has_gdbs_line_on_the_input(zoo: dict[str, Any]) -> None:
+    """A frame in code BOLT moved takes the pre-BOLT input's line through BAT as GDB reads the
+    input there (ModuleIndex.locate(frame=True), what the frame namer asks), also at a call
+    clang gave line 0; `where` keeps llvm-symbolizer's answer (no line there)."""
+    from unsplit.index.module_index import ModuleIndex
+
+    f = facts(zoo, "bolt-all", "except")
+    path, given = str(ROOT / f["binary"]), str(ROOT / f["input"])
+    listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+    insns = re.findall(r"(?m)^\s+([0-9a-f]+):\s+(\S+)", listing)
+    with closing(Binary(path)) as b:
+        index = ModuleIndex(b)
+        pcs = [pc for (_, op), after in itertools.pairwise(insns) if op.startswith("call")
+               and index.bat_input_address(pc := int(after[0], 16) - 1) is not None]
+        inputs = [index.bat_input_address(pc) or 0 for pc in pcs]
+        ours = [index.locate(pc, frame=True) for pc in pcs]
+        plain = [index.locate(pc) for pc in pcs]
+    theirs = _gdb_lines(given, inputs)
+    assert [(loc.file, loc.line) if loc.line else None for loc in ours] == theirs
+    assert any(t and not p.line for t, p in zip(theirs, plain, strict=True)), \
+        "no moved call in a line-0 row: the case is not exercised"

@@ -41,6 +41,9 @@ class InputMap:
         self.functions = len(moved)  # input functions BAT places
         # Code that has a place (what a range may lose), and the nops BOLT dropped from it
         # (gaps between runs that lose nothing).
+        kept = merge(kept)  # functions BOLT left in place: their jumps are the input's
+        self._kept_lo = array("Q", (lo for lo, _ in kept))
+        self._kept_hi = array("Q", (hi for _, hi in kept))
         placed = merge(moved + kept)
         self._placed_lo = array("Q", (lo for lo, _ in placed))
         self._placed_hi = array("Q", (hi for _, hi in placed))
@@ -89,9 +92,13 @@ class InputMap:
     def rebuilt_jump(self, address: int) -> bool:
         """Whether the output has, at `address`, an x86-64 jump BOLT made when it laid blocks
         out (`jmp` with no BAT entry of its own, spec §2.3): no input instruction stands
-        behind it, and BOLT's own line table gives it the row of the code before."""
+        behind it, and BOLT's own line table gives it the row of the code before. Never in
+        a function BOLT left where it was (lite mode): its code is the input's, jumps too."""
         output = self.output
         if output is None or not self.x86 or address in self._entry_set:
+            return False
+        i = bisect_right(self._kept_lo, address) - 1
+        if i >= 0 and address < self._kept_hi[i]:
             return False
         # Asked at nearly every line row: the output's code is read a page at a time (a page
         # that does not start in code is asked a byte at a time).

@@ -341,9 +341,18 @@ class BatSource(BaseSource):
         return self._input_lines
 
     def line_at(self, file_address: int) -> LineRow | None:
+        return self._line(file_address, False)
+
+    def line_as_gdb(self, file_address: int) -> LineRow | None:
+        """line_at as GDB reads the input's rows: past a line-0 row (DwarfLines.line_as_gdb)."""
+        return self._line(file_address, True)
+
+    def _line(self, file_address: int, as_gdb: bool) -> LineRow | None:
         input_address = self.input_address(file_address)
         lines = None if input_address is None else self._lines()
-        row = None if lines is None or input_address is None else lines.lookup(input_address)
+        if lines is None or input_address is None:
+            return None
+        row = lines.line_as_gdb(input_address) if as_gdb else lines.lookup(input_address)
         return None if row is None else row.moved(file_address, "bat")
 
     def lines_in(self, start: int, end: int) -> list[LineRow]:
