@@ -60,12 +60,12 @@ def register() -> Plugin:
     host = GdbHost()
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)
-    stop_printer = StopPrinter(locator)
     host.step_reporter = StepReporter(locator)
     breaks = Breakpoints(session, host)
     host.breakpoint_maker = breaks.create
     host.breakpoint_lister = breaks.listing
     loader = DebugInfoLoader(session.indexes, session.namer.describe)
+    stop_printer = StopPrinter(locator, loader.after_core)
     plugin = Plugin(session, host, locator, stop_printer, commands.register(session, host),
                     breaks, loader)
     for note in capabilities.missing_notes(gdb):

@@ -20,6 +20,7 @@ from unsplit.index.module_index import IndexCache
 from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import frame_hooks
+from .host import loaded_core
 from .report import report_internal
 
 WAITING_COMMANDS = ("break", "tbreak", "until", "advance", "list", "info line", "info scope",
@@ -52,6 +53,9 @@ class DebugInfoLoader:
         # command, which would swallow them.
         self.unsaid: list[str] = []
         self.deferring = False
+        # module -> the core (host.loaded_core) already loaded when its file, written in the
+        # background, was: GDB printed that core's frame without the file (StopPrinter.on_prompt).
+        self.after_core: dict[str, tuple[object, ...]] = {}
 
     def missing_debug(self, objfile: Any) -> str | None:
         """GDB >= 15's question for an objfile without debug info: our file's path, or None
@@ -168,6 +172,9 @@ class DebugInfoLoader:
             self._say(f"unsplit: no debug file for {os.path.basename(name)}: "
                                f"{outcome.reason}\n")
         elif objfile.is_valid():
+            core = loaded_core()
+            if core is not None:
+                self.after_core[name] = core
             self._attach(objfile, name, outcome.path)
 
     def _attach(self, objfile: Any, name: str, path: str) -> None:

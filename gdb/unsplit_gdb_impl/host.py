@@ -125,6 +125,16 @@ def progspace_file() -> str | None:
     space = gdb.current_progspace()
     return None if space is None else space.filename
 
+
+def loaded_core() -> tuple[object, ...] | None:
+    """Which core file the selected inferior holds (inferior, pid, program), None when it
+    holds none (a live process, or no program)."""
+    inferior = gdb.selected_inferior()
+    connection = getattr(inferior, "connection", None)
+    if connection is None or getattr(connection, "type", None) != "core":
+        return None
+    return (inferior.num, inferior.pid, progspace_file())
+
 _SYMBOL_LIKE = re.compile(r"^[A-Za-z_.$][\w.$@]*$")
 
 

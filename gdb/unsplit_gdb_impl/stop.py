@@ -6,6 +6,7 @@ location is followed by the one GDB would print had it known the procedure and i
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -15,7 +16,7 @@ from unsplit.render import stop as stop_text
 from unsplit.render.frames import frame_text
 
 from . import capabilities
-from .host import progspace_file
+from .host import loaded_core
 from .locator import Locator
 from .report import report_internal
 from .step_report import frame_output, parameter
@@ -66,8 +67,10 @@ def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool,
 
 
 class StopPrinter:
-    def __init__(self, locator: Locator) -> None:
+    def __init__(self, locator: Locator,
+                 after_core: Mapping[str, tuple[object, ...]] | None = None) -> None:
         self.locator = locator
+        self.after_core = {} if after_core is None else after_core  # DebugInfoLoader's
         self.enabled = True
         self._core_seen: tuple[object, ...] | None = None
         self._busy = False
@@ -160,18 +163,31 @@ class StopPrinter:
     def on_prompt(self, _: object = None) -> None:
         """After a core file is loaded, say where its frame 0 is, once per core."""
         try:
-            inferior = gdb.selected_inferior()
-            connection = getattr(inferior, "connection", None)
-            if connection is None or getattr(connection, "type", None) != "core":
-                self._core_seen = None
-                return
-            key = (inferior.num, inferior.pid, progspace_file())
-            if key == self._core_seen:
+            key = loaded_core()
+            if key is None or key == self._core_seen:
+                self._core_seen = key
                 return
             self._core_seen = key
             if self.enabled:
-                text = self.line()
+                text = self.line() or self._again(key)
                 if text:
                     gdb.write(text + "\n")
         except Exception as e:
             report_internal(e, once=True)
+
+    def _again(self, core: tuple[object, ...]) -> str | None:
+        """GDB's own frame 0 again where its module's debug file, written in the background,
+        was loaded after GDB printed the core's frame without it (naming a fragment symbol):
+        the line GDB prints with the file."""
+        try:
+            frame = gdb.newest_frame()
+        except gdb.error:
+            return None
+        loc = self.locator.procedure_at(frame)
+        if loc is None or self.after_core.get(loc.module) != core:
+            return None
+        self._busy = True  # GDB's own `frame` line, asked below, runs our hook again
+        try:
+            return "\n".join(frame_output(frame)) or None
+        finally:
+            self._busy = False

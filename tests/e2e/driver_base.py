@@ -34,11 +34,22 @@ PROMPT = "(bbtest) "
 # raised (`Python Exception <class 'KeyError'>: 'x'`).
 DEBUG_FILE_LOADED = re.compile(r"unsplit: debug info for split module \S+ \(")
 """GDB's word, at a prompt, that a debug file written in the background was loaded."""
+DEBUG_FILE_AWAITED = re.compile(r"\A(unsplit: waiting for the debug file of \S+ \(being written "
+                                r"for [\d.]+ s\)\n)?(unsplit: debug info for split module \S+ "
+                                r"\(.*\)\n)?")
+"""What GDB says first on a command that waits for a debug file written in the background
+(debuginfo.WAITING_COMMANDS): that it waits (if still written), then that it loaded it."""
 BUG = re.compile(r"unsplit: internal error|Traceback \(most recent call last\)|Python Exception")
 
 OPENED: list[Any] = []
 """Every session a test made (a Driver, driver_mi.MiSession, driver_dap.DapSession), in order:
 conftest.py checks each one's transcript with bugs_shown when the test is over."""
+
+
+def after_debug_file(out: str) -> str:
+    """`out` without the lines of DEBUG_FILE_AWAITED: what the command itself said, whether
+    its debug file was made before (an earlier test's cache) or is waited for."""
+    return DEBUG_FILE_AWAITED.sub("", out, count=1)
 
 
 def bugs_shown(transcript: str) -> list[str]:

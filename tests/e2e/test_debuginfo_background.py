@@ -173,3 +173,29 @@ def test_background_off_writes_the_file_at_load(gdb: Callable[..., GdbDriver],
     bt = session.command("bt 1")
     assert re.search(r"^#0\s+(0x[0-9a-f]+ in )?transfer \[cold[.\d]*\] \(a=.*amount=amount@"
                      r"entry=1000, mode=mode@entry=1\)", bt, re.M), bt
+
+
+def test_core_loaded_before_its_file_gets_the_frame_line_again(
+        gdb: Callable[..., GdbDriver], zoo: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is finished after GDB printed the core's frame 0 (naming the fragment symbol,
+    without the file) and loaded at the next prompt: the user still sees a right frame 0 last,
+    GDB's own line with the file (procedure, line of the fixture's facts)."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    f = facts(zoo, "bolt-all", "crash")
+    binary = ROOT / f["binary"]
+    lock = _locked(_cache_path(binary))  # no file before the core is loaded
+    session = gdb(binary)
+    lock.close()
+    # One command: the writer finishes, then the core loads, and no prompt comes between.
+    out = session.command(
+        "python import unsplit_gdb_impl as u; [w.wait() for _, w in "
+        "u.plugin().debuginfo.pending.values()]; "
+        f"gdb.execute('core-file {ROOT / f['crash']['core']}')", timeout=120)
+    frame0 = re.findall(r"^#0\s+.*$|^(?:0x[0-9a-f]+ in )?transfer\b.*$", out, re.M)
+    assert re.search(r"^#0\s+0x[0-9a-f]+ in transfer\.cold", frame0[0]), out  # GDB's, no file
+    assert re.search(r"^unsplit: debug info for split module crash \(.*\.debug\)$", out,
+                     re.M), out
+    site = f["markers"]["crash.c"]["crash site"]
+    assert re.match(r"(#0\s+)?(0x[0-9a-f]+ in )?transfer( \[cold[.\d]*\])? \(.*\) at "
+                    rf".*crash\.c:{site}$", frame0[-1]), out

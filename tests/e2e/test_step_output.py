@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from .driver_base import after_debug_file
 
 pytestmark = pytest.mark.e2e
 
@@ -188,7 +189,7 @@ def test_lines_of_bolted_code_without_dwarf(debugger: Callable[..., Any], zoo: d
     f = facts(zoo, variant, "crash")
     s = debugger(ROOT / f["binary"], args=["crash"], startup_timeout=SLOW)
     gdb = s.name == "gdb"
-    out = s.break_entry("run")
+    out = after_debug_file(s.break_entry("run"))
     assert out.startswith("Breakpoint"), out
     s.run(SLOW)
     shape = _shape(s.command("bb next", SLOW), gdb)
