@@ -283,15 +283,10 @@ class ModuleIndex:
     def locate(self, file_address: int, bias: int = 0, *, lines: bool | None = True,
                blocks: bool = True, offsets: bool = True, frame: bool = False) -> Location:
         """What `bb where` says of an address; `bias` turns file addresses into runtime ones.
-        `lines=False` skips the line look-up: naming a frame needs none, and the first line
-        question in a module with big DWARF (libc's debug file) costs a scan of its CUs.
-        `blocks=False` leaves ``block`` None: a BOLTed procedure's blocks decode the BAT map
-        of every one of its fragments (`unsplit symbolize` prints no block). `offsets=False`
-        leaves ``offset``, ``input_address`` and BAT's facts None: in BOLTed code they decode
-        the fragment's BAT map (`unsplit symbolize` prints them only with --json).
-        `lines=None`: the line only in moved code (frame names: elsewhere the debugger's own
-        line stands). `frame`: a debugger frame's line, as GDB reads line-0 rows
-        (LineTable.line_at)."""
+        `lines`: False skips the line (a scan of big DWARF the first time), None gives it in
+        moved code only (frame names). `blocks=False` leaves ``block`` None and `offsets=False`
+        ``offset``, ``input_address`` and BAT's facts (both decode BAT maps). `frame`: the line
+        as GDB reads a debugger frame's at line-0 rows (LineTable.line_at)."""
         found = self._lookup(file_address)
         if lines is None:
             lines = found is not None and found[1].name != HOT

@@ -1,4 +1,4 @@
-"""index.input_map.InputMap.rebuilt_jump: the jumps BOLT made as it laid blocks out (the
+"""index.bolt.input_map.InputMap.rebuilt_jump: the jumps BOLT made as it laid blocks out (the
 translated line table gives them the row before), never a function's own jump where BOLT left
 the function in place (lite mode: a BOLTed Lua's translated lines lost 222 rows of real jumps
 in kept functions, each taking the line before it)."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from unsplit.elf.binary import Binary
-from unsplit.index.input_map import InputMap
+from unsplit.index.bolt.input_map import InputMap
 
 from ...conftest import ROOT, facts
 
