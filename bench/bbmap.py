@@ -55,9 +55,9 @@ def synthesize(n: int, seed: int) -> list[fmt.FunctionMap]:
     hot, cold = 0x400000, 0x4000000
     for _ in range(n):
         kind = rng.randrange(4)  # 0 plain, 1 multi-range, 2 PGO, 3 both
-        feature = (fmt._MULTI if kind in (1, 3) else 0) | (fmt._PGO if kind >= 2 else 0)
+        feature = (fmt.MULTI_BIT if kind in (1, 3) else 0) | (fmt.PGO_BITS if kind >= 2 else 0)
         ranges = []
-        for r in range(rng.randint(2, 3) if feature & fmt._MULTI else 1):
+        for r in range(rng.randint(2, 3) if feature & fmt.MULTI_BIT else 1):
             entries, offset = [], 0
             for _ in range(rng.randint(1, 8)):
                 size = rng.randint(1, 64)
@@ -72,7 +72,7 @@ def synthesize(n: int, seed: int) -> list[fmt.FunctionMap]:
                 cold += offset + 16
             ranges.append(fmt.BBRange(base, len(entries), tuple(entries)))
         pgo = None
-        if feature & fmt._PGO:
+        if feature & fmt.PGO_BITS:
             total = sum(len(r.entries) for r in ranges)
             pgo = fmt.PGOAnalysis(rng.randint(1, 10**6), tuple(
                 fmt.PGOBlock(rng.randint(1, 10**9), None,
