@@ -13,6 +13,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _SYMBOL = re.compile(r"^\s*\d+:\s+([0-9a-f]+)\s+(\d+)\s+(\w+)\s+(\w+)\s+\w+\s+\S+\s+(\S+)$")
 
@@ -94,6 +95,26 @@ def symbolize(path: Path, addresses: list[int]) -> list[tuple[str, int]]:
         file, number, _ = line.rsplit(":", 2)
         out.append((file, int(number) if number.isdigit() else 0))
     return out
+
+
+def fragments_symbolized(file: Path, binary: Path, split_functions: dict[str, Any],
+                         exported: set[str] | None = None
+                         ) -> tuple[list[list[str]], list[str]]:
+    """(llvm-symbolizer-22's lines for each instruction of each split function's fragments,
+    function first, by `file` alone; what the facts say it is: the function, or its entry's
+    address where `exported` leaves it out). `binary`: where the fragments' code is."""
+    addresses, expected = [], []
+    for name, info in split_functions.items():
+        hot = int(info["fragments"][0]["start"], 16)
+        for frag in info["fragments"]:
+            code = instructions(binary, int(frag["start"], 16), int(frag["end"], 16))
+            addresses += sorted(code)
+            known = exported is None or name in exported
+            expected += [name if known else f"{hot:#x}"] * len(code)
+    assert len(split_functions) > 1 and addresses
+    text = run("llvm-symbolizer-22", "--obj", file, "--no-inlines", "--no-demangle",
+               stdin="".join(f"{a:#x}\n" for a in addresses))
+    return [b.split("\n") for b in text.strip("\n").split("\n\n")], expected
 
 
 def input_lines(binary: Path, inp: Path, truth: dict[int, tuple[str, str | None, int]],

@@ -24,22 +24,11 @@ from ...conftest import ROOT, facts
 
 def _named(file: Path, f: dict[str, Any], exported: set[str] | None = None
            ) -> tuple[list[str], list[str]]:
-    """(what llvm-symbolizer-22 names each instruction of each split function's fragments by
-    `file` alone, what the facts say: the function, or its entry's address where `exported`
-    leaves it out)."""
-    addresses, expected = [], []
-    for name, info in f["split_functions"].items():
-        hot = int(info["fragments"][0]["start"], 16)
-        for frag in info["fragments"]:
-            code = bolt_truth.instructions(ROOT / f["binary"], int(frag["start"], 16),
-                                           int(frag["end"], 16))
-            addresses += sorted(code)
-            known = exported is None or name in exported
-            expected += [name if known else f"{hot:#x}"] * len(code)
-    assert len(f["split_functions"]) > 1 and addresses
-    text = bolt_truth.run("llvm-symbolizer-22", "--obj", file, "--no-inlines", "--no-demangle",
-                          stdin="".join(f"{a:#x}\n" for a in addresses))
-    return [b.split("\n")[0] for b in text.strip("\n").split("\n\n")], expected
+    """(the function llvm-symbolizer-22 names each fragment instruction by `file` alone, what
+    the facts say)."""
+    blocks, expected = bolt_truth.fragments_symbolized(file, ROOT / f["binary"],
+                                                       f["split_functions"], exported)
+    return [b[0] for b in blocks], expected
 
 
 def test_every_fragment_is_named_by_its_procedure(zoo: dict[str, Any], tmp_path: Path) -> None:

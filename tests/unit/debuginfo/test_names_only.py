@@ -60,18 +60,8 @@ def test_stripped_bolt_output_names_each_procedure_over_its_fragments(
     _verified(debug)
     exported = {line.split()[-1].split("@")[0] for line in bolt_truth.run(
         "llvm-readelf-22", "--dyn-syms", "-W", lib).splitlines() if " FUNC " in line}
-    addresses, expected = [], []
-    for name, info in f["split_functions"].items():
-        hot = int(info["fragments"][0]["start"], 16)
-        for frag in info["fragments"]:
-            code = bolt_truth.instructions(ROOT / f["binary"], int(frag["start"], 16),
-                                           int(frag["end"], 16))
-            addresses += sorted(code)
-            expected += [name if name in exported else f"{hot:#x}"] * len(code)
-    assert len(f["split_functions"]) > 1 and addresses
-    text = bolt_truth.run("llvm-symbolizer-22", "--obj", debug, "--no-inlines",
-                          "--no-demangle", stdin="".join(f"{a:#x}\n" for a in addresses))
-    blocks = [b.split("\n") for b in text.strip("\n").split("\n\n")]
+    blocks, expected = bolt_truth.fragments_symbolized(debug, ROOT / f["binary"],
+                                                       f["split_functions"], exported)
     assert [b[0] for b in blocks] == expected
     assert {b[1].rsplit(":", 2)[1] for b in blocks} == {"0"}
     assert sorted(report["split_without_lines"]) == sorted(
