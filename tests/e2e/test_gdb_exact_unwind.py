@@ -137,18 +137,15 @@ def test_plain_gdb_loses_the_stack(gdb: Callable[..., Any], case: dict[str, Any]
     assert pcs[2] != case["truth"][2]  # the duplicate's CFA sends GDB elsewhere
 
 
-def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
-                                                  case: dict[str, Any]) -> None:
-    """The unwinder alone: without the debug file, whose `.debug_frame` (which GDB reads before
-    `.eh_frame`) makes the same choice of FDE (test_the_debug_files_cfi_also_wins below)."""
-    s = gdb(case["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
+def _assert_true_stack(s: Any, case: dict[str, Any], binary: Path) -> None:
+    """`s`'s backtrace has the true first three frames, callers at return addresses, and `info
+    frame` of frame 1 (run.cold.0) its CFA by the true rules (llvm-dwarfdump-22's row of the
+    undamaged FDE at the call: CFA=RSP+N) and its caller, frame 2 at main.cold.0's pc."""
     truth = case["truth"]
     shown = s.backtrace()
-    assert _bt_pcs(shown)[:3] == truth[:3]
+    assert _bt_pcs(shown)[:3] == truth[:3], shown
     assert _pcs(s, 3) == truth[:3]
-    assert assert_callers_return(case["binary"], _bt_callers(shown)) >= 2
-    # info frame of frame 1 (run.cold.0): its CFA by the true rules (llvm-dwarfdump-22's row of
-    # the undamaged FDE at the call: CFA=RSP+N) and its caller, frame 2 at main.cold.0's pc.
+    assert assert_callers_return(binary, _bt_callers(shown)) >= 2
     rsp = s.register("rsp", 1)
     true_fde = next(f for f in dwarfdump_fdes(case["original"])
                     if f["start"] <= truth[1] - 1 < f["end"])
@@ -157,6 +154,15 @@ def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
     info = s.command("info frame")
     assert f"frame at {rsp + offset:#x}:" in info, info
     assert re.search(f"saved rip = 0x0*{truth[2]:x}", info), info
+
+
+def test_gdb_with_the_plugin_shows_the_true_stack(gdb: Callable[..., Any],
+                                                  case: dict[str, Any]) -> None:
+    """The unwinder alone: without the debug file, whose `.debug_frame` (which GDB reads before
+    `.eh_frame`) makes the same choice of FDE (test_the_debug_files_cfi_also_wins below)."""
+    s = gdb(case["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
+    truth = case["truth"]
+    _assert_true_stack(s, case, case["binary"])
     status = s.command("bb exact-frames")
     assert "exact frames on" in status
     assert re.search(r"crash: 3 moved fragments, 1 address range where FDEs compete: "
@@ -350,18 +356,7 @@ def test_moved_code_without_an_fde(gdb: Callable[..., Any], case: dict[str, Any]
     assert pcs[:2] == truth[:2] and pcs[2:3] != truth[2:3], pcs
     assert lldb_pcs(bare["binary"], case["core"])[2:3] != truth[2:3]
     s = gdb(bare["binary"], core=str(case["core"]), env={"UNSPLIT_DEBUGINFO": "0"})
-    shown = s.backtrace()
-    assert _bt_pcs(shown)[:3] == truth[:3], shown
-    assert _pcs(s, 3) == truth[:3]
-    assert assert_callers_return(bare["binary"], _bt_callers(shown)) >= 2
-    rsp = s.register("rsp", 1)
-    true_fde = next(f for f in dwarfdump_fdes(case["original"])
-                    if f["start"] <= truth[1] - 1 < f["end"])
-    row = true_fde["rows"][max(a for a in true_fde["rows"] if a <= truth[1] - 1)]
-    offset = int(re.match(r"CFA=RSP\+(\d+):", row)[1])  # type: ignore[index]
-    info = s.command("info frame")
-    assert f"frame at {rsp + offset:#x}:" in info, info
-    assert re.search(f"saved rip = 0x0*{truth[2]:x}", info), info
+    _assert_true_stack(s, case, bare["binary"])
     status = s.command("bb exact-frames")
     assert re.search(r"crash: 3 moved fragments, 1 without an FDE: [1-9]\d* frames? unwound "
                      r"by unsplit", status), status
