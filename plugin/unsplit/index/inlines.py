@@ -65,8 +65,7 @@ class InlineChains:
                     return [], []
                 outer = [found[-1]]  # nested subprograms (rare) come after their parent
                 while True:
-                    inner = _inlined_child(outer[-1], address, self._base(cu_offset),
-                                           self._children)
+                    inner = _child_at(outer[-1], address, self._base(cu_offset), self._children)
                     if inner is None:
                         break
                     if any(d.offset == inner.offset for d in outer):
@@ -97,7 +96,8 @@ class InlineChains:
                 base = self._base(cu_offset)
                 node, seen = found[-1], {found[-1].offset}
                 scope = int(node.offset)
-                while (child := _covering_child(node, address, base, self._children)) is not None:
+                while (child := _child_at(node, address, base, self._children, blocks=True)) \
+                        is not None:
                     if child.offset in seen:
                         raise DecodeError(".debug_info", child.offset,
                                           "the DIE tree loops back on itself")
@@ -183,12 +183,13 @@ def _code_subprograms(cu: Any) -> list[int]:
                                  frozenset((die_scan.DW_AT_low_pc, die_scan.DW_AT_ranges)))
 
 
-def _inlined_child(die: Any, address: int, base: int,
-                   children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
-                   ) -> Any:
-    """The DW_TAG_inlined_subroutine under `die` (through lexical blocks) covering `address`,
-    depth first in DIE order. A walk, not a recursion: damaged sibling links can make a DIE its
-    own descendant (a DecodeError here) or nest scopes deeper than Python's stack."""
+def _child_at(die: Any, address: int, base: int,
+              children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]],
+              blocks: bool = False) -> Any:
+    """The first DW_TAG_inlined_subroutine under `die` covering `address` (`blocks`: or lexical
+    block), depth first in DIE order, looking through the scopes it does not return that have
+    no ranges or cover it, as GDB does. A walk, not a recursion: damaged sibling links can make
+    a DIE its own descendant (a DecodeError here) or nest scopes deeper than Python's stack."""
     pending = [iter(children(die, base))]
     seen = {die.offset}
     while pending:
@@ -197,10 +198,10 @@ def _inlined_child(die: Any, address: int, base: int,
             pending.pop()
             continue
         child, inlined, spans = step
-        if inlined:
-            if any(lo <= address < hi for lo, hi in spans):
-                return child
-        elif not spans or any(lo <= address < hi for lo, hi in spans):
+        covers = any(lo <= address < hi for lo, hi in spans)
+        if covers and (inlined or blocks):
+            return child
+        if not inlined and (not spans or covers):
             if child.offset in seen:
                 raise DecodeError(".debug_info", child.offset,
                                   "the DIE tree loops back on itself")
@@ -212,26 +213,6 @@ def _inlined_child(die: Any, address: int, base: int,
 _NOT_DECLARATIONS = frozenset(("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine",
                                "DW_TAG_call_site", "DW_TAG_GNU_call_site"))
 """Children of a lexical block that declare nothing in it (scopes of their own, calls)."""
-
-
-def _covering_child(die: Any, address: int, base: int,
-                    children: Callable[[Any, int], list[tuple[Any, bool, list[tuple[int, int]]]]]
-                    ) -> Any:
-    """The first child of `die` with ranges covering `address` (an inlined call or a lexical
-    block), looking through children without ranges as GDB does (their children are the
-    parent's); None where there is none."""
-    pending = [iter(children(die, base))]
-    while pending:
-        step = next(pending[-1], None)
-        if step is None:
-            pending.pop()
-            continue
-        child, inlined, spans = step
-        if any(lo <= address < hi for lo, hi in spans):
-            return child
-        if not spans and not inlined and len(pending) < 64:
-            pending.append(iter(children(child, base)))
-    return None
 
 
 def _find(die: Any, names: tuple[str, ...]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from unsplit.errors import DecodeError
-from unsplit.index.inlines import _inlined_child
+from unsplit.index.inlines import _child_at
 
 
 class _Die:
@@ -20,7 +20,7 @@ Kids = dict[int, list[tuple[Any, bool, list[tuple[int, int]]]]]
 
 
 def _walk(kids: Kids, top: _Die, address: int) -> Any:
-    return _inlined_child(top, address, 0, lambda die, _base: kids.get(die.offset, []))
+    return _child_at(top, address, 0, lambda die, _base: kids.get(die.offset, []))
 
 
 def test_a_tree_that_loops_back_is_a_decode_error() -> None:
