@@ -177,14 +177,6 @@ def _unsplit(args: list[str], stdin: str | None, cache: str) -> str:
     return r.stdout
 
 
-def _counts(folded: str) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for line in folded.splitlines():
-        stack, _, count = line.rpartition(" ")
-        out[stack] += int(count)
-    return out
-
-
 def check(build: dict[str, Any], frequency: int, tmp: Path, cache: str) -> dict[str, Any]:
     binary: Path = build["binary"]
     data = tmp / f"{build['name']}.data"
@@ -209,9 +201,10 @@ def check(build: dict[str, Any], frequency: int, tmp: Path, cache: str) -> dict[
         expected[";".join([comm, *(names[a - caller] for a, caller in reversed(frames))])] += 1
         leaf = toolbox.symbol_at(syms, frames[0][0])
         moved += leaf is not None and leaf.name in fragments
-    ours = _counts(_unsplit(["fold"], "".join(block for _, _, block in own), cache))
+    ours = bolt_truth.folded_counts(
+        _unsplit(["fold"], "".join(block for _, _, block in own), cache))
     wrong = sorted(set(ours) ^ set(expected), key=lambda s: -(ours[s] + expected[s]))
-    whole = _counts(_unsplit(["fold", "-i", str(data)], None, cache))
+    whole = bolt_truth.folded_counts(_unsplit(["fold", "-i", str(data)], None, cache))
     named = {n for stack in whole for n in stack.split(";")}
     disagree = [(s, expected.get(s, 0), ours.get(s, 0)) for s in wrong[:5]]
     result: dict[str, Any] = {"samples": text.count("cpu-clock"), "own_samples": len(own),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,15 @@ def fragments_symbolized(file: Path, binary: Path, split_functions: dict[str, An
     text = run("llvm-symbolizer-22", "--obj", file, "--no-inlines", "--no-demangle",
                stdin="".join(f"{a:#x}\n" for a in addresses))
     return [b.split("\n") for b in text.strip("\n").split("\n\n")], expected
+
+
+def folded_counts(folded: str) -> Counter[str]:
+    """Samples per stack of a folded profile (`STACK COUNT` lines, flamegraph.pl's input)."""
+    out: Counter[str] = Counter()
+    for line in folded.splitlines():
+        stack, _, count = line.rpartition(" ")
+        out[stack] += int(count)
+    return out
 
 
 def input_lines(binary: Path, inp: Path, truth: dict[int, tuple[str, str | None, int]],

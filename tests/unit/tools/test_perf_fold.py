@@ -98,15 +98,7 @@ def test_callers_are_named_by_their_call(profile: dict[str, Any]) -> None:
         expected[";".join([comm, *reversed(names)])] += 1
     r = _unsplit("fold", stdin="".join(block for _, _, block in own))
     assert r.returncode == 0, r.stderr
-    assert _counts(r.stdout) == expected
-
-
-def _counts(folded: str) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for line in folded.splitlines():
-        stack, _, count = line.rpartition(" ")
-        out[stack] += int(count)
-    return out
+    assert bolt_truth.folded_counts(r.stdout) == expected
 
 
 def _truth(profile: dict[str, Any]) -> tuple[list[Any], dict[int, tuple[str, str | None, int]]]:
@@ -125,7 +117,7 @@ def test_every_sample_is_its_procedure_as_perf2bolt_says(profile: dict[str, Any]
         expected[";".join([comm, *reversed(names)])] += 1
     r = _unsplit("fold", "-i", str(profile["data"]))
     assert r.returncode == 0, r.stderr
-    ours = _counts(r.stdout)
+    ours = bolt_truth.folded_counts(r.stdout)
     assert {s: ours[s] for s in expected} == dict(expected)
     assert not any(".cold" in s for s in ours if s.startswith("switch;"))
 
@@ -146,7 +138,7 @@ def test_lines_are_the_inputs_at_the_bat_address(profile: dict[str, Any]) -> Non
     assert sum(expected.values()) >= 100
     r = _unsplit("fold", "--lines", stdin="".join(text))
     assert r.returncode == 0, r.stderr
-    assert _counts(r.stdout) == expected
+    assert bolt_truth.folded_counts(r.stdout) == expected
 
 
 def test_perf_script_names_the_procedure_at_its_input_offset(profile: dict[str, Any]) -> None:
@@ -261,7 +253,7 @@ def test_compiler_splits_fold_to_the_parent(zoo: dict[str, Any], variant: str) -
     r = _unsplit("fold", stdin=text)
     assert r.returncode == 0, r.stderr
     expected = Counter(f"crash;operator()(int) const;[unknown];{parent}" for _, _, parent in cold)
-    assert _counts(r.stdout) == expected
+    assert bolt_truth.folded_counts(r.stdout) == expected
     assert r.stderr.count("\n") == 1 and "line " in r.stderr and "not perf" in r.stderr
 
 
@@ -336,7 +328,8 @@ def test_a_file_that_is_not_the_one_profiled(zoo: dict[str, Any], tmp_path: Path
     assert ours == [f"unsplit: warning: {binary}: not the file profiled (build-id {new.hex()}, "
                     f"the profile's {old.hex()}): its frames keep perf's names"]
     assert re.search(r"^switch;step\.cold\.\d+ \d+$", r.stdout, re.M), r.stdout
-    assert _counts(r.stdout).total() == _counts(before.stdout).total()
+    assert bolt_truth.folded_counts(r.stdout).total() == \
+        bolt_truth.folded_counts(before.stdout).total()
 
 
 def _file_offset(binary: Path, address: int) -> int:
@@ -455,7 +448,7 @@ def test_inlines_are_the_inputs_chain(zoo: dict[str, Any], tmp_path: Path) -> No
     assert sum(expected.values()) >= 3
     r = _unsplit("fold", "--inlines", "--lines", stdin="".join(text))
     assert r.returncode == 0, r.stderr
-    assert _counts(r.stdout) == expected
+    assert bolt_truth.folded_counts(r.stdout) == expected
 
 
 GCC_HOT_COLD = r"""
@@ -516,4 +509,4 @@ def test_gcc_cold_profile_folds_to_the_parent(tmp_path: Path) -> None:
     assert cold >= 100, f"only {cold} samples in work.cold"
     r = _unsplit("fold", stdin="".join(block for _, _, block in own))
     assert r.returncode == 0, r.stderr
-    assert _counts(r.stdout) == expected
+    assert bolt_truth.folded_counts(r.stdout) == expected
