@@ -315,6 +315,7 @@ def _stop_memo(context: _Context) -> StopMemo:
     key = (*live, locations.generation, st.session.demangling())
     if key != memo.key:
         modules.sync(st.session, target, process, live=True, key=live)
+        # The key again: the sync may have dropped locations (a new generation).
         memo.reset((*live, locations.generation, st.session.demangling()))
     return memo
 
