@@ -369,3 +369,41 @@ def test_lldb_dap_core_gets_the_whole_debug_file_first(
     else:
         assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
     assert "named by" not in session.transcript, session.transcript
+
+
+def test_lldb_dap_gives_the_debug_file_between_requests(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The debug file written while lldb-dap serves a request (here a console command that
+    waits until the file is written, then a while longer) replaces the names file only after
+    that request: the module's symbol file is the same at the request's end as at its start,
+    and the debug file's once it is answered. lldb-dap holds the target's API mutex through
+    each request; a symbol file replaced under one leaves its frames with freed symbols."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    session = dap([LLDB_DAP])
+    _crash_frames(_stopped_frames(session, "attach", program=str(binary),
+                                  coreFile=str(ROOT / f["crash"]["core"]),
+                                  initCommands=init), f)
+    names = _symbol_file(session, binary)
+    started = tmp_path / "started"
+    lock_file = f"{path}.lock"
+    script = (  # the debug file written, its writer ended, then time for a thread to give it
+        f"import os, time; m = lldb.target.FindModule(lldb.SBFileSpec({str(binary)!r})); "
+        f"a = m.GetSymbolFileSpec().fullpath; open({str(started)!r}, 'w').close(); "
+        "end = time.monotonic() + 120\n"
+        f"while (not os.path.exists({str(path)!r}) or os.path.exists({lock_file!r})) "
+        "and time.monotonic() < end: time.sleep(0.05)\n"
+        "time.sleep(2); print('symbol file:', a, '->', m.GetSymbolFileSpec().fullpath)")
+    seq = session.send("evaluate", context="repl",
+                       expression=f"`script exec({script!r})")
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, session.transcript
+        time.sleep(0.05)
+    lock.close()  # the writer goes on
+    answer = session.wait("response", "evaluate", timeout=180, seq=seq)
+    assert answer.get("success"), answer
+    assert answer["body"]["result"].strip() == f"symbol file: {names} -> {names}", answer
+    _said(session, r"^unsplit: debug info for split module crash \(.*\)$")
+    assert _symbol_file(session, binary) == str(path)
