@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from unsplit.debuginfo import background
@@ -34,7 +36,7 @@ def wanted(target: lldb.SBTarget, in_lldb_dap: bool) -> bool:
     return bool(process.IsValid() and process.GetCoreFile().fullpath)
 
 
-_LOCK = threading.Lock()  # the watcher threads and the stop hook both give the debug file
+_LOCK = threading.Lock()  # the watcher threads and the stop hook both claim a debug file
 
 
 def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file: str,
@@ -58,16 +60,18 @@ def give(debugger: lldb.SBDebugger, target: lldb.SBTarget, path: str, debug_file
     add(found.names)
     print(f"unsplit: {os.path.basename(path)}: its procedures are named by {found.names} while "
           "its debug file is written", file=sys.stderr)
-    thread = threading.Thread(target=_watch, args=(debugger, found, then), daemon=True,
+    thread = threading.Thread(target=_watch, args=(debugger, target, found, then), daemon=True,
                               name=f"unsplit: {os.path.basename(path)}'s debug file")
     thread.start()
     return f"given unsplit's names file: {found.names} (its debug file is being written)"
 
 
-def _watch(debugger: lldb.SBDebugger, pending: PendingFile, then: Callable[[Outcome], str]) -> None:
+def _watch(debugger: lldb.SBDebugger, target: lldb.SBTarget, pending: PendingFile,
+           then: Callable[[Outcome], str]) -> None:
     try:
         pending.writer.wait()
-        said, _ = _finish(debugger, pending, then)
+        with api_lock(target):
+            said, _ = _finish(debugger, pending, then)
     except Exception as e:  # a thread's exception would only reach Python's own hook
         report_internal(e, state_mod.for_debugger(debugger.GetID()).reported)
         return
@@ -75,23 +79,52 @@ def _watch(debugger: lldb.SBDebugger, pending: PendingFile, then: Callable[[Outc
         print(said, file=sys.stderr)
 
 
+@contextmanager
+def api_lock(target: lldb.SBTarget, poll: float = 0.01) -> Iterator[None]:
+    """Hold `target`'s API mutex, which lldb-dap (LLDB 21 and later) holds through each request
+    it serves and while it reports a stop: the symbol file is then replaced between two
+    requests, never under one whose frames hold the old file's symbols (`target symbols add`
+    takes no such lock of its own). Polled rather than waited for, so that a thread waiting
+    here never holds Python's lock against the adapter's. An LLDB without SBMutex has no such
+    lock to take, nor an lldb-dap that takes it."""
+    if not hasattr(target, "GetAPIMutex"):
+        yield
+        return
+    mutex = target.GetAPIMutex()
+    while not mutex.try_lock():
+        time.sleep(poll)
+    try:
+        yield
+    finally:
+        mutex.unlock()
+
+
+def _claim(pending: PendingFile) -> bool:
+    """Whether this caller is the one to give `pending`'s file (the stop hook and the watcher
+    may both try). Nothing else is done under _LOCK, so no thread waits for another lock while
+    holding it."""
+    with _LOCK:
+        if pending.loaded:
+            return False
+        pending.loaded = True
+        return True
+
+
 def _finish(debugger: lldb.SBDebugger, pending: PendingFile,
             then: Callable[[Outcome], str]) -> tuple[str | None, str | None]:
     """Give the finished writer's file (once): the line that says what became of it, and the
     module's status when it was given."""
-    with _LOCK:
-        if pending.loaded:
-            return None, None
-        pending.loaded = True
-        outcome = pending.writer.outcome()
-        name = os.path.basename(pending.module)
-        if outcome.path is None:  # (a module found not split, or with DWARF, needs none)
-            quiet = outcome.reason in QUIET
-            return None if quiet else f"unsplit: no debug file for {name}: {outcome.reason}", None
-        try:
-            status = then(outcome)
-        except (UnsplitError, OSError) as e:
-            return f"unsplit: cannot load {outcome.path} for {name}: {e}", None
-        if status.startswith("given unsplit's DWARF"):
-            return f"unsplit: debug info for split module {name} ({outcome.path})", status
-        return f"unsplit: {name}: {status}", status
+    if not _claim(pending):
+        return None, None
+    outcome = pending.writer.outcome()
+    name = os.path.basename(pending.module)
+    if outcome.path is None:  # (a module found not split, or with DWARF, needs none)
+        quiet = outcome.reason in QUIET
+        return None if quiet else f"unsplit: no debug file for {name}: {outcome.reason}", None
+    try:
+        status = then(outcome)
+    except (UnsplitError, OSError) as e:
+        return f"unsplit: cannot load {outcome.path} for {name}: {e}", None
+    if status.startswith("given unsplit's DWARF"):
+        return f"unsplit: debug info for split module {name} ({outcome.path})", status
+    return f"unsplit: {name}: {status}", status

@@ -369,3 +369,86 @@ def test_lldb_dap_core_gets_the_whole_debug_file_first(
     else:
         assert [fr["name"] for fr in frames[:3]] == [p for p, _ in CHAIN], frames[:3]
     assert "named by" not in session.transcript, session.transcript
+
+
+def test_lldb_dap_gives_the_debug_file_between_requests(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The debug file written while lldb-dap serves a request (here a console command that
+    waits until the file is written, then a while longer) replaces the names file only after
+    that request: the module's symbol file is the same at the request's end as at its start,
+    and the debug file's once it is answered. lldb-dap holds the target's API mutex through
+    each request; a symbol file replaced under one leaves its frames with freed symbols."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    session = dap([LLDB_DAP])
+    _crash_frames(_stopped_frames(session, "attach", program=str(binary),
+                                  coreFile=str(ROOT / f["crash"]["core"]),
+                                  initCommands=init), f)
+    names = _symbol_file(session, binary)
+    started = tmp_path / "started"
+    lock_file = f"{path}.lock"
+    script = (  # the debug file written, its writer ended, then time for a thread to give it
+        f"import os, time; m = lldb.target.FindModule(lldb.SBFileSpec({str(binary)!r})); "
+        f"a = m.GetSymbolFileSpec().fullpath; open({str(started)!r}, 'w').close(); "
+        "end = time.monotonic() + 120\n"
+        f"while (not os.path.exists({str(path)!r}) or os.path.exists({lock_file!r})) "
+        "and time.monotonic() < end: time.sleep(0.05)\n"
+        "time.sleep(2); print('symbol file:', a, '->', m.GetSymbolFileSpec().fullpath)")
+    seq = session.send("evaluate", context="repl",
+                       expression=f"`script exec({script!r})")
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, session.transcript
+        time.sleep(0.05)
+    lock.close()  # the writer goes on
+    answer = session.wait("response", "evaluate", timeout=180, seq=seq)
+    assert answer.get("success"), answer
+    assert answer["body"]["result"].strip() == f"symbol file: {names} -> {names}", answer
+    _said(session, r"^unsplit: debug info for split module crash \(.*\)$")
+    assert _symbol_file(session, binary) == str(path)
+
+
+def _cfa_offset_at_start(binary: Path, start: int) -> int:
+    """The CFA's offset from the stack pointer at `start`, by the FDE that begins there
+    (llvm-dwarfdump-22 --eh-frame: the rules before its first advance)."""
+    text = subprocess.run(["llvm-dwarfdump-22", "--eh-frame", str(binary)], capture_output=True,
+                          text=True, check=True, timeout=60).stdout
+    fde = re.search(rf"^\S+ \S+ \S+ FDE cie=\S+ pc=0*{start:x}\.\.\.\S+\n((?:  .*\n)*)", text,
+                    re.M)
+    assert fde is not None, f"no FDE starts at {start:#x}"
+    offset = 8  # the CIE's (x86-64: the return address alone)
+    for line in fde[1].splitlines():
+        if "DW_CFA_advance_loc" in line:
+            break
+        if m := re.search(r"DW_CFA_def_cfa_offset: \+(\d+)", line):
+            offset = int(m[1])
+    return offset
+
+
+def test_lldb_dap_names_file_unwinds_a_moved_frame_that_its_hot_part_set_up(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core stopped at the start of a moved fragment that the function's entry fragment gave
+    its stack frame (BOLT's `walk.cold.0`: 48 bytes, where a function's first instruction has
+    8): with the names file alone (no CFI of its own), lldb-dap's frames are those GDB unwinds
+    by the module's `.eh_frame`, named by their procedures."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "recurse")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    moved = int(f["split_functions"]["walk"]["fragments"][1]["start"], 16)
+    assert _cfa_offset_at_start(binary, moved) > 8
+    core = tmp_path / "walk.core"
+    said = subprocess.run(
+        ["gdb", "-nx", "-q", "-batch", "-ex", f"break *{moved:#x}", "-ex", "run", "-ex", "bt",
+         "-ex", f"gcore {core}", "--args", str(binary)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "LC_ALL": "C"}).stdout
+    truth = [int(pc, 16) for pc in re.findall(r"^#\d+ +(0x[0-9a-f]+) in ", said, re.M)]
+    assert core.exists() and len(truth) >= 2 and truth[0] == moved, said
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(binary), coreFile=str(core),
+                             initCommands=init)
+    assert not path.exists()  # the names file alone
+    assert [fr["name"] for fr in frames[:2]] == ["walk", "main"], frames[:3]
+    pcs = [int(fr["instructionPointerReference"], 16) for fr in frames[:len(truth)]]
+    assert pcs == truth, (pcs, said)
+    lock.close()

@@ -143,13 +143,14 @@ def names_only(binary: Binary) -> bool:
 
 def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | None = None,
                    max_code: int | None = None, write: bool = True, index: bool = True,
-                   names: bool = False) -> Outcome:
+                   names: bool = False, named: Callable[[], None] | None = None) -> Outcome:
     """The cached debug file for `module`, written first if missing (`write` False: TO_WRITE
     and its path, for unsplit.debuginfo.background to write; `index` False: before indexing);
-    `names`: the names file written first. Outcome.path is None for a module with DWARF, no
-    split procedure, no build-id, or more than `max_code` bytes to describe with lines from
-    the index. `indexes`: the session's, whose pre-BOLT input (`bb input`) the file follows.
-    Never raises: a module the core cannot read gets a reason instead."""
+    `names`: the names file written first, then `named` called. Outcome.path is None for a
+    module with DWARF, no split procedure, no build-id, or more than `max_code` bytes to
+    describe with lines from the index. `indexes`: the session's, whose pre-BOLT input
+    (`bb input`) the file follows. Never raises: a module the core cannot read gets a reason
+    instead."""
     try:
         indexes = IndexCache() if indexes is None else indexes
         binary = indexes.binary(module)
@@ -171,7 +172,7 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
         if not write and not index:
             return Outcome(module, path, TO_WRITE)
         found = indexes.get(module)
-        if not found.moved_starts():  # (before the writer's imports: most libraries)
+        if not found.has_moved_fragments():  # (before the writer's imports: most libraries)
             return Outcome(module, None, "not split")
         from unsplit.debuginfo import names_file
         from unsplit.debuginfo.debug_file import make
@@ -183,6 +184,8 @@ def debug_file_for(module: str, indexes: IndexCache | None = None, root: str | N
             return Outcome(module, path, TO_WRITE)
         if names:
             write_once(names_path(path), lambda: names_file.make(found))
+            if named is not None:
+                named()
         return Outcome(module, path, write_once(path, lambda: make(found).data))
     except (UnsplitError, OSError) as e:
         return Outcome(module, None, f"cannot make one: {e}")

@@ -221,6 +221,12 @@ class ModuleIndex:
             out += self._bat.moved_starts()
         return sorted(set(out))
 
+    def has_moved_fragments(self) -> bool:
+        """Whether :meth:`moved_starts` has any (a module split at all), without listing them."""
+        return any(p.fragments[0] is not f for f, p in zip(self._fragments, self._owners,
+                                                             strict=True)) or \
+            (self._bat is not None and self._bat.has_moved())
+
     def all_procedures(self) -> Iterator[Procedure]:
         """Every procedure once, by entry (two statics may share a name): those a fragment
         source knows, BAT's (made as they are asked for), then each one-piece function of the

@@ -47,7 +47,7 @@ def _write(args: argparse.Namespace) -> str:
     if args.input:
         prebolt.set_input(index.binary, args.input)
     report: dict[str, Any] = {"binary": args.binary, "written": None}
-    if not index.moved_starts():
+    if not index.has_moved_fragments():
         report["skipped"] = "no split procedure: nothing to add"
     elif has_own_dwarf(index):
         report["skipped"] = "its own DWARF already describes its moved code"

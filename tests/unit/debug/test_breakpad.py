@@ -200,6 +200,22 @@ def test_moved_starts_are_the_fragments_after_the_first(zoo: dict[str, Any], var
         assert expected and index.moved_starts() == expected
 
 
+
+@pytest.mark.parametrize("variant", NO_DWARF)
+def test_a_module_is_split_when_a_fragment_moved(zoo: dict[str, Any], variant: str) -> None:
+    """ModuleIndex.has_moved_fragments (what decides whether a module gets a debug file,
+    without listing its moved fragments) is whether the fixture facts have a fragment that is
+    not its function's first; BOLT's input, in one piece, has none."""
+    f = facts(zoo, variant, "crash")
+    moved = [fr for fn in f["split_functions"].values() for fr in fn["fragments"][1:]]
+    paths = [(ROOT / f["binary"], bool(moved))]
+    if "input" in f:
+        paths.append((ROOT / f["input"], False))
+    for path, split in paths:
+        index = ModuleIndex.open(str(path))
+        with closing(index.binary):
+            assert index.has_moved_fragments() is split, path
+
 # Every call frame instruction the direct translation (breakpad._direct) takes, in two
 # functions: remember/restore state, def_cfa_register, advance_loc2/4, GNU_args_size, register,
 # offset_extended_sf, restore to the CIE's rule and to none.

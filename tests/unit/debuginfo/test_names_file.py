@@ -10,6 +10,8 @@ llvm-symbolizer-22 on the file; never unsplit's own output."""
 from __future__ import annotations
 
 import fcntl
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,33 @@ def test_the_writer_makes_the_names_file_before_the_debug_file(
     outcome = writer.wait()
     assert (outcome.path, outcome.reason) == (str(path), MADE)
     assert Path(names_path(str(path))).read_bytes()[:4] == b"\x7fELF"
+
+
+def _nice(pid: int) -> int:
+    """The niceness of process `pid` (proc(5): /proc/PID/stat, field 19)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_the_writer_goes_behind_the_session_once_the_names_file_is_written(
+        zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer starts at the session's priority and, its names file written, goes on with
+    the debug file at a lower one (the session reads the names file meanwhile)."""
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path))
+    binary = str(ROOT / facts(zoo, "bolt-all", "crash")["binary"])
+    planned = debug_file_for(binary, write=False, index=False)
+    assert planned.path is not None
+    path = Path(planned.path)
+    path.parent.mkdir(parents=True)
+    ours = os.nice(0)
+    with open(f"{path}.lock", "ab") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        writer = background.start(binary, names=True)
+        assert _nice(writer.pid) == ours
+        assert writer.wait_for(names_path(str(path)))
+        deadline = time.monotonic() + 60
+        while _nice(writer.pid) == ours and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _nice(writer.pid) == min(ours + background.NICE_AFTER_NAMES, 19)
+        assert not writer.done()
+    assert writer.wait().reason == MADE

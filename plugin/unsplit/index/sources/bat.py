@@ -131,18 +131,24 @@ class BatProcedures:
         """The starts of moved_fragments, without making fragments (no names, no ends: what
         the LLDB CFI symbol file needs; 89k fragments of a BOLTed libLLVM in a tenth of the
         time). A split fragment is never its procedure's first (BOLT's order: hot first)."""
+        return list(self._moved_starts())
+
+    def has_moved(self) -> bool:
+        """Whether moved_starts has any, found at the first (0.16 s for all on a BOLTed
+        libLLVM, in the way of its names file)."""
+        return next(self._moved_starts(), None) is not None
+
+    def _moved_starts(self) -> Iterator[int]:
         table = self.index.table
         placed = self.placed
         parents = table.split_parents()
         children = table.split_fragments
-        out: list[int] = []
         done: set[int] = set()
         for parent in parents:
             if parent in done or parent in placed:
                 continue
             done.add(parent)
-            out.extend(a for a in children(parent) if a not in placed)
-        return out
+            yield from (a for a in children(parent) if a not in placed)
 
     def _procedure(self, hot: int) -> Procedure:
         proc = self._made.get(hot)
