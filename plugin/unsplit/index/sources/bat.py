@@ -134,8 +134,8 @@ class BatProcedures:
         return list(self._moved_starts())
 
     def has_moved(self) -> bool:
-        """Whether moved_starts has any, found at the first (0.16 s for all on a BOLTed
-        libLLVM, in the way of its names file)."""
+        """Whether moved_starts has any, found at the first: listing them all is in the way of a
+        big module's names file."""
         return next(self._moved_starts(), None) is not None
 
     def _moved_starts(self) -> Iterator[int]:
