@@ -58,42 +58,44 @@ def restore(debugger: lldb.SBDebugger) -> None:
 
 def run(debugger: lldb.SBDebugger, command: str, exe_ctx: lldb.SBExecutionContext,
         result: lldb.SBCommandReturnObject) -> None:
-    """`bt COMMAND` into `result`: the marked format's text with unsplit's names where the
-    plugin names frames and its formats stand, LLDB's `bt` as it is otherwise (and, after a
-    bug said once, with the per-frame callbacks)."""
+    """`bt COMMAND` into `result`: LLDB's backtrace in the marked format, named, where the
+    plugin names frames and its frame-format stands; otherwise, on an error, where a frame's
+    marks are missing, or after a bug (said once), LLDB's own `bt` (with the callbacks)."""
     st = state_mod.for_debugger(debugger.GetID())
+    line = f"{LLDB_BT} {command}".rstrip()
+    try:
+        text, status = _fast(debugger, st, line, exe_ctx)
+    except Exception as e:  # never into LLDB: the bug is said once, the callbacks name frames
+        report_internal(e, st.reported)
+        text, status = None, None
+    if text is None or status is None:
+        debugger.GetCommandInterpreter().HandleCommand(line, exe_ctx, result)
+        return
+    result.PutCString(text)
+    result.SetStatus(status)
+
+
+def _fast(debugger: lldb.SBDebugger, st: state_mod.DebuggerState, line: str,
+          exe_ctx: lldb.SBExecutionContext) -> tuple[str | None, Any]:
+    """The named text of `line` run in the marked format and its status; None where it
+    cannot be had (see run)."""
     fs = st.formats
     installed = fs.installed.get("frame-format")
     user = fs.saved.get("frame-format")
     marked = mark(user) if user is not None else None
-    line = f"{LLDB_BT} {command}".rstrip()
     if not st.session.enabled or marked is None or installed is None or \
             naming.get_setting(debugger, "frame-format") != installed:
-        _handle(debugger, line, exe_ctx, result)
-        return
+        return None, None
     inner = lldb.SBCommandReturnObject()
-    error = naming.set_setting(debugger, "frame-format", marked)
+    if naming.set_setting(debugger, "frame-format", marked) is not None:
+        return None, None
     try:
-        if error is None:
-            debugger.GetCommandInterpreter().HandleCommand(line, exe_ctx, inner)
+        debugger.GetCommandInterpreter().HandleCommand(line, exe_ctx, inner)
     finally:
         naming.set_setting(debugger, "frame-format", installed)
-    text = None
-    if error is None and inner.Succeeded() and not inner.GetError():
-        try:
-            text = _named(exe_ctx, st, str(inner.GetOutput() or ""))
-        except Exception as e:  # a bug: said once, and the callbacks name the frames
-            report_internal(e, st.reported)
-    if text is None:  # an error, or a frame the marks miss (a scope of the user's that failed)
-        _handle(debugger, line, exe_ctx, result)
-        return
-    result.PutCString(text)
-    result.SetStatus(inner.GetStatus())
-
-
-def _handle(debugger: lldb.SBDebugger, line: str, exe_ctx: lldb.SBExecutionContext,
-            result: lldb.SBCommandReturnObject) -> None:
-    debugger.GetCommandInterpreter().HandleCommand(line, exe_ctx, result)
+    if not inner.Succeeded() or inner.GetError():
+        return None, None
+    return _named(exe_ctx, st, str(inner.GetOutput() or "")), inner.GetStatus()
 
 
 def _named(exe_ctx: lldb.SBExecutionContext, st: state_mod.DebuggerState,
