@@ -37,7 +37,8 @@ class StopMemo:
     names: dict[FrameFacts, Renamed | None] = field(default_factory=dict)  # None: LLDB's own
     lines: dict[FrameFacts, str] = field(default_factory=dict)
     # `bt`'s: how a frame is renamed and its line text, by BtFacts, which leave out LLDB's
-    # function and line: kept while each module's symbol file stays (`symbols`)
+    # function (a symbol file added within the stop changes it): kept while each module's
+    # symbol file stays (`symbols`)
     shown: dict[BtFacts, tuple[Renamed | None, str]] = field(default_factory=dict)
     symbols: tuple[str, ...] | None = None
 
