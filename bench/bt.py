@@ -28,7 +28,9 @@ made empty for the pair:
 
 With the plugin, LLDB's `bt` is its `unsplit-bt` (lldb/unsplit_lldb_impl/backtrace.py: LLDB's
 own backtrace, the names put into its text); --lldb-bt "thread backtrace" times LLDB's command
-instead, whose frames the plugin names through its per-frame frame-format callbacks.
+instead, whose frames the plugin names through its per-frame frame-format callbacks. LLDB runs
+with `symbols.enable-external-lookup` off (the tests' driver's setting: no libc lines in plain
+LLDB, which the plugin then reads from libc's debug file); --external-lookup leaves it on.
 With --floor LLDB runs a third way, "floor": a `frame-format` callback that renders LLDB's
 own function and line parts through the SB API and names nothing (bench/lldb_floor.py), what
 any plugin that renames frames by a format callback and keeps LLDB's arguments pays.
@@ -104,7 +106,14 @@ int main(int argc, char **argv)
 """
 
 _RESULT = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
-DRIVERS = {"gdb": GdbDriver, "lldb": LldbDriver}
+DRIVERS: dict[str, Any] = {"gdb": GdbDriver, "lldb": LldbDriver}
+
+
+class LldbLookingUp(LldbDriver):
+    """LLDB as a user runs it: it finds separate debug files (libc's) by itself
+    (--external-lookup; the tests' driver turns `symbols.enable-external-lookup` off)."""
+
+    _settings = tuple(s for s in LldbDriver._settings if "enable-external-lookup" not in s)
 _NOOP_FILTER = ("python exec('class _Noop:\\n name = \"noop\"; priority = 100; enabled = True"
                 "\\n def filter(self, it): return it\\ngdb.frame_filters[\"noop\"] = _Noop()')")
 
@@ -256,6 +265,9 @@ def main() -> int:
     parser.add_argument("--lldb-bt", default="bt", metavar="COMMAND",
                         help="the backtrace command LLDB runs (bt, or thread backtrace: the "
                              "plugin's frame-format callbacks)")
+    parser.add_argument("--external-lookup", action="store_true",
+                        help="LLDB: leave symbols.enable-external-lookup on (its default), so "
+                             "that LLDB reads libc's debug file itself")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
@@ -267,6 +279,8 @@ def main() -> int:
     clock = CLOCKS[args.clock]
     typed = args.typed
     lldb_bt = args.lldb_bt
+    if args.external_lookup:
+        DRIVERS["lldb"] = LldbLookingUp
     if args.same_session:
         with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
             binary = build(Path(tmp))
@@ -321,6 +335,7 @@ def main() -> int:
                 base = base or (first, later, warm)
                 row = {"debugger": name, "mode": mode, "depth": args.depth, "clock": args.clock,
                        "typed": typed, "lldb_bt": lldb_bt,
+                       "external_lookup": args.external_lookup,
                        "sessions": 2 * args.repeats, "first_ms": first * 1e3,
                        "later_ms": later * 1e3, "warm_ms": warm * 1e3,
                        "first_ratio": first / base[0], "later_ratio": later / base[1],
