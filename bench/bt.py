@@ -26,6 +26,11 @@ made empty for the pair:
     warm    the same `bt` again in the first session, --warm times (the best of them: other
             processes on a shared machine only ever add time).
 
+With the plugin, LLDB's `bt` is its `unsplit-bt` (lldb/unsplit_lldb_impl/backtrace.py: LLDB's
+own backtrace, the names put into its text); --lldb-bt "thread backtrace" times LLDB's command
+instead, whose frames the plugin names through its per-frame frame-format callbacks. LLDB runs
+with `symbols.enable-external-lookup` off (the tests' driver's setting: no libc lines in plain
+LLDB, which the plugin then reads from libc's debug file); --external-lookup leaves it on.
 With --floor LLDB runs a third way, "floor": a `frame-format` callback that renders LLDB's
 own function and line parts through the SB API and names nothing (bench/lldb_floor.py), what
 any plugin that renames frames by a format callback and keeps LLDB's arguments pays.
@@ -101,7 +106,14 @@ int main(int argc, char **argv)
 """
 
 _RESULT = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
-DRIVERS = {"gdb": GdbDriver, "lldb": LldbDriver}
+DRIVERS: dict[str, Any] = {"gdb": GdbDriver, "lldb": LldbDriver}
+
+
+class LldbLookingUp(LldbDriver):
+    """LLDB as a user runs it: it finds separate debug files (libc's) by itself
+    (--external-lookup; the tests' driver turns `symbols.enable-external-lookup` off)."""
+
+    _settings = tuple(s for s in LldbDriver._settings if "enable-external-lookup" not in s)
 _NOOP_FILTER = ("python exec('class _Noop:\\n name = \"noop\"; priority = 100; enabled = True"
                 "\\n def filter(self, it): return it\\ngdb.frame_filters[\"noop\"] = _Noop()')")
 
@@ -115,6 +127,7 @@ def build(work: Path) -> Path:
 CLOCKS = {"wall": "perf_counter", "cpu": "process_time"}
 clock = CLOCKS["wall"]  # --clock: the debugger's CPU time is steadier on a loaded machine
 typed = False  # --typed: `bt` typed at the prompt rather than run from the debugger's Python
+lldb_bt = "bt"  # --lldb-bt: the command LLDB runs
 
 
 def _typed_bt(session: Any) -> tuple[float, int, int]:
@@ -123,7 +136,7 @@ def _typed_bt(session: Any) -> tuple[float, int, int]:
     debugger's time includes writing the backtrace to the terminal, for every mode alike."""
     py = "python" if session.name == "gdb" else "script"
     session.command(f"{py} import time as _t; _s = _t.{clock}()")
-    out = session.command("bt", timeout=300)
+    out = session.command("bt" if session.name == "gdb" else lldb_bt, timeout=300)
     took = session.command(f"{py} print('T=%f' % (_t.{clock}() - _s))")
     m = re.search(r"T=([0-9.]+)", took)
     if m is None:
@@ -143,7 +156,7 @@ def _timed_bt(session: Any) -> tuple[float, int, int]:
     else:
         line = ("script import time as _t; _r = lldb.SBCommandReturnObject(); "
                 f"_i = lldb.debugger.GetCommandInterpreter(); _s = _t.{clock}(); "
-                f"_i.HandleCommand('bt', _r); _e = _t.{clock}() - _s; "
+                f"_i.HandleCommand('{lldb_bt}', _r); _e = _t.{clock}() - _s; "
                 "_o = _r.GetOutput() or ''; " + report)
     out = session.command(line, timeout=300)
     m = _RESULT.search(out)
@@ -249,6 +262,12 @@ def main() -> int:
     parser.add_argument("--typed", action="store_true",
                         help="time a bt typed at the prompt (LLDB sets up Python for each "
                              "frame-format callback then), not one run from Python")
+    parser.add_argument("--lldb-bt", default="bt", metavar="COMMAND",
+                        help="the backtrace command LLDB runs (bt, or thread backtrace: the "
+                             "plugin's frame-format callbacks)")
+    parser.add_argument("--external-lookup", action="store_true",
+                        help="LLDB: leave symbols.enable-external-lookup on (its default), so "
+                             "that LLDB reads libc's debug file itself")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
@@ -256,9 +275,12 @@ def main() -> int:
                         help="only GDB's warm bt, plain / no-op filter / unsplit's filter "
                              "toggled in one session, N rounds")
     args = parser.parse_args()
-    global clock, typed
+    global clock, typed, lldb_bt
     clock = CLOCKS[args.clock]
     typed = args.typed
+    lldb_bt = args.lldb_bt
+    if args.external_lookup:
+        DRIVERS["lldb"] = LldbLookingUp
     if args.same_session:
         with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
             binary = build(Path(tmp))
@@ -289,7 +311,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="unsplit-bt-") as tmp:
         binary = build(Path(tmp))
         cache = Path(tmp) / "cache"
-        print(f"bt{' typed' if typed else ''} over {args.depth} frames in descend.cold (GCC PGO), "
+        print(f"bt{' typed' if typed else ''}{'' if lldb_bt == 'bt' else f' (lldb: {lldb_bt})'}"
+              f" over {args.depth} frames in descend.cold (GCC PGO), "
               f"{args.clock} ms: median of "
               f"{args.repeats} session pairs; first: empty unsplit cache, later: the cache the "
               f"first session left, warm: best of {args.warm} bts after the first")
@@ -311,7 +334,8 @@ def main() -> int:
                                       for i in range(3))
                 base = base or (first, later, warm)
                 row = {"debugger": name, "mode": mode, "depth": args.depth, "clock": args.clock,
-                       "typed": typed,
+                       "typed": typed, "lldb_bt": lldb_bt,
+                       "external_lookup": args.external_lookup,
                        "sessions": 2 * args.repeats, "first_ms": first * 1e3,
                        "later_ms": later * 1e3, "warm_ms": warm * 1e3,
                        "first_ratio": first / base[0], "later_ratio": later / base[1],

@@ -24,7 +24,7 @@ def __lldb_init_module(debugger: lldb.SBDebugger, internal_dict: dict[str, Any])
         print(problem, file=sys.stderr)
         return
     import lldb
-    from unsplit_lldb_impl import capabilities, cfi_symbols, commands, naming
+    from unsplit_lldb_impl import backtrace, capabilities, cfi_symbols, commands, naming
 
     problems = commands.register(debugger, sys.modules[__name__])
     missing = capabilities.missing_for_naming(lldb)
@@ -32,13 +32,21 @@ def __lldb_init_module(debugger: lldb.SBDebugger, internal_dict: dict[str, Any])
         problems.append(f"unsplit: this LLDB has no {', '.join(missing)}: bt keeps LLDB's own "
                         "frame names; bb commands work")
     else:
-        problems += naming.install(debugger)
+        problems += naming.install(debugger) + backtrace.install(debugger)
     problems += cfi_symbols.install(debugger)  # LLDB's own unwinder, right in cold fragments
     for line in problems:
         print(line, file=sys.stderr)
 
 
 # -- ${script.frame:unsplit_lldb.NAME} callbacks: LLDB calls NAME(frame, internal_dict) --------
+
+def backtrace(debugger: lldb.SBDebugger, command: str, exe_ctx: lldb.SBExecutionContext,
+              result: lldb.SBCommandReturnObject, internal_dict: dict[str, Any]) -> None:
+    """LLDB's `bt` (help _regexp-bt), moved code named by its procedure and fragment."""
+    from unsplit_lldb_impl import backtrace
+
+    backtrace.run(debugger, command, exe_ctx, result)
+
 
 def frame_function(frame: lldb.SBFrame, internal_dict: dict[str, Any]) -> str:
     """The function part of `frame-format`: `transfer [cold] + 31` in moved code."""

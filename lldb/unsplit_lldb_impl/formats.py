@@ -141,3 +141,26 @@ def _insert_after_line_scope(text: str, line_entry: str) -> str:
     if "${script.frame:" in text[s:e]:
         return text
     return text[: e + 1] + line_entry + text[e + 1 :]
+
+
+
+# `bt`'s own frame-format (backtrace.py): LLDB renders every frame natively, headed by the facts
+# the naming reads of the frame, its function part between markers and a marker where its line
+# scope ends; control characters no format or name holds.
+FRAME_MARK, FIELD, FACTS_END, PART_MARK, PART_END, LINE_MARK = \
+    "\x01", "\x1f", "\x05", "\x02", "\x03", "\x04"
+FACTS = FIELD.join(("${thread.index}", "${frame.index}", "${frame.pc}",
+                    "{${function.is-inlined}i}", "{${line.number}}"))
+_PART_ENTRY, _LINE_ENTRY = "${script.frame:_unsplit_part}", "${script.frame:_unsplit_line}"
+
+
+def mark(text: str) -> str | None:
+    """`text` headed by FRAME_MARK, the facts and FACTS_END, its function part (as
+    :func:`rewrite` finds it) between PART_MARK and PART_END, and LINE_MARK after its line
+    scope (right after PART_END without one); None when it has no function part."""
+    done = rewrite(text, _PART_ENTRY, _LINE_ENTRY)
+    if done is None:
+        return None
+    end = PART_END if _LINE_ENTRY in done.text else PART_END + LINE_MARK
+    marked = done.text.replace(_PART_ENTRY, PART_MARK + done.function_part + end)
+    return FRAME_MARK + FACTS + FACTS_END + marked.replace(_LINE_ENTRY, LINE_MARK)

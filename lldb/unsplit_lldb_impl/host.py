@@ -202,12 +202,16 @@ class LldbHost:
     def set_frame_naming(self, flag: bool) -> list[str]:
         import lldb
 
-        from . import capabilities, naming
+        from . import backtrace, capabilities, naming
 
         missing = capabilities.missing_for_naming(lldb)
         if flag and missing:
             return [f"unsplit: this LLDB has no {', '.join(missing)}: frame names stay LLDB's"]
-        return list(naming.set_enabled(self.debugger, flag))
+        notes = list(naming.set_enabled(self.debugger, flag))
+        if flag:
+            return notes + backtrace.install(self.debugger)
+        backtrace.restore(self.debugger)
+        return notes
 
     def set_exact_frames(self, flag: bool | None) -> str:
         from . import cfi_symbols

@@ -191,7 +191,8 @@ def name_frame(frame: lldb.SBFrame, context: _Context | None = None,
     st, target, process, thread = context if context is not None else _context(frame)
     namer = st.session.namer
     modules.sync(st.session, target, process, live=True)
-    naming = namer.name(view if view is not None else LldbFrame(frame, thread))
+    # LLDB's own line stands wherever it has one (_line_text): no line of the core's there.
+    naming = namer.name(view if view is not None else LldbFrame(frame, thread), own_lines=True)
     for warning in namer.take_warnings():  # e.g. damaged DWARF: said once
         print(f"unsplit: {warning}", file=sys.stderr)
     return naming
@@ -231,7 +232,7 @@ def logical_name_and_line(frame: lldb.SBFrame, callback: str) -> str:
     if not st.session.enabled:
         return render_native(frame, span)
     facts = _facts(frame, context[3])
-    memo = _stop_memo(context)
+    memo = stop_memo(context)
     renamed = _renamed(frame, context, facts, memo)
     line = _line_text(frame, context, facts, memo)
     named = _with_label(frame, renamed, span)
@@ -246,7 +247,7 @@ def logical_name(frame: lldb.SBFrame, callback: str) -> str:
     part = st.formats.parts.get(callback, DEFAULT_PART)
     if not st.session.enabled:
         return render_native(frame, part)
-    renamed = _renamed(frame, context, _facts(frame, context[3]), _stop_memo(context))
+    renamed = _renamed(frame, context, _facts(frame, context[3]), stop_memo(context))
     named = _with_label(frame, renamed, part)
     if named is None and renamed is not None:
         named = renamed.text
@@ -262,13 +263,35 @@ def _with_label(frame: lldb.SBFrame, renamed: Renamed | None, part: str) -> str 
     if renamed.base is not None:
         # DWARF's function (not the symbol file's FUNC for a fragment, named by its symbol);
         # rendering LLDB's part costs most of a frame: only here.
-        native = render_native(frame, part)
-        at = native.find(renamed.base + "(") if renamed.base else -1
-        if at == 0 or (at > 0 and native[at - 1] == " "):
-            # DWARF knows the procedure: keep LLDB's arguments (and the return type LLDB
-            # writes before a function template's name), add the fragment tag.
-            return native[:at] + renamed.label + native[at + len(renamed.base):]
+        return _labelled(renamed, render_native(frame, part))
     return None
+
+
+def _labelled(renamed: Renamed, native: str) -> str | None:
+    """`native` (LLDB's function part) with `renamed`'s base name replaced by its label, or
+    None where it does not hold the base followed by its arguments."""
+    at = native.find(renamed.base + "(") if renamed.base else -1
+    if at == 0 or (at > 0 and native[at - 1] == " "):
+        # DWARF knows the procedure: keep LLDB's arguments (and the return type LLDB writes
+        # before a function template's name), add the fragment tag.
+        return native[:at] + renamed.label + native[at + len(renamed.base or ""):]
+    return None
+
+
+def with_label_text(renamed: Renamed | None, native: str) -> str:
+    """The function part `bt` shows for a frame LLDB rendered as `native`."""
+    if renamed is None:
+        return native
+    labelled = _labelled(renamed, native) if renamed.base is not None else None
+    return renamed.text if labelled is None else labelled
+
+
+def shown_in_bt(frame: lldb.SBFrame, context: _Context,
+                memo: StopMemo) -> tuple[Renamed | None, str]:
+    """How `frame` is renamed and the line text after its line scope, from this stop's memo
+    (the same answers as the callbacks')."""
+    facts = _facts(frame, context[3])
+    return _renamed(frame, context, facts, memo), _line_text(frame, context, facts, memo)
 
 
 def _facts(frame: lldb.SBFrame, thread: lldb.SBThread) -> FrameFacts:
@@ -305,7 +328,7 @@ def _memoizable(facts: FrameFacts) -> bool:
     return not (facts[3] and facts[2] == facts[0])
 
 
-def _stop_memo(context: _Context) -> StopMemo:
+def stop_memo(context: _Context) -> StopMemo:
     """The debugger's memo of this stop's frames, emptied (and the module map synced) when
     the process stopped again, a module came or went, the locations or the style changed."""
     st, target, process, _ = context
@@ -362,7 +385,7 @@ def source_line(frame: lldb.SBFrame) -> str:
     context = _context(frame)
     if not context[0].session.enabled:
         return ""
-    return _line_text(frame, context, _facts(frame, context[3]), _stop_memo(context))
+    return _line_text(frame, context, _facts(frame, context[3]), stop_memo(context))
 
 
 def _line_text(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,

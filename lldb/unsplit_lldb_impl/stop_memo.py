@@ -15,6 +15,9 @@ FrameFacts = tuple[int, bool, "int | None", "bool | None", "tuple[str | None, st
                    "int | None", "str | None"]
 # process, stop, module count (modules.live_key), location generation, demangling style
 MemoKey = tuple[int, int, int, int, "str | None"]
+# what `bt` (backtrace.py) reads of a frame from LLDB's text: pc, inlined, the newer frame's pc
+# and inlined as in FrameFacts, LLDB's line
+BtFacts = tuple[int, bool, "int | None", "bool | None", "int | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +36,20 @@ class StopMemo:
     key: MemoKey | None = None
     names: dict[FrameFacts, Renamed | None] = field(default_factory=dict)  # None: LLDB's own
     lines: dict[FrameFacts, str] = field(default_factory=dict)
+    # `bt`'s: how a frame is renamed and its line text, by BtFacts, which leave out LLDB's
+    # function (a symbol file added within the stop changes it): kept while each module's
+    # symbol file stays (`symbols`)
+    shown: dict[BtFacts, tuple[Renamed | None, str]] = field(default_factory=dict)
+    symbols: tuple[str, ...] | None = None
 
     def reset(self, key: MemoKey) -> None:
         self.key = key
         self.names.clear()
         self.lines.clear()
+        self.shown.clear()
+
+    def follow_symbols(self, symbols: tuple[str, ...]) -> None:
+        """Each module's symbol file now: `shown` is dropped when one changed."""
+        if symbols != self.symbols:
+            self.symbols = symbols
+            self.shown.clear()

@@ -147,6 +147,48 @@ def test_names_follow_a_symbol_file_added_at_the_same_stop(lldb: Callable[..., L
     assert any(_names(line, _label(m)) for line in after for m in moved), after
 
 
+# LLDB looks a `${script.frame:}` callback up by name at each call: this counts the calls of
+# frame-format's.
+_COUNTING = ("script import unsplit_lldb as _u; _u._calls = []; "
+             "_u._own = _u.frame_function_line; _u.frame_function_line = "
+             "lambda frame, d: (_u._calls.append(1), _u._own(frame, d))[1]")
+
+
+def _callback_calls(session: LldbDriver) -> int:
+    return int(session.command("script print(len(_u._calls))").strip().splitlines()[-1])
+
+
+@e2e
+@pytest.mark.parametrize("variant", ["gcc-pgo", "bolt-all"])
+def test_bt_names_frames_without_a_callback_per_frame(lldb: Callable[..., LldbDriver],
+                                                      zoo: dict[str, Any], variant: str) -> None:
+    """`bt` is LLDB's own backtrace with the names put into its text (a Python call per frame
+    costs more than LLDB's whole `bt`): no frame-format callback runs, and the frames read as
+    `thread backtrace`'s, which keeps the callbacks; typed or through the SB API alike. With
+    DWARF the names go before LLDB's arguments; without it, unsplit's lines after them."""
+    f = _crash(zoo, variant)
+    session = lldb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    session.command(_COUNTING)
+    bt = session.backtrace()
+    assert _callback_calls(session) == 0, bt
+    _check_backtrace(bt, f)
+    by_callbacks = session.command("thread backtrace")
+    assert _callback_calls(session) >= len(_frame_lines(by_callbacks)) >= 3  # it counts
+    assert _frame_lines(bt) == _frame_lines(by_callbacks)
+    through_api = session.command(
+        "script _r = lldb.SBCommandReturnObject(); "
+        "lldb.debugger.GetCommandInterpreter().HandleCommand('bt', _r); print(_r.GetOutput())")
+    assert _frame_lines(through_api) == _frame_lines(bt)
+    if not f["has_debug_info"]:  # unsplit's lines, from the pre-BOLT input through BAT
+        assert f"crash.c:{_crash_line(f)}" in _frame_lines(bt)[0], bt
+
+    assert "_regexp-bt" in session.command("bb disable") + session.command("help bt")
+    assert "[cold]" not in session.backtrace()
+    session.command("bb enable")
+    assert "unsplit-bt" in session.command("help bt")
+    _check_backtrace(session.backtrace(), f)
+
+
 @e2e
 def test_where_without_process_uses_file_addresses(lldb: Callable[..., LldbDriver],
                                                    zoo: dict[str, Any]) -> None:

@@ -8,7 +8,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "lldb"))
-from unsplit_lldb_impl.formats import merge, rewrite  # noqa: E402  (pure: no lldb import)
+from unsplit_lldb_impl.formats import (  # noqa: E402  (pure: no lldb import)
+    FACTS,
+    FACTS_END,
+    FRAME_MARK,
+    LINE_MARK,
+    PART_END,
+    PART_MARK,
+    mark,
+    merge,
+    rewrite,
+)
 
 FUNCTION_ENTRY = "${script.frame:unsplit_lldb.frame_function}"
 LINE_ENTRY = "${script.frame:unsplit_lldb.frame_line}"
@@ -81,3 +91,24 @@ def test_merge_leaves_scopes_of_different_depths_to_rewrite() -> None:
     assert merge(LINE_SCOPE + FUNCTION_SCOPE, MERGED_ENTRY) is None  # the line first
     assert merge(FUNCTION_SCOPE + " ${script.frame:m.f} " + LINE_SCOPE, MERGED_ENTRY) is None
     assert merge("${function.name} ${line.number}", MERGED_ENTRY) is None  # no line scope
+
+
+def test_mark_default_frame_format() -> None:
+    """`bt`'s format (backtrace.py): the facts first, then LLDB's own text with its function
+    part between marks and a mark after the line scope, nothing else changed."""
+    marked = mark(DEFAULT_FRAME_FORMAT)
+    assert marked is not None
+    head = FRAME_MARK + FACTS + FACTS_END
+    assert marked.startswith(head)
+    inside = FUNCTION_SCOPE[1:-1]
+    assert marked[len(head):] == DEFAULT_FRAME_FORMAT.replace(
+        FUNCTION_SCOPE + LINE_SCOPE, "{" + PART_MARK + inside + PART_END + "}" + LINE_SCOPE
+        + LINE_MARK)
+    assert "${frame.pc}" in FACTS and "${line.number}" in FACTS and "${frame.index}" in FACTS
+
+
+def test_mark_without_a_line_scope_or_a_function() -> None:
+    marked = mark("#${frame.index} ${function.name} MINE\\n")
+    assert marked is not None
+    assert marked.endswith(PART_MARK + "${function.name}" + PART_END + LINE_MARK + " MINE\\n")
+    assert mark("#${frame.index} ${frame.pc}\\n") is None

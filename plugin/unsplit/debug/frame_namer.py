@@ -13,7 +13,7 @@ from typing import NamedTuple, Protocol
 
 from unsplit.debug.module_map import ModuleMap, ReadMemory
 from unsplit.host import LoadedModule
-from unsplit.index.cache.locations import LINES, MOVED_LINES, WHOLE, LocationCache
+from unsplit.index.cache.locations import LINES, MOVED_LINES, NAMES, WHOLE, LocationCache
 from unsplit.index.model.frame import is_signal_trampoline, lookup_pc
 from unsplit.index.model.records import Location
 from unsplit.index.module_index import IndexCache
@@ -143,13 +143,14 @@ class FrameNamer:
 
     # -- the rules -------------------------------------------------------------------------
 
-    def name(self, frame: FrameView) -> Naming:
+    def name(self, frame: FrameView, own_lines: bool = False) -> Naming:
         """Keep, rename or add a line: moved code is renamed (unless the frame is a function
         inlined there, which keeps its own name); elsewhere a frame the debugger has no line
-        for gets the core's, where it has one."""
+        for gets the core's, where it has one. `own_lines`: the adapter shows the debugger's
+        line wherever it has one, so a renamed frame's Location has none there."""
         pc = frame.pc()
         lookup = lookup_pc(pc, holds_return_address(frame))
-        loc = self.locate(lookup, MOVED_LINES)
+        loc = self.locate(lookup, NAMES if own_lines and frame.has_line() else MOVED_LINES)
         if loc is not None and loc.in_moved_code:
             if frame.kind() is FrameKind.INLINE and not names_location(frame.name(), loc):
                 return Naming(Shown.KEEP, None, pc, lookup)
@@ -163,8 +164,8 @@ class FrameNamer:
 
     def locate(self, address: int, what: str = MOVED_LINES) -> Location | None:
         """Where runtime `address` is (None: in no attached module's code); `what`: LINES,
-        MOVED_LINES or WHOLE (unsplit.index.cache.locations), a line question costing a DWARF
-        look-up."""
+        MOVED_LINES, NAMES or WHOLE (unsplit.index.cache.locations), a line question costing a
+        DWARF look-up."""
         key = (address, what)
         cache = self.locations
         if key in cache:
@@ -197,7 +198,8 @@ class FrameNamer:
             return index.locate(address - mod.bias, mod.bias, lines=False, blocks=False,
                                 offsets=False)
         return index.locate(address - mod.bias, mod.bias,
-                            lines=True if what in (LINES, WHOLE) else None, frame=True)
+                            lines=True if what in (LINES, WHOLE) else False if what == NAMES
+                            else None, frame=True)
 
     # -- warnings, each said once ----------------------------------------------------------
 

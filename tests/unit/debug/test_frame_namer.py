@@ -127,6 +127,24 @@ def test_moved_code_is_renamed_with_its_line(crash: tuple[dict[str, Any], Path, 
         assert "has_line" not in fake.asked  # moved code is renamed whatever the debugger has
 
 
+def test_moved_code_has_no_core_line_where_the_debugger_shows_its_own(
+        crash: tuple[dict[str, Any], Path, int]) -> None:
+    """`own_lines` (LLDB): the debugger's line stands wherever it has one, so the core reads no
+    line there (on a first `bt` that is the whole DWARF line table's header and more); a
+    frame without one still gets the core's."""
+    f, binary, bias = crash
+    namer = _namer(binary, bias)
+    fact = f["crash"]["frames"][0]
+    pc = int(fact["pc"], 16)
+    naming = namer.name(Fake(pc, line=True), own_lines=True)
+    assert naming.shown is Shown.RENAME and naming.location is not None
+    loc = naming.location
+    assert (loc.procedure, loc.fragment, loc.line) == (fact["procedure"], fact["fragment"], None)
+    for fake in (Fake(pc, line=False), Fake(pc, line=True)):  # own_lines=False: GDB's
+        naming = namer.name(fake, own_lines=fake.line is False)
+        assert naming.location is not None and naming.location.line == fact["line"]
+
+
 def test_inlined_function_in_moved_code_keeps_its_name(
         crash: tuple[dict[str, Any], Path, int]) -> None:
     f, binary, bias = crash

@@ -14,6 +14,7 @@ from unsplit.index.model.records import Location
 
 LINES = "lines"  # with the source line
 MOVED_LINES = "lines in moved code"  # the line only where the pc is in moved code
+NAMES = "names"  # no line: for a frame the debugger has a line of its own for, that it shows
 WHOLE = "whole location"  # lines, offset and block, even where the debugger has our file
 
 
