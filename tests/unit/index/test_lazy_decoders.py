@@ -1,6 +1,7 @@
 """A file without a bb address map or a MIP map never imports their decoders (a debugger
 session's start: formats/section_ids.py), and one with a map decodes it as before (the
-decoders' own tests compare it with llvm-readobj-22)."""
+decoders' own tests compare it with llvm-readobj-22). The CFI decoder does not import
+pyelftools (whose DWARF constants cost a GDB session 4 ms at load)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,20 @@ def test_decoders_are_imported_only_for_files_with_their_maps(zoo: dict[str, Any
     mip = facts(zoo, "clang-mip", "crash")
     imported, used = _imported(str(ROOT / mip["binary"]))
     assert "unsplit.formats.mip" in imported and "mip" in used
+
+
+def test_cfi_decoder_does_not_import_pyelftools() -> None:
+    probe = "import sys, unsplit.formats.eh_frame; print(sorted(m for m in sys.modules if " \
+        "m.startswith('elftools')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(ROOT / "plugin")})
+    assert out.stdout.strip() == "[]"
+
+
+def test_cfi_opcodes_are_pyelftools_ones() -> None:
+    from elftools.dwarf.constants import DW_CFA as theirs
+    from unsplit.formats.eh_frame import DW_CFA as ours
+
+    names = [n for n in vars(ours) if not n.startswith("_")]
+    assert len(names) == 27
+    assert {n: getattr(ours, n) for n in names} == {n: int(getattr(theirs, n)) for n in names}
