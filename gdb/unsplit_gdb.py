@@ -13,7 +13,7 @@ import sys
 def _load() -> None:
     """Register the plugin, or say in one line what is missing (the session goes on)."""
     collecting = gc.isenabled()
-    gc.disable()  # its modules and classes live as long as GDB: 30 collections cost 7-10 ms
+    gc.disable()  # its modules and classes live as long as GDB: collecting them is wasted
     try:
         _register()
     finally:

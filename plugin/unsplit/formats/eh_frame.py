@@ -18,7 +18,7 @@ from unsplit.formats.leb128 import leb128
 class DW_CFA:
     """Call frame instruction opcodes (DWARF 5 §7.24, Table 7.29; GNU_args_size from LSB Core
     §10.6.1.3): advance_loc, offset and restore without their operand bits, as pyelftools'
-    DW_CFA has them (plain ints: importing its constants costs a GDB session 4 ms)."""
+    DW_CFA has them (plain ints: a GDB session need not import pyelftools to unwind)."""
 
     advance_loc = 0x40
     offset = 0x80
