@@ -115,11 +115,13 @@ def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
     seen: set[tuple[bytes | str, int]] = set()
     parents: dict[tuple[bytes | str | None, bytes | str], int] = {}
     parts: dict[tuple[bytes | str | None, str], list[int]] = defaultdict(list)
-    for i, name in enumerate(keys):
-        if (name, values[i]) in seen:  # aliases in .symtab and .dynsym, or duplicates
+    file_offsets, local_flags = cols.files, cols.locals
+    for i, place in enumerate(zip(keys, values)):
+        if place in seen:  # aliases in .symtab and .dynsym, or duplicates
             continue
-        seen.add((name, values[i]))
-        file_at = cols.files[i]
+        seen.add(place)
+        name = place[0]
+        file_at = file_offsets[i]
         file = None
         if file_at >= 0:
             file = files.get(file_at)
@@ -131,7 +133,7 @@ def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
         if b".cold" in text or b".warm" in text or b".__part" in text:
             split = split_fragment_name(text.decode("utf-8", "replace"))
         if split is None:
-            parents.setdefault((file if cols.locals[i] else None, name), i)
+            parents.setdefault((file if local_flags[i] else None, name), i)
         else:
             parts[(file, split[0])].append(i)
 
@@ -182,9 +184,10 @@ def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
         out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
                                              sym.name, 0, "symbols")]))
     alone.sort(key=values.__getitem__)
-    return out, PlainFunctions(array("Q", (values[i] for i in alone)),
-                               array("Q", (values[i] + cols.sizes[i] for i in alone)),
-                               array("L", (cols.name_offsets[i] for i in alone)), cols.strtab)
+    sizes, offsets = cols.sizes, cols.name_offsets
+    return out, PlainFunctions(array("Q", [values[i] for i in alone]),
+                               array("Q", [values[i] + sizes[i] for i in alone]),
+                               array("L", [offsets[i] for i in alone]), cols.strtab)
 
 
 def _is_utf8(data: bytes) -> bool:
