@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -110,13 +111,13 @@ def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
     # Names compare as their bytes where the whole table is UTF-8 (each then decodes to a
     # different text), else as FunctionSymbol decodes them (two damaged names may read alike).
     utf8 = _is_utf8(table)
-    keys: list[bytes] | list[str] = raw if utf8 else [t.decode("utf-8", "replace") for t in raw]
+    keys: Sequence[bytes | str] = raw if utf8 else [t.decode("utf-8", "replace") for t in raw]
     files: dict[int, bytes | str] = {}
     seen: set[tuple[bytes | str, int]] = set()
     parents: dict[tuple[bytes | str | None, bytes | str], int] = {}
     parts: dict[tuple[bytes | str | None, str], list[int]] = defaultdict(list)
     file_offsets, local_flags = cols.files, cols.locals
-    for i, place in enumerate(zip(keys, values)):
+    for i, place in enumerate(zip(keys, values, strict=True)):
         if place in seen:  # aliases in .symtab and .dynsym, or duplicates
             continue
         seen.add(place)
