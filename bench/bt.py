@@ -39,7 +39,10 @@ any Python frame filter is registered GDB prints `bt` through its Python frame-d
 (gdb/python/py-framefilter.c), whatever the filter does, so this is the floor for any
 GDB plugin that renames frames; and a fourth, "filter": the plugin with `bb exact-frames off`
 (its frame filter without its unwinder), the base the unwinder's cost is measured against. Each
-figure is the median over --repeats pairs of sessions, the modes interleaved. The
+figure is the median over --repeats pairs of sessions, the modes interleaved; with --before DIR
+GDB runs a fifth way, "before": the plugin of another checkout (DIR/gdb/unsplit_gdb.py), so that
+a change is measured against its base in the same run. The plugin runs from compiled bytecode
+(bench/bytecode.py), as an installed one does. The
 plugin's output is checked (every recursive frame named `descend [cold]`), so a plugin that
 names nothing cannot look fast.
 Results go to bench/results/bt.json.
@@ -51,6 +54,7 @@ import argparse
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +63,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bytecode import PY, bytecode_env  # noqa: E402
 from saving import save  # noqa: E402
 
 from tests.builders import gcc_pgo_build  # noqa: E402
@@ -107,6 +112,7 @@ int main(int argc, char **argv)
 
 _RESULT = re.compile(r"T=([0-9.]+) N=(\d+) COLD=(\d+)")
 DRIVERS: dict[str, Any] = {"gdb": GdbDriver, "lldb": LldbDriver}
+before: Path | None = None  # --before DIR: mode "before" loads DIR/gdb/unsplit_gdb.py
 
 
 class LldbLookingUp(LldbDriver):
@@ -169,10 +175,15 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
                 cache: Path) -> tuple[float, float]:
     """(first bt, best of `warm` more bts) in seconds, unsplit's cache root `cache`; `mode` is
     plain, noop (GDB), filter (GDB: unsplit with `bb exact-frames off`, its frame filter
-    alone) or unsplit."""
-    plugin = mode in ("unsplit", "filter")
-    with DRIVERS[name](str(binary), args=["deep", str(depth)], plugin=plugin,
-                       env={"UNSPLIT_CACHE": str(cache)}) as session:
+    alone), unsplit or before (--before's plugin)."""
+    plugin = mode in ("unsplit", "filter", "before")
+    driver = DRIVERS[name]
+    if mode == "before":
+        assert before is not None
+        driver = type("GdbBefore", (GdbDriver,),
+                      {"plugin_file": str(before / "gdb" / "unsplit_gdb.py")})
+    with driver(str(binary), args=["deep", str(depth)], plugin=plugin,
+                env=_env(cache)) as session:
         session.break_function("bottom")
         if mode == "noop":
             session.command(_NOOP_FILTER)
@@ -194,6 +205,12 @@ def one_session(name: str, binary: Path, depth: int, mode: str, warm: int,
                 raise RuntimeError(f"{name} ({mode}): {cold} frames named 'descend [cold]', "
                                    f"expected {want}")
         return results[0][0], min((r[0] for r in results[1:]), default=results[0][0])
+
+
+def _env(cache: Path) -> dict[str, str]:
+    """The plugin run from compiled bytecode (bench/bytecode.py), as an installed one runs
+    (the driver adds to the environment: an empty PYTHONDONTWRITEBYTECODE unsets it)."""
+    return {**bytecode_env(UNSPLIT_CACHE=str(cache)), "PYTHONDONTWRITEBYTECODE": ""}
 
 
 def session_pair(name: str, binary: Path, depth: int, mode: str, warm: int,
@@ -231,7 +248,7 @@ def same_session(binary: Path, depth: int, rounds: int, cache: Path) -> dict[str
     order reversed every round: one process, one frame cache, so the ratios hold at a load
     where separate sessions' figures move by tens of percent. Seconds per mode."""
     with GdbDriver(str(binary), args=["deep", str(depth)], plugin=True,
-                   env={"UNSPLIT_CACHE": str(cache)}) as session:
+                   env=_env(cache)) as session:
         session.break_function("bottom")
         session.run(timeout=120)
         _timed_bt(session)
@@ -274,8 +291,17 @@ def main() -> int:
     parser.add_argument("--same-session", type=int, default=0, metavar="N",
                         help="only GDB's warm bt, plain / no-op filter / unsplit's filter "
                              "toggled in one session, N rounds")
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="GDB: also time another checkout's plugin (DIR/gdb/unsplit_gdb.py, "
+                             "DIR/plugin; e.g. `git archive REV plugin gdb`), mode \"before\", "
+                             "interleaved with the others")
     args = parser.parse_args()
-    global clock, typed, lldb_bt
+    global clock, typed, lldb_bt, before
+    before = args.before
+    if before is not None:  # its modules compiled as this checkout's are (bench/bytecode.py)
+        subprocess.run([PY, "-m", "compileall", "-q", str(before / "plugin" / "unsplit"),
+                        str(before / "gdb")], env=bytecode_env(), check=True,
+                       stdout=subprocess.DEVNULL)
     clock = CLOCKS[args.clock]
     typed = args.typed
     lldb_bt = args.lldb_bt
@@ -319,7 +345,8 @@ def main() -> int:
         print(f"{'debugger':8} {'mode':8} {'first':>8} {'ratio':>6} {'later':>8} {'ratio':>6} "
               f"{'warm':>8} {'ratio':>6}")
         for name in args.debugger or ["gdb", "lldb"]:
-            modes = ["plain", "noop", "filter", "unsplit"] if name == "gdb" else \
+            modes = ["plain", "noop", "filter", "unsplit"] + (["before"] if before else []) \
+                if name == "gdb" else \
                 ["plain", "floor", "unsplit"] if args.floor else ["plain", "unsplit"]
             # Modes interleaved, their order rotated each repeat: a shared machine's load
             # drifts over the minutes a run takes, and then drifts for every mode alike.

@@ -12,15 +12,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from elftools.dwarf.constants import DW_CFA
-
 from unsplit.cache_dir import cache_root
 from unsplit.debug import breakpad_lines
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, Inexpressible, UnsplitError
 from unsplit.formats import dwarf_expr, eh_frame
-from unsplit.formats.eh_frame import CfaRule, FrameDescription, Row, Rule
+from unsplit.formats.eh_frame import DW_CFA, CfaRule, FrameDescription, Row, Rule
 from unsplit.formats.leb128 import leb128
 
 if TYPE_CHECKING:

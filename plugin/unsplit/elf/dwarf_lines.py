@@ -9,14 +9,15 @@ import os
 import struct
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.line_row import LineRow
 from unsplit.errors import DecodeError, reading
-from unsplit.formats import unit_ranges
-from unsplit.formats.leb128 import leb128
+from unsplit.formats import die_scan, line_program, unit_ranges
+from unsplit.formats.dwarf_unit import die_values, read_header
+from unsplit.formats.leb128 import leb128, read_uleb
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.
@@ -79,6 +80,7 @@ class DwarfLines:
         self._cu_lines: dict[int, _CULines] = {}
         self._cu_files: dict[int, tuple[int, list[tuple[str, str]]]] = {}
         self._names_blob: bytes | None = None
+        self._plain: dict[int, tuple[line_program.LineHeader, list[tuple[str, str]]] | None] = {}
 
     @property
     def available(self) -> bool:
@@ -224,6 +226,9 @@ class DwarfLines:
         return found
 
     def _read_header(self, cu_offset: int) -> tuple[int, list[tuple[str, str]]]:
+        plain = self._plain_header(cu_offset)
+        if plain is not None:
+            return plain[0].version, plain[1]
         at = _stmt_list(self.binary, cu_offset)
         what = f"line table header of CU at {cu_offset:#x}"
         with reading(".debug_line", at, what):
@@ -245,6 +250,22 @@ class DwarfLines:
         names = [header.file_name(name, index, directories, comp)
                  for name, index in header.entries(entries, "file_entry")]
         return version, names
+
+    def _plain_header(self, cu_offset: int
+                      ) -> tuple[line_program.LineHeader, list[tuple[str, str]]] | None:
+        """The CU's line table header and file names read from the bytes (formats/), so that a
+        session's first `bt` need not import pyelftools and set up its DWARF; None where
+        anything is unusual (a big-endian or relocatable file, a form or a table it does not
+        read, a damaged field): pyelftools then reads it and says what is wrong, as before."""
+        if cu_offset not in self._plain:
+            self._plain[cu_offset] = None
+            b = self.binary
+            if b.little_endian and b.read_at(16, 2) != b"\x01\x00":  # not ET_REL: no relocations
+                try:
+                    self._plain[cu_offset] = _header_from_bytes(b, cu_offset)
+                except DecodeError:
+                    pass
+        return self._plain[cu_offset]
 
     def _cu_offsets(self) -> list[int]:
         return [cu.cu_offset for cu in _units(self.binary.dwarf)]
@@ -347,9 +368,22 @@ class DwarfLines:
 
     def _decode(self, cu_offset: int) -> tuple[list[tuple[int, _Key]], list[tuple[str, str]],
                                                int]:
-        """The CU's rows, its file names and the number of its first file: pyelftools reads
-        the program's header, _run_program its opcodes (pyelftools' own state machine is slow
-        on a big CU)."""
+        """The CU's rows, its file names and the number of its first file: the program's header
+        read from the bytes (pyelftools where _plain_header leaves it), _run_program its opcodes
+        (pyelftools' own state machine is slow on a big CU)."""
+        plain = self._plain_header(cu_offset)
+        if plain is not None:
+            h = plain[0]
+            if self._line_data is None:
+                self._line_data = self.binary.section_data(".debug_line") or b""
+            names = list(plain[1])  # DW_LNE_define_file may add to them
+            fields = {"version": h.version, "minimum_instruction_length": h.min_inst_length,
+                      "default_is_stmt": h.default_is_stmt, "line_base": h.line_base,
+                      "line_range": h.line_range, "opcode_base": h.opcode_base,
+                      "standard_opcode_lengths": h.opcode_lengths}
+            rows = list(_run_program(self._line_data, h.program_start, h.end, fields, names,
+                                     True))
+            return rows, names, 0 if h.version >= 5 else 1
         dwarf = self.binary.dwarf
         with reading(".debug_line", lambda: _stmt_list(self.binary, cu_offset), "its header"):
             program = dwarf.line_program_for_CU(dwarf.get_CU_at(cu_offset))
@@ -552,6 +586,67 @@ class _Header:
 
 def _is_list(value: object) -> bool:
     return isinstance(value, list | tuple)
+
+
+_DW_AT_stmt_list, _DW_AT_comp_dir, _DW_AT_str_offsets_base = 0x10, 0x1B, 0x72
+_STRX = frozenset((0x1A, 0x25, 0x26, 0x27, 0x28))  # DW_FORM_strx, strx1-4
+
+
+def _header_from_bytes(binary: Binary, cu_offset: int
+                       ) -> tuple[line_program.LineHeader, list[tuple[str, str]]] | None:
+    """DwarfLines._plain_header's reading: the CU's top DIE (DW_AT_stmt_list, DW_AT_comp_dir)
+    and its line table header (DWARF 5 §6.2.4) from the sections' bytes; None for what it
+    leaves to pyelftools. DecodeError where something does not parse."""
+    data = binary.section_data
+    info, abbrev = data(".debug_info") or b"", data(".debug_abbrev") or b""
+    unit = read_header(info, cu_offset, ".debug_info")
+    code, pos = read_uleb(info, unit.die_start, unit.end, ".debug_info")
+    decl = next((d for d in die_scan.each_declaration(abbrev, unit.abbrev_offset)
+                 if d.code == code), None) if code else None
+    if decl is None:
+        return None
+    attrs = {a: (form, value) for a, form, _, value in die_values(info, pos, unit.scan, decl)[0]}
+    stmt = attrs.get(_DW_AT_stmt_list)
+    if stmt is None or stmt[0] not in (0x17, 0x06, 0x07) or not isinstance(stmt[1], int):
+        return None  # sec_offset, data4, data8
+    debug_str, line_str = data(".debug_str") or b"", data(".debug_line_str") or b""
+    comp_dir = ""
+    if _DW_AT_comp_dir in attrs:
+        found = _string(attrs[_DW_AT_comp_dir], attrs, unit.offset_size, debug_str, line_str,
+                        binary)
+        if found is None:
+            return None
+        comp_dir = found
+    lines = data(".debug_line") or b""
+    h = line_program.read_header(lines, stmt[1])
+    dirs, files = line_program.file_table(lines, h, debug_str, line_str)
+    if h.version >= 5 and not (dirs and files):
+        return None  # (pyelftools then finds no table: a warning)
+    header = _Header(h.offset, f"line table header of CU at {cu_offset:#x}", h.version)
+    names = [header.file_name(name, index, dirs, comp_dir) for name, index in files]
+    return h, names
+
+
+def _string(attr: tuple[int, object], attrs: Mapping[int, tuple[int, object]], offset_size: int,
+            debug_str: bytes, line_str: bytes, binary: Binary) -> str | None:
+    """A string attribute's text in the forms GCC and clang write (None: another form)."""
+    form, value = attr
+    if form == 0x08 and isinstance(value, bytes):  # string: inline, NUL-terminated
+        return value[:-1].decode("utf-8", "replace")
+    if form in (0x0E, 0x1F) and isinstance(value, int):  # strp, line_strp
+        table = debug_str if form == 0x0E else line_str
+        end = table.find(b"\0", value)
+        return None if end < 0 else table[value:end].decode("utf-8", "replace")
+    base = attrs.get(_DW_AT_str_offsets_base)
+    if form in _STRX and isinstance(value, int) and base is not None and \
+            isinstance(base[1], int):
+        offsets = binary.section_data(".debug_str_offsets") or b""
+        at = base[1] + value * offset_size
+        if at + offset_size > len(offsets):
+            return None
+        return _string((0x0E, int.from_bytes(offsets[at:at + offset_size], "little")), attrs,
+                       offset_size, debug_str, line_str, binary)
+    return None
 
 
 def _units(dwarf: Any) -> Iterator[Any]:

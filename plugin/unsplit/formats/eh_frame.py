@@ -10,11 +10,44 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from elftools.dwarf.constants import DW_CFA
-
 from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import describe_expression, register_name
 from unsplit.formats.leb128 import leb128
+
+
+class DW_CFA:
+    """Call frame instruction opcodes (DWARF 5 §7.24, Table 7.29; GNU_args_size from LSB Core
+    §10.6.1.3): advance_loc, offset and restore without their operand bits, as pyelftools'
+    DW_CFA has them (plain ints: a GDB session need not import pyelftools to unwind)."""
+
+    advance_loc = 0x40
+    offset = 0x80
+    restore = 0xC0
+    nop = 0x00
+    set_loc = 0x01
+    advance_loc1 = 0x02
+    advance_loc2 = 0x03
+    advance_loc4 = 0x04
+    offset_extended = 0x05
+    restore_extended = 0x06
+    undefined = 0x07
+    same_value = 0x08
+    register = 0x09
+    remember_state = 0x0A
+    restore_state = 0x0B
+    def_cfa = 0x0C
+    def_cfa_register = 0x0D
+    def_cfa_offset = 0x0E
+    def_cfa_expression = 0x0F
+    expression = 0x10
+    offset_extended_sf = 0x11
+    def_cfa_sf = 0x12
+    def_cfa_offset_sf = 0x13
+    val_offset = 0x14
+    val_offset_sf = 0x15
+    val_expression = 0x16
+    GNU_args_size = 0x2E
+
 
 # -- rules --------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from unsplit.formats import die_scan, dwarf_lists
 from unsplit.formats.dwarf_unit import UnitHeader, Value, die_values, read_header, uleb
 
 DW_AT_low_pc, DW_AT_high_pc, DW_AT_ranges = 0x11, 0x12, 0x55
+DW_TAG_inlined_subroutine = 0x1D
 DW_AT_addr_base, DW_AT_rnglists_base, DW_AT_GNU_addr_base = 0x73, 0x74, 0x2133
 DW_FORM_addr, DW_FORM_sec_offset, DW_FORM_rnglistx = 0x01, 0x17, 0x23
 _ADDRX = frozenset((0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))  # addrx, addrx1-4, GNU_addr_index
@@ -51,10 +52,65 @@ def unit_ranges(sections: Sections) -> Iterator[tuple[int, list[tuple[int, int]]
 
 
 def _ranges(s: Sections, header: UnitHeader) -> list[tuple[int, int]]:
+    top = _top_die(s, header)
+    if top is None:
+        return []
+    attrs, address = top
+    low = attrs.get(DW_AT_low_pc)
+    base = address(*_int(low, header)) if low is not None else 0
+    if DW_AT_ranges in attrs:
+        return _range_list(s, header, attrs, base, address)
+    high = attrs.get(DW_AT_high_pc)
+    if low is None or high is None:
+        return []
+    form, value = _int(high, header)
+    end = address(form, value) if form == DW_FORM_addr or form in _ADDRX else base + value
+    return [(base, end)] if end > base else []
+
+
+def inlined_ranges(s: Sections, unit_offset: int) -> list[tuple[int, int]]:
+    """The [lo, hi) ranges of every DW_TAG_inlined_subroutine of the unit at `unit_offset`
+    that says where its code is (its DW_AT_low_pc/high_pc pair, else DW_AT_ranges from the
+    unit's base address, as unsplit.elf.dwarf_lines.die_ranges reads a DIE): where none covers
+    an address, no call is inlined there, and no DIE need be parsed to learn it."""
+    header = read_header(s.info, unit_offset, ".debug_info")
+    top = _top_die(s, header)
+    if top is None:
+        return []
+    abbrevs = die_scan.abbreviations(s.abbrev, header.abbrev_offset)
+    found = die_scan.offsets_with(s.info, header.scan, abbrevs, DW_TAG_inlined_subroutine,
+                                  frozenset((DW_AT_low_pc, DW_AT_ranges)))
+    if not found:
+        return []
+    attrs, address = top
+    low = attrs.get(DW_AT_low_pc)
+    base = address(*_int(low, header)) if low is not None else 0
+    decls = die_scan.declarations(s.abbrev, header.abbrev_offset)
+    out: list[tuple[int, int]] = []
+    for at in found:
+        code, pos = uleb(s.info, at)
+        own = {a: (form, value) for a, form, _, value in
+               die_values(s.info, pos, header.scan, decls[code])[0]}
+        low, high = own.get(DW_AT_low_pc), own.get(DW_AT_high_pc)
+        if low is not None and high is not None:
+            lo = address(*_int(low, header))
+            form, value = _int(high, header)
+            end = address(form, value) if form == DW_FORM_addr or form in _ADDRX else lo + value
+            out.extend([(lo, end)] if end > lo else [])
+        elif DW_AT_ranges in own:
+            out.extend(_range_list(s, header, {**attrs, DW_AT_ranges: own[DW_AT_ranges]}, base,
+                                   address))
+    return out
+
+
+def _top_die(s: Sections, header: UnitHeader) -> tuple[dict[int, tuple[int, Value]],
+                                                       Callable[[int, int], int]] | None:
+    """The unit's first DIE's attributes and the reader of its addresses (a DW_FORM_addrx
+    index through the unit's DW_AT_addr_base); None for a unit without DIEs."""
     unit = header.scan
     code, pos = uleb(s.info, header.die_start)
     if code == 0:
-        return []
+        return None
     decl = _declaration(s.abbrev, header.abbrev_offset, code)
     if decl is None:
         raise DecodeError(".debug_info", header.die_start,
@@ -74,16 +130,7 @@ def _ranges(s: Sections, header: UnitHeader) -> list[tuple[int, int]]:
             raise DecodeError(".debug_addr", at, "an address index past the end of the section")
         return int.from_bytes(s.addr[at:at + header.address_size], "little")
 
-    low = attrs.get(DW_AT_low_pc)
-    base = address(*_int(low, header)) if low is not None else 0
-    if DW_AT_ranges in attrs:
-        return _range_list(s, header, attrs, base, address)
-    high = attrs.get(DW_AT_high_pc)
-    if low is None or high is None:
-        return []
-    form, value = _int(high, header)
-    end = address(form, value) if form == DW_FORM_addr or form in _ADDRX else base + value
-    return [(base, end)] if end > base else []
+    return attrs, address
 
 
 def _range_list(s: Sections, header: UnitHeader, attrs: dict[int, tuple[int, Value]],

@@ -17,7 +17,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerInput
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
-from unsplit.formats import die_scan
+from unsplit.formats import die_scan, unit_ranges
 from unsplit.index.model.records import LineInfo
 from unsplit.index.names.demangle import shown
 
@@ -45,6 +45,7 @@ class InlineChains:
         # DIE offset -> the children an inline chain can go through (pyelftools walks a DIE's
         # children anew each time, and every address of a function walks the same ones)
         self._kids: dict[int, list[tuple[Any, bool, list[tuple[int, int]]]]] = {}
+        self._inlined: dict[int, list[tuple[int, int]]] = {}  # CU offset -> its inlined calls
 
     def _ranges(self, die: Any, base: int) -> list[tuple[int, int]]:
         found = self._range_cache.get(die.offset)
@@ -78,6 +79,29 @@ class InlineChains:
         if cu_offset not in self._files:
             self._files[cu_offset] = self.lines.file_paths(cu_offset)
         return outer[::-1], self._files[cu_offset]
+
+    def may_inline(self, address: int) -> bool:
+        """Whether an inlined call's code may cover `address`: False where no
+        DW_TAG_inlined_subroutine of its CU covers it (unit_ranges.inlined_ranges, read from
+        the bytes: no DIE parsed, pyelftools not imported), True where that cannot be read."""
+        cu_offset = self.lines.cu_offset_at(address)
+        if cu_offset is None:
+            return False
+        spans = self._inlined.get(cu_offset)
+        if spans is None:
+            spans = [(0, 1 << 64)]  # a big-endian file or bytes that do not parse: the DIEs
+            binary = self.lines.binary  # are read as before, and say what is wrong
+            if binary.little_endian:
+                data = binary.section_data
+                try:
+                    spans = unit_ranges.inlined_ranges(unit_ranges.Sections(
+                        *(data(name) or b"" for name in (".debug_info", ".debug_abbrev",
+                                                         ".debug_addr", ".debug_rnglists",
+                                                         ".debug_ranges"))), cu_offset)
+                except DecodeError:
+                    pass
+            self._inlined[cu_offset] = spans
+        return any(lo <= address < hi for lo, hi in spans)
 
     def scope(self, address: int) -> int | None:
         """The DIE offset of the innermost scope a debugger makes a block of at `address`: its
@@ -291,6 +315,11 @@ class DwarfFrames:
             if frames and frames[0].line:
                 break
         return frames
+
+    def may_inline(self, address: int) -> bool:
+        """Whether :meth:`frames` may find an inlined call at `address` (InlineChains.may_inline
+        of each DWARF it reads); False: it would give one frame at most."""
+        return any(source.may_inline(at) for source, at in self._dwarf_sources(address))
 
     def input_frames(self, input_address: int, inlines: bool = True) -> list[LineInfo]:
         """What the pre-BOLT input's DWARF says of its own `input_address` ([] without one)."""

@@ -338,7 +338,10 @@ class ModuleIndex:
         """DWARF's frames at `file_address` where code is inlined there (innermost first, the
         procedure's own last), else (): the module's DWARF or, for BOLTed code, the pre-BOLT
         input's at BAT's input address (unsplit.index.inlines)."""
-        frames = self._dwarf_frames().frames(file_address)
+        dwarf = self._dwarf_frames()
+        if not dwarf.may_inline(file_address):  # no DIE parsed where no call is inlined
+            return ()
+        frames = dwarf.frames(file_address)
         if len(frames) < 2:
             return ()
         return tuple(InlineFrame(f.function, f.path, f.line, f.column) for f in frames)

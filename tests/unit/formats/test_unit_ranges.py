@@ -1,7 +1,8 @@
 """formats.unit_ranges against llvm-dwarfdump-22: each compile unit's code ranges, from its
 top DIE's DW_AT_low_pc/DW_AT_high_pc or DW_AT_ranges, on programs of two units built by clang-22
 and GCC in DWARF 4 and 5 (a pair, a range list through .debug_ranges, .debug_rnglists with
-DW_FORM_rnglistx and DW_FORM_sec_offset, addresses through .debug_addr), and the zoo's inputs."""
+DW_FORM_rnglistx and DW_FORM_sec_offset, addresses through .debug_addr), and the zoo's inputs;
+and the ranges of every inlined call (inlined_ranges), on a program that inlines a lot."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
-from unsplit.formats.unit_ranges import Sections, unit_ranges
+from unsplit.formats.unit_ranges import Sections, inlined_ranges, unit_ranges
 
 from ...conftest import ROOT
 
@@ -111,3 +112,55 @@ def test_damaged_unit_is_said_and_the_next_is_read(built: list[Path]) -> None:
                                                      sections.rnglists, sections.ranges))))
     assert isinstance(said[0][1], DecodeError) and "abbreviation 127" in str(said[0][1])
     assert said[1:] == list(_dwarfdump(built[0]).items())[1:]
+
+
+INLINING = {"i.c": "static inline int sq(int x) { return x * x; }\n"
+                   "static inline int cube(int x) { return sq(x) * x; }\n"
+                   "static inline int mix(int x) { return x > 9 ? cube(x - 1) : sq(x) + 3; }\n"
+                   "__attribute__((noinline)) int f(int x) {\n"
+                   "  int t = 0; for (int i = 0; i < x; i++) t += mix(i) ^ cube(t);\n"
+                   "  return t; }\n"
+                   "int main(int c, char **v) { (void)v; return f(c) + mix(c) + cube(c); }\n"}
+
+
+def _dwarfdump_inlined(path: Path) -> tuple[dict[int, list[tuple[int, int]]], int]:
+    """(unit offset -> the non-empty ranges llvm-dwarfdump-22 prints for its
+    DW_TAG_inlined_subroutine DIEs (a low/high pair, else the DW_AT_ranges list), sorted;
+    how many of those DIEs have a range list)."""
+    text = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(path)], check=True,
+                          capture_output=True, text=True).stdout
+    out: dict[int, list[tuple[int, int]]] = {}
+    lists = 0
+    for chunk in re.split(r"^(?=0x[0-9a-f]+: Compile Unit:)", text, flags=re.M)[1:]:
+        found: list[tuple[int, int]] = []
+        for die in re.split(r"^(?=0x[0-9a-f]+:\s+DW_TAG)", chunk, flags=re.M)[1:]:
+            if not re.match(r"^0x[0-9a-f]+:\s+DW_TAG_inlined_subroutine", die):
+                continue
+            low = re.search(r"DW_AT_low_pc\s+\(0x([0-9a-f]+)\)", die)
+            high = re.search(r"DW_AT_high_pc\s+\(0x([0-9a-f]+)\)", die)
+            if low and high:
+                found.append((int(low[1], 16), int(high[1], 16)))
+            elif "DW_AT_ranges" in die:
+                lists += 1
+                found += [(int(a, 16), int(b, 16)) for a, b in
+                          re.findall(r"^\s+\[0x([0-9a-f]+), 0x([0-9a-f]+)\)", die, re.M)]
+        out[int(chunk.split(":", 1)[0], 16)] = sorted((lo, hi) for lo, hi in found if hi > lo)
+    return out, lists
+
+
+def test_inlined_calls_match_llvm_dwarfdump(tmp_path: Path) -> None:
+    (tmp_path / "i.c").write_text(INLINING["i.c"])
+    lists = 0
+    for name, compiler in BUILDS.items():
+        if shutil.which(compiler[0]) is None:
+            continue
+        subprocess.run([*compiler, "i.c", "-o", name], cwd=tmp_path, check=True)
+        theirs, with_lists = _dwarfdump_inlined(tmp_path / name)
+        lists += with_lists
+        b = Binary(str(tmp_path / name))
+        data = b.section_data
+        sections = Sections(*(data(n) or b"" for n in (
+            ".debug_info", ".debug_abbrev", ".debug_addr", ".debug_rnglists", ".debug_ranges")))
+        ours = {at: sorted(inlined_ranges(sections, at)) for at in theirs}
+        assert ours == theirs and sum(map(len, theirs.values())) >= 4, name
+    assert lists  # some build gives an inlined call a range list

@@ -67,6 +67,15 @@ def test_gcc_cold_fragments(gcc_pgo: Path) -> None:
         assert proc.addresses_of(loc.offset) == [start + size - 1]
 
 
+def test_split_symbols_are_grouped_from_the_columns(gcc_pgo: Path) -> None:
+    """Grouping a split binary's symbols makes no object per function symbol (libc's debug
+    .symtab has 6,700 functions, 92 split: a GDB session's first `bt` builds its index); the
+    groups themselves are checked against nm above."""
+    index = ModuleIndex.open(str(gcc_pgo))
+    assert index.procedure("work") is not None and "symbols" in index.sources_used
+    assert "functions" not in vars(index.binary)
+
+
 def test_hot_address_and_outside(gcc_pgo: Path) -> None:
     syms = _nm(gcc_pgo)
     index = ModuleIndex.open(str(gcc_pgo))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -99,59 +100,103 @@ def _plain_columns(binary: Binary) -> PlainFunctions:
                           array("L", (cols.name_offsets[i] for i in keep)), strtab)
 
 
-def _group(binary: Binary) -> tuple[list[Procedure], list[FunctionSymbol]]:
-    parents: dict[tuple[str | None, str], FunctionSymbol] = {}
-    parts: dict[tuple[str | None, str], list[FunctionSymbol]] = defaultdict(list)
-    seen: set[tuple[str, int]] = set()
-    for sym in binary.functions:
-        if (sym.name, sym.value) in seen:  # aliases in .symtab and .dynsym, or duplicates
+def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
+    """(one Procedure per function that has fragments, and per orphaned fragment; every other
+    function as arrays), from the symbol columns: a Python object is made only for the split
+    functions and their pieces (libc's debug .symtab: 6,700 functions, 92 of them split)."""
+    cols = binary.function_columns
+    values = cols.values
+    table = cols.strtab + b"\0"  # a last name without its NUL ends with the table
+    raw = [table[at: table.find(b"\0", at)] for at in cols.name_offsets]
+    # Names compare as their bytes where the whole table is UTF-8 (each then decodes to a
+    # different text), else as FunctionSymbol decodes them (two damaged names may read alike).
+    utf8 = _is_utf8(table)
+    keys: Sequence[bytes | str] = raw if utf8 else [t.decode("utf-8", "replace") for t in raw]
+    files: dict[int, bytes | str] = {}
+    seen: set[tuple[bytes | str, int]] = set()
+    parents: dict[tuple[bytes | str | None, bytes | str], int] = {}
+    parts: dict[tuple[bytes | str | None, str], list[int]] = defaultdict(list)
+    file_offsets, local_flags = cols.files, cols.locals
+    for i, place in enumerate(zip(keys, values, strict=True)):
+        if place in seen:  # aliases in .symtab and .dynsym, or duplicates
             continue
-        seen.add((sym.name, sym.value))
-        split = split_fragment_name(sym.name)
+        seen.add(place)
+        name = place[0]
+        file_at = file_offsets[i]
+        file = None
+        if file_at >= 0:
+            file = files.get(file_at)
+            if file is None:
+                text = table[file_at: table.find(b"\0", file_at)]
+                file = files[file_at] = text if utf8 else text.decode("utf-8", "replace")
+        text = raw[i]
+        split = None
+        if b".cold" in text or b".warm" in text or b".__part" in text:
+            split = split_fragment_name(text.decode("utf-8", "replace"))
         if split is None:
-            parents.setdefault((sym.file if sym.local else None, sym.name), sym)
+            parents.setdefault((file if local_flags[i] else None, name), i)
         else:
-            parts[(sym.file, split[0])].append(sym)
+            parts[(file, split[0])].append(i)
+
+    def key_of(base: str) -> bytes | str:
+        return base.encode() if utf8 else base
 
     # The linker makes hidden-visibility functions local and lists them after every file's own
     # locals, under an unnamed STT_FILE (GNU ld and lld), away from their fragments' file: such
     # a fragment's parent is the only function of its name, whatever file it is listed under.
-    by_name: dict[str, list[FunctionSymbol]] = defaultdict(list)
-    for sym in parents.values():
-        by_name[sym.name].append(sym)
-    by_parent: dict[int, list[FunctionSymbol]] = defaultdict(list)
-    orphans: list[FunctionSymbol] = []
-    for (file, base), syms in parts.items():
-        parent = parents.get((file, base)) or parents.get((None, base))
+    by_name: dict[bytes | str, list[int]] = defaultdict(list)
+    for (_, name), i in parents.items():
+        by_name[name].append(i)
+    by_parent: dict[int, list[int]] = defaultdict(list)
+    orphans: list[int] = []
+    for (file, base_name), found in parts.items():
+        base = key_of(base_name)
+        parent = parents.get((file, base))
+        if parent is None:
+            parent = parents.get((None, base))
         if parent is None and len(by_name.get(base, ())) == 1:
             parent = by_name[base][0]
         if parent is None:
-            orphans.extend(syms)
+            orphans.extend(found)
         else:
-            by_parent[id(parent)].extend(syms)
+            by_parent[parent].extend(found)
 
     out = []
     alone = []
-    for parent in parents.values():
-        if id(parent) not in by_parent:
-            alone.append(parent)
+    for i in parents.values():
+        if i not in by_parent:
+            alone.append(i)
             continue
-        fragments = [Fragment(parent.name, HOT, parent.value, parent.value + parent.size,
-                              parent.name, 0, "symbols")]
-        logical = parent.size
-        for sym in sorted(by_parent[id(parent)], key=_order_key):
+        head = cols.symbol(i)
+        fragments = [Fragment(head.name, HOT, head.value, head.value + head.size, head.name, 0,
+                              "symbols")]
+        logical = head.size
+        for sym in sorted((cols.symbol(k) for k in by_parent[i]), key=_order_key):
             split = split_fragment_name(sym.name)
             assert split is not None
-            fragments.append(Fragment(parent.name, split[1], sym.value, sym.value + sym.size,
+            fragments.append(Fragment(head.name, split[1], sym.value, sym.value + sym.size,
                                       sym.name, logical, "symbols"))
             logical += sym.size
-        out.append(Procedure(parent.name, fragments))
+        out.append(Procedure(head.name, fragments))
     # A fragment whose parent has no symbol (stripped to .dynsym, say) still names its procedure.
-    for sym in orphans:
+    for k in orphans:
+        sym = cols.symbol(k)
         base, name = split_fragment_name(sym.name) or (sym.name, HOT)
         out.append(Procedure(base, [Fragment(base, name, sym.value, sym.value + sym.size,
                                              sym.name, 0, "symbols")]))
-    return out, alone
+    alone.sort(key=values.__getitem__)
+    sizes, offsets = cols.sizes, cols.name_offsets
+    return out, PlainFunctions(array("Q", [values[i] for i in alone]),
+                               array("Q", [values[i] + sizes[i] for i in alone]),
+                               array("L", [offsets[i] for i in alone]), cols.strtab)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class SymbolsSource(BaseSource):
@@ -163,7 +208,7 @@ class SymbolsSource(BaseSource):
     def __init__(self, binary: Binary, stored: StoredParts | None = None) -> None:
         super().__init__(binary)
         self._stored = stored
-        self._groups: tuple[list[Procedure], list[FunctionSymbol]] | None = None
+        self._groups: tuple[list[Procedure], PlainFunctions] | None = None
 
     def procedures(self) -> list[Procedure]:
         """One Procedure per function that has moved fragments (and per orphaned fragment).
@@ -183,9 +228,9 @@ class SymbolsSource(BaseSource):
             return self._stored.plain
         if not _has_fragment_names(self.binary):
             return _plain_columns(self.binary)
-        return PlainFunctions.of(self._grouped()[1])
+        return self._grouped()[1]
 
-    def _grouped(self) -> tuple[list[Procedure], list[FunctionSymbol]]:
+    def _grouped(self) -> tuple[list[Procedure], PlainFunctions]:
         """procedures() and plain() share one grouping of the symbols."""
         if self._groups is None:
             self._groups = _group(self.binary)
