@@ -159,6 +159,19 @@ class InputMap:
                               0), out
         return self.place(lo, hi), self.start(lo)
 
+    def shift(self, lo: int, hi: int) -> int | None:
+        """How far input code [lo, hi) moved when one run holds it whole and every byte of it
+        (its end too) moved that far: place(b, e) of any [b, e) within it is then
+        [(b + shift, e + shift)]. None otherwise."""
+        los = self.lo
+        i = bisect_right(los, lo) - 1
+        if i < 0 or lo >= hi or hi > self.hi[i] or (i + 1 < len(los) and los[i + 1] < hi):
+            return None
+        delta = int(self.out[i]) - int(los[i])
+        if hi == self.hi[i] and self.tail[i] != hi + delta:
+            return None
+        return delta
+
     def place(self, lo: int, hi: int) -> Placed:
         """The output ranges input [lo, hi) of code became."""
         if hi <= lo:
