@@ -110,6 +110,11 @@ class InputMap:
         byte = code[offset] if offset < len(code) else output.code_byte(address)
         return byte in (0xE9, 0xEB)
 
+    def kept(self, lo: int, hi: int) -> bool:
+        """Whether input [lo, hi) lies in functions BOLT left where they were (lite mode)."""
+        i = bisect_right(self._kept_lo, lo) - 1
+        return i >= 0 and hi <= self._kept_hi[i]
+
     def is_code(self, address: int) -> bool:
         """Whether `address` is in an executable section of the input."""
         i = bisect_right(self.input_code, (address, 1 << 64)) - 1
