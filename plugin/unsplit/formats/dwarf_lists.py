@@ -219,6 +219,14 @@ def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
     return bytes(out)
 
 
+def encode_v5_range(begin: int, end: int) -> bytes:
+    """encode_v5_list([(begin, end, b"")], False) of a non-empty range: one DW_RLE_start_length
+    and the end."""
+    length = end - begin
+    return _KIND_ADDRESS.pack(_RLE_START_LENGTH, begin) + (
+        bytes((length, _LLE_END)) if length < 0x80 else uleb(length) + b"\x00")
+
+
 def base_address_entry(address: int, locations: bool) -> bytes:
     """DW_LLE_base_address / DW_RLE_base_address of an 8-byte `address`."""
     return _KIND_ADDRESS.pack(_LLE_BASE if locations else _RLE_BASE, address)

@@ -8,6 +8,7 @@ written empty, with one line saying which and why."""
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from collections.abc import Callable
 
@@ -77,13 +78,17 @@ class Mover:
     def locations(self, entries: list[L.Entry], offset_size: int, where: object
                   ) -> list[L.Entry]:
         out: list[L.Entry] = []
-        place = self.imap.place
+        place, shift = self.imap.place, self.imap.shift
         missing = lost = 0
         for begin, end, expr in entries:
             moved = self.expression(expr, offset_size, where) \
                 if dwarf_ops.DW_OP_addr in expr else expr
             if begin == L.DEFAULT:
                 out.append((begin, end, moved))
+                continue
+            delta = shift(begin, end)  # place's answer when one run holds the entry
+            if delta is not None:
+                out.append((begin + delta, end + delta, moved))
                 continue
             ranges, gone = place(begin, end)
             if gone:
@@ -131,6 +136,8 @@ class UnitLists:
         self._done: dict[tuple[str, int], int] = {}
         self.indexed_ranges: list[list[tuple[int, int]]] = []  # by DW_FORM_rnglistx index
         self.placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+        self._shifts: dict[int, int] = {}  # base address index -> how far its entry moved,
+        #                                    once a copied list has named it (so as a start)
         self.bounded: dict[int, int] = {}  # a new location list's entries that have a range
 
     def _contribution(self, name: str, offsets: int = 0) -> int:
@@ -160,12 +167,11 @@ class UnitLists:
         header = L.read_lists_header(data, old_base, name)
         offsets = L.offsets_array(data, header)
         base = self._contribution(name, len(offsets))
-        out = self.outputs[name]
-        for i, relative in enumerate(offsets):
-            new = self.list_at(name, old_base + relative, locations)
-            out[base + 4 * i:base + 4 * i + 4] = (new - base).to_bytes(4, "little")
-            if not locations:
-                self.indexed_ranges.append(self.placed[new])
+        moved = [self.list_at(name, old_base + relative, locations) - base
+                 for relative in offsets]
+        self.outputs[name][base:base + 4 * len(moved)] = struct.pack(f"<{len(moved)}I", *moved)
+        if not locations:
+            self.indexed_ranges += [self.placed[base + new] for new in moved]
         return base
 
     def list_at(self, name: str, offset: int, locations: bool) -> int:
@@ -178,10 +184,10 @@ class UnitLists:
         where = _ListPlace(self.unit_name, name, offset)
         try:
             if self.version >= 5:
-                new = self._copied(name, data, offset, locations, where)
-                if new is not None:
-                    self._done[key] = new
-                    return new
+                copied = self._copied(name, data, offset, locations, where)
+                if copied is not None:
+                    self._done[key] = copied
+                    return copied
                 entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
                                          self.address_at)
             else:
@@ -221,7 +227,11 @@ class UnitLists:
             return None
         for index in span.indices:  # a start entry's address, in the run: moved as it is
             self.named_start(index)
-        new = self._append(name, self._rebased(data, offset, span, delta, locations))
+        shifts = self._shifts
+        if all(shifts.get(index, -1) == delta for _, _, index in span.bases):
+            new = self._append(name, data[offset:span.end])
+        else:
+            new = self._append(name, self._rebased(data, offset, span, delta, locations))
         if locations:
             self.bounded[new] = span.bounded
         else:
@@ -242,6 +252,7 @@ class UnitLists:
             address = address_at(index)
             if start(address) == address + delta:
                 self.named_start(index)
+                self._shifts[index] = delta  # the next list on this base takes it as it is
                 continue
             out += data[at:entry]
             out += L.base_address_entry(address + delta, locations)
@@ -269,8 +280,13 @@ class UnitLists:
         return self._append(name, L.encode_v5_list(entries, locations) if self.version >= 5
                             else L.encode_v4_list(entries, locations))
 
+    def write_range(self, begin: int, end: int) -> int:
+        """write() of a DWARF 5 range list of [begin, end) alone (most functions' and
+        scopes')."""
+        return self._append(self.rng_name, L.encode_v5_range(begin, end))
+
     def _append(self, name: str, data: bytes) -> int:
-        if self.version >= 5:
+        if self.version >= 5 and name not in self._starts:
             self._contribution(name)
         out = self.outputs[name]
         offset = len(out)

@@ -321,7 +321,8 @@ class _Sites:
         out = self.out
         if high_kind.what == K.PAIR_HIGH:
             offset = self.lists.write(self.lists.rng_name, [(s, e, b"") for s, e in ranges],
-                                      False)
+                                      False) if len(ranges) != 1 or self.header.version < 5 \
+                else self.lists.write_range(*ranges[0])
             value = offset.to_bytes(4, "little")
             out[high_pos:high_pos + len(value) + (4 if high_kind.padded else 0)] = \
                 (_PADDED_SEC_OFFSET + value) if high_kind.padded else value
