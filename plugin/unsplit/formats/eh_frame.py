@@ -10,11 +10,22 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from elftools.dwarf.constants import DW_CFA
-
 from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import describe_expression, register_name
 from unsplit.formats.leb128 import leb128
+
+
+class DW_CFA:  # pyelftools' name and spelling, which the instructions use
+    """The call frame instructions' opcodes (DWARF 5 §7.24 Table 7.29; GNU's args_size):
+    pyelftools' constants module, which has them, costs 3-4 ms to import (-X importtime)."""
+
+    advance_loc, offset, restore = 0x40, 0x80, 0xC0
+    nop, set_loc, advance_loc1, advance_loc2, advance_loc4 = 0, 1, 2, 3, 4
+    offset_extended, restore_extended, undefined, same_value, register = 5, 6, 7, 8, 9
+    remember_state, restore_state, def_cfa, def_cfa_register = 0x0A, 0x0B, 0x0C, 0x0D
+    def_cfa_offset, def_cfa_expression, expression, offset_extended_sf = 0x0E, 0x0F, 0x10, 0x11
+    def_cfa_sf, def_cfa_offset_sf, val_offset, val_offset_sf = 0x12, 0x13, 0x14, 0x15
+    val_expression, GNU_args_size = 0x16, 0x2E
 
 # -- rules --------------------------------------------------------------------------------------
 
