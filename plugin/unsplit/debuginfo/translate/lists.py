@@ -217,7 +217,8 @@ class UnitLists:
         if span is None:
             return None
         imap = self.mover.imap
-        delta = 0 if span.hi < 0 else imap.shift(span.lo, max(span.hi, span.lo + 1))
+        lo, hi = span.lo, span.hi
+        delta = 0 if hi < 0 else imap.shift(lo, hi if hi > lo else lo + 1)
         if delta is None or (delta and span.literal):
             return None
         if span.addr_op and any(
@@ -227,11 +228,13 @@ class UnitLists:
             return None
         for index in span.indices:  # a start entry's address, in the run: moved as it is
             self.named_start(index)
+        raw = data[offset:span.end]
         shifts = self._shifts
-        if all(shifts.get(index, -1) == delta for _, _, index in span.bases):
-            new = self._append(name, data[offset:span.end])
-        else:
-            new = self._append(name, self._rebased(data, offset, span, delta, locations))
+        for _, _, index in span.bases:
+            if shifts.get(index) != delta:
+                raw = self._rebased(data, offset, span, delta, locations)
+                break
+        new = self._append(name, raw)
         if locations:
             self.bounded[new] = span.bounded
         else:
