@@ -216,31 +216,31 @@ class UnitLists:
         span = L.span_v5_list(data, offset, name, locations, 8, self.address_at)
         if span is None:
             return None
+        end, lo, hi, bounded, bases, indices, literal, addr_op, ranges = span
         imap = self.mover.imap
-        lo, hi = span.lo, span.hi
         delta = 0 if hi < 0 else imap.shift(lo, hi if hi > lo else lo + 1)
-        if delta is None or (delta and span.literal):
+        if delta is None or (delta and literal):
             return None
-        if span.addr_op and any(
+        if addr_op and any(
                 self.mover.moves(expr, self.offset_size, where) for _, _, expr in
                 L.read_v5_list(data, offset, name, True, 8, self.base_address,
                                self.address_at)):
             return None
-        for index in span.indices:  # a start entry's address, in the run: moved as it is
+        for index in indices:  # a start entry's address, in the run: moved as it is
             self.named_start(index)
-        raw = data[offset:span.end]
+        raw = data[offset:end]
         shifts = self._shifts
-        for _, _, index in span.bases:
+        for _, _, index in bases:
             if shifts.get(index) != delta:
                 raw = self._rebased(data, offset, span, delta, locations)
                 break
         new = self._append(name, raw)
         if locations:
-            self.bounded[new] = span.bounded
+            self.bounded[new] = bounded
         else:
             self.placed[new] = _entry_first(
-                merge([(b + delta, e + delta) for b, e in span.ranges if b < e]),
-                imap.start(span.ranges[0][0]) if span.ranges else None)
+                merge([(b + delta, e + delta) for b, e in ranges if b < e]),
+                imap.start(ranges[0][0]) if ranges else None)
         return new
 
     def _rebased(self, data: bytes, offset: int, span: L.ListSpan, delta: int,
