@@ -17,7 +17,7 @@ from unsplit.formats.leb128 import leb128
 
 class DW_CFA:  # pyelftools' name and spelling, which the instructions use
     """The call frame instructions' opcodes (DWARF 5 §7.24 Table 7.29; GNU's args_size):
-    pyelftools' constants module, which has them, costs 3-4 ms to import (-X importtime)."""
+    pyelftools' constants module has them, and is slow to import (docs/benchmarks.md)."""
 
     advance_loc, offset, restore = 0x40, 0x80, 0xC0
     nop, set_loc, advance_loc1, advance_loc2, advance_loc4 = 0, 1, 2, 3, 4
