@@ -262,25 +262,27 @@ class ListSpan(NamedTuple):
     bases: list[tuple[int, int, int]]  # its DW_LLE_base_addressx entries: offset, end, index
     indices: list[int]  # address indices its start entries name
     literal: bool  # it holds an address itself (base_address, start_end, start_length)
+    unit_base: bool  # an offset pair on the unit's base address (before any base entry)
     addr_op: bool  # an expression holds a DW_OP_addr byte (perhaps an operand's)
     ranges: list[tuple[int, int]]  # a range list's [begin, end) (a location list's: [])
 
 
 def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
-                 address_at: AddressAt) -> ListSpan | None:
+                 base_address: int, address_at: AddressAt) -> ListSpan | None:
     """read_v5_list's walk over the same list, keeping only what says whether its bytes stay
     right where every address in it moves the same distance; None for a list whose bytes
-    mean something only where they are (an offset pair on the unit's base address, a
-    start-end index pair, a GNU view pair) or that has an empty entry. A second reader, kept
+    mean something only where they are (a start-end index pair, a GNU view pair) or that
+    has an empty entry. A second reader, kept
     because a benchmark says so: it makes no entry (docs/benchmarks.md, bench/debuginfo.py
     --realworld); it reads what read_v5_list reads, and raises DecodeError where it does."""
     size = len(data)
     lo, hi, bounded = 1 << 64, -1, 0
-    base = -1  # none set by the list yet
+    base = base_address  # the unit's, until the list sets its own
+    own_base = False
     bases: list[tuple[int, int, int]] = []
     indices: list[int] = []
     ranges: list[tuple[int, int]] = []
-    literal = addr_op = False
+    literal = unit_base = addr_op = False
     start = pos
     while True:
         if pos >= size:
@@ -289,8 +291,8 @@ def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
         at = pos
         pos += 1
         if kind == _LLE_OFFSET_PAIR:
-            if base < 0:
-                return None
+            if not own_base:
+                unit_base = True
             # offsets of up to three bytes inline: nearly all of a clang list's
             a = data[pos] if pos < size else 0x80
             if a < 0x80:
@@ -316,10 +318,12 @@ def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
                 b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b
         elif kind == _LLE_END:
-            return ListSpan(pos, lo, hi, bounded, bases, indices, literal, addr_op, ranges)
+            return ListSpan(pos, lo, hi, bounded, bases, indices, literal, unit_base, addr_op,
+                            ranges)
         elif kind == _LLE_BASEX:
             index, pos = read_uleb(data, pos, size, section)
             base = address_at(index)
+            own_base = True
             bases.append((at, pos, index))
             continue
         elif kind == _LLE_STARTX_LENGTH:
@@ -335,7 +339,7 @@ def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
         elif kind == (_LLE_BASE if locations else _RLE_BASE):
             base = _address(data, pos, address_size, section)
             pos += address_size
-            literal = True
+            literal = own_base = True
             continue
         elif kind == (_LLE_START_END if locations else _RLE_START_END):
             begin = _address(data, pos, address_size, section)

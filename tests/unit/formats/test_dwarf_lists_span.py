@@ -3,8 +3,8 @@ entry, against read_v5_list on the same bytes: lists of every entry kind built f
 encodings (DWARF 5 §7.28-§7.29), and random bytes. Where it gives a span, read_v5_list reads
 the list and its entries give the same end, bounds, count and ranges; where it raises,
 read_v5_list raises too; it refuses (None) exactly the lists whose bytes hold only where they
-are (an offset pair on the unit's base, a start-end index pair, a GNU view pair) and those with
-an empty entry."""
+are (a start-end index pair, a GNU view pair) and those with an empty entry; it says which
+lists use the unit's base address."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ _ENTRIES = st.lists(st.tuples(st.sampled_from([1, 2, 3, 4, 5, 6, 7, 8, 9]),
 
 def _agree(data: bytes, locations: bool) -> None:
     try:
-        span = L.span_v5_list(data, 0, ".debug_loclists", locations, 8, _address_at)
+        span = L.span_v5_list(data, 0, ".debug_loclists", locations, 8, UNIT_BASE, _address_at)
     except DecodeError:
         span = "raised"
     try:
@@ -104,10 +104,15 @@ def test_span_on_random_bytes_raises_only_where_the_reader_does(data: bytes,
 
 def test_span_refuses_lists_bound_to_where_they_are() -> None:
     base_then_pair = b"\x01\x02" + b"\x04\x00\x10\x01\x50" + b"\x00"
-    span = L.span_v5_list(base_then_pair, 0, ".debug_loclists", True, 8, _address_at)
+    span = L.span_v5_list(base_then_pair, 0, ".debug_loclists", True, 8, UNIT_BASE,
+                          _address_at)
     assert span is not None and (span.lo, span.hi, span.bases) == (0x1080, 0x1090, [(0, 2, 2)])
-    for bound in (b"\x04\x00\x10\x01\x50\x00",  # an offset pair on the unit's base
-                  b"\x02\x00\x01\x01\x50\x00",  # a start-end index pair
+    assert not span.unit_base
+    on_the_unit = L.span_v5_list(b"\x04\x00\x10\x01\x50\x00", 0, ".debug_loclists", True, 8,
+                                 UNIT_BASE, _address_at)
+    assert on_the_unit is not None and on_the_unit.unit_base
+    assert (on_the_unit.lo, on_the_unit.hi) == (UNIT_BASE, UNIT_BASE + 0x10)
+    for bound in (b"\x02\x00\x01\x01\x50\x00",  # a start-end index pair
                   b"\x01\x02\x09\x00\x01\x04\x00\x10\x01\x50\x00",  # a GNU view pair
                   b"\x01\x02\x04\x10\x10\x01\x50\x00"):  # an empty entry
-        assert L.span_v5_list(bound, 0, ".debug_loclists", True, 8, _address_at) is None
+        assert L.span_v5_list(bound, 0, ".debug_loclists", True, 8, UNIT_BASE, _address_at) is None

@@ -213,10 +213,11 @@ class UnitLists:
         whole): its offset pairs hold, and its address indices name entries of the unit's
         .debug_addr, moved the same way. Its new offset; None when it must be decoded and
         written again (Mover)."""
-        span = L.span_v5_list(data, offset, name, locations, 8, self.address_at)
+        span = L.span_v5_list(data, offset, name, locations, 8, self.base_address,
+                              self.address_at)
         if span is None:
             return None
-        end, lo, hi, bounded, bases, indices, literal, addr_op, ranges = span
+        end, lo, hi, bounded, bases, indices, literal, unit_base, addr_op, ranges = span
         imap = self.mover.imap
         delta = 0 if hi < 0 else imap.shift(lo, hi if hi > lo else lo + 1)
         if delta is None or (delta and literal):
@@ -234,6 +235,8 @@ class UnitLists:
             if shifts.get(index) != delta:
                 raw = self._rebased(data, offset, span, delta, locations)
                 break
+        if unit_base:  # the unit's base, moved, named first (the unit's own may move otherwise)
+            raw = L.base_address_entry(self.base_address + delta, locations) + raw
         new = self._append(name, raw)
         if locations:
             self.bounded[new] = bounded
