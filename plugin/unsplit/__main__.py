@@ -1,7 +1,16 @@
 """`python3 -m unsplit …` runs the command line."""
 
+import gc
 import sys
 
-from unsplit.cli import main
 
-sys.exit(main())
+def _main() -> int:
+    gc.disable()  # the command line's imports make thousands of objects, none in a cycle
+    try:
+        from unsplit.cli import main
+    finally:
+        gc.enable()
+    return main()
+
+
+sys.exit(_main())

@@ -132,6 +132,13 @@ NICE_AFTER_NAMES = 10
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from unsplit.debuginfo.collector import collector_paused
+
+    with collector_paused():  # over the imports too
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from unsplit.index.bolt import prebolt
     from unsplit.index.cache.store import IndexStore
     from unsplit.index.module_index import IndexCache
@@ -150,10 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnsplitError, OSError) as e:
         outcome = Outcome(args.module, None, f"cannot make one: {e}")
     else:
-        from unsplit.debuginfo.debug_file import collector_paused
-
-        with collector_paused():
-            outcome = debug_file_for(args.module, indexes, names=args.names, named=_behind)
+        outcome = debug_file_for(args.module, indexes, names=args.names, named=_behind)
     print(json.dumps({"path": outcome.path, "reason": outcome.reason}))
     return 0
 

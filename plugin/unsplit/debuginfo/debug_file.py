@@ -5,9 +5,7 @@ procedures' CFI (unsplit.debuginfo.frames) and the module's symbol table."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,19 +62,3 @@ def make(index: ModuleIndex, progress: Callable[[str], None] | None = None) -> M
         return Made(data, summary, None, cfi)
     data, names = synthesize.build(index, also, progress, procedures)
     return Made(data, None, names, cfi)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a process of its own (the command line, the
-    background writer) opens a module and makes its file: what it makes stays alive until the
-    file is written, and nothing of it is in a cycle (none found on the BOLTed libLLVM), yet
-    the collector went over it again and again as it grew (docs/benchmarks.md). Not for a
-    debugger's own process: the collector is the whole process's."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import encode_uleb128 as uleb
@@ -218,6 +219,19 @@ def encode_v5_list(entries: list[Entry], locations: bool) -> bytes:
     return bytes(out)
 
 
+def encode_v5_range(begin: int, end: int) -> bytes:
+    """encode_v5_list([(begin, end, b"")], False) of a non-empty range: one DW_RLE_start_length
+    and the end."""
+    length = end - begin
+    return _KIND_ADDRESS.pack(_RLE_START_LENGTH, begin) + (
+        bytes((length, _LLE_END)) if length < 0x80 else uleb(length) + b"\x00")
+
+
+def base_address_entry(address: int, locations: bool) -> bytes:
+    """DW_LLE_base_address / DW_RLE_base_address of an 8-byte `address`."""
+    return _KIND_ADDRESS.pack(_LLE_BASE if locations else _RLE_BASE, address)
+
+
 def encode_v4_list(entries: list[Entry], locations: bool) -> bytes:
     """A base address selection of 0, absolute (begin, end) entries and the end (8-byte
     addresses); DW_LLE_default_location has no DWARF 4 form and is left out."""
@@ -236,3 +250,128 @@ def _address(data: bytes, pos: int, size: int, section: str) -> int:
     if pos + size > len(data):
         raise DecodeError(section, pos, "an address runs past the end of the section")
     return int.from_bytes(data[pos:pos + size], "little")
+
+
+class ListSpan(NamedTuple):
+    """What a copy of a DWARF 5 list's bytes depends on (span_v5_list)."""
+
+    end: int  # the offset after its end entry
+    lo: int  # its entries' lowest begin and highest end (lo > hi: no entry has a range)
+    hi: int
+    bounded: int  # entries with a range (all but DW_LLE_default_location)
+    bases: list[tuple[int, int, int]]  # its DW_LLE_base_addressx entries: offset, end, index
+    indices: list[int]  # address indices its start entries name
+    literal: bool  # it holds an address itself (base_address, start_end, start_length)
+    unit_base: bool  # an offset pair on the unit's base address (before any base entry)
+    addr_op: bool  # an expression holds a DW_OP_addr byte (perhaps an operand's)
+    ranges: list[tuple[int, int]]  # a range list's [begin, end) (a location list's: [])
+
+
+def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
+                 base_address: int, address_at: AddressAt) -> ListSpan | None:
+    """read_v5_list's walk over the same list, keeping only what says whether its bytes stay
+    right where every address in it moves the same distance; None for a list whose bytes
+    mean something only where they are (a start-end index pair, a GNU view pair) or that
+    has an empty entry. A second reader, kept
+    because a benchmark says so: it makes no entry (docs/benchmarks.md, bench/debuginfo.py
+    --realworld); it reads what read_v5_list reads, and raises DecodeError where it does."""
+    size = len(data)
+    lo, hi, bounded = 1 << 64, -1, 0
+    base = base_address  # the unit's, until the list sets its own
+    own_base = False
+    bases: list[tuple[int, int, int]] = []
+    indices: list[int] = []
+    ranges: list[tuple[int, int]] = []
+    literal = unit_base = addr_op = False
+    start = pos
+    while True:
+        if pos >= size:
+            raise DecodeError(section, start, "the list runs past the end of the section")
+        kind = data[pos]
+        at = pos
+        pos += 1
+        if kind == _LLE_OFFSET_PAIR:
+            if not own_base:
+                unit_base = True
+            # offsets of up to three bytes inline: nearly all of a clang list's
+            a = data[pos] if pos < size else 0x80
+            if a < 0x80:
+                pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                a = (a & 0x7F) | data[pos + 1] << 7
+                pos += 2
+            elif pos + 2 < size and data[pos + 2] < 0x80:
+                a = (a & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                pos += 3
+            else:
+                a, pos = read_uleb(data, pos, size, section)
+            b = data[pos] if pos < size else 0x80
+            if b < 0x80:
+                pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                b = (b & 0x7F) | data[pos + 1] << 7
+                pos += 2
+            elif pos + 2 < size and data[pos + 2] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                pos += 3
+            else:
+                b, pos = read_uleb(data, pos, size, section)
+            begin, end = base + a, base + b
+        elif kind == _LLE_END:
+            return ListSpan(pos, lo, hi, bounded, bases, indices, literal, unit_base, addr_op,
+                            ranges)
+        elif kind == _LLE_BASEX:
+            index, pos = read_uleb(data, pos, size, section)
+            base = address_at(index)
+            own_base = True
+            bases.append((at, pos, index))
+            continue
+        elif kind == _LLE_STARTX_LENGTH:
+            index, pos = read_uleb(data, pos, size, section)
+            n, pos = read_uleb(data, pos, size, section)
+            begin = address_at(index)
+            end = begin + n
+            indices.append(index)
+        elif (locations and kind == _LLE_GNU_VIEW_PAIR) or kind == _LLE_STARTX_ENDX:
+            return None
+        elif locations and kind == _LLE_DEFAULT:
+            begin = end = DEFAULT
+        elif kind == (_LLE_BASE if locations else _RLE_BASE):
+            base = _address(data, pos, address_size, section)
+            pos += address_size
+            literal = own_base = True
+            continue
+        elif kind == (_LLE_START_END if locations else _RLE_START_END):
+            begin = _address(data, pos, address_size, section)
+            end = _address(data, pos + address_size, address_size, section)
+            pos += 2 * address_size
+            literal = True
+        elif kind == (_LLE_START_LENGTH if locations else _RLE_START_LENGTH):
+            begin = _address(data, pos, address_size, section)
+            n, pos = read_uleb(data, pos + address_size, size, section)
+            end = begin + n
+            literal = True
+        else:
+            raise DecodeError(section, at, f"list entry kind {kind:#x} unknown")
+        if begin != DEFAULT:
+            bounded += 1
+            if begin < lo:
+                lo = begin
+            if end > hi:
+                hi = end
+            if end <= begin:
+                return None  # an empty entry: one written again leaves it out
+        if locations:
+            n = data[pos] if pos < size else 0x80
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = read_uleb(data, pos, size, section)
+            if pos + n > size:
+                raise DecodeError(section, pos, "an expression runs past the end of the "
+                                  "section")
+            if not addr_op and data.find(b"\x03", pos, pos + n) >= 0:
+                addr_op = True
+            pos += n
+        else:
+            ranges.append((begin, end))

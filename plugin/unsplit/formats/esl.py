@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unsplit.errors import DecodeError, EslError
+from unsplit.formats import section_ids
 from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, sleb128, uleb128
 
-SECTION = ".opt_table"
+SECTION = section_ids.ESL_SECTION
 
 # TLV tags (§2)
 TAG_END = 0

@@ -171,9 +171,14 @@ def _cstring(data: bytes, pos: int, end: int | None) -> tuple[str, int]:
     return data[pos:nul].decode("utf-8", "replace"), nul + 1
 
 
-def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
-    """Each sequence of the program: its rows in program order and its end address."""
+def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
+              ) -> list[tuple[list[Row], int]]:
+    """Each sequence of the program: its rows in program order and its end address (`marks`,
+    when given, gets for each sequence the offset in `data` right after each row's opcode:
+    the opcodes between two marks make the second row from the first's state)."""
     out: list[tuple[list[Row], int]] = []
+    ends: list[int] = []
+    mark = ends.append if marks is not None else None
     min_len, line_base, line_range, opcode_base = (h.min_inst_length, h.line_base,
                                                    h.line_range, h.opcode_base)
     lengths = h.opcode_lengths
@@ -193,6 +198,8 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
             rows.append((address, file, line, column, flags, isa, disc))
             flags &= IS_STMT
             disc = 0
+            if mark is not None:
+                mark(pos)
         elif op == 0:
             size, pos = read_uleb(data, pos, end, SECTION)
             if size and pos >= end:
@@ -201,6 +208,10 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
             if sub == 1:  # DW_LNE_end_sequence
                 out.append((rows, address))
                 rows = []
+                if marks is not None:
+                    marks.append(ends)
+                    ends = []
+                    mark = ends.append
                 address, file, line, column, flags, isa, disc = 0, 1, 1, 0, stmt0, 0, 0
             elif sub == 2:  # DW_LNE_set_address
                 address = int.from_bytes(data[pos + 1:pos + size], "little")
@@ -211,6 +222,8 @@ def sequences(data: bytes, h: LineHeader) -> list[tuple[list[Row], int]]:
             rows.append((address, file, line, column, flags, isa, disc))
             flags &= IS_STMT
             disc = 0
+            if mark is not None:
+                mark(pos)
         elif op == 2:
             n, pos = read_uleb(data, pos, end, SECTION)
             address = (address + min_len * n) & _MASK
@@ -307,6 +320,15 @@ class ProgramWriter:
                 out.append(3)
                 out += sleb(delta)
             out.append(1)
+        self._state = (address, file, line, column, flags & IS_STMT, isa)
+
+    def copy(self, first: Row, raw: bytes, last: Row) -> None:
+        """Row `first`, then `raw`: the input program's opcodes right after `first`'s, up to
+        and including `last`'s (a program with this header: they mean here what they meant
+        there, from the state `first` leaves, which is the input's after it)."""
+        self.row(first)
+        self.out += raw
+        address, file, line, column, flags, isa, _ = last
         self._state = (address, file, line, column, flags & IS_STMT, isa)
 
     def end_sequence(self, end: int) -> None:

@@ -10,5 +10,8 @@ SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
 SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A
 BB_ADDR_MAP_SECTION = ".llvm_bb_addr_map"
 
+SPLIT_INFO_SECTION = ".split_info"  # shared/specs/split-info-and-esl.md §1
+ESL_SECTION = ".opt_table"  # §2
+
 MIP_SECTION = "__llvm_mipmap"
 MIP_RAW_SECTION = "__llvm_mipraw"

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unsplit.errors import DecodeError, UnsupportedVersion
+from unsplit.formats import section_ids
 
-SECTION = ".split_info"
+SECTION = section_ids.SPLIT_INFO_SECTION
 MAGIC = 0x54494C53  # "SLIT" read as a little-endian u32
 VERSION = 1
 

@@ -8,7 +8,9 @@ written empty, with one line saying which and why."""
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
+from collections.abc import Callable
 
 from unsplit.errors import DecodeError
 from unsplit.formats import dwarf_lists as L
@@ -49,6 +51,20 @@ class Mover:
             out[at:at + 8] = self.address(old).to_bytes(8, "little")
         return bytes(out)
 
+    def moves(self, expr: bytes, offset_size: int, where: object) -> bool:
+        """Whether expression() would change `expr` (an expression that does not decode is
+        said here, and kept)."""
+        if dwarf_ops.DW_OP_addr not in expr:
+            return False
+        try:
+            places = dwarf_ops.address_operands(expr, 8, offset_size)
+        except DecodeError as e:
+            self.warnings.append(f"{where}: {e.message}: kept as it is")
+            return False
+        start = self.imap.start
+        return any(start(old) != old for old in (
+            int.from_bytes(expr[at:at + 8], "little") for at in places))
+
     def ranges(self, entries: list[L.Entry]) -> list[tuple[int, int]]:
         """Where input ranges went, the range holding the first one's start first (a
         function's or inlined call's entry: GDB and LLDB take the first range's start)."""
@@ -57,25 +73,22 @@ class Mover:
             placed = self.imap.place(begin, end)
             found += placed.ranges
             self.dropped["range bytes"] += placed.missing
-        out = merge(found)
-        if entries and len(out) > 1:
-            entry = self.imap.start(entries[0][0])
-            for i, (start, end) in enumerate(out):
-                if entry is not None and start <= entry < end:
-                    out.insert(0, out.pop(i))
-                    break
-        return out
+        return _entry_first(merge(found), self.imap.start(entries[0][0]) if entries else None)
 
     def locations(self, entries: list[L.Entry], offset_size: int, where: object
                   ) -> list[L.Entry]:
         out: list[L.Entry] = []
-        place = self.imap.place
+        place, shift = self.imap.place, self.imap.shift
         missing = lost = 0
         for begin, end, expr in entries:
             moved = self.expression(expr, offset_size, where) \
                 if dwarf_ops.DW_OP_addr in expr else expr
             if begin == L.DEFAULT:
                 out.append((begin, end, moved))
+                continue
+            delta = shift(begin, end)  # place's answer when one run holds the entry
+            if delta is not None:
+                out.append((begin + delta, end + delta, moved))
                 continue
             ranges, gone = place(begin, end)
             if gone:
@@ -91,13 +104,25 @@ class Mover:
         return out
 
 
+def _entry_first(ranges: list[tuple[int, int]], entry: int | None) -> list[tuple[int, int]]:
+    """`ranges` with the one holding `entry` first."""
+    if entry is not None and len(ranges) > 1:
+        for i, (start, end) in enumerate(ranges):
+            if start <= entry < end:
+                ranges.insert(0, ranges.pop(i))
+                break
+    return ranges
+
+
 class UnitLists:
     """One unit's lists: where the new ones go and the memo of those already written."""
 
     def __init__(self, mover: Mover, version: int, offset_size: int, base_address: int,
                  address_at: L.AddressAt, inputs: dict[str, bytes],
-                 outputs: dict[str, bytearray], unit_name: str) -> None:
+                 outputs: dict[str, bytearray], unit_name: str,
+                 named_start: Callable[[int], None] = lambda index: None) -> None:
         self.mover = mover
+        self.named_start = named_start  # an address index a copied list names as a start
         self.version = version
         self.offset_size = offset_size
         self.base_address = base_address
@@ -111,6 +136,8 @@ class UnitLists:
         self._done: dict[tuple[str, int], int] = {}
         self.indexed_ranges: list[list[tuple[int, int]]] = []  # by DW_FORM_rnglistx index
         self.placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+        self._shifts: dict[int, int] = {}  # base address index -> how far its entry moved,
+        #                                    once a copied list has named it (so as a start)
         self.bounded: dict[int, int] = {}  # a new location list's entries that have a range
 
     def _contribution(self, name: str, offsets: int = 0) -> int:
@@ -140,12 +167,11 @@ class UnitLists:
         header = L.read_lists_header(data, old_base, name)
         offsets = L.offsets_array(data, header)
         base = self._contribution(name, len(offsets))
-        out = self.outputs[name]
-        for i, relative in enumerate(offsets):
-            new = self.list_at(name, old_base + relative, locations)
-            out[base + 4 * i:base + 4 * i + 4] = (new - base).to_bytes(4, "little")
-            if not locations:
-                self.indexed_ranges.append(self.placed[new])
+        moved = [self.list_at(name, old_base + relative, locations) - base
+                 for relative in offsets]
+        self.outputs[name][base:base + 4 * len(moved)] = struct.pack(f"<{len(moved)}I", *moved)
+        if not locations:
+            self.indexed_ranges += [self.placed[base + new] for new in moved]
         return base
 
     def list_at(self, name: str, offset: int, locations: bool) -> int:
@@ -158,6 +184,10 @@ class UnitLists:
         where = _ListPlace(self.unit_name, name, offset)
         try:
             if self.version >= 5:
+                copied = self._copied(name, data, offset, locations, where)
+                if copied is not None:
+                    self._done[key] = copied
+                    return copied
                 entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
                                          self.address_at)
             else:
@@ -176,6 +206,68 @@ class UnitLists:
         self._done[key] = new
         return new
 
+    def _copied(self, name: str, data: bytes, offset: int, locations: bool, where: object
+                ) -> int | None:
+        """The DWARF 5 list at `offset` appended as its bytes are, when every address in them
+        moved the same distance (code BOLT left where it was, or one run of code it moved
+        whole): its offset pairs hold, and its address indices name entries of the unit's
+        .debug_addr, moved the same way. Its new offset; None when it must be decoded and
+        written again (Mover)."""
+        span = L.span_v5_list(data, offset, name, locations, 8, self.base_address,
+                              self.address_at)
+        if span is None:
+            return None
+        end, lo, hi, bounded, bases, indices, literal, unit_base, addr_op, ranges = span
+        imap = self.mover.imap
+        delta = 0 if hi < 0 else imap.shift(lo, hi if hi > lo else lo + 1)
+        if delta is None or (delta and literal):
+            return None
+        if addr_op and any(
+                self.mover.moves(expr, self.offset_size, where) for _, _, expr in
+                L.read_v5_list(data, offset, name, True, 8, self.base_address,
+                               self.address_at)):
+            return None
+        for index in indices:  # a start entry's address, in the run: moved as it is
+            self.named_start(index)
+        raw = data[offset:end]
+        shifts = self._shifts
+        for _, _, index in bases:
+            if shifts.get(index) != delta:
+                raw = self._rebased(data, offset, span, delta, locations)
+                break
+        if unit_base:  # the unit's base, moved, named first (the unit's own may move otherwise)
+            raw = L.base_address_entry(self.base_address + delta, locations) + raw
+        new = self._append(name, raw)
+        if locations:
+            self.bounded[new] = bounded
+        else:
+            self.placed[new] = _entry_first(
+                merge([(b + delta, e + delta) for b, e in ranges if b < e]),
+                imap.start(ranges[0][0]) if ranges else None)
+        return new
+
+    def _rebased(self, data: bytes, offset: int, span: L.ListSpan, delta: int,
+                 locations: bool) -> bytes:
+        """The list's bytes, each base address index kept where its .debug_addr entry moves
+        with the list, else replaced by the base address itself, moved (clang names one base
+        for a whole section's lists: a function BOLT moved may hold it)."""
+        address_at, start = self.address_at, self.mover.imap.start
+        out = bytearray()
+        at = offset
+        for entry, after, index in span.bases:
+            address = address_at(index)
+            if start(address) == address + delta:
+                self.named_start(index)
+                self._shifts[index] = delta  # the next list on this base takes it as it is
+                continue
+            out += data[at:entry]
+            out += L.base_address_entry(address + delta, locations)
+            at = after
+        if at == offset:
+            return data[offset:span.end]
+        out += data[at:span.end]
+        return bytes(out)
+
     def views(self, location_list: int) -> int:
         """Where GCC's DW_AT_GNU_locviews of the location list written at `location_list`
         (-1: none) now points: a view pair (0, 0) for each of its entries with a range. The
@@ -191,11 +283,17 @@ class UnitLists:
 
     def write(self, name: str, entries: list[L.Entry], locations: bool) -> int:
         """Appends a list to this unit's part of `name`; its offset in the section."""
-        if self.version >= 5:
+        return self._append(name, L.encode_v5_list(entries, locations) if self.version >= 5
+                            else L.encode_v4_list(entries, locations))
+
+    def write_range(self, begin: int, end: int) -> int:
+        """write() of a DWARF 5 range list of [begin, end) alone (most functions' and
+        scopes')."""
+        return self._append(self.rng_name, L.encode_v5_range(begin, end))
+
+    def _append(self, name: str, data: bytes) -> int:
+        if self.version >= 5 and name not in self._starts:
             self._contribution(name)
-            data = L.encode_v5_list(entries, locations)
-        else:
-            data = L.encode_v4_list(entries, locations)
         out = self.outputs[name]
         offset = len(out)
         out += data

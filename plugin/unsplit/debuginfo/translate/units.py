@@ -145,8 +145,12 @@ class UnitRewriter:
                 raise DecodeError(name, at, f"the unit's DW_AT_low_pc in form {form:#x}, not "
                                   "an address")
             base_address = int(value) if form == K.DW_FORM_addr else address_at(int(value))
+        def named_start(index: int) -> None:
+            if table is not None:
+                self.addr.named_start(table, index)
+
         lists = UnitLists(self.mover, header.version, header.offset_size, base_address,
-                          address_at, self.inputs, self.outputs, where)
+                          address_at, self.inputs, self.outputs, where, named_start)
         for attribute, make in ((K.DW_AT_rnglists_base, lists.ranges_table),
                                 (K.DW_AT_loclists_base, lists.locations_table)):
             if attribute in attrs:
@@ -298,24 +302,27 @@ class _Sites:
 
     def pair(self, pair: list[tuple[K.Kind, int]], die: int) -> None:
         """DW_AT_low_pc and DW_AT_high_pc: the ranges their code went to."""
-        (low_kind, low_pos), (high_kind, high_pos) = sorted(
-            pair, key=lambda p: p[0].what != K.PAIR_LOW)
+        (low_kind, low_pos), (high_kind, high_pos) = pair if pair[0][0].what == K.PAIR_LOW \
+            else pair[::-1]
         low, index, _ = self._read_address(low_kind, low_pos)
         if high_kind.form == K.DW_FORM_udata:
             high = dwarf_unit.uleb(self.data, high_pos)[0]
         else:
-            high = int.from_bytes(self.data[high_pos:high_pos + _size(high_kind.form)],
+            high = int.from_bytes(self.data[high_pos:high_pos + _SIZES.get(high_kind.form, 0)],
                                   "little")
         if high_kind.form != K.DW_FORM_addr:
             high += low
-        ranges = self.mover.ranges([(low, high, b"")])
+        delta = self.mover.imap.shift(low, high)  # most functions and scopes: one run
+        ranges = [(low + delta, high + delta)] if delta is not None else \
+            self.mover.ranges([(low, high, b"")])
         is_unit = low_kind.tag in K.UNIT_TAGS
         if is_unit:
             self.done.aranges.append((self.header.offset, ranges))
         out = self.out
         if high_kind.what == K.PAIR_HIGH:
             offset = self.lists.write(self.lists.rng_name, [(s, e, b"") for s, e in ranges],
-                                      False)
+                                      False) if len(ranges) != 1 or self.header.version < 5 \
+                else self.lists.write_range(*ranges[0])
             value = offset.to_bytes(4, "little")
             out[high_pos:high_pos + len(value) + (4 if high_kind.padded else 0)] = \
                 (_PADDED_SEC_OFFSET + value) if high_kind.padded else value
@@ -328,13 +335,12 @@ class _Sites:
         if index < 0:
             _put(out, low_pos, 8, first[0])
         length = first[1] - first[0]
-        size = _size(high_kind.form)
+        size = _SIZES.get(high_kind.form, 0)
         _put(out, high_pos, size, length if length < 1 << (8 * size) else 0)
 
 
-def _size(form: int) -> int:
-    return {K.DW_FORM_data1: 1, K.DW_FORM_data2: 2, K.DW_FORM_data4: 4, K.DW_FORM_data8: 8,
-            K.DW_FORM_addr: 8}.get(form, 0)
+_SIZES = {K.DW_FORM_data1: 1, K.DW_FORM_data2: 2, K.DW_FORM_data4: 4, K.DW_FORM_data8: 8,
+          K.DW_FORM_addr: 8}
 
 
 def _block(data: bytes, pos: int, form: int) -> tuple[int, int]:

@@ -110,6 +110,11 @@ class InputMap:
         byte = code[offset] if offset < len(code) else output.code_byte(address)
         return byte in (0xE9, 0xEB)
 
+    def kept(self, lo: int, hi: int) -> bool:
+        """Whether input [lo, hi) lies in functions BOLT left where they were (lite mode)."""
+        i = bisect_right(self._kept_lo, lo) - 1
+        return i >= 0 and hi <= self._kept_hi[i]
+
     def is_code(self, address: int) -> bool:
         """Whether `address` is in an executable section of the input."""
         i = bisect_right(self.input_code, (address, 1 << 64)) - 1
@@ -158,6 +163,19 @@ class InputMap:
                 return Placed([(out, self.tail[i] if hi == run_hi else out + hi - lo)],
                               0), out
         return self.place(lo, hi), self.start(lo)
+
+    def shift(self, lo: int, hi: int) -> int | None:
+        """How far input code [lo, hi) moved when one run holds it whole and every byte of it
+        (its end too) moved that far: place(b, e) of any [b, e) within it is then
+        [(b + shift, e + shift)]. None otherwise."""
+        los = self.lo
+        i = bisect_right(los, lo) - 1
+        if i < 0 or lo >= hi or hi > self.hi[i] or (i + 1 < len(los) and los[i + 1] < hi):
+            return None
+        delta = int(self.out[i]) - int(los[i])
+        if hi == self.hi[i] and self.tail[i] != hi + delta:
+            return None
+        return delta
 
     def place(self, lo: int, hi: int) -> Placed:
         """The output ranges input [lo, hi) of code became."""

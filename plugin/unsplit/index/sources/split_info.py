@@ -8,13 +8,17 @@ from __future__ import annotations
 import bisect
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError
-from unsplit.formats import esl
-from unsplit.formats import split_info as si
+from unsplit.formats.section_ids import ESL_SECTION, SPLIT_INFO_SECTION
 from unsplit.index.model.records import HOT, Fragment, LineRow, Procedure
 from unsplit.index.sources import BaseSource
+
+if TYPE_CHECKING:  # the decoders: imported for a module with their sections only
+    from unsplit.formats import esl
+    from unsplit.formats import split_info as si
 
 
 @dataclass(slots=True)
@@ -31,9 +35,11 @@ class LineInfo:
 
 def _decode(binary: Binary) -> list[si.SplitProcedure]:
     """The proposal's sp_init on a Binary: every split procedure, by entry address."""
-    data = binary.section_data(si.SECTION)
+    data = binary.section_data(SPLIT_INFO_SECTION)
     split: list[si.SplitProcedure] = []
     if data is not None:
+        from unsplit.formats import split_info as si
+
         records = si.decode(data)
         _check_in_code(records, binary.text_address_ranges())
         funcs = [(f.name, f.value, f.size) for f in binary.functions]
@@ -51,7 +57,7 @@ def _check_in_code(records: tuple[si.SplitRecord, ...], code: list[tuple[int, in
         for what, lo, hi in (("moved range", r.vaddr, r.moved_end),
                              ("branch", r.branch_addr, r.branch_end)):
             if not (lo <= hi <= last and any(start <= lo < end for start, end in code)):
-                raise DecodeError(si.SECTION, r.offset,
+                raise DecodeError(SPLIT_INFO_SECTION, r.offset,
                                   f"{what} [{lo:#x}, {hi:#x}) is not in the module's code")
 
 
@@ -109,8 +115,10 @@ def pieces(sp: si.SplitProcedure) -> list[tuple[int, int]]:
 def _line_info(binary: Binary, split: list[si.SplitProcedure]) -> LineInfo:
     """ESL rows of every PROC at their addresses, plus errors and procedures without ESL."""
     info = LineInfo()
-    data = binary.section_data(esl.SECTION)
+    data = binary.section_data(ESL_SECTION)
     if data is not None:
+        from unsplit.formats import esl
+
         by_entry = {sp.start: sp for sp in split}
         sizes = {f.value: f.size for f in binary.functions if f.size}
         for proc in esl.decode_opt_table(data):
@@ -137,6 +145,8 @@ def _add_proc(
         logical_size = size
         ranges = [(proc.entry, proc.entry + (size if size else 1 << 40), 0)]
         branches = []
+    from unsplit.formats import esl
+
     result = esl.run_program(proc, logical_size)
     if result.error is not None:
         info.partial[proc.entry] = result.error
@@ -243,7 +253,7 @@ class SplitInfoSource(BaseSource):
     def lines_in(self, start: int, end: int) -> list[LineRow]:
         """ESL rows of split procedures (none without `.split_info`); raises UnsplitError on
         a damaged line section."""
-        if not self.binary.has_section(si.SECTION):
+        if not self.binary.has_section(SPLIT_INFO_SECTION):
             return []
         rows = self.line_rows()
         lo = bisect.bisect_left(rows, start, key=lambda r: r.address)
