@@ -1,14 +1,11 @@
 """The code ranges of each compile unit, from its top DIE (DWARF 5 §3.1.1: DW_AT_low_pc and
 DW_AT_high_pc, or DW_AT_ranges with DW_AT_low_pc as the lists' base address), read from the
 sections' bytes: which unit covers an address, where .debug_aranges is missing (clang writes
-none by default).
-
-Also where each unit's line program starts (DW_AT_stmt_list), for the question which units'
-line tables name a file (`bb break FILE:LINE`).
+none by default); and where its line program starts (DW_AT_stmt_list: `bb break FILE:LINE`).
 
 Why by hand: pyelftools parses each unit's whole abbreviation table into objects to read one
-DIE, a cost every session's first `bt` paid (docs/benchmarks.md, GDB's first session), and
-`bb break` paid again for every unit of a libc with debug info.
+DIE, a cost every session's first `bt` and `bb break` on a libc with debug info paid
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
