@@ -397,6 +397,33 @@ class MovedCodeDecorator(LineDecorator):
             return self._fallback(e, FrameDecorator.function)
 
 
+_SOURCE_LINES = ("source-line", "source-and-location")
+
+
+def _source_lines_crash() -> bool:
+    """Whether GDB's Python printer would crash on this backtrace: under `print frame-info
+    source-line` or `source-and-location` it prints each frame's source line without checking
+    that GDB has one (py-framefilter.c, print_source_lines of a null symtab: GDB 13 and 18
+    segfault with any frame filter on a frame without debug information). Then GDB's own
+    printer prints the backtrace."""
+    if gdb.parameter("print frame-info") not in _SOURCE_LINES:
+        return False
+    frame: gdb.Frame | None = gdb.newest_frame()
+    for _ in range(STACK_CHECK_LIMIT):
+        if frame is None:
+            return False
+        if frame.find_sal().symtab is None:
+            return True
+        frame = frame.older()
+    return True  # deeper than we look: a frame further out may have none
+
+
+_SOURCE_LINES_WARNING = (
+    "unsplit: `print frame-info` prints source lines, and GDB's frame-filter printer crashes "
+    "on a frame without them: this backtrace is GDB's own, frames in moved code not renamed "
+    "(`set print frame-info auto` names them)")
+
+
 class UnsplitFrameFilter:
     """Registered as gdb.frame_filters["unsplit"]."""
 
@@ -406,13 +433,14 @@ class UnsplitFrameFilter:
         self.chosen = True  # the user's choice: bb enable/disable, enable/disable frame-filter
         self.locator = locator
         self.full_paths = console.mi_interpreter()  # what MI's printer lacks (LineDecorator)
+        self.said_crash = False  # _crash_ahead's warning
 
     @property
     def enabled(self) -> bool:
         """GDB asks before each backtrace: on when chosen and the stack has a frame the plugin
         shows differently (Locator.shown)."""
         try:
-            return self.chosen and self._stack_has_shown_frame()
+            return self.chosen and self._stack_has_shown_frame() and not self._crash_ahead()
         except Exception as e:  # never cost the user their backtrace
             report_internal(e, once=True)
             return self.chosen
@@ -420,6 +448,15 @@ class UnsplitFrameFilter:
     @enabled.setter
     def enabled(self, flag: bool) -> None:
         self.chosen = bool(flag)
+
+    def _crash_ahead(self) -> bool:
+        """_source_lines_crash, said once a session."""
+        if not _source_lines_crash():
+            return False
+        if not self.said_crash:
+            self.said_crash = True
+            gdb.write(_SOURCE_LINES_WARNING + "\n", gdb.STDERR)
+        return True
 
     def _stack_has_shown_frame(self) -> bool:
         frame: gdb.Frame | None

@@ -188,3 +188,21 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
+
+
+@pytest.mark.parametrize("info", ["source-and-location", "source-line"])
+def test_source_lines_in_bt_do_not_crash_gdb(gdb: Callable[..., Any], zoo: dict[str, Any],
+                                             info: str) -> None:
+    """GDB's frame-filter printer prints each frame's source line under `print frame-info
+    source-line` or `source-and-location` without checking that it has one, and segfaults on
+    a frame without debug information (GDB's own bug, any frame filter). The plugin leaves
+    such a backtrace to GDB's own printer and says why once: `bt` reads as `bt -no-filters`
+    (GDB's printer, no filter) in the same session, which goes on."""
+    f = facts(zoo, "gcc-pgo-nodebug", "crash")
+    s = gdb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    s.command(f"set print frame-info {info}")
+    said = [s.backtrace(), s.backtrace()]
+    theirs = s.command("bt -no-filters")
+    assert "transfer" in theirs and s.alive()
+    assert "frame-filter printer crashes" in said[0].splitlines()[0]
+    assert said[0].splitlines()[1:] == theirs.splitlines() == said[1].splitlines(), said
