@@ -54,6 +54,9 @@ class Group:
     dropped: set[Key] = field(default_factory=set)  # deleted by the user: never made again
     placeholder: bool = False  # the head is a `catch load`, which GDB lists as a catchpoint
     told: set[str] = field(default_factory=set)  # modules said to have only inlined code of it
+    # The head's own site where FILE:LINE's line moved away from it (a later module has the
+    # line asked for): its location is disabled, its number still leads the group.
+    resting: tuple[Key, Member] | None = None
 
     @property
     def number(self) -> int:
@@ -247,12 +250,17 @@ class Breakpoints:
                 continue
             added: list[tuple[LoadedModule, Member]] = []
             # FILE:LINE's line is chosen over every module, the new one too (as GDB's own).
-            spec = group.spec
+            spec, moved = group.spec, False
             if spec.file is not None:
                 spec = policy.settle(spec, (i for m in modules
                                             if (i := self.session.readable_index(m.path))))
+                moved, group.spec = spec.settled_line != group.spec.settled_line, spec
+            if moved:  # every module's sites are another line's now
+                self._keep_only(group, {m.path for m in modules},
+                                {(m.path, site.file_address) for m in modules
+                                 for site in self._sites(m, spec)})
             for module in modules:
-                if loaded is not None and module.path != loaded:
+                if loaded is not None and module.path != loaded and not moved:
                     continue
                 try:
                     index = self.session.index(module.path)
@@ -266,6 +274,10 @@ class Breakpoints:
                     member = group.members.get(key)
                     if key in group.dropped:
                         continue
+                    if group.resting is not None and group.resting[0] == key:
+                        member = group.members[key] = group.resting[1]
+                        group.resting = None
+                        self._set_location_enabled(member.breakpoint, True)
                     runtime = module.bias + site.file_address
                     if member is not None and (member.symbolic or member.address == runtime):
                         if member.parked is not None:
@@ -285,6 +297,34 @@ class Breakpoints:
                 gdb.write(break_text.gdb_resolved(
                     group.kind, group.number, group.text,
                     [int(m.breakpoint.number) for _, m in added], added[0][0].path) + "\n")
+
+    def _sites(self, module: LoadedModule, spec: BreakSpec) -> list[Site]:
+        try:
+            return policy.resolve(self.session.index(module.path), spec)
+        except UnsplitError:
+            return []
+
+    def _keep_only(self, group: Group, loaded: set[str], sites: set[Key]) -> None:
+        """Remove the group's locations in `loaded` modules at other sites than `sites` (not
+        the user's deletion: not dropped); the head, whose number names the group, only has its
+        location disabled. A module not loaded (parked members, a `run` again) keeps its own."""
+        for key, member in list(group.members.items()):
+            if key in sites or key[0] not in loaded:
+                continue
+            del group.members[key]
+            if member.breakpoint is group.head:
+                group.resting = key, member
+                self._set_location_enabled(member.breakpoint, False)
+            elif member.breakpoint.is_valid():
+                member.breakpoint.delete()
+
+    def _set_location_enabled(self, bp: Any, flag: bool) -> None:
+        self._mirroring = True
+        try:
+            for location in bp.locations if bp.is_valid() else ():
+                location.enabled = flag
+        finally:
+            self._mirroring = False
 
     def _inlined_only(self, group: Group, index: Any) -> None:
         """Say once per module when a pending `bb break NAME` names what the module has only

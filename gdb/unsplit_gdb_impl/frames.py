@@ -18,6 +18,7 @@ from unsplit.debug.frame_namer import Naming, Shown, holds_return_address
 from unsplit.index.model.records import Location
 
 from . import console
+from .argument_mode import frame_arguments
 from .frame_view import UNASKED, GdbFrame
 from .locator import Locator
 from .report import report_internal
@@ -50,13 +51,13 @@ class LineDecorator(FrameDecorator):
     is read from the frame directly, GDB's line once per frame."""
 
     def __init__(self, base: Any, loc: Location | None, full_paths: bool = False,
-                 scalars: bool | None = None, view: GdbFrame | None = None,
+                 arguments: str | None = None, view: GdbFrame | None = None,
                  caller: bool = False, memo: BacktraceMemo | None = None,
                  style: str | None = None, plain: bool | None = None) -> None:
         self._base = base  # as FrameDecorator.__init__ (a frame's every decorator is made here)
         self._loc = loc
         self._full_paths = full_paths  # GDB/MI: the file is the source's full path
-        self._scalars = scalars  # `print frame-arguments scalars` (None: asked when needed)
+        self._arguments = arguments  # argument_mode.MODES (None: asked when needed)
         self._view = view if view is not None else GdbFrame(base.inferior_frame())
         # GDB's own decorator of the frame: its answers are the frame's own
         self._plain = plain if plain is not None else _plain(base)
@@ -182,10 +183,11 @@ class LineDecorator(FrameDecorator):
             return self._fallback(e, FrameDecorator.frame_args)
 
     def _frame_args(self) -> Any:
-        if self._scalars is None:
-            self._scalars = scalars_only()
-        shown = self._full_paths or not self._scalars  # MI prints every value in full: `...`
-        # would read as a string there
+        if self._arguments is None:
+            self._arguments = frame_arguments()
+        # MI prints every value in full (`...` would read as a string there); `presence`
+        # prints none
+        shown = self._full_paths or self._arguments == "presence"
         memo = self._memo
         if memo is None or not (self._plain and self._caller) or \
                 self._view.gdb_type() != gdb.NORMAL_FRAME:
@@ -202,9 +204,10 @@ class LineDecorator(FrameDecorator):
                 return args if shown else [self._as_gdb_prints(item) for item in args]
             known = memo.args[key] = (args, tuple(_typed_scalar(item) for item in args or ()))
         args, scalar = known
-        if args is None or shown or all(scalar):
+        every = self._arguments == "none"  # each printed `...`, a scalar too
+        if args is None or shown or (all(scalar) and not every):
             return args
-        return [item if ok else self._as_gdb_prints(item)
+        return [item if ok and not every else self._as_gdb_prints(item)
                 for item, ok in zip(args, scalar, strict=True)]
 
     def _args(self) -> Any:
@@ -225,7 +228,9 @@ class LineDecorator(FrameDecorator):
         return FrameVars(frame).fetch_frame_args()
 
     def _as_gdb_prints(self, item: Any) -> Any:
-        return _as_gdb_prints(self._view.frame, item)
+        if self._arguments == "none":  # `n=...`, not the `n=n@entry=...` of Python's printer
+            return _Ellipsis(item.symbol())
+        return _as_gdb_prints(self._view.frame, item, self._arguments == "all")
 
     def frame_locals(self) -> Any:
         """The locals GDB's own `bt full` prints (stack.c, iterate_over_block_local_vars): the
@@ -274,17 +279,14 @@ class _Local:
         return None
 
 
-def scalars_only() -> bool:
-    return bool(gdb.parameter("print frame-arguments") == "scalars")
-
-
 _NON_SCALAR = (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION, gdb.TYPE_CODE_ARRAY,
                gdb.TYPE_CODE_SET, gdb.TYPE_CODE_STRING)
 
 
-def _as_gdb_prints(frame: gdb.Frame, item: Any) -> Any:
-    """An argument as GDB's own `bt` prints it under `print frame-arguments scalars`: `...` for
-    an optimized-out one that is no scalar. GDB's Python frame printer instead hands such a
+def _as_gdb_prints(frame: gdb.Frame, item: Any, every: bool) -> Any:
+    """An argument as GDB's own `bt` prints it (`every`: in mode `all`, `<optimized out>`;
+    else `scalars`, `...`) where it is optimized out and no scalar. GDB's Python frame printer
+    instead hands such a
     value to its pretty-printer (py-framefilter.c calls common_val_print, not the _checked
     variant GDB's own printer calls), and libstdc++'s printers raise on it: the frame line
     broke after `filename=` with "Python Exception <class 'gdb.error'>: value has been
@@ -299,7 +301,31 @@ def _as_gdb_prints(frame: gdb.Frame, item: Any) -> Any:
             return item
     except gdb.error:  # GDB reads it again and says why it cannot
         return item
+    if every:
+        scalar = _scalar_inside(value)
+        return item if scalar is None else _Given(symbol, scalar)
     return _Ellipsis(symbol)
+
+
+def _scalar_inside(value: gdb.Value) -> gdb.Value | None:
+    """A scalar part of optimized-out `value` (its first field's, its first element's...),
+    which GDB's Python printer prints `<optimized out>` in mode `all` as GDB's `bt` prints the
+    whole (the whole would go to its pretty-printer, or read `{a = <optimized out>, ...}`)."""
+    try:
+        for _ in range(32):
+            kind = value.type.strip_typedefs()
+            if kind.code == gdb.TYPE_CODE_ARRAY:
+                value = value[0]
+            elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
+                fields = [f for f in kind.fields() if hasattr(f, "bitpos")]  # not static
+                if not fields:
+                    return None
+                value = value[fields[0]]
+            else:
+                break
+        return value if not _non_scalar(value.type) and value.is_optimized_out else None
+    except gdb.error:
+        return None
 
 
 def _typed_scalar(item: Any) -> bool:
@@ -320,6 +346,19 @@ def _non_scalar(kind: gdb.Type) -> bool:
     while kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
         kind = kind.target().strip_typedefs()
     return kind.code in _NON_SCALAR
+
+
+class _Given:
+    """An argument printed as `value` (GDB's Symbol/Value interface)."""
+
+    def __init__(self, symbol: gdb.Symbol, value: gdb.Value) -> None:
+        self._symbol, self._value = symbol, value
+
+    def symbol(self) -> gdb.Symbol:
+        return self._symbol
+
+    def value(self) -> gdb.Value:
+        return self._value
 
 
 class _Ellipsis:
@@ -358,6 +397,33 @@ class MovedCodeDecorator(LineDecorator):
             return self._fallback(e, FrameDecorator.function)
 
 
+_SOURCE_LINES = ("source-line", "source-and-location")
+
+
+def _source_lines_crash() -> bool:
+    """Whether GDB's Python printer would crash on this backtrace: under `print frame-info
+    source-line` or `source-and-location` it prints each frame's source line without checking
+    that GDB has one (py-framefilter.c, print_source_lines of a null symtab: GDB 13 and 18
+    segfault with any frame filter on a frame without debug information). Then GDB's own
+    printer prints the backtrace."""
+    if gdb.parameter("print frame-info") not in _SOURCE_LINES:
+        return False
+    frame: gdb.Frame | None = gdb.newest_frame()
+    for _ in range(STACK_CHECK_LIMIT):
+        if frame is None:
+            return False
+        if frame.find_sal().symtab is None:
+            return True
+        frame = frame.older()
+    return True  # deeper than we look: a frame further out may have none
+
+
+_SOURCE_LINES_WARNING = (
+    "unsplit: `print frame-info` prints source lines, and GDB's frame-filter printer crashes "
+    "on a frame without them: this backtrace is GDB's own, frames in moved code not renamed "
+    "(`set print frame-info auto` names them)")
+
+
 class UnsplitFrameFilter:
     """Registered as gdb.frame_filters["unsplit"]."""
 
@@ -367,13 +433,14 @@ class UnsplitFrameFilter:
         self.chosen = True  # the user's choice: bb enable/disable, enable/disable frame-filter
         self.locator = locator
         self.full_paths = console.mi_interpreter()  # what MI's printer lacks (LineDecorator)
+        self.said_crash = False  # _crash_ahead's warning
 
     @property
     def enabled(self) -> bool:
         """GDB asks before each backtrace: on when chosen and the stack has a frame the plugin
         shows differently (Locator.shown)."""
         try:
-            return self.chosen and self._stack_has_shown_frame()
+            return self.chosen and self._stack_has_shown_frame() and not self._crash_ahead()
         except Exception as e:  # never cost the user their backtrace
             report_internal(e, once=True)
             return self.chosen
@@ -381,6 +448,15 @@ class UnsplitFrameFilter:
     @enabled.setter
     def enabled(self, flag: bool) -> None:
         self.chosen = bool(flag)
+
+    def _crash_ahead(self) -> bool:
+        """_source_lines_crash, said once a session."""
+        if not _source_lines_crash():
+            return False
+        if not self.said_crash:
+            self.said_crash = True
+            gdb.write(_SOURCE_LINES_WARNING + "\n", gdb.STDERR)
+        return True
 
     def _stack_has_shown_frame(self) -> bool:
         frame: gdb.Frame | None
@@ -400,7 +476,7 @@ class UnsplitFrameFilter:
 
     def filter(self, frame_iter: Iterable[Any]) -> Iterator[Any]:
         style = self.locator.session.demangling()  # `print demangle`, asked once per bt
-        scalars = scalars_only()  # and `print frame-arguments`
+        arguments = frame_arguments()  # and how arguments are printed
         memo = BacktraceMemo()
         try:
             self.locator.sync()
@@ -410,11 +486,11 @@ class UnsplitFrameFilter:
             checked = False
         newer: tuple[int, GdbFrame] | None = None  # the frame printed last, and its level
         for decorator in frame_iter:
-            shown, newer = self._decorate(decorator, style, checked, scalars, memo, newer)
+            shown, newer = self._decorate(decorator, style, checked, arguments, memo, newer)
             yield shown
 
     def _decorate(self, decorator: Any, style: str | None, checked: bool,
-                  scalars: bool | None, memo: BacktraceMemo,
+                  arguments: str | None, memo: BacktraceMemo,
                   newer: tuple[int, GdbFrame] | None) -> tuple[Any, tuple[int, GdbFrame] | None]:
         """The decorator `bt` prints the frame with, and the frame as the next one's newer
         (`newer`: the frame printed before, GDB's newer frame of this one when its level is one
@@ -439,7 +515,7 @@ class UnsplitFrameFilter:
                 if checked and view.place_only():
                     memo.namings[place] = naming
             loc = None if naming.shown is Shown.KEEP else naming.location
-            return decorated(decorator, loc, style, self.full_paths, scalars, view,
+            return decorated(decorator, loc, style, self.full_paths, arguments, view,
                              naming.lookup != naming.pc, memo, plain), (level, view)
         except Exception as e:  # a bug here must never cost the user their backtrace
             report_internal(e, once=True)
@@ -447,7 +523,7 @@ class UnsplitFrameFilter:
 
 
 def decorated(decorator: Any, loc: Location | None, style: str | None,
-              full_paths: bool = False, scalars: bool | None = None,
+              full_paths: bool = False, arguments: str | None = None,
               view: GdbFrame | None = None, caller: bool = False,
               memo: BacktraceMemo | None = None, plain: bool | None = None) -> Any:
     """What `bt` prints a normal or inlined frame with, given where the plugin shows it (`loc`,
@@ -456,7 +532,7 @@ def decorated(decorator: Any, loc: Location | None, style: str | None,
     its pc is a return address, `memo`: the backtrace's (BacktraceMemo), `plain`: the
     decorator is GDB's own FrameDecorator of the frame."""
     kind = MovedCodeDecorator if loc is not None and loc.in_moved_code else LineDecorator
-    return kind(decorator, loc, full_paths, scalars, view, caller, memo, style, plain)
+    return kind(decorator, loc, full_paths, arguments, view, caller, memo, style, plain)
 
 
 def _plain(decorator: Any) -> bool:

@@ -51,6 +51,8 @@ class SplitResolver:
         self.all_fragments = _arg(extra_args, "all_fragments").lower() in _TRUE
         self.spec: BreakSpec | None = None
         self.error = ""
+        self.line: int | None = None  # FILE:LINE's line as last settled over every module
+        self.resting: set[int] = set()  # ids of the locations disabled for another line's
         try:
             self.spec = core.parse(self.location, self.all_fragments)
         except UnsplitError as e:
@@ -91,6 +93,9 @@ class SplitResolver:
         if spec.file is not None:  # FILE:LINE's line is chosen over every module, as GDB's
             paths = [m.GetFileSpec().fullpath or "" for m in target.module_iter()]
             spec = core.settle(spec, (i for p in paths if (i := session.readable_index(p))))
+            if self.line is not None and spec.settled_line != self.line:
+                self._keep_only(session, spec)
+            self.line = spec.settled_line
         try:
             sites = core.resolve(session.index(path), spec)
         except UnsplitError:
@@ -103,6 +108,31 @@ class SplitResolver:
             address = module.ResolveFileAddress(site.file_address)
             if address.IsValid():
                 self.bkpt.AddLocation(address)
+                self._wake(address)
+
+    def _keep_only(self, session: Session, spec: BreakSpec) -> None:
+        """The line moved (a module loaded now has the line asked for, as GDB re-sets its
+        own `break`): disable the locations at the old line's sites. LLDB removes no location
+        a resolver added; a location resting so is enabled again if the line comes back."""
+        for i in range(self.bkpt.GetNumLocations()):
+            location = self.bkpt.GetLocationAtIndex(i)
+            address = location.GetAddress()
+            path = address.GetModule().GetFileSpec().fullpath
+            try:
+                sites = core.resolve(session.index(path), spec) if path else []
+            except UnsplitError:
+                sites = []
+            if location.IsEnabled() and int(address.GetFileAddress()) not in {
+                    site.file_address for site in sites}:
+                location.SetEnabled(False)
+                self.resting.add(int(location.GetID()))
+
+    def _wake(self, address: lldb.SBAddress) -> None:
+        location = self.bkpt.FindLocationByAddress(address.GetLoadAddress(self.bkpt.GetTarget())) \
+            if self.resting else None
+        if location is not None and location.IsValid() and location.GetID() in self.resting:
+            self.resting.discard(int(location.GetID()))
+            location.SetEnabled(True)
 
 
 def create(target: lldb.SBTarget, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]],

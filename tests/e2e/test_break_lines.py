@@ -87,16 +87,17 @@ TWO_FILES = {
 }
 
 
-def _two_files(work: Path) -> Path:
-    for name, text in TWO_FILES.items():
+def _two_files(work: Path, files: dict[str, str] = TWO_FILES,
+               lines: tuple[int, int] = (30, 40)) -> Path:
+    for name, text in files.items():
         (work / name).parent.mkdir(exist_ok=True)
         (work / name).write_text(text)
     for cmd in (["gcc", "-O0", "-g", "-fPIC", "-shared", "b/twin.c", "-o", "b/libl.so"],
                 ["gcc", "-O0", "-g", "a/twin.c", "-Lb", "-ll", f"-Wl,-rpath,{work}/b", "-o",
                  "m"]):
         subprocess.run(cmd, check=True, cwd=work, timeout=120)
-    assert TWO_FILES["a/twin.c"].splitlines()[29].strip() == "sink = lib_fn(3);"
-    assert TWO_FILES["b/twin.c"].splitlines()[39].strip() == "lib_sink = n * 2;"
+    assert files["a/twin.c"].splitlines()[lines[0] - 1].strip() == "sink = lib_fn(3);"
+    assert files["b/twin.c"].splitlines()[lines[1] - 1].strip() == "lib_sink = n * 2;"
     return work / "m"
 
 
@@ -168,3 +169,34 @@ def test_a_line_begun_again_in_its_scope_is_one_location(zoo: dict[str, Any], va
     ours = {(m[0], int(m[1], 16)) for m in
             re.findall(r"^\s*\S+\s+y\s+0x[0-9a-f]+ in (\w+)\+(0x[0-9a-f]+) ", listed, re.M)}
     assert ours == theirs, (listed, said)
+
+
+# A program whose twin.c has code at line 40 only, and a library whose twin.c has code at 30:
+# twin.c:30 set before `run` is the program's 40 (the one module loaded then has no line 30),
+# then the library's 30 alone once it loads.
+LATER_EXACT = {
+    "a/twin.c": "int lib_fn(int);\nvolatile int sink;\nint main(void)\n{\n" + _FILLER * 35
+    + "    sink = lib_fn(3);\n    return 0;\n}\n",
+    "b/twin.c": "volatile int lib_sink;\nint lib_fn(int n)\n{\n" + _FILLER * 26
+    + "    lib_sink = n * 2;\n    return lib_sink;\n}\n",
+}
+
+
+def test_a_fallback_line_goes_when_a_later_module_has_the_line(debugger: Callable[..., Any],
+                                                               gdb: Callable[..., Any],
+                                                               tmp_path: Path) -> None:
+    """Plain GDB's `break twin.c:30` before `run` goes to the program's line 40, then, re-set
+    as the library loads, to the library's line 30 alone: the program first stops there, in
+    lib_fn, not in main. `bb break` does the same."""
+    binary = _two_files(tmp_path, LATER_EXACT, (40, 30))
+    plain = gdb(binary, plugin=False)
+    session = debugger(binary)
+    plain.break_line("twin.c", 30)
+    said = session.command("bb break twin.c:30")
+    assert said.startswith("Breakpoint"), said
+    stops = [s.run() for s in (plain, session)]
+    assert all("lib_fn" in stop and "twin.c:40" not in stop for stop in stops), stops
+    theirs = plain.breakpoint_addresses()
+    listed = session.command("bb break --list")
+    ours = {int(a, 16) for a in re.findall(r"^\s*\S+\s+y\s+(0x[0-9a-f]+) in ", listed, re.M)}
+    assert ours == theirs, listed

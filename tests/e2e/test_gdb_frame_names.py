@@ -123,7 +123,9 @@ def test_an_optimized_out_argument_reads_as_gdbs_own_bt(gdb: Callable[..., Any],
     own `bt` prints `name=...`; its Python frame printer handed the value to libstdc++'s
     pretty-printer, whose exception broke the frame line (`name=Python Exception <class
     'gdb.error'>: value has been optimized out`, then a newline). With the plugin's filter the
-    line reads as GDB's own, arguments and all. Oracle: the same `bt` without the plugin."""
+    line reads as GDB's own, arguments and all, whichever way the arguments are asked for:
+    `name=<optimized out>` under `bt -frame-arguments all` or `set print frame-arguments all`.
+    Oracle: the same `bt` without the plugin."""
     (tmp_path / "oo.cpp").write_text(OPTIMIZED_OUT_CPP)
     binary = tmp_path / "oo"
     # --no-as-needed: libstdc++ (whose pretty-printers GDB loads with it) is linked although
@@ -133,17 +135,22 @@ def test_an_optimized_out_argument_reads_as_gdbs_own_bt(gdb: Callable[..., Any],
     assert "load(std::basic_string_view<char, std::char_traits<char> >, long) [clone .cold]" \
         in subprocess.run(["nm", "-C", str(binary)], capture_output=True, text=True,
                           check=True).stdout  # the premise: GCC split load
-    frames = []
+    asked = ["bt", "bt -frame-arguments all", "set print frame-arguments all", "bt",
+             "bt -frame-arguments scalars", "bt -frame-arg presence", "bt -frame-a n"]
+    said: list[list[list[str]]] = []
     for plugin in (False, True):
         session = gdb(binary, args=["crash"], plugin=plugin)
         session.run()
         assert "optimized out" in session.command("info args")  # the premise
-        frames.append(session.backtrace().splitlines())
-    theirs = re.match(r"^#0\s+0x[0-9a-f]+ in load (\(.+)$", frames[0][0])
-    ours = re.match(r"^#0\s+0x[0-9a-f]+ in load \[cold\] (\(.+)$", frames[1][0])
-    assert theirs and ours, frames
-    assert ours.group(1) == theirs.group(1), frames
-    assert len(frames[1]) == len(frames[0]), frames
+        outputs = [(c, session.command(c).splitlines()) for c in asked]
+        said.append([out for c, out in outputs if c.startswith("bt")])
+    assert "name=<optimized out>" in said[0][1][0] and "name=..." in said[0][0][0]
+    for theirs_said, ours_said in zip(*said, strict=True):
+        theirs = re.match(r"^#0\s+0x[0-9a-f]+ in load (\(.+)$", theirs_said[0])
+        ours = re.match(r"^#0\s+0x[0-9a-f]+ in load \[cold\] (\(.+)$", ours_said[0])
+        assert theirs and ours, said
+        assert ours.group(1) == theirs.group(1), said
+        assert len(ours_said) == len(theirs_said), said
 
 
 def test_frame_commands_read_as_bt_does(gdb: Callable[..., Any], zoo: dict[str, Any],
@@ -181,3 +188,21 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
     names = [r["procedure"] for r in rows]
     assert not [n for n in names if n and "@" in n], names
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
+
+
+@pytest.mark.parametrize("info", ["source-and-location", "source-line"])
+def test_source_lines_in_bt_do_not_crash_gdb(gdb: Callable[..., Any], zoo: dict[str, Any],
+                                             info: str) -> None:
+    """GDB's frame-filter printer prints each frame's source line under `print frame-info
+    source-line` or `source-and-location` without checking that it has one, and segfaults on
+    a frame without debug information (GDB's own bug, any frame filter). The plugin leaves
+    such a backtrace to GDB's own printer and says why once: `bt` reads as `bt -no-filters`
+    (GDB's printer, no filter) in the same session, which goes on."""
+    f = facts(zoo, "gcc-pgo-nodebug", "crash")
+    s = gdb(ROOT / f["binary"], core=str(ROOT / f["crash"]["core"]))
+    s.command(f"set print frame-info {info}")
+    said = [s.backtrace(), s.backtrace()]
+    theirs = s.command("bt -no-filters")
+    assert "transfer" in theirs and s.alive()
+    assert "frame-filter printer crashes" in said[0].splitlines()[0]
+    assert said[0].splitlines()[1:] == theirs.splitlines() == said[1].splitlines(), said

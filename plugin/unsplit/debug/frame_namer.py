@@ -104,6 +104,7 @@ class FrameNamer:
         self.locations = LocationCache()
         self._key: object = None
         self._described: set[str] = set()  # real paths: see describe()
+        self._real: dict[str, str] = {}  # a module's path -> its real path (a syscall a lookup)
         self._said: set[str] = set()
         self._unsaid: list[str] = []
 
@@ -129,7 +130,7 @@ class FrameNamer:
         and a Location there has the procedure and fragment alone (no line or inline chain
         read from the pre-BOLT input's DWARF, no offset or block: what names a frame).
         `described` False: the file no longer says what the core would (`bb input`)."""
-        real = os.path.realpath(path)
+        real = self._real_path(path)
         if (real in self._described) != described:
             if described:
                 self._described.add(real)
@@ -139,7 +140,15 @@ class FrameNamer:
 
     def describes(self, path: str) -> bool:
         """Whether the debugger reads unsplit's debug file for the module at `path`."""
-        return bool(self._described) and os.path.realpath(path) in self._described
+        return bool(self._described) and self._real_path(path) in self._described
+
+    def _real_path(self, path: str) -> str:
+        """`path`'s real path, resolved once: describes() is asked for every location looked
+        up, and each os.path.realpath is a system call per component of the path."""
+        real = self._real.get(path)
+        if real is None:
+            real = self._real[path] = os.path.realpath(path)
+        return real
 
     # -- the rules -------------------------------------------------------------------------
 

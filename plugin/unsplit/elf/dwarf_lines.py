@@ -81,6 +81,7 @@ class DwarfLines:
         self._cu_files: dict[int, tuple[int, list[tuple[str, str]]]] = {}
         self._names_blob: bytes | None = None
         self._plain: dict[int, tuple[line_program.LineHeader, list[tuple[str, str]]] | None] = {}
+        self._bases: dict[str, set[int]] | None = None  # base name -> units naming such a file
 
     @property
     def available(self) -> bool:
@@ -194,7 +195,7 @@ class DwarfLines:
             self.warn(e)
             return []
         out = []
-        for cu_offset in cu_offsets:
+        for cu_offset in self._units_maybe_naming(file, cu_offsets):
             try:
                 names = self._file_names(cu_offset)
             except DecodeError as e:
@@ -203,6 +204,41 @@ class DwarfLines:
             if any(_same_name(name, path, file) for name, path in names):
                 out.append(cu_offset)
         return out
+
+    def _units_maybe_naming(self, file: str, cu_offsets: list[int]) -> list[int]:
+        """The units among `cu_offsets` whose line table may name `file`: those with a file of
+        its base name, or that the fast reader cannot read (pyelftools then reads and warns).
+        Reading each unit's header through pyelftools costs seconds on a libc with debug info."""
+        if self._bases is None:
+            self._bases = self._read_bases(cu_offsets)
+        wanted = {file.rsplit("/", 1)[-1], file.lstrip("./").rsplit("/", 1)[-1], _ANY_FILE}
+        found = set().union(*(self._bases.get(base, ()) for base in wanted))
+        return [cu for cu in cu_offsets if cu in found]
+
+    def _read_bases(self, cu_offsets: list[int]) -> dict[str, set[int]]:
+        """base name -> the units whose line table has a file of that name, from .debug_info's
+        top DIEs and .debug_line's headers; units it cannot tell of under _ANY_FILE (all of them
+        for a big-endian file or one whose unit headers do not parse)."""
+        if not self.binary.little_endian:
+            return {_ANY_FILE: set(cu_offsets)}
+        data = self.binary.section_data
+        sections = unit_ranges.Sections(data(".debug_info") or b"", data(".debug_abbrev") or b"")
+        line, strings = data(".debug_line") or b"", (data(".debug_str") or b"",
+                                                     data(".debug_line_str") or b"")
+        by_base: dict[str, set[int]] = {_ANY_FILE: set()}
+        tables: dict[int, set[str]] = {}
+        try:
+            for cu_offset, at in unit_ranges.line_programs(sections):
+                if isinstance(at, DecodeError):
+                    by_base[_ANY_FILE].add(cu_offset)
+                elif at is not None:
+                    if at not in tables:
+                        tables[at] = _file_bases(line, at, strings)
+                    for base in tables[at]:
+                        by_base.setdefault(base, set()).add(cu_offset)
+        except DecodeError:
+            return {_ANY_FILE: set(cu_offsets)}
+        return by_base
 
     def _may_name(self, file: str) -> bool:
         """A line table stores each file name whole and NUL-terminated in .debug_line,
@@ -536,6 +572,24 @@ def _parse_aranges(data: bytes, little: bool) -> Iterator[tuple[int, int, int]]:
             if size:
                 yield start, start + size, cu
         at = end
+
+
+_ANY_FILE = "*"  # the key of the units whose files' base names are not known
+
+
+def _file_bases(data: bytes, at: int, strings: tuple[bytes, bytes]) -> set[str]:
+    """The base names of the files the line table at `at` names; _ANY_FILE for a header that
+    cannot be read, or a name whose path may end otherwise (such as "..")."""
+    try:
+        header = line_program.read_header(data, at)
+        _, files = line_program.file_table(data, header, *strings)
+    except DecodeError:
+        return {_ANY_FILE}
+    bases: set[str] = set()
+    for name, _ in files:
+        raw, normal = name.rsplit("/", 1)[-1], os.path.basename(os.path.normpath(name))
+        bases.update((_ANY_FILE,) if {raw, normal} & {"", ".", ".."} else (raw, normal))
+    return bases
 
 
 def _same_file(row: LineRow, wanted: str) -> bool:

@@ -1,10 +1,11 @@
 """The code ranges of each compile unit, from its top DIE (DWARF 5 §3.1.1: DW_AT_low_pc and
 DW_AT_high_pc, or DW_AT_ranges with DW_AT_low_pc as the lists' base address), read from the
 sections' bytes: which unit covers an address, where .debug_aranges is missing (clang writes
-none by default).
+none by default); and where its line program starts (DW_AT_stmt_list: `bb break FILE:LINE`).
 
 Why by hand: pyelftools parses each unit's whole abbreviation table into objects to read one
-DIE, a cost every session's first `bt` paid (docs/benchmarks.md, GDB's first session).
+DIE, a cost every session's first `bt` and `bb break` on a libc with debug info paid
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from unsplit.errors import DecodeError
 from unsplit.formats import die_scan, dwarf_lists
 from unsplit.formats.dwarf_unit import UnitHeader, Value, die_values, read_header, uleb
 
-DW_AT_low_pc, DW_AT_high_pc, DW_AT_ranges = 0x11, 0x12, 0x55
+DW_AT_stmt_list, DW_AT_low_pc, DW_AT_high_pc, DW_AT_ranges = 0x10, 0x11, 0x12, 0x55
 DW_TAG_inlined_subroutine = 0x1D
 DW_AT_addr_base, DW_AT_rnglists_base, DW_AT_GNU_addr_base = 0x73, 0x74, 0x2133
 DW_FORM_addr, DW_FORM_sec_offset, DW_FORM_rnglistx = 0x01, 0x17, 0x23
@@ -49,6 +50,34 @@ def unit_ranges(sections: Sections) -> Iterator[tuple[int, list[tuple[int, int]]
             yield header.offset, _ranges(sections, header)
         except DecodeError as e:
             yield header.offset, e
+
+
+def line_programs(sections: Sections) -> Iterator[tuple[int, int | DecodeError | None]]:
+    """(offset of the unit, where its line program starts in .debug_line or None when it has
+    none, or why that cannot be read) for every unit in order; DecodeError is raised where a
+    unit header does not parse."""
+    pos = 0
+    while pos < len(sections.info):
+        header = read_header(sections.info, pos, ".debug_info")
+        pos = header.end
+        try:
+            yield header.offset, _number(_top_attributes(sections, header), DW_AT_stmt_list,
+                                         header)
+        except DecodeError as e:
+            yield header.offset, e
+
+
+def _top_attributes(s: Sections, header: UnitHeader) -> dict[int, tuple[int, Value]]:
+    """attribute -> (form, value) of the unit's first DIE (none when it has no DIE)."""
+    code, pos = uleb(s.info, header.die_start)
+    if code == 0:
+        return {}
+    decl = _declaration(s.abbrev, header.abbrev_offset, code)
+    if decl is None:
+        raise DecodeError(".debug_info", header.die_start,
+                          f"abbreviation {code} of the unit's first DIE is not in its table")
+    return {a: (form, value) for a, form, _, value in die_values(s.info, pos, header.scan,
+                                                                 decl)[0]}
 
 
 def _ranges(s: Sections, header: UnitHeader) -> list[tuple[int, int]]:
@@ -107,15 +136,9 @@ def _top_die(s: Sections, header: UnitHeader) -> tuple[dict[int, tuple[int, Valu
                                                        Callable[[int, int], int]] | None:
     """The unit's first DIE's attributes and the reader of its addresses (a DW_FORM_addrx
     index through the unit's DW_AT_addr_base); None for a unit without DIEs."""
-    unit = header.scan
-    code, pos = uleb(s.info, header.die_start)
-    if code == 0:
+    attrs = _top_attributes(s, header)
+    if not attrs:
         return None
-    decl = _declaration(s.abbrev, header.abbrev_offset, code)
-    if decl is None:
-        raise DecodeError(".debug_info", header.die_start,
-                          f"abbreviation {code} of the unit's first DIE is not in its table")
-    attrs = {a: (form, value) for a, form, _, value in die_values(s.info, pos, unit, decl)[0]}
     addr_base = _number(attrs, DW_AT_addr_base, header) or _number(attrs, DW_AT_GNU_addr_base,
                                                                    header)
 

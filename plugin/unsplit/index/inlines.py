@@ -8,6 +8,7 @@ Only the compile unit covering an address is read, once.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class InlineChains:
     def __init__(self, lines: DwarfLines) -> None:
         self.lines = lines
         self._subprograms: dict[int, list[tuple[int, int, Any]]] = {}
+        self._subprogram_spans: dict[int, _Spans] = {}  # CU offset -> its subprograms' ranges
         self._files: dict[int, list[str]] = {}
         self._languages: dict[int, int | None] = {}  # CU offset -> DW_AT_language
         self._bases: dict[int, int] = {}  # CU offset -> its base address
@@ -46,6 +48,8 @@ class InlineChains:
         # children anew each time, and every address of a function walks the same ones)
         self._kids: dict[int, list[tuple[Any, bool, list[tuple[int, int]]]]] = {}
         self._inlined: dict[int, list[tuple[int, int]]] = {}  # CU offset -> its inlined calls
+        # DIE offset -> where its children's ranges are (a big function has thousands)
+        self._kid_spans: dict[int, _Spans] = {}
 
     def _ranges(self, die: Any, base: int) -> list[tuple[int, int]]:
         found = self._range_cache.get(die.offset)
@@ -60,13 +64,16 @@ class InlineChains:
             return [], []
         try:
             with self.reading_dies(cu_offset):
-                subs = self._subprograms_of(cu_offset)
-                found = [die for lo, hi, die in subs if lo <= address < hi]
-                if not found:
+                found = self._subprogram_at(cu_offset, address)
+                if found is None:
                     return [], []
-                outer = [found[-1]]  # nested subprograms (rare) come after their parent
+                outer = [found]
+
+                def children(die: Any, base: int) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
+                    return self._children_at(die, base, address)
+
                 while True:
-                    inner = _child_at(outer[-1], address, self._base(cu_offset), self._children)
+                    inner = _child_at(outer[-1], address, self._base(cu_offset), children)
                     if inner is None:
                         break
                     if any(d.offset == inner.offset for d in outer):
@@ -113,12 +120,11 @@ class InlineChains:
             return None
         try:
             with self.reading_dies(cu_offset):
-                found = [die for lo, hi, die in self._subprograms_of(cu_offset)
-                         if lo <= address < hi]
-                if not found:
+                found = self._subprogram_at(cu_offset, address)
+                if found is None:
                     return None
                 base = self._base(cu_offset)
-                node, seen = found[-1], {found[-1].offset}
+                node, seen = found, {found.offset}
                 scope = int(node.offset)
                 while (child := _child_at(node, address, base, self._children, blocks=True)) \
                         is not None:
@@ -151,6 +157,33 @@ class InlineChains:
                 if child.tag == "DW_TAG_inlined_subroutine"
                 or (child.tag != "DW_TAG_subprogram" and child.has_children)]
         return kids
+
+    def _children_at(self, die: Any, base: int, address: int
+                     ) -> list[tuple[Any, bool, list[tuple[int, int]]]]:
+        """The children of `die` (_children) a walk to `address` may go into: those whose
+        ranges cover it and the scopes without ranges that hold any (not GCC's thousands of
+        call sites, whose children are parameters), in DIE order (_child_at passes over the
+        others), found by bisection: symbolizing sqlite3's big functions spent most of its
+        time testing every child's ranges at every address (docs/benchmarks.md)."""
+        kids = self._children(die, base)
+        spans = self._kid_spans.get(die.offset)
+        if spans is None:
+            spans = self._kid_spans[die.offset] = _Spans(
+                [(lo, hi, i) for i, (_, _, ranges) in enumerate(kids) for lo, hi in ranges],
+                [i for i, (kid, inlined, ranges) in enumerate(kids)
+                 if not ranges and not inlined and self._children(kid, base)])
+        return [kids[i] for i in spans.covering(address)]
+
+    def _subprogram_at(self, cu_offset: int, address: int) -> Any:
+        """The CU's subprogram DIE whose code holds `address` (the last in DIE order where
+        several do: a nested subprogram comes after its parent), or None."""
+        spans = self._subprogram_spans.get(cu_offset)
+        subs = self._subprograms_of(cu_offset)
+        if spans is None:
+            spans = self._subprogram_spans[cu_offset] = _Spans(
+                [(lo, hi, i) for i, (lo, hi, _) in enumerate(subs)], [])
+        found = spans.covering(address)
+        return subs[found[-1]][2] if found else None
 
     def language(self, address: int) -> int | None:
         """DW_AT_language of the CU covering `address` (a DW_LANG_* code), or None."""
@@ -191,6 +224,32 @@ class InlineChains:
             subs = [(lo, hi, die) for die in dies for lo, hi in die_ranges(cu.dwarfinfo, die, base)]
             self._subprograms[cu_offset] = subs
         return subs
+
+
+class _Spans:
+    """Which of a list's items have a [lo, hi) range holding an address: bisection over the
+    ranges by start, walking back while a range so far may still reach it (siblings' ranges
+    are disjoint in DWARF, so the walk is short), plus items that always answer."""
+
+    def __init__(self, ranges: list[tuple[int, int, int]], always: list[int]) -> None:
+        ranges = sorted(r for r in ranges if r[1] > r[0])
+        self.starts = [lo for lo, _, _ in ranges]
+        self.ends = [hi for _, hi, _ in ranges]
+        self.items = [i for _, _, i in ranges]
+        self.reach: list[int] = []  # the furthest end of the ranges up to each one
+        for hi in self.ends:
+            self.reach.append(max(hi, self.reach[-1]) if self.reach else hi)
+        self.always = always
+
+    def covering(self, address: int) -> list[int]:
+        """The items holding `address` and those that always answer, in ascending order."""
+        found = set()
+        j = bisect_right(self.starts, address) - 1
+        while j >= 0 and self.reach[j] > address:
+            if self.ends[j] > address:
+                found.add(self.items[j])
+            j -= 1
+        return sorted(found.union(self.always)) if found else self.always
 
 
 def _code_subprograms(cu: Any) -> list[int]:

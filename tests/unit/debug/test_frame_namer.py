@@ -6,6 +6,7 @@ build-ids (toolbox)."""
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,3 +273,31 @@ def test_a_module_the_debugger_reads_our_file_for_is_named_without_lines(
     added = namer.name(Fake(bias + main.start, line=False))
     assert added.shown is Shown.ADD_LINE and added.location is not None
     assert (added.location.file, added.location.line) == want
+
+
+def test_a_modules_real_path_is_resolved_once(crash: tuple[dict[str, Any], Path, int],
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """Every location looked up asks whether the debugger reads unsplit's file for its module:
+    the module's path is resolved (a system call per component) once, not per look-up."""
+    f, binary, bias = crash
+    namer = _namer(binary, bias)
+    link = tmp_path / "crash"  # the same file under another name, as a debugger may list it
+    link.symlink_to(binary)
+    resolved: list[str] = []
+    real = os.path.realpath
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> Any:
+        resolved.append(str(path))
+        return real(path, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(os.path, "realpath", counted)
+        namer.describe(str(binary))
+        pcs = [int(fr["pc"], 16) for fr in f["crash"]["frames"]]
+        for delta in range(8):  # new pcs: each a location looked up
+            for pc in pcs:
+                namer.name(Fake(pc + delta))
+        assert all(namer.describes(str(binary)) for _ in range(3))
+        assert namer.describes(str(link)) and namer.describes(str(link))
+    assert resolved.count(str(binary)) == 1 and resolved.count(str(link)) == 1
