@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from elftools.dwarf.dwarfinfo import DWARFInfo
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
 
@@ -69,18 +68,20 @@ def _naming(path: str, base: str) -> set[int]:
 
 def _read_whole(binary: Binary, file: str, line: int,
                 monkeypatch: pytest.MonkeyPatch) -> tuple[set[int], list[Any]]:
-    """(.debug_line offsets of the line tables pyelftools read, the statements found)."""
-    read: list[Any] = []
-    original = DWARFInfo.line_program_for_CU
+    """(.debug_line offsets of the line tables read whole, from the bytes or through
+    pyelftools, the statements found)."""
+    read: set[int] = set()
+    original = DwarfLines._decode
 
-    def counted(self: DWARFInfo, cu: Any) -> Any:
-        read.append(cu)
-        return original(self, cu)
+    def counted(self: DwarfLines, cu_offset: int) -> Any:
+        top = self.binary.dwarf.get_CU_at(cu_offset).get_top_DIE()
+        read.add(top.attributes["DW_AT_stmt_list"].value)
+        return original(self, cu_offset)
 
     with monkeypatch.context() as m:
-        m.setattr(DWARFInfo, "line_program_for_CU", counted)
+        m.setattr(DwarfLines, "_decode", counted)
         found = DwarfLines(binary).statements(file, line)
-    return {cu.get_top_DIE().attributes["DW_AT_stmt_list"].value for cu in read}, found
+    return read, found
 
 
 def _each(paths: list[Path]) -> Iterator[Binary]:
@@ -99,7 +100,9 @@ def test_only_tables_naming_the_file_are_read(built: list[Path],
         assert read == theirs, binary.path
         assert len(found) == 2 and {r.line for r in found} == {LINE}
         read, found = _read_whole(binary, "sub/target.c", LINE, monkeypatch)
-        assert read == theirs and [r.path.endswith("sub/target.c") for r in found] == [True]
+        # the file tables, read from the headers' bytes, already tell sub/target.c's apart
+        assert read and read <= theirs
+        assert [r.path.endswith("sub/target.c") for r in found] == [True]
         assert _read_whole(binary, "u9.c", 1, monkeypatch)[0] == set()  # named by none
 
 
