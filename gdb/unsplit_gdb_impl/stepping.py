@@ -112,6 +112,12 @@ class Stepper:
         if plan.mode == "instruction":
             return self._one_instruction("done")
         frame = gdb.newest_frame()
+        if plan.step_into and plan.mode == "line" and int(frame.pc()) == plan.pc \
+                and _skipped_inlined_call(frame):
+            # GDB's own `step` here enters the inlined call without running (infrun's
+            # step_into_inline_frame), as the step of the unsplit program would.
+            console.execute("step")
+            return StepOutcome("target", _pc())
         self.plan = plan
         return_to: int | None
         if plan.return_address is not None and plan.frame_cfa is not None:
@@ -178,6 +184,21 @@ class Stepper:
             return StepOutcome("stopped", _pc(), text.strip()
                                or f"Program received signal {self.event.stop_signal}.")
         return StepOutcome(kind, _pc())
+
+
+def _skipped_inlined_call(frame: gdb.Frame) -> bool:
+    """Whether an inlined call begins at `frame`'s pc and GDB shows the caller for it (it
+    skips the inlined frames whose code begins where it stopped): GDB's `step` enters it."""
+    if frame.type() == gdb.INLINE_FRAME or frame.function() is None:
+        return False
+    try:
+        block = gdb.block_for_pc(int(frame.pc()))
+    except RuntimeError:
+        return False
+    while block is not None and block.function is None:
+        block = block.superblock
+    return block is not None and block.function != frame.function() \
+        and block.start == int(frame.pc())
 
 
 def _parameter(name: str) -> Any:
