@@ -189,16 +189,19 @@ class Stepper:
 def _skipped_inlined_call(frame: gdb.Frame) -> bool:
     """Whether an inlined call begins at `frame`'s pc and GDB shows the caller for it (it
     skips the inlined frames whose code begins where it stopped): GDB's `step` enters it."""
-    if frame.type() == gdb.INLINE_FRAME or frame.function() is None:
+    if frame.type() == gdb.INLINE_FRAME:
         return False
     try:
         block = gdb.block_for_pc(int(frame.pc()))
     except RuntimeError:
         return False
-    while block is not None and block.function is None:
+    functions = []  # the blocks of functions around the pc, innermost first
+    while block is not None:
+        if block.function is not None:
+            functions.append(block)
         block = block.superblock
-    return block is not None and block.function != frame.function() \
-        and block.start == int(frame.pc())
+    # More than one: the innermost is an inlined call's block.
+    return len(functions) > 1 and functions[0].start == int(frame.pc())
 
 
 def _parameter(name: str) -> Any:
