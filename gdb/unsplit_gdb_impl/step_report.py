@@ -107,7 +107,13 @@ class StepReporter:
             loc = loc.as_procedure()
         changed = context is None or context.located or self._key(frame) != context.frame
         what = stop_text.gdb_what(str(parameter("print frame-info", "auto")), changed)
-        native = frame_output(frame)
+        if what == stop_text.SRC_LINE and loc is not None and loc.line and loc.in_moved_code \
+                and not self._gdb_is_right(frame, loc, []):
+            # Only our source line is shown: GDB's `frame` (its arguments read, a third of a
+            # step's cost) is not needed; GDB's stop has made this frame `list`'s current line.
+            native: list[str] = []
+        else:
+            native = frame_output(frame)
         out = []
         if self._gdb_is_right(frame, loc, native):
             out.append(_native_stop(native, what, pc, bool(parameter("print address", True))))

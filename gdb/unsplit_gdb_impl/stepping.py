@@ -6,6 +6,7 @@ A stop none of them explains ends the step as it is; every breakpoint is deleted
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -111,6 +112,12 @@ class Stepper:
         if plan.mode == "instruction":
             return self._one_instruction("done")
         frame = gdb.newest_frame()
+        if plan.step_into and plan.mode == "line" and int(frame.pc()) == plan.pc \
+                and _skipped_inlined_call(frame):
+            # GDB's own `step` here enters the inlined call without running (infrun's
+            # step_into_inline_frame), as the step of the unsplit program would.
+            console.execute("step")
+            return StepOutcome("target", _pc())
         self.plan = plan
         return_to: int | None
         if plan.return_address is not None and plan.frame_cfa is not None:
@@ -125,12 +132,19 @@ class Stepper:
             if return_to is not None:
                 sites.append(_Site(self, return_to, "return"))
             if plan.mode == "line":
-                starts, all_calls = _decode(frame, plan.ranges)
+                code = _decode(frame, plan.ranges)
+                starts, all_calls = code.starts, code.calls
                 # A breakpoint inside an instruction would corrupt it: keep instruction starts
                 # (lines carried through BAT are placed by offset in the block).
-                sites += [_Site(self, t, "target") for t in plan.targets
-                          if t in starts or not plan.in_procedure(t)]
-                if plan.step_into:
+                targets = [t for t in plan.targets if t in starts or not plan.in_procedure(t)]
+                exits = code.exits(plan.line_ranges, set(targets))
+                if exits is not None:
+                    # The line's code leaves only by these, each a target; nothing in it calls
+                    # (so `step` has nothing to enter either): every other target can wait.
+                    sites += [_Site(self, t, "target") for t in sorted(exits)]
+                else:
+                    sites += [_Site(self, t, "target") for t in targets]
+                if plan.step_into and exits is None:
                     calls = [c for c in all_calls
                              if any(lo <= c < hi for lo, hi in plan.call_ranges)]
                     if int(frame.pc()) in calls:  # a breakpoint here would be stepped over
@@ -172,6 +186,24 @@ class Stepper:
         return StepOutcome(kind, _pc())
 
 
+def _skipped_inlined_call(frame: gdb.Frame) -> bool:
+    """Whether an inlined call begins at `frame`'s pc and GDB shows the caller for it (it
+    skips the inlined frames whose code begins where it stopped): GDB's `step` enters it."""
+    if frame.type() == gdb.INLINE_FRAME:
+        return False
+    try:
+        block = gdb.block_for_pc(int(frame.pc()))
+    except RuntimeError:
+        return False
+    functions = []  # the blocks of functions around the pc, innermost first
+    while block is not None:
+        if block.function is not None:
+            functions.append(block)
+        block = block.superblock
+    # More than one: the innermost is an inlined call's block.
+    return len(functions) > 1 and functions[0].start == int(frame.pc())
+
+
 def _parameter(name: str) -> Any:
     try:
         return gdb.parameter(name)
@@ -183,27 +215,79 @@ def _pc() -> int:
     return int(gdb.newest_frame().pc())
 
 
-_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[set[int], list[int]]] = {}
+_JUMP_PREFIXES = frozenset(("rep", "repz", "repe", "repnz", "repne", "bnd", "notrack", "lock",
+                            "cs", "ds", "ss", "es", "fs", "gs", "data16", "addr32"))
+_RETURNS = frozenset(("ret", "retq", "retl", "retw"))
+_DIRECT = re.compile(r"^(?:\$)?(0x[0-9a-f]+)(?: <[^>]*>)?$")
 
 
-def _decode(frame: gdb.Frame, ranges: tuple[tuple[int, int], ...]) -> tuple[set[int], list[int]]:
-    """Instruction starts and call instructions in `ranges` (cached per process)."""
+@dataclass(frozen=True, slots=True)
+class _Code:
+    """The instructions of a procedure's ranges, as GDB disassembles them."""
+
+    x86: bool  # the only instruction set whose jumps `exits` reads
+    instructions: tuple[tuple[int, int, str], ...]  # (address, length, text), by address
+    starts: frozenset[int]
+    calls: list[int]
+
+    def exits(self, line_ranges: tuple[tuple[int, int], ...],
+              targets: set[int]) -> set[int] | None:
+        """Where control leaves `line_ranges` (the current line's code) by a jump or by
+        running past its end, when each is one of `targets`; None when the line's code calls,
+        jumps through a register or memory, leaves to anything but a target (the step must
+        then go on through other lines' code), or is not read here."""
+        if not self.x86 or not line_ranges:
+            return None
+        exits: set[int] = set()
+        inside = 0
+        for address, length, text in self.instructions:
+            if not any(lo <= address < hi for lo, hi in line_ranges):
+                continue
+            inside += 1
+            words = text.split()
+            while words and words[0] in _JUMP_PREFIXES:
+                words = words[1:]
+            if not words or words[0].startswith(("call", "lcall", "(bad)", "xbegin", "lret",
+                                                 "iret", "sysret", "ljmp")):
+                return None
+            mnemonic, operand = words[0], " ".join(words[1:])
+            ends = mnemonic in _RETURNS or mnemonic in ("jmp", "jmpq")
+            if mnemonic.startswith("j") or mnemonic.startswith("loop"):
+                m = _DIRECT.match(operand)
+                if m is None:
+                    return None  # through a register or memory: anywhere
+                exits.add(int(m.group(1), 16))
+            if not ends:
+                exits.add(address + length)
+        exits = {e for e in exits if not any(lo <= e < hi for lo, hi in line_ranges)}
+        return exits if inside and exits <= targets else None
+
+
+_decoded: dict[tuple[int, tuple[tuple[int, int], ...]], _Code] = {}
+
+
+def _decode(frame: gdb.Frame, ranges: tuple[tuple[int, int], ...]) -> _Code:
+    """The instructions in `ranges`, their starts and calls (cached per process)."""
     key = (gdb.selected_inferior().pid, ranges)
     found = _decoded.get(key)
     if found is not None:
         return found
     arch = frame.architecture()
-    starts: set[int] = set()
+    instructions: list[tuple[int, int, str]] = []
     calls: list[int] = []
     for lo, hi in ranges:
         if hi <= lo:
             continue
         for insn in arch.disassemble(lo, hi - 1):
-            starts.add(int(insn["addr"]))
+            address = int(insn["addr"])
+            instructions.append((address, int(insn["length"]), str(insn["asm"])))
             if _CALL.match(insn["asm"]):
-                calls.append(int(insn["addr"]))
-    _decoded[key] = (starts, calls)
-    return starts, calls
+                calls.append(address)
+    instructions.sort()
+    code = _Code(arch.name().startswith("i386"), tuple(instructions),
+                 frozenset(a for a, _, _ in instructions), calls)
+    _decoded[key] = code
+    return code
 
 
 def cannot_run() -> str | None:

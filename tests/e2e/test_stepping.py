@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 import subprocess
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -544,3 +545,58 @@ def test_next_stops_where_gdbs_next_stops(debugger: Callable[..., Any], zoo: dic
             break
         got.append(session.register("pc") - start)
     assert got == expected, ([hex(x) for x in got], [hex(x) for x in expected])
+
+
+def _first_line_zero(binary: Any, symbol: str) -> tuple[int, int]:
+    """(address of the first line-0 row in `symbol` that follows a row of a line, that line),
+    from nm and llvm-dwarfdump-22's line table of `binary`."""
+    nm = subprocess.run(["nm", "-S", "--defined-only", str(binary)], capture_output=True,
+                        text=True, check=True).stdout
+    start, size = next((int(m[1], 16), int(m[2], 16)) for m in re.finditer(
+        r"^([0-9a-f]+) ([0-9a-f]+) [tT] (\S+)$", nm, re.M) if m[3] == symbol)
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(binary)],
+                           capture_output=True, text=True, check=True).stdout
+    rows = [(int(m[1], 16), int(m[2])) for m in re.finditer(r"^0x([0-9a-f]{16})\s+(\d+)\s",
+                                                             table, re.M)]
+    rows = [r for r in rows if start <= r[0] < start + size]
+    for (_, before), (address, line) in itertools.pairwise(rows):
+        if line == 0 and before:
+            return address, before
+    raise AssertionError(f"no line-0 row after a line in {symbol} of {binary}")
+
+
+def _native_from(binary: Any, symbol: str, address: int, args: list[str]) -> tuple[int, int]:
+    """Plain GDB on `binary`: (instructions `stepi` runs from `symbol`'s first instruction to
+    `address`, the line its `next` stops on from there)."""
+    script = [f"break *'{symbol}'", "run", "set $n = 0",
+              f"while $pc != {address:#x} && $n < 64", "stepi", "set $n = $n + 1", "end",
+              "p $n", "next", "info line *$pc"]
+    with tempfile.NamedTemporaryFile("w", suffix=".gdb") as commands:
+        commands.write("\n".join(script) + "\n")  # (a `while` needs a file, not -ex)
+        commands.flush()
+        out = subprocess.run(["gdb", "-nx", "-q", "-batch", "-iex", "set debuginfod enabled off",
+                              "-x", commands.name, "--args", str(binary), *args],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=SLOW).stdout
+    count = re.search(r"^\$1 = (\d+)$", out, re.M)
+    line = re.search(r"^Line (\d+) of ", out, re.M)
+    assert count and line and int(count[1]) < 64, out
+    return int(count[1]), int(line[1])
+
+
+@pytest.mark.parametrize("variant", ["bolt-random2-dbg"])
+def test_next_from_line_zero_code_steps_through_it_as_its_line(
+        debugger: Callable[..., Any], zoo: dict[str, Any], variant: str) -> None:
+    """crash: `run` has a line-0 row between two runs of its loop's line (clang). From that
+    code, reached by stepi from run's first instruction, `bb next` stops where plain GDB's
+    `next` stops on the pre-BOLT binary from the same instruction: GDB counts line-0 code with
+    the line before it (so does LLDB), never on that line's second run."""
+    f = facts(zoo, variant, "crash")
+    zero, before = _first_line_zero(ROOT / f["input"], "run")
+    count, expected = _native_from(ROOT / f["input"], "run", zero, f["crash"]["argv"][1:])
+    assert expected != before  # the oracle steps past the line's second run
+    session = _start(debugger, f, f["crash"]["argv"][1:], "run")
+    for _ in range(count):
+        session.command("bb stepi")
+    stop = _stop(session.command("bb next"))
+    assert stop is not None and stop[2] == expected, (stop, expected, session.transcript[-1500:])

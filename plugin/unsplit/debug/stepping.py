@@ -136,8 +136,35 @@ class StepOutcome:
 # -- the lines of a procedure ---------------------------------------------------------------
 
 def procedure_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
-    """The line spans of `proc` in `index` (the module's LineTable)."""
-    return index.line_table.procedure_lines(proc)
+    """The line spans of `proc` in `index` (the module's LineTable), code of line 0 counted
+    with the line before it (_through_line_zero)."""
+    key = (proc.name, proc.entry)
+    per_input = _STEP_LINES(index.binary, index.input_binary(), dict)
+    found = per_input.get(key)
+    if found is None:
+        found = per_input[key] = _through_line_zero(index.line_table.procedure_lines(proc))
+    return found
+
+
+# (name, entry) -> a procedure's spans as steps see them, for the module's pre-BOLT input
+_STEP_LINES: PerInput[dict[tuple[str, int], ProcedureLines]] = PerInput()
+
+
+def _through_line_zero(lines: ProcedureLines) -> ProcedureLines:
+    """`lines` with each span of no line (line-0 rows: compiler-made code, common in optimized
+    C++) joined to the span before it in the same fragment, as both debuggers step: GDB drops
+    line-0 rows as it reads the line table, LLDB's step goes on through a line-0 range as part
+    of the line it steps. A fragment that begins with such code keeps it lineless."""
+    firsts = {f.start for f in lines.procedure.fragments}
+    spans: list[Span] = []
+    for span in lines.spans:
+        if span.key is None and spans and spans[-1].end == span.start \
+                and span.start not in firsts and spans[-1].key is not None:
+            last = spans[-1]
+            spans[-1] = Span(last.start, span.end, last.file, last.line, last.starts_line)
+        else:
+            spans.append(span)
+    return ProcedureLines(lines.procedure, spans, lines.has_lines)
 
 
 # (name, entry) -> a procedure's own lines, for the module's pre-BOLT input (kept on the
