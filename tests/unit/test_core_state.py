@@ -15,6 +15,7 @@ PURE_MEMOS = {
     ("debug/breakpad.py", "_SAID"),  # a CFI rule's Breakpad text
     ("debug/breakpad.py", "_CFAS"),
     ("debug/breakpad.py", "_FINGERPRINTS"),  # a file's digest by (path, size, mtime)
+    ("commands.py", "_PARSERS"),  # a command's argparse parser, made from its definition
 }
 
 
@@ -67,6 +68,7 @@ PER_FILE = {
     ("index/inlines.py", "_KEPT"),  # DWARF frames for the pre-BOLT input (PerInput)
     ("debug/stepping.py", "_OWN_LINES"),  # a procedure's line spans, per input (PerInput)
     ("debug/stepping.py", "_CFA_RULES"),
+    ("debug/stepping.py", "_STEP_LINES"),  # a procedure's step spans, line-0 code joined
     ("debug/cfi_check.py", "_CONTESTED"),  # the code whose FDEs compete
 }
 
