@@ -84,7 +84,8 @@ _PENDING: PerFile[list[Pending]] = PerFile(lambda binary: [])
 
 def start(binary: Binary) -> bool:
     """Scan `binary`'s BAT descriptor in a child process from now on; whether one started
-    (not without a note, or where this system cannot fork)."""
+    (not without a note, or where this system cannot fork). For a process without threads
+    (the debug file's writer): a forked child of one with threads may hang on their locks."""
     if not hasattr(os, "fork") or _PENDING(binary):
         return False
     data = binary.section_data(bat.SECTION)
