@@ -1,7 +1,8 @@
 """BAT's scan of a big module in a second process, while this one does what does not need it
 (the module's symbols and CFI, the writer's imports): the scan is a pure-Python walk of every
-entry (5.6 M on a BOLTed libLLVM, 1.4 s) that the first names of an lldb-dap session wait for
-(docs/benchmarks.md), and a walk that fast cannot be split. A forked child runs
+entry (5.6 M on a BOLTed libLLVM) that the first names of an lldb-dap session wait for
+(docs/benchmarks.md), and no record says where the next begins, so the walk itself cannot
+be split. A forked child runs
 :func:`unsplit.formats.bat_scan.scan_only` on the descriptor and sends its columns back through
 a pipe; :func:`take` gives them to bat_translate.bat_table. Whatever the child could not scan
 (an unusual descriptor, or a child that failed) is scanned here again, so the answer and its
