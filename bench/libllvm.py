@@ -306,19 +306,24 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _waited_cpu_s(pid: int) -> float:
+    """User + system seconds of the children `pid` has waited for (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 def _children_cpu_s(pid: int) -> float:
     """User + system seconds of `pid`'s running descendants (the debug file's writer: a
-    process of its own, which the adapter's figure leaves out) and of those it has waited
-    for."""
+    process of its own, which the adapter's figure leaves out) and of those each of them
+    and `pid` have waited for (the writer's BAT scan: unsplit.index.bolt.scan_ahead)."""
     total = 0.0
     for child in _descendants(pid):
         try:
-            total += _cpu_s(child)
+            total += _cpu_s(child) + _waited_cpu_s(child)
         except OSError:
             pass  # ended meanwhile
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return total + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    return total + _waited_cpu_s(pid)
 
 
 def dap_session(plugin: bool, cache: Path, levels: int,

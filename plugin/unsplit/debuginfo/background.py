@@ -18,10 +18,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from unsplit.debuginfo.cache import Outcome, debug_file_for
+from unsplit.debuginfo.cache import Outcome, debug_file_for, path_for
+from unsplit.elf.binary import Binary
 from unsplit.errors import DEBUG_HINT, UnsplitError
+
+if TYPE_CHECKING:
+    from unsplit.index.cache.store import IndexStore
 
 
 def interpreter() -> str:
@@ -131,6 +135,26 @@ def _behind() -> None:
 NICE_AFTER_NAMES = 10
 
 
+def _first(binary: Binary, store: IndexStore | None) -> bool:
+    """Whether neither the module's debug file nor its persistent index is kept: only then
+    is its BAT scanned ahead, in another process (unsplit.index.bolt.scan_ahead)."""
+    kept = path_for(binary)
+    return (kept is not None and not os.path.isfile(kept)
+            and (store is None or not os.path.isfile(store.path_for(binary))))
+
+
+def _meanwhile(binary: Binary) -> None:
+    """What the names file needs and BAT's scan does not, done while another process scans
+    it: the writer's imports, the module's functions in one piece, and where each FDE ends."""
+    from unsplit.debuginfo import names_file  # noqa: F401
+    from unsplit.debuginfo.debug_file import make  # noqa: F401
+    from unsplit.elf.cfi_table import table_for
+    from unsplit.index.sources.symbols import work_out_plain
+
+    work_out_plain(binary)
+    table_for(binary).work_out_fde_ends()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from unsplit.debuginfo.collector import collector_paused
 
@@ -157,7 +181,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except (UnsplitError, OSError) as e:
         outcome = Outcome(args.module, None, f"cannot make one: {e}")
     else:
+        from unsplit.index.bolt import scan_ahead
+
+        binary = indexes.binary(args.module)
+        if args.names and _first(binary, indexes.store) and scan_ahead.start(binary):
+            _meanwhile(binary)
         outcome = debug_file_for(args.module, indexes, names=args.names, named=_behind)
+        scan_ahead.finish(binary)
     print(json.dumps({"path": outcome.path, "reason": outcome.reason}))
     return 0
 

@@ -19,13 +19,10 @@ def renamed(index: ModuleIndex) -> Renamed:
     symbols (`foo.cold.1`) dropped."""
     added: list[tuple[str, int, int]] = []
     dropped: set[int] = set()
-    for name, symbol, spans in index.procedure_spans():
-        for k, (start, end) in enumerate(spans):
-            if k == 0 and symbol is not None:
-                continue  # the module's own symbol names its entry
-            if k:
-                dropped.add(start)
-            added.append((name, start, max(end - start, 0)))
+    for name, start, end, moved in index.unnamed_fragments():
+        if moved:
+            dropped.add(start)
+        added.append((name, start, max(end - start, 0)))
     return Renamed(added, dropped)
 
 

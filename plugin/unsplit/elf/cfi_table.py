@@ -217,6 +217,7 @@ class CfiTable:
     def __init__(self, binary: Binary) -> None:
         self.binary = binary
         self._sections: list[CfiSection] | None = None
+        self._fde_ends: dict[int, int | None] = {}  # fde_ends_at's answers worked out ahead
 
     @property
     def sections(self) -> list[CfiSection]:
@@ -256,12 +257,23 @@ class CfiTable:
         usual case, is read without head_at's walk."""
         first = self.sections[0] if self.sections else None
         out: list[int | None] = []
+        known = self._fde_ends
         for address in addresses:
+            if address in known:
+                out.append(known[address])
+                continue
             try:
                 out.append(self._fde_end_at(address, first))
             except DecodeError:
                 out.append(None)
         return out
+
+    def work_out_fde_ends(self) -> None:
+        """:meth:`fde_ends_at` of every FDE's start, worked out now and kept: a debug file's
+        writer asks it of most of them, and does this while another process scans BAT
+        (unsplit.index.bolt.scan_ahead)."""
+        starts = sorted({start for _, start in self.fde_starts()})
+        self._fde_ends = dict(zip(starts, self.fde_ends_at(starts), strict=True))
 
     def _fde_end_at(self, address: int, first: CfiSection | None) -> int | None:
         if first is not None:

@@ -77,18 +77,25 @@ class _Unusual(Exception):
     """Not for the fast pass: the full decoder decides."""
 
 
-def scan(desc: bytes, base: int = 0, section: str = bat.SECTION) -> BatScan | bat.BatTable:
+def scan(desc: bytes, base: int = 0, section: str = bat.SECTION,
+         scanned: BatScan | None = None) -> BatScan | bat.BatTable:
     """A BatScan of ``desc``; a BatTable when the full decoder had to read it (see module doc).
+    ``scanned``: what :func:`scan_only` gave for ``desc`` elsewhere (another process).
 
     Raises DecodeError exactly where :func:`unsplit.formats.bat.decode_current` would.
     """
-    try:
-        found = _scan(desc)
-    except _Unusual:
-        return bat.decode_current(desc, base, section)
-    if len(set(found.addresses)) != len(found.addresses):  # its error names the record
-        return bat.decode_current(desc, base, section)
+    found = scan_only(desc) if scanned is None else scanned
+    if found is None or len(set(found.addresses)) != len(found.addresses):
+        return bat.decode_current(desc, base, section)  # its error names the record
     return found
+
+
+def scan_only(desc: bytes) -> BatScan | None:
+    """The fast pass alone: None where the full decoder must read ``desc``."""
+    try:
+        return _scan(desc)
+    except _Unusual:
+        return None
 
 
 def _uleb(d: bytes, pos: int) -> tuple[int, int]:

@@ -263,6 +263,23 @@ class ModuleIndex:
                 name = plain.name(i)
                 yield name, name, [(start, plain.ends[i])]
 
+    def unnamed_fragments(self) -> Iterator[tuple[str, int, int, bool]]:
+        """The fragments of :meth:`procedure_spans` the module has no symbol of their
+        procedure's name for, as (procedure name, start, end, whether moved): every fragment
+        but the first of a procedure, and a first one without a symbol (the symbol table's
+        one-piece functions have theirs). BAT's in one pass over its columns."""
+        seen: set[int] = set()
+        for proc in self._owners:
+            entry = proc.fragments[0]
+            if entry.start in seen:
+                continue
+            seen.add(entry.start)
+            for k, f in enumerate(proc.fragments):
+                if k or entry.symbol is None:
+                    yield proc.name, f.start, f.end, k > 0
+        if self._bat is not None:
+            yield from self._bat.unnamed_fragments(seen)
+
     def addresses_of(self, procedure: Procedure, offset: int) -> list[int]:
         """Every address logical `offset` of `procedure` lies at now (`break PROC+OFF`): as
         its source maps it (BAT: every copy BOLT made; split_info: §1's exact mapping), else

@@ -21,6 +21,7 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.cfi_table import table_for
 from unsplit.elf.derived import PerFile
 from unsplit.formats import bat, bat_scan, nops
+from unsplit.index.bolt import scan_ahead
 from unsplit.index.model.records import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
@@ -420,7 +421,7 @@ def bat_table(binary: Binary, scan: bat_scan.BatScan | None = None) -> bat.BatTa
     data = binary.section_data(bat.SECTION)
     assert data is not None
     desc, base = bat.note_descriptor(data)
-    found = bat_scan.scan(desc, base)
+    found = bat_scan.scan(desc, base, scanned=scan_ahead.take(binary))
     if isinstance(found, bat.BatTable):
         return found
     if len(desc) < (64 << 10):  # small: no need to re-read the file for each record

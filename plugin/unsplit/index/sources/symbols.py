@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
+from unsplit.elf.derived import PerFile
 from unsplit.index.model.records import (
     FRAGMENT_NAME_IN_STRTAB,
     HOT,
@@ -72,6 +73,12 @@ def _has_fragment_names(binary: Binary) -> bool:
     return FRAGMENT_NAME_IN_STRTAB.search(binary.function_columns.strtab + b"\0") is not None
 
 
+def plain_columns(binary: Binary) -> PlainFunctions:
+    """:func:`_plain_columns`, made once per Binary (a debug file's writer makes them while
+    another process scans BAT: unsplit.index.bolt.scan_ahead)."""
+    return _PLAIN(binary)
+
+
 def _plain_columns(binary: Binary) -> PlainFunctions:
     """:func:`_group`'s answer for a table without fragment names: every function, minus
     aliases (same name and value) and later functions of an already seen name (per file for
@@ -98,6 +105,16 @@ def _plain_columns(binary: Binary) -> PlainFunctions:
     return PlainFunctions(array("Q", (values[i] for i in keep)),
                           array("Q", (values[i] + cols.sizes[i] for i in keep)),
                           array("L", (cols.name_offsets[i] for i in keep)), strtab)
+
+
+_PLAIN = PerFile(_plain_columns)
+
+
+def work_out_plain(binary: Binary) -> None:
+    """Make the plain functions' columns of a table without fragment names now (see
+    :func:`plain_columns`)."""
+    if not _has_fragment_names(binary):
+        plain_columns(binary)
 
 
 def _group(binary: Binary) -> tuple[list[Procedure], PlainFunctions]:
@@ -227,7 +244,7 @@ class SymbolsSource(BaseSource):
         if self._stored is not None:
             return self._stored.plain
         if not _has_fragment_names(self.binary):
-            return _plain_columns(self.binary)
+            return plain_columns(self.binary)
         return self._grouped()[1]
 
     def _grouped(self) -> tuple[list[Procedure], PlainFunctions]:
