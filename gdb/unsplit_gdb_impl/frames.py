@@ -429,7 +429,8 @@ class UnsplitFrameFilter:
         less: a backtrace asks GDB for it once, not once per frame)."""
         try:
             # _plain(decorator), without the call: this runs once per frame of every `bt`
-            plain = type(decorator) is FrameDecorator and isinstance(decorator._base, gdb.Frame)
+            plain = type(decorator) is FrameDecorator and \
+                isinstance(decorator._base, gdb.Frame)  # type: ignore[attr-defined, unused-ignore]
             # what inferior_frame() says, without its look-ups
             frame = decorator._base if plain else decorator.inferior_frame()
             level = frame.level() if _HAS_LEVEL else -2
