@@ -54,6 +54,10 @@ class GdbFrame:
             self._sal = self.frame.find_sal()
         return self._sal
 
+    def known_sal(self, sal: Any) -> None:
+        """Give sal() its answer, found for another frame GDB looks up at the same address."""
+        self._sal = sal
+
     def has_line(self) -> bool:
         if self._has_line is None:
             self._has_line = sal_has_line(self.sal())

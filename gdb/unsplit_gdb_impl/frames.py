@@ -36,12 +36,15 @@ class BacktraceMemo:
     caller): the naming of a place, the arguments GDB lists at a return address, and the
     frames' labels."""
 
-    __slots__ = ("args", "labels", "namings")
+    __slots__ = ("args", "labels", "namings", "sals")
 
     def __init__(self) -> None:
         self.args: dict[int, tuple[list[Any] | None, tuple[bool, ...]]] = {}
         self.labels: dict[tuple[int, bool], tuple[Location, str]] = {}
         self.namings: dict[tuple[int, int, bool], Naming] = {}
+        # GDB's line of a normal frame called from a normal frame, by pc: GDB looks it up at
+        # pc - 1 whatever the frame (frame.c, find_frame_sal and get_frame_address_in_block)
+        self.sals: dict[int, Any] = {}
 
 
 class LineDecorator(FrameDecorator):
@@ -168,7 +171,12 @@ class LineDecorator(FrameDecorator):
                 return loc.line
             if not self._plain:
                 return super().line()
-            return None if self._limited() else self._view.sal().line
+            sal = self._view.sal()  # as _limited(), with GDB's line read once
+            symtab = sal.symtab
+            if not (symtab and symtab.filename) or \
+                    self._view.gdb_type() in (gdb.DUMMY_FRAME, gdb.SIGTRAMP_FRAME):
+                return None
+            return sal.line
         except Exception as e:
             return self._fallback(e, FrameDecorator.line)
 
@@ -496,19 +504,31 @@ class UnsplitFrameFilter:
         (`newer`: the frame printed before, GDB's newer frame of this one when its level is one
         less: a backtrace asks GDB for it once, not once per frame)."""
         try:
-            plain = _plain(decorator)
+            # _plain(decorator), without the call: this runs once per frame of every `bt`
+            plain = type(decorator) is FrameDecorator and \
+                isinstance(decorator._base, gdb.Frame)  # type: ignore[attr-defined, unused-ignore]
             # what inferior_frame() says, without its look-ups
             frame = decorator._base if plain else decorator.inferior_frame()
             level = frame.level() if _HAS_LEVEL else -2
-            view = GdbFrame(frame, frame.type(),
-                            newer[1] if newer is not None and newer[0] == level - 1 else
-                            UNASKED)
-            kind = view.gdb_type()
+            newer_view = newer[1] if newer is not None and newer[0] == level - 1 else None
+            kind = frame.type()
+            view = GdbFrame(frame, kind, UNASKED if newer_view is None else newer_view)
             if kind not in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME):
                 return decorator, (level, view)
+            pc = view.pc()
+            if kind == gdb.NORMAL_FRAME and newer_view is not None and \
+                    newer_view.gdb_type() == gdb.NORMAL_FRAME:
+                caller = True  # holds_return_address(view), known without its calls
+                sal = memo.sals.get(pc)
+                if sal is None:
+                    sal = memo.sals[pc] = view.sal()
+                else:
+                    view.known_sal(sal)
+            else:
+                caller = holds_return_address(view)
             # A frame's naming depends on its place alone unless the rules asked its line or
             # name: a recursion's frames repeat one place (pc, kind, return address or not).
-            place = (view.pc(), kind, holds_return_address(view))
+            place = (pc, kind, caller)
             naming = memo.namings.get(place)
             if naming is None:
                 naming = self.locator.name(view, checked=checked)

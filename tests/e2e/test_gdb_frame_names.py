@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ..builders import gcc_pgo_build
 from ..conftest import ROOT, facts
 from .driver_gdb import GdbDriver
 
@@ -206,3 +207,59 @@ def test_source_lines_in_bt_do_not_crash_gdb(gdb: Callable[..., Any], zoo: dict[
     assert "transfer" in theirs and s.alive()
     assert "frame-filter printer crashes" in said[0].splitlines()[0]
     assert said[0].splitlines()[1:] == theirs.splitlines() == said[1].splitlines(), said
+
+
+RECURSION = """\
+#include <stdlib.h>
+#include <string.h>
+static volatile long sink;
+__attribute__((noinline)) void bottom(int depth) { sink = depth; }
+__attribute__((noinline)) long descend(int depth, int rare)
+{
+    if (depth == 0) {
+        bottom(depth);
+        return 1;
+    }
+    if (__builtin_expect(rare, 0)) {
+        long r = descend(depth - 1, rare); /* never trained: in descend.cold */
+        sink = r;
+        return r * 3 + depth;
+    }
+    long r = descend(depth - 1, rare);
+    sink = r;
+    return r + depth;
+}
+__attribute__((noinline)) long outer(int depth, int rare)
+{
+    long r = descend(depth, rare);
+    sink = r;
+    return r + 1;
+}
+int main(int argc, char **argv)
+{
+    int rare = argc > 1 && strcmp(argv[1], "deep") == 0;
+    long total = 0;
+    for (int i = 0; i < (rare ? 1 : 2000); i++)
+        total += outer(8, rare);
+    return (int)(total & 1);
+}
+"""
+_AT = re.compile(r"^#(\d+)\s.* at (\S+:\d+)$", re.M)
+
+
+def test_a_recursions_callers_keep_gdbs_own_lines(tmp_path: Path) -> None:
+    """Every caller's `at file:line` in a backtrace through moved code is plain GDB's: the
+    filter reuses GDB's line of a caller's pc for the later callers at that pc (a recursion's),
+    never for a caller at another pc (here the hot call to bottom, outer's and main's)."""
+    gcc_pgo_build(tmp_path, {"deep.c": RECURSION},
+                  [["gcc", "-O2", "-g", "deep.c", "-o", "deep"]], train=["./deep", "train"])
+    lines = {}
+    for plugin in (False, True):
+        with GdbDriver(str(tmp_path / "deep"), args=["deep"], plugin=plugin) as gdb:
+            gdb.break_function("bottom")
+            gdb.run()
+            bt = gdb.backtrace()
+        lines[plugin] = _AT.findall(bt)
+        assert plugin is False or bt.count("descend [cold]") >= 6, bt  # the filter is on
+    assert len(lines[False]) == 12 and len({at for _, at in lines[False]}) >= 5, lines[False]
+    assert lines[True] == lines[False]
