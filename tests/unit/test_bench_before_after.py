@@ -35,5 +35,11 @@ def test_figures_are_set_side_by_side_by_the_run_they_came_from(tmp_path: Path) 
     rows[1]["ratio"] = 1.5
     (new / "stepping.json").write_text(json.dumps(rows))
     (new / "only-after.json").write_text(json.dumps({"wall_s": 1.0}))
-    got = {r["key"]: r["after_over_before"] for r in before_after.compare(old, new)}
+    got = {r["key"]: r["after_over_before"] for r in before_after.compare([old], [new])}
     assert got == {"[gdb].ratio": 1.0, "[lldb].ratio": 0.5}
+    again = tmp_path / "after2"  # --twice: the best of a side's two runs
+    again.mkdir()
+    rows[0]["ratio"] = 1.0
+    (again / "stepping.json").write_text(json.dumps(rows))
+    got = {r["key"]: r["after_over_before"] for r in before_after.compare([old], [new, again])}
+    assert got == {"[gdb].ratio": 0.5, "[lldb].ratio": 0.5}
