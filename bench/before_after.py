@@ -100,11 +100,32 @@ def compare(olds: list[Path], news: list[Path]) -> list[dict[str, Any]]:
     rows = []
     for name in sorted({p.name for d in news for p in d.glob("*.json")}):
         a, b = best(olds, name), best(news, name)
+        a.update({key: a[old] for key, old in _renamed(a, b).items()})
         for key in sorted(a.keys() & b.keys()):
             if MEASURE.search(key.rsplit(".", 1)[-1]) and a[key] != 0:
                 rows.append({"file": name, "key": key, "before": a[key], "after": b[key],
                              "after_over_before": b[key] / a[key]})
     return rows
+
+
+def _renamed(a: dict[str, float], b: dict[str, float]) -> dict[str, str]:
+    """b's key -> a's, for figures whose list item gained or lost a string field between the
+    two trees (a bench that now also records its clock): the one of a's whose item names are
+    a subset of b's, or the other way round, where just one is."""
+    def parts(key: str) -> tuple[frozenset[str], str]:
+        return frozenset(re.findall(r"[^\[\]/.]+", key.rsplit(".", 1)[0])), key.rsplit(".", 1)[-1]
+
+    lonely = [k for k in a if k not in b]
+    out = {}
+    for key in b:
+        if key in a:
+            continue
+        names, leaf = parts(key)
+        found = [k for k in lonely if parts(k)[1] == leaf
+                 and (parts(k)[0] <= names or names <= parts(k)[0])]
+        if len(found) == 1:
+            out[key] = found[0]
+    return out
 
 
 def main() -> int:

@@ -43,3 +43,16 @@ def test_figures_are_set_side_by_side_by_the_run_they_came_from(tmp_path: Path) 
     (again / "stepping.json").write_text(json.dumps(rows))
     got = {r["key"]: r["after_over_before"] for r in before_after.compare([old], [new, again])}
     assert got == {"[gdb].ratio": 0.5, "[lldb].ratio": 0.5}
+
+
+def test_an_item_that_gained_a_field_is_still_set_beside_its_old_self(tmp_path: Path) -> None:
+    old, new = tmp_path / "before", tmp_path / "after"
+    old.mkdir()
+    new.mkdir()
+    (old / "bt.json").write_text(json.dumps([{"debugger": "gdb", "mode": "plain", "warm_ms": 2.0},
+                                             {"debugger": "gdb", "mode": "noop", "warm_ms": 3.0}]))
+    (new / "bt.json").write_text(json.dumps([
+        {"debugger": "gdb", "mode": "plain", "clock": "cpu", "warm_ms": 1.0},
+        {"debugger": "gdb", "mode": "noop", "clock": "cpu", "warm_ms": 3.0}]))
+    got = {r["key"]: r["after_over_before"] for r in before_after.compare([old], [new])}
+    assert got == {"[gdb/plain/cpu].warm_ms": 0.5, "[gdb/noop/cpu].warm_ms": 1.0}
