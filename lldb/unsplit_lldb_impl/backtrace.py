@@ -12,7 +12,7 @@ from typing import Any
 
 import lldb
 
-from . import naming
+from . import cfi_symbols, naming
 from . import state as state_mod
 from .formats import FACTS_END, FIELD, FRAME_MARK, LINE_MARK, PART_END, PART_MARK, mark
 from .report import report_internal
@@ -63,6 +63,10 @@ def run(debugger: lldb.SBDebugger, command: str, exe_ctx: lldb.SBExecutionContex
     marks are missing, or after a bug (said once), LLDB's own `bt` (with the callbacks)."""
     st = state_mod.for_debugger(debugger.GetID())
     line = f"{LLDB_BT} {command}".rstrip()
+    cfi_symbols.sync_first(debugger)  # the symbol files first, then the frames of the context
+    thread = exe_ctx.GetThread()
+    if thread.IsValid():
+        exe_ctx = lldb.SBExecutionContext(thread)
     try:
         text, status = _fast(debugger, st, line, exe_ctx)
     except Exception as e:  # never into LLDB: the bug is said once, the callbacks name frames

@@ -168,6 +168,13 @@ def _syncing(debugger: lldb.SBDebugger, then: frame_source.FrameSelect | None = 
     return before_command
 
 
+def sync_first(debugger: lldb.SBDebugger) -> None:
+    """What the override of an unwinding command does before it runs, for a command of the
+    plugin's own that runs one (`unsplit-bt`): once a symbol file is added, frames taken
+    before it are stale, and LLDB crashes on a nested command given such a frame."""
+    _syncing(debugger)()
+
+
 def _add_hook(debugger: lldb.SBDebugger, target: lldb.SBTarget) -> None:
     if target == debugger.GetDummyTarget() and debugger.GetSelectedTarget().IsValid():
         return  # with a target selected, commands cannot reach the dummy one

@@ -190,6 +190,27 @@ def test_bt_names_frames_without_a_callback_per_frame(lldb: Callable[..., LldbDr
 
 
 @e2e
+@pytest.mark.parametrize("variant", ["bolt-all", "bolt-all-dbg"])
+def test_a_first_bt_through_the_sb_api_survives_its_symbol_files(
+        lldb: Callable[..., LldbDriver], zoo: dict[str, Any], variant: str) -> None:
+    """The first `bt` of a session, run from a script (as IDEs and benches do): `unsplit-bt`
+    gives the modules their files before its nested `_regexp-bt` (whose override of `thread
+    backtrace` would give them under a context taken before: LLDB crashed there on the
+    BOLTed libLLVM's core, bench/libllvm.py; the fixtures get theirs earlier). The plain LLDB
+    frame list is the oracle."""
+    f = _crash(zoo, variant)
+    core = str(ROOT / f["crash"]["core"])
+    plain = _frame_lines(lldb(ROOT / f["binary"], core=core, plugin=False).backtrace())
+    session = lldb(ROOT / f["binary"], core=core, env={"UNSPLIT_DEBUGINFO_MAX_KB": "0"})  # late
+    through_api = session.command(
+        "script _r = lldb.SBCommandReturnObject(); "
+        "lldb.debugger.GetCommandInterpreter().HandleCommand('bt', _r); print(_r.GetOutput())")
+    lines = _frame_lines(through_api)
+    assert len(lines) == len(plain) and any("[cold" in line for line in lines), through_api
+    _check_backtrace(session.backtrace(), f)
+
+
+@e2e
 def test_where_without_process_uses_file_addresses(lldb: Callable[..., LldbDriver],
                                                    zoo: dict[str, Any]) -> None:
     f = _crash(zoo, "gcc-pgo")
