@@ -56,9 +56,13 @@ class LineTables:
                 start = last
             elif start > last >= 0:
                 writer.end_sequence(last)
-            elif start == last and imap.rebuilt_jump(start):
-                last = end  # the row before goes on (BOLT's own table does the same)
-                continue
+            elif start == last and (jump := imap.rebuilt_jump(start)):
+                # The row before goes on over the jump (BOLT's own table does the same); the
+                # input code placed after it has these rows.
+                if start + jump >= end:
+                    last = end
+                    continue
+                start += jump
             for row in rows:
                 writer.row((start, *row[1:]))
             last = end
