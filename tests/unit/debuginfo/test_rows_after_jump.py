@@ -6,8 +6,6 @@ keeps its row. The file had dropped the row, so the `cmp` read the line of the b
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from unsplit.debuginfo.translate.lines import LineTables
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.elf.binary import Binary

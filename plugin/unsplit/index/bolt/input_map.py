@@ -13,7 +13,6 @@ from unsplit.elf.binary import Binary
 from unsplit.formats.nops import EM_X86_64, layout_only
 from unsplit.index.bolt import bat_translate, prebolt
 
-
 _JUMP_SIZES = {0xE9: 5, 0xEB: 2}  # jmp rel32, jmp rel8
 
 
@@ -112,7 +111,7 @@ class InputMap:
             code = self._pages[page] = output.code_bytes(page << 12, 4096)
         offset = address & 0xFFF
         byte = code[offset] if offset < len(code) else output.code_byte(address)
-        return _JUMP_SIZES.get(byte, 0)
+        return 0 if byte is None else _JUMP_SIZES.get(byte, 0)
 
     def is_code(self, address: int) -> bool:
         """Whether `address` is in an executable section of the input."""
