@@ -191,7 +191,9 @@ PROGRAMS = {p.name: p for p in (
                                      "corrupt": ["-d", "-f", "bad.br", "-o", "x.out"]}),
     Program("ninja", build_ninja, {"syntax": ["-C", "syntax"], "missing": ["-C", "missing"],
                                    "cycle": ["-C", "cycle"], "fails": ["-C", "fails"],
-                                   "tool": ["-t", "nosuch"]}),
+                                   "tool": ["-t", "nosuch"],
+                                   "target": ["-C", "proj", "nosuch.o"],
+                                   "query": ["-C", "own", "-t", "query", "ninja.o"]}),
     Program("zstd", build_zstd, {"truncated": ["-d", "-f", "trunc.zst", "-o", "x.out"],
                                  "corrupt": ["-d", "-f", "bad.zst", "-o", "x.out"],
                                  "notzstd": ["-d", "-f", "notzstd.zst", "-o", "x.out"],
@@ -409,7 +411,8 @@ def verify(cache: Path, file: str) -> str:
 
 def coverage(cache: Path, file: str) -> str:
     s = json.loads(run(["llvm-dwarfdump-22", "--statistics", file], cache))
-    have, total = s["#variables with location"], s["#variables processed by location statistics"]
+    have = s["#params with binary location"] + s["#local vars with binary location"]
+    total = s["#variables processed by location statistics"]
     cov, scope = (s["sum_all_variables(#bytes in parent scope covered by DW_AT_location)"],
                   s["sum_all_variables(#bytes in parent scope)"])
     return f"variables with a location {have}/{total}, scope bytes covered {cov}/{scope}"
@@ -423,23 +426,26 @@ def symbolized(cache: Path, name: str) -> str:
     truth = bolt_truth.perf2bolt_targets(cache / f"bol/{name}", addresses, cache)
     known = [a for a in addresses if a in truth]
     _, lines = bolt_truth.input_lines(cache / f"bol/{name}", cache / name, truth, known)
+    twin = bolt_truth.symbolize(cache / f"twn/{name}", known)
     text = bolt_truth.run("llvm-symbolizer-22", "--obj", cache / f"{name}.debug", "--no-inlines",
-                          "--basenames", "--functions=linkage",
+                          "--basenames", "--functions=linkage", "--no-demangle",
                           stdin="".join(f"{a:#x}\n" for a in known))
     got = [b.split("\n") for b in text.strip("\n").split("\n\n")]
-    funcs = lines_ok = lines_n = 0
+    funcs = lines_ok = lines_n = as_twin = 0
     bad: list[str] = []
-    for a, (fn, loc), line in zip(known, got, lines, strict=True):
-        funcs += fn == truth[a][0]
+    for a, (fn, loc), line, theirs in zip(known, got, lines, twin, strict=True):
+        funcs += re.sub(r"\.(cold|warm)(\.\d+)?$", "", fn) == truth[a][0]  # fragment symbols
         if line is not None and line[1]:
             lines_n += 1
             file, number = loc.rsplit(":", 2)[:2]
-            ok = (file, int(number) if number.isdigit() else 0) == line
-            lines_ok += ok
-            if not ok and len(bad) < 5:
-                bad.append(f"{a:#x} {fn} {loc} (input {line[0]}:{line[1]})")
+            ours = (file, int(number) if number.isdigit() else 0)
+            lines_ok += ours == line
+            as_twin += ours != line and ours == theirs
+            if ours not in (line, theirs) and len(bad) < 5:
+                bad.append(f"{a:#x} {fn} {loc} (input {line[0]}:{line[1]}, twin {theirs})")
     return (f"{len(known)}/{len(addresses)} cold instructions BAT maps: function right "
-            f"{funcs}, line right {lines_ok}/{lines_n}" + "".join(f"\n  {b}" for b in bad))
+            f"{funcs}, line right {lines_ok}/{lines_n}, BOLT's twin's line where not "
+            f"{as_twin}" + "".join(f"\n  {b}" for b in bad))
 
 
 def check(p: Program) -> None:
@@ -448,13 +454,13 @@ def check(p: Program) -> None:
     rows = cold_rows(cache, p.name)
     print(f"{p.name}: {len({r[1] for r in rows})} cold fragments, {len(rows)} statement rows")
     totals = collections.Counter[str]()
-    seen: set[str] = set()  # a fragment stopped in once is not a stop again: other code
+    seen: set[int] = set()  # a fragment stopped in once is not a stop again: other code
     for run_name, args in p.runs.items():
-        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[1] not in seen])
+        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[2] not in seen])
         if stop is None:
             print(f"  {run_name}: no stop in cold code")
             continue
-        seen.add(stop[0])
+        seen.update(r[2] for r in rows if r[1] == stop[0])
         bol, pre = f"bol.{run_name}.core", f"pre.{run_name}.core"
         core(cache, f"bol/{p.name}", f"'{stop[0]}'+{stop[1]}", args, bol)
         core(cache, f"pre/{p.name}", input_location(cache, p.name, *stop), args, pre)
