@@ -1,144 +1,310 @@
-"""The Brotli check of docs/debug-info.md ("Checked on programs nobody here built before"),
-rebuilt: PyPI's `brotli` 1.2.1 sdist (its C sources and command-line tool, fetched once with
-`pip download` into bench/realworld/brotli-cache, git-ignored), built as its users build it
-and BOLTed:
+"""The checks of docs/debug-info.md ("Checked on programs nobody here built before"), rebuilt
+for each program of PROGRAMS, each built as its users build it and BOLTed:
 
-    clang-22 -O2 -g -Ic/include c/common/*.c c/dec/*.c c/enc/*.c c/tools/brotli.c -lm
-        -fuse-ld=lld -Wl,--emit-relocs; llvm-bolt-22 -instrument, brotli -q 1|5|9|11 and -d on
-        its own sources, merge-fdata-22; llvm-bolt-22 -data= --enable-bat -reorder-blocks=ext-tsp
-        --split-functions --split-all-cold --split-strategy=cdsplit (its DWARF dropped, as
-        shipped); the twin: the same with --update-debug-sections
+- **brotli**: PyPI's `brotli` 1.2.1 sdist (`pip download`), its C sources and command-line tool:
+  `clang-22 -O2 -g -Ic/include c/common/*.c c/dec/*.c c/enc/*.c c/tools/brotli.c -lm
+  -fuse-ld=lld -Wl,--emit-relocs`; profile: `llvm-bolt-22 -instrument`, `brotli -q 1|5|9|11`
+  and `-d` on its own sources, `merge-fdata-22`.
+- **ninja**: Debian 12's `ninja-build` 1.11.1 source (`apt-get source`; needs a `deb-src`
+  line), C++: `CXX=clang++-22 LDFLAGS="-fuse-ld=lld -Wl,--emit-relocs" ./configure.py
+  --bootstrap` (its own `-O2 -g`); profile: `llvm-bolt-22 -instrument`, ninja's dry run and
+  tools on its own tree, a 22-object C build (clean, rebuild after a header change, `-t deps`).
+- **zstd**: Debian 12's `libzstd` 1.5.4 source, C: `make -C programs zstd CC=clang-22
+  CFLAGS="-O2 -g" LDFLAGS="-fuse-ld=lld -Wl,--emit-relocs"`; profile: `perf record -e
+  cpu-clock` (no LBR on this machine) of compressions at levels 1, 3, 9, 19 and their
+  decompression, `perf2bolt-22 -nl`.
 
-Then, at the first stop in cold code of three runs (a truncated file, `-q 0`, a corrupt file;
-found by breaking on every statement row of the twin's cold fragments), a core of the BOLT
-output and one of the input at the input address BAT names; `bt full 8` on each, value by value
-(a frame's name and line, each argument, each local), GDB with the plugin on the BOLT output
-(its debug file written at load) and plain GDB on the twin against plain GDB on the input;
-`llvm-dwarfdump-22 --verify` of the plugin's file, the input and the twin.
+Each is BOLTed `-data=… --enable-bat -reorder-blocks=ext-tsp --split-functions --split-all-cold
+--split-strategy=cdsplit` (its DWARF dropped, as shipped); the twin: the same with
+`--update-debug-sections`. Then, at the first stop in cold code of each of the program's runs
+of rare paths (found by breaking on every statement row of the twin's cold fragments), a core of
+the BOLT output and one of the input at the input address BAT names; `bt full 8` on each, value
+by value (a frame's name and line, each argument, each local), GDB with the plugin on the BOLT
+output (its debug file written at load) and plain GDB on the twin against plain GDB on the
+input; the same for LLDB (`bt 8`, `frame variable` in frames 0-2) with the plugin against plain
+LLDB on the input; `llvm-dwarfdump-22 --verify` and `--statistics` of the plugin's file, the
+input and the twin; llvm-symbolizer-22 on the plugin's file against perf2bolt-22's BAT
+translation and the input's lines, for every instruction of every cold fragment.
 
-    .venv/bin/python bench/realprog.py
+    .venv/bin/python bench/realprog.py [PROGRAM...]     (default: all; caches git-ignored in
+                                                         bench/realworld/PROGRAM-cache)
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CACHE = ROOT / "bench" / "realworld" / "brotli-cache"
-PACKAGE = "brotli==1.2.1"
+sys.path.insert(0, str(ROOT))
+
+from tests import bolt_truth  # noqa: E402
+from tests.e2e.driver_dap import DapSession  # noqa: E402
+from tests.e2e.driver_mi import MiSession  # noqa: E402
+
 BOLT = ["--enable-bat", "-reorder-blocks=ext-tsp", "--split-functions", "--split-all-cold",
         "--split-strategy=cdsplit"]
-RUNS = {"truncated": ["-d", "-f", "trunc.br", "-o", "x.out"],
-        "fastest": ["-f", "-q", "0", "train.txt", "-o", "x.br"],
-        "corrupt": ["-d", "-f", "bad.br", "-o", "x.out"]}
-ENV = {**os.environ, "UNSPLIT_CACHE": str(CACHE / "unsplit-cache")}
+LINK = ["-fuse-ld=lld", "-Wl,--emit-relocs"]
 
 
-def run(cmd: list[str], cwd: Path = CACHE, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900,
-                          env=env or ENV)
+@dataclass(frozen=True, slots=True)
+class Program:
+    name: str
+    build: Callable[[Path], None]  # writes CACHE/NAME (the BOLT input) and CACHE/NAME.fdata
+    runs: dict[str, list[str]]  # rare paths: the arguments of each, run in the cache
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, "UNSPLIT_CACHE": str(cwd / "unsplit-cache"),
+                               **(env or {})})
     return done.stdout + done.stderr
 
 
-def build() -> None:
-    """The input (pre/brotli), the BOLT output with the input beside it (bol/), the twin (twn/)."""
-    if (CACHE / "twn" / "brotli").is_file():
-        return
-    CACHE.mkdir(parents=True, exist_ok=True)
-    run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", PACKAGE])
-    with tarfile.open(next(CACHE.glob("brotli-*.tar.gz"))) as tar:
-        tar.extractall(CACHE)
-    c = next(CACHE.glob("brotli-*/c"))
+def instrumented_profile(cache: Path, exe: str, train: Callable[[str], None]) -> None:
+    """CACHE/EXE.fdata from `llvm-bolt-22 -instrument` and the runs `train(instrumented)`."""
+    shutil.rmtree(cache / "prof", ignore_errors=True)
+    (cache / "prof").mkdir()
+    run(["llvm-bolt-22", exe, "-instrument", f"-instrumentation-file={cache}/prof/b",
+         "-instrumentation-file-append-pid", "-o", f"{exe}.inst"], cache)
+    train(f"./{exe}.inst")
+    run(["merge-fdata-22", *map(str, (cache / "prof").glob("*.fdata")), "-o", f"{exe}.fdata"],
+        cache)
+
+
+def debian_source(cache: Path, package: str) -> Path:
+    """The unpacked upstream tree of a Debian source package (`apt-get source`)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    if not list(cache.glob("*.orig.tar.[gx]z")):
+        out = run(["apt-get", "source", "--download-only", package], cache)
+        if not list(cache.glob("*.orig.tar.[gx]z")):
+            raise SystemExit(f"realprog: apt-get source {package} (is there a deb-src line "
+                             f"in /etc/apt/sources.list.d?): {out[-1000:]}")
+    with tarfile.open(next(cache.glob("*.orig.tar.[gx]z"))) as tar:
+        tree = cache / tar.getnames()[0].split("/")[0]
+        if not tree.is_dir():
+            tar.extractall(cache)
+    return tree
+
+
+def build_brotli(cache: Path) -> None:
+    cache.mkdir(parents=True, exist_ok=True)
+    run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+         "brotli==1.2.1"], cache)
+    with tarfile.open(next(cache.glob("brotli-*.tar.gz"))) as tar:
+        tar.extractall(cache)
+    c = next(cache.glob("brotli-*/c"))
     sources = [str(p) for d in ("common", "dec", "enc") for p in sorted((c / d).glob("*.c"))]
     run(["clang-22", "-O2", "-g", f"-I{c / 'include'}", *sources, str(c / "tools/brotli.c"),
-         "-lm", "-fuse-ld=lld", "-Wl,--emit-relocs", "-o", "brotli"])
-    (CACHE / "train.txt").write_bytes(b"".join(Path(s).read_bytes() for s in sources))
-    shutil.rmtree(CACHE / "prof", ignore_errors=True)
-    (CACHE / "prof").mkdir()
-    run(["llvm-bolt-22", "brotli", "-instrument", f"-instrumentation-file={CACHE}/prof/b",
-         "-instrumentation-file-append-pid", "-o", "brotli.inst"])
-    for q in ("1", "5", "9", "11"):
-        run(["./brotli.inst", "-f", "-q", q, "train.txt", "-o", f"t{q}.br"])
-        run(["./brotli.inst", "-f", "-d", f"t{q}.br", "-o", "t.out"])
-    run(["merge-fdata-22", *map(str, (CACHE / "prof").glob("*.fdata")), "-o", "brotli.fdata"])
-    data = (CACHE / "t9.br").read_bytes()
-    (CACHE / "trunc.br").write_bytes(data[:500])
+         "-lm", *LINK, "-o", "brotli"], cache)
+    (cache / "train.txt").write_bytes(b"".join(Path(s).read_bytes() for s in sources))
+
+    def train(exe: str) -> None:
+        for q in ("1", "5", "9", "11"):
+            run([exe, "-f", "-q", q, "train.txt", "-o", f"t{q}.br"], cache)
+            run([exe, "-f", "-d", f"t{q}.br", "-o", "t.out"], cache)
+
+    instrumented_profile(cache, "brotli", train)
+    data = (cache / "t9.br").read_bytes()
+    (cache / "trunc.br").write_bytes(data[:500])
     bad = bytearray(data)
     for i in range(40):
         bad[2000 + (i * 7919) % 50000] ^= 0xFF
-    (CACHE / "bad.br").write_bytes(bytes(bad))
+    (cache / "bad.br").write_bytes(bytes(bad))
+
+
+def build_ninja(cache: Path) -> None:
+    tree = debian_source(cache, "ninja-build")
+    run([sys.executable, "configure.py", "--bootstrap"], tree,
+        {"CXX": "clang++-22", "LDFLAGS": " ".join(LINK)})
+    shutil.copy2(tree / "ninja", cache / "ninja")
+    # Training: its own tree's build graph (dry run, tools) and a small real C build.
+    shutil.rmtree(cache / "own", ignore_errors=True)
+    shutil.copytree(tree, cache / "own", ignore=shutil.ignore_patterns("build", "ninja"))
+    run([sys.executable, "configure.py"], cache / "own", {"CXX": "clang++-22"})
+    proj = cache / "proj"
+    proj.mkdir(exist_ok=True)
+    rules = ["rule cc\n  command = gcc -MMD -MF $out.d -c $in -o $out\n  depfile = $out.d\n"
+             "  deps = gcc\n  description = CC $out\n", "rule link\n  command = gcc $in -o $out\n"]
+    for i in range(20):
+        (proj / f"f{i}.c").write_text(f'#include "h.h"\nint f{i}(void) {{ return H + {i}; }}\n')
+        rules.append(f"build f{i}.o: cc f{i}.c\n")
+    (proj / "h.h").write_text("#define H 1\n")
+    (proj / "main.c").write_text("int main(void) { return 0; }\n")
+    rules.append("build main.o: cc main.c\nbuild app: link main.o "
+                 + " ".join(f"f{i}.o" for i in range(20)) + "\ndefault app\n")
+    (proj / "build.ninja").write_text("".join(rules))
+
+    def train(exe: str) -> None:
+        for tool in (["-n"], ["-t", "targets", "all"], ["-t", "commands"], ["-t", "query",
+                     "ninja"], ["-t", "graph"], ["-t", "compdb"], ["-t", "inputs", "ninja"]):
+            run([exe, "-C", "own", *tool], cache)
+        for step in ([], ["-t", "clean"], ["-j2"], ["-t", "deps"]):
+            run([exe, "-C", "proj", *step], cache)
+        (proj / "h.h").write_text("#define H 2\n")
+        run([exe, "-C", "proj"], cache)
+
+    instrumented_profile(cache, "ninja", train)
+    # The rare paths' manifests: an unknown rule, a missing input, a cycle, a failing command.
+    bad = {"syntax": "rule r\n  command = true\nbuild a: nosuch b\n",
+           "missing": "rule r\n  command = true\nbuild a: r gone.c\n",
+           "cycle": "rule r\n  command = true\nbuild a: r b\nbuild b: r c\nbuild c: r a\n",
+           "fails": "rule r\n  command = false\nbuild a: r\n"}
+    for name, text in bad.items():
+        (cache / name).mkdir(exist_ok=True)
+        (cache / name / "build.ninja").write_text(text)
+
+
+def build_zstd(cache: Path) -> None:
+    tree = debian_source(cache, "libzstd")
+    run(["make", "-C", "programs", "zstd", "CC=clang-22", "CFLAGS=-O2 -g",
+         f"LDFLAGS={' '.join(LINK)}"], tree)
+    shutil.copy2(tree / "programs" / "zstd", cache / "zstd")
+    train = cache / "train.bin"
+    train.write_bytes(b"".join(p.read_bytes() for p in sorted((tree / "lib").rglob("*.[ch]"))))
+    script = " && ".join(f"./zstd -f -q -{lv} train.bin -o t{lv}.zst && ./zstd -f -q -d "
+                         f"t{lv}.zst -o t.out" for lv in (1, 3, 9, 19))
+    run(["perf", "record", "-e", "cpu-clock", "-F", "5000", "-o", "zstd.perf", "--", "sh",
+         "-c", script], cache)
+    run(["perf2bolt-22", "zstd", "-nl", "-p", "zstd.perf", "-o", "zstd.fdata"], cache)
+    data = (cache / "t19.zst").read_bytes()
+    (cache / "trunc.zst").write_bytes(data[: len(data) // 3])
+    bad = bytearray(data)
+    for i in range(40):
+        bad[200 + (i * 7919) % (len(data) - 400)] ^= 0xFF
+    (cache / "bad.zst").write_bytes(bytes(bad))
+    (cache / "notzstd.zst").write_bytes(b"plain text, not a frame\n" * 10)
+
+
+PROGRAMS = {p.name: p for p in (
+    Program("brotli", build_brotli, {"truncated": ["-d", "-f", "trunc.br", "-o", "x.out"],
+                                     "fastest": ["-f", "-q", "0", "train.txt", "-o", "x.br"],
+                                     "corrupt": ["-d", "-f", "bad.br", "-o", "x.out"]}),
+    Program("ninja", build_ninja, {"syntax": ["-C", "syntax"], "missing": ["-C", "missing"],
+                                   "cycle": ["-C", "cycle"], "fails": ["-C", "fails"],
+                                   "tool": ["-t", "nosuch"],
+                                   "target": ["-C", "proj", "nosuch.o"],
+                                   "query": ["-C", "own", "-t", "query", "ninja.o"]}),
+    Program("zstd", build_zstd, {"truncated": ["-d", "-f", "trunc.zst", "-o", "x.out"],
+                                 "corrupt": ["-d", "-f", "bad.zst", "-o", "x.out"],
+                                 "notzstd": ["-d", "-f", "notzstd.zst", "-o", "x.out"],
+                                 "test": ["-t", "bad.zst"]}),
+)}
+
+
+def build(p: Program, cache: Path) -> None:
+    """The input (pre/), the BOLT output with the input beside it (bol/), the twin (twn/)."""
+    if (cache / "twn" / p.name).is_file():
+        return
+    p.build(cache)
     for d in ("pre", "bol/input", "twn"):
-        (CACHE / d).mkdir(parents=True, exist_ok=True)
-    for name, extra in (("bol/brotli", []), ("twn/brotli", ["--update-debug-sections"])):
-        out = run(["llvm-bolt-22", "brotli", "-data=brotli.fdata", *BOLT, *extra, "-o", name])
-        if not (CACHE / name).is_file():
-            raise SystemExit(f"realprog: llvm-bolt-22 wrote no {name}: {out[-2000:]}")
-    shutil.copy2(CACHE / "brotli", CACHE / "pre" / "brotli")
-    shutil.copy2(CACHE / "brotli", CACHE / "bol" / "input" / "brotli")
+        (cache / d).mkdir(parents=True, exist_ok=True)
+    for out, extra in ((f"bol/{p.name}", []), (f"twn/{p.name}", ["--update-debug-sections"])):
+        said = run(["llvm-bolt-22", p.name, f"-data={p.name}.fdata", *BOLT, *extra, "-o", out],
+                   cache)
+        if not (cache / out).is_file():
+            raise SystemExit(f"realprog: llvm-bolt-22 wrote no {out}: {said[-2000:]}")
+    shutil.copy2(cache / p.name, cache / "pre" / p.name)
+    shutil.copy2(cache / p.name, cache / "bol" / "input" / p.name)
 
 
-def cold_rows() -> list[tuple[int, str, int]]:
-    """(file address, fragment symbol, its start) of every statement row in the twin's cold
-    fragments."""
+def cold_fragments(cache: Path, exe: str) -> list[tuple[int, int, str]]:
     frags = []
-    for line in run(["nm", "-S", "twn/brotli"]).splitlines():
+    for line in run(["nm", "-S", exe], cache).splitlines():
         p = line.split()
         if len(p) == 4 and p[3].endswith(".cold"):
             frags.append((int(p[0], 16), int(p[0], 16) + int(p[1], 16), p[3]))
+    return frags
+
+
+def cold_rows(cache: Path, name: str) -> list[tuple[int, str, int]]:
+    """(file address, fragment symbol, its start) of every statement row in the twin's cold
+    fragments."""
+    frags = cold_fragments(cache, f"twn/{name}")
     rows = []
     for m in re.finditer(r"^0x([0-9a-f]{16})\s+([1-9]\d*)\s.*is_stmt",
-                         run(["llvm-dwarfdump-22", "--debug-line", "twn/brotli"]), re.M):
+                         run(["llvm-dwarfdump-22", "--debug-line", f"twn/{name}"], cache), re.M):
         a = int(m.group(1), 16)
         rows += [(a, f[2], f[0]) for f in frags if f[0] <= a < f[1]]
     return sorted(set(rows))
 
 
-def first_cold_stop(args: list[str], rows: list[tuple[int, str, int]]
+def first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[int, str, int]]
                     ) -> tuple[str, int] | None:
-    """The fragment symbol and offset of the first cold row the run reaches."""
-    script = CACHE / "rows.gdb"
+    """The fragment symbol and offset of the first cold row the run reaches (kept in
+    stops.json: thousands of breakpoints take GDB minutes)."""
+    known = cache / "stops.json"
+    stops = json.loads(known.read_text()) if known.is_file() else {}
+    key = " ".join(args) + f" ({len(rows)} rows)"
+    if key not in stops:
+        stops[key] = _first_cold_stop(cache, name, args, rows)
+        known.write_text(json.dumps(stops))
+    return None if stops[key] is None else (stops[key][0], stops[key][1])
+
+
+def _first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[int, str, int]]
+                     ) -> tuple[str, int] | None:
+    script = cache / "rows.gdb"
     script.write_text("".join(f"break *'{s}'+{a - start}\n" for a, s, start in rows))
-    out = run(["gdb", "-nx", "-q", "-batch", "-x", str(script), "-ex", "run", "-ex",
-               "info symbol $pc", "--args", "twn/brotli", *args])
+    out = run(["gdb", "-nx", "-q", "-batch", "-iex", "set print asm-demangle off", "-iex",
+               "set print demangle off", "-x", str(script), "-ex", "run", "-ex",
+               "info symbol $pc", "--args", f"twn/{name}", *args], cache)
     m = re.search(r"^(\S+\.cold) \+ (\d+) in section", out, re.M)
     return None if m is None else (m.group(1), int(m.group(2)))
 
 
-def input_location(symbol: str, offset: int) -> str:
+def where(cache: Path, name: str, address: int) -> str:
+    return run([sys.executable, "-m", "unsplit", "where", "--exe", f"bol/{name}", hex(address)],
+               cache, {"PYTHONPATH": str(ROOT / "plugin")})
+
+
+def input_location(cache: Path, name: str, symbol: str, offset: int) -> str:
     """`PROC+OFF` of the input: BAT's input address of the BOLT output's cold code."""
-    address = int(run(["nm", "bol/brotli"]).split(f" t {symbol}\n")[0].rsplit("\n", 1)[-1]
-                  .split()[0], 16) + offset
-    out = run([sys.executable, "-m", "unsplit", "where", "--exe", "bol/brotli", hex(address)],
-              env={**ENV, "PYTHONPATH": str(ROOT / "plugin")})
-    m = re.search(r"bolt\s+input (\S+)\+(0x[0-9a-f]+) at", out)
+    start = next(f[0] for f in cold_fragments(cache, f"bol/{name}") if f[2] == symbol)
+    out = where(cache, name, start + offset)
+    m = re.search(r"bolt\s+input .* at (0x[0-9a-f]+) ", out)
     if m is None:
         raise SystemExit(f"realprog: no BAT input for {symbol}+{offset}: {out}")
-    return f"'{m.group(1)}'+{m.group(2)}"
+    at = int(m.group(1), 16)
+    # The nearest code symbol at or before it (an assembly label has no size).
+    syms = [(int(v, 16), n) for v, t, n in (line.split() for line in run(
+        ["nm", "--defined-only", name], cache).splitlines() if line.count(" ") == 2)
+        if t in "tTW" and not n.endswith(".org.0")]
+    value, owner = max(s for s in syms if s[0] <= at)
+    return f"'{owner}'+{at - value}"
 
 
-def core(exe: str, where: str, args: list[str], name: str) -> None:
-    run(["gdb", "-nx", "-q", "-batch", "-ex", f"break *{where}", "-ex", "run", "-ex",
-         f"gcore {name}", "--args", exe, *args])
+def core(cache: Path, exe: str, at: str, args: list[str], core_file: str) -> None:
+    run(["gdb", "-nx", "-q", "-batch", "-ex", f"break *{at}", "-ex", "run", "-ex",
+         f"gcore {core_file}", "--args", exe, *args], cache)
 
 
-def values(exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
+def normal(out: str) -> str:
+    """Code and heap addresses (which BOLT and the run move) as H; fragment marks dropped."""
+    out = re.sub(r"0x(0000)?5555(55[4-9a-f]|56|57|58|54)[0-9a-f]+", "H", out)
+    out = re.sub(r"0x0000000000[2-9a-f][0-9a-f]{5}\b", "H", out)  # non-PIE code
+    return re.sub(r" \[(cold|warm)[.\d]*\]", "", out)
+
+
+def gdb_values(cache: Path, exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
     argv = ["gdb", "-nx", "-q", "-batch", "-iex", "set width 0"]
     if plugin:
         argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
     # The debug file written at load (a first session's `bt full` comes before a file written
     # in the background: frames named and lined, no values yet; docs/debug-info.md).
-    out = run([*argv, "-ex", "bt full 8", exe, core_file],
-              env={**ENV, "UNSPLIT_DEBUGINFO_BACKGROUND": "0"})
-    out = out[out.find("\n#0"):]
-    out = re.sub(r"0x(0000)?5555(55[4-9a-f]|56|57|58|54)[0-9a-f]+", "H", out)  # code, heap
-    out = re.sub(r" \[(cold|warm)[.\d]*\]", "", re.sub(r"#(\d+) +(H in )?", r"#\1 ", out))
+    out = run([*argv, "-ex", "bt full 8", exe, core_file], cache,
+              {"UNSPLIT_DEBUGINFO_BACKGROUND": "0"})
+    out = normal(out[out.find("\n#0"):])
+    out = re.sub(r"#(\d+) +(H in )?", r"#\1 ", out)
     found: list[tuple[str, ...]] = []
     for line in out.splitlines():
         m = re.match(r"#\d+ (.*?) \((.*)\) at (\S+)$", line)
@@ -147,6 +313,82 @@ def values(exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
             found += [("arg", a) for a in re.split(r", (?=\w+=)", m.group(2))]
         elif " = " in line and not line.startswith("#"):
             found.append(("local", line.strip()))
+    return found
+
+
+def lldb_values(cache: Path, exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
+    argv = ["lldb-22", "--no-lldbinit", "-b", "-o", "settings set use-color false"]
+    if plugin:
+        argv += ["-o", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+    argv += ["-c", core_file, exe, "-o", "bt 8"]
+    for n in range(3):
+        argv += ["-o", f"frame select {n}", "-o", "frame variable"]
+    out = normal(run(argv, cache, {"UNSPLIT_DEBUGINFO_BACKGROUND": "0"}))
+    found: list[tuple[str, ...]] = []
+    for line in out.splitlines():
+        m = re.match(r"\s*\*?\s*frame #\d+: H \S+`(.*?) at (\S+?)(:\d+)?$", line)
+        if m:
+            found.append(("frame", m.group(1), m.group(2)))
+        elif re.match(r"\(.+\) \w+ = ", line):
+            found.append(("var", line.strip()))
+    return found
+
+
+def dap_values(cache: Path, exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
+    """lldb-dap-22 attached to the core: `stackTrace`, then `scopes` and `variables` of frames
+    0-2 (what an IDE's call stack and Variables pane show)."""
+    init = [f'command script import "{ROOT / "lldb" / "unsplit_lldb.py"}"'] if plugin else []
+    session = DapSession(["lldb-dap-22"], env={"UNSPLIT_CACHE": str(cache / "unsplit-cache"),
+                                                "UNSPLIT_DEBUGINFO_BACKGROUND": "0"})
+    found: list[tuple[str, ...]] = []
+    try:
+        session.request("initialize", adapterID="realprog", linesStartAt1=True,
+                        columnsStartAt1=True, pathFormat="path")
+        session.send("attach", program=str(cache / exe), coreFile=str(cache / core_file),
+                     initCommands=init)
+        session.wait("event", "initialized", 600)
+        session.request("configurationDone")
+        session.wait("event", "stopped", 600)
+        thread = session.request("threads")["threads"][0]["id"]
+        frames = session.request("stackTrace", 600, threadId=thread, startFrame=0,
+                                 levels=8)["stackFrames"]
+        for n, f in enumerate(frames):
+            source = (f.get("source") or {}).get("path", "")
+            found.append(("frame", f["name"], f"{Path(source).name}:{f.get('line')}"))
+            if n > 2:
+                continue
+            for scope in session.request("scopes", frameId=f["id"])["scopes"]:
+                if scope["name"] not in ("Locals", "Arguments"):
+                    continue
+                for v in session.request("variables", variablesReference=scope[
+                        "variablesReference"])["variables"]:
+                    found.append(("var", v["name"], normal(str(v.get("value")))))
+    finally:
+        session.close()
+    return found
+
+
+def mi_values(cache: Path, exe: str, core_file: str, plugin: bool) -> list[tuple[str, ...]]:
+    """GDB/MI on the core: `-stack-list-frames` (frame filters on) and `-stack-list-variables
+    --all-values` in frames 0-2."""
+    session = MiSession([str(cache / exe)], plugin=plugin,
+                        env={"UNSPLIT_CACHE": str(cache / "unsplit-cache"),
+                             "UNSPLIT_DEBUGINFO_BACKGROUND": "0"})
+    found: list[tuple[str, ...]] = []
+    try:
+        session.command(f'-interpreter-exec console "core-file {cache / core_file}"', 600)
+        session.command("-enable-frame-filters")
+        frames = session.command("-stack-list-frames 0 7", 600)["stack"]
+        for f in frames:
+            f = f.get("frame", f)
+            found.append(("frame", normal(str(f.get("func"))),
+                          f"{Path(str(f.get('file', ''))).name}:{f.get('line')}"))
+        for n in range(min(3, len(frames))):
+            for v in session.command(f"-stack-list-variables --thread 1 --frame {n} "
+                                     "--all-values")["variables"]:
+                found.append(("var", v["name"], normal(str(v.get("value")))))
+    finally:
+        session.close()
     return found
 
 
@@ -160,35 +402,103 @@ def right(ours: list[tuple[str, ...]], truth: list[tuple[str, ...]]) -> int:
     return n
 
 
-def main() -> int:
-    build()
-    rows = cold_rows()
-    print(f"brotli: {len({r[1] for r in rows})} cold fragments, {len(rows)} statement rows")
+def verify(cache: Path, file: str) -> str:
+    out = run(["llvm-dwarfdump-22", "--verify", file], cache)
+    if "No errors." in out:
+        return "no errors"
+    return f"{len(re.findall(r'^error: ', out, re.M))} errors"
+
+
+def coverage(cache: Path, file: str) -> str:
+    s = json.loads(run(["llvm-dwarfdump-22", "--statistics", file], cache))
+    have = s["#params with binary location"] + s["#local vars with binary location"]
+    total = s["#variables processed by location statistics"]
+    cov, scope = (s["sum_all_variables(#bytes in parent scope covered by DW_AT_location)"],
+                  s["sum_all_variables(#bytes in parent scope)"])
+    return f"variables with a location {have}/{total}, scope bytes covered {cov}/{scope}"
+
+
+def symbolized(cache: Path, name: str) -> str:
+    """llvm-symbolizer-22 on the plugin's file against BAT's truth for each cold instruction:
+    the input function (perf2bolt-22) and the input's line of the same instruction."""
+    addresses = sorted(a for s, e, _ in cold_fragments(cache, f"bol/{name}")
+                       for a in bolt_truth.instructions(cache / f"bol/{name}", s, e))
+    truth = bolt_truth.perf2bolt_targets(cache / f"bol/{name}", addresses, cache)
+    known = [a for a in addresses if a in truth]
+    _, lines = bolt_truth.input_lines(cache / f"bol/{name}", cache / name, truth, known)
+    twin = bolt_truth.symbolize(cache / f"twn/{name}", known)
+    text = bolt_truth.run("llvm-symbolizer-22", "--obj", cache / f"{name}.debug", "--no-inlines",
+                          "--basenames", "--functions=linkage", "--no-demangle",
+                          stdin="".join(f"{a:#x}\n" for a in known))
+    got = [b.split("\n") for b in text.strip("\n").split("\n\n")]
+    funcs = lines_ok = lines_n = as_twin = 0
+    bad: list[str] = []
+    for a, (fn, loc), line, theirs in zip(known, got, lines, twin, strict=True):
+        funcs += re.sub(r"\.(cold|warm)(\.\d+)?$", "", fn) == truth[a][0]  # fragment symbols
+        if line is not None and line[1]:
+            lines_n += 1
+            file, number = loc.rsplit(":", 2)[:2]
+            ours = (file, int(number) if number.isdigit() else 0)
+            lines_ok += ours == line
+            as_twin += ours != line and ours == theirs
+            if ours not in (line, theirs) and len(bad) < 5:
+                bad.append(f"{a:#x} {fn} {loc} (input {line[0]}:{line[1]}, twin {theirs})")
+    return (f"{len(known)}/{len(addresses)} cold instructions BAT maps: function right "
+            f"{funcs}, line right {lines_ok}/{lines_n}, BOLT's twin's line where not "
+            f"{as_twin}" + "".join(f"\n  {b}" for b in bad))
+
+
+def check(p: Program) -> None:
+    cache = ROOT / "bench" / "realworld" / f"{p.name}-cache"
+    build(p, cache)
+    rows = cold_rows(cache, p.name)
+    print(f"{p.name}: {len({r[1] for r in rows})} cold fragments, {len(rows)} statement rows")
     totals = collections.Counter[str]()
-    for name, args in RUNS.items():
-        stop = first_cold_stop(args, rows)
+    seen: set[int] = set()  # a fragment stopped in once is not a stop again: other code
+    for run_name, args in p.runs.items():
+        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[2] not in seen])
         if stop is None:
-            print(f"{name}: no stop in cold code")
+            print(f"  {run_name}: no stop in cold code")
             continue
-        core("bol/brotli", f"'{stop[0]}'+{stop[1]}", args, f"bol.{name}.core")
-        core("pre/brotli", input_location(*stop), args, f"pre.{name}.core")
-        truth = values("pre/brotli", f"pre.{name}.core", False)
-        ours = values("bol/brotli", f"bol.{name}.core", True)
-        twin = values("twn/brotli", f"bol.{name}.core", False)
-        print(f"{name}: {stop[0]}+{stop[1]}: {len(truth)} values on the input; with the "
-              f"plugin {right(ours, truth)} right, BOLT's twin {right(twin, truth)} right")
-        totals.update(truth=len(truth), ours=right(ours, truth), twin=right(twin, truth))
-    print(f"total: {totals['truth']} values, plugin {totals['ours']} right, "
-          f"twin {totals['twin']} right")
-    debug = run([sys.executable, "-m", "unsplit", "debuginfo", "bol/brotli", "-o",
-                 "brotli.debug"], env={**ENV, "PYTHONPATH": str(ROOT / "plugin")})
-    print(debug.strip().splitlines()[0] if debug.strip() else "unsplit debuginfo: no output")
-    for f in ("pre/brotli", "brotli.debug", "twn/brotli"):
-        out = run(["llvm-dwarfdump-22", "--verify", f])
-        errors = re.findall(r"^error: (.*?)(?: occurred (\d+) time)?", out, re.M)
-        print(f"--verify {f}: " + ("no errors" if "No errors." in out else
-                                    f"{len(re.findall(r'^error: DIE', out, re.M))} DIE errors"
-                                    f" ({len(errors)} error lines)"))
+        seen.update(r[2] for r in rows if r[1] == stop[0])
+        bol, pre = f"bol.{run_name}.core", f"pre.{run_name}.core"
+        core(cache, f"bol/{p.name}", f"'{stop[0]}'+{stop[1]}", args, bol)
+        core(cache, f"pre/{p.name}", input_location(cache, p.name, *stop), args, pre)
+        truth = gdb_values(cache, f"pre/{p.name}", pre, False)
+        ours = gdb_values(cache, f"bol/{p.name}", bol, True)
+        twin = gdb_values(cache, f"twn/{p.name}", bol, False)
+        print(f"  {run_name}: {stop[0]}+{stop[1]}: GDB {len(truth)} values on the input, with "
+              f"the plugin {right(ours, truth)} right, BOLT's twin {right(twin, truth)}")
+        totals.update(gdb=len(truth), gdb_ours=right(ours, truth), gdb_twin=right(twin, truth))
+        for kind, view in (("lldb", lldb_values), ("dap", dap_values), ("mi", mi_values)):
+            want = view(cache, f"pre/{p.name}", pre, False)
+            try:
+                got = view(cache, f"bol/{p.name}", bol, True)
+            except TimeoutError:  # the driver's: the debugger answered nothing in time
+                print(f"    {kind}: with the plugin, no answer in time")
+                totals.update({kind: len(want)})
+                continue
+            print(f"    {kind}: {len(want)} values on the input, with the plugin "
+                  f"{right(got, want)} right")
+            totals.update({kind: len(want), f"{kind}_ours": right(got, want)})
+            for v in (collections.Counter(want) - collections.Counter(got)):
+                print(f"      missing: {v}")
+        for v in (collections.Counter(truth) - collections.Counter(ours)):
+            print(f"      gdb missing: {v}")
+    print(f"  total: GDB {totals['gdb']} values, plugin {totals['gdb_ours']} right, twin "
+          f"{totals['gdb_twin']} right; " + ", ".join(
+              f"{k} {totals[k + '_ours']}/{totals[k]}" for k in ("lldb", "dap", "mi")))
+    debug = run([sys.executable, "-m", "unsplit", "debuginfo", f"bol/{p.name}", "-o",
+                 f"{p.name}.debug"], cache, {"PYTHONPATH": str(ROOT / "plugin")})
+    print("  " + (debug.strip().splitlines()[0] if debug.strip() else "unsplit debuginfo: -"))
+    for f in (f"pre/{p.name}", f"{p.name}.debug", f"twn/{p.name}"):
+        print(f"  --verify {f}: {verify(cache, f)}; {coverage(cache, f)}")
+    print(f"  llvm-symbolizer-22 on {p.name}.debug: {symbolized(cache, p.name)}")
+
+
+def main() -> int:
+    for name in sys.argv[1:] or list(PROGRAMS):
+        check(PROGRAMS[name])
     return 0
 
 

@@ -20,7 +20,7 @@ from unsplit.formats import esl
 from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 
-FORMAT_VERSION = 4  # bump when the files' content changes: old ones are then not reused
+FORMAT_VERSION = 5  # bump when the files' content changes: old ones are then not reused
 
 
 def cache_dir() -> str:

@@ -64,9 +64,13 @@ class LineTables:
                 start = last
             elif start > last >= 0:
                 writer.end_sequence(last)
-            elif start == last and copied is None and imap.rebuilt_jump(start):
-                last = end  # the row before goes on (BOLT's own table does the same)
-                continue
+            elif start == last and copied is None and (jump := imap.rebuilt_jump(start)):
+                # The row before goes on over the jump (BOLT's own table does the same); the
+                # input code placed after it has these rows.
+                if start + jump >= end:
+                    last = end
+                    continue
+                start += jump
             if copied is not None:
                 sequence, first, after = copied
                 writer.copy(rows[0], self.data[marks[sequence][first]:

@@ -26,7 +26,7 @@ from unsplit.index.model.records import HOT, FragmentName, parse_fragment_name
 
 _BINDING_RANK = {"STB_GLOBAL": 0, "STB_WEAK": 1, "STB_LOCAL": 2}
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
-_STT_FUNC = 2
+_STT_NOTYPE, _STT_FUNC = 0, 2
 _SHF_COMPRESSED = 0x800
 _SHT_NOBITS = 8
 
@@ -510,13 +510,18 @@ class _SymbolsByAddress:
         return self.made(self._positions(address))
 
     def made(self, positions: Iterable[int]) -> list[_Sym]:
-        """The defined function symbols among table ``positions`` (in the order given)."""
+        """The defined function symbols among table ``positions`` (in the order given); where
+        there is none, the STT_NOTYPE labels: BAT has a function there, and code written in
+        assembly without `.type` (zstd's Huffman loops) has only a label to name it."""
         cols = self._cols
+        defined = [i for i in positions if cols.shndx[i]
+                   and cols.values[i] + cols.sizes[i] < 1 << 64]  # else damaged, as functions()
+        picked = [i for i in defined if cols.infos[i] & 0xF == _STT_FUNC] or [
+            i for i in defined if cols.infos[i] & 0xF == _STT_NOTYPE
+            and not cols.name(i).startswith(("$", ".L"))]  # mapping symbols, local labels
         return [_Sym(cols.name(i), cols.sizes[i], _BINDINGS.get(cols.infos[i] >> 4,
                                                                 str(cols.infos[i] >> 4)))
-                for i in positions
-                if cols.infos[i] & 0xF == _STT_FUNC and cols.shndx[i]
-                and cols.values[i] + cols.sizes[i] < 1 << 64]  # else damaged, as Binary.functions
+                for i in picked]
 
     def runs(self) -> dict[int, array[int]]:
         """Each symbol value and the table positions of its symbols, in table order (what

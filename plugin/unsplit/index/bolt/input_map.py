@@ -13,6 +13,8 @@ from unsplit.elf.binary import Binary
 from unsplit.formats.nops import EM_X86_64, layout_only
 from unsplit.index.bolt import bat_translate, prebolt
 
+_JUMP_SIZES = {0xE9: 5, 0xEB: 2}  # jmp rel32, jmp rel8
+
 
 class Placed(NamedTuple):
     """What became of one input range (a tuple: the translator makes one per line row and
@@ -89,17 +91,18 @@ class InputMap:
     output: Binary | None = None
     x86 = False  # the output is x86-64 code: rebuilt_jump reads its bytes
 
-    def rebuilt_jump(self, address: int) -> bool:
-        """Whether the output has, at `address`, an x86-64 jump BOLT made when it laid blocks
-        out (`jmp` with no BAT entry of its own, spec §2.3): no input instruction stands
-        behind it, and BOLT's own line table gives it the row of the code before. Never in
-        a function BOLT left where it was (lite mode): its code is the input's, jumps too."""
+    def rebuilt_jump(self, address: int) -> int:
+        """The size of the x86-64 jump BOLT made when it laid blocks out (`jmp` with no BAT
+        entry of its own, spec §2.3) at `address` of the output, 0 where there is none: no
+        input instruction stands behind it, and BOLT's own line table gives it the row of the
+        code before. Never in a function BOLT left where it was (lite mode): its code is the
+        input's, jumps too."""
         output = self.output
         if output is None or not self.x86 or address in self._entry_set:
-            return False
+            return 0
         i = bisect_right(self._kept_lo, address) - 1
         if i >= 0 and address < self._kept_hi[i]:
-            return False
+            return 0
         # Asked at nearly every line row: the output's code is read a page at a time (a page
         # that does not start in code is asked a byte at a time).
         page = address >> 12
@@ -108,7 +111,7 @@ class InputMap:
             code = self._pages[page] = output.code_bytes(page << 12, 4096)
         offset = address & 0xFFF
         byte = code[offset] if offset < len(code) else output.code_byte(address)
-        return byte in (0xE9, 0xEB)
+        return 0 if byte is None else _JUMP_SIZES.get(byte, 0)
 
     def kept(self, lo: int, hi: int) -> bool:
         """Whether input [lo, hi) lies in functions BOLT left where they were (lite mode)."""

@@ -243,17 +243,22 @@ def _build_id_matches(binary: Binary, candidate: Binary) -> bool:
     return not out_id and not in_id
 
 
-_STT_FUNC = 2
+_STT_NOTYPE, _STT_FUNC = 0, 2
 
 
 def _function_table(binary: Binary) -> dict[str, tuple[int, int]]:
-    """name -> (address, size) of the first defined STT_FUNC of each name."""
+    """name -> (address, size) of the first defined STT_FUNC of each name, else of its first
+    STT_NOTYPE label: BOLT also moves code written in assembly without `.type` (zstd's
+    Huffman loops), which BAT names by such a label."""
     out: dict[str, tuple[int, int]] = {}
+    labels: dict[str, tuple[int, int]] = {}
     table = ".symtab" if binary.has_section(".symtab") else ".dynsym"
     for sym in binary.symbol_entries(table):
         if sym.type == _STT_FUNC and sym.defined:
             out.setdefault(sym.name, (sym.value, sym.size))
-    return out
+        elif sym.type == _STT_NOTYPE and sym.defined and not sym.name.startswith(("$", ".L")):
+            labels.setdefault(sym.name, (sym.value, sym.size))
+    return {**labels, **out}
 
 
 _functions = PerFile(_function_table)
