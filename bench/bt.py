@@ -29,8 +29,10 @@ made empty for the pair:
 With the plugin, LLDB's `bt` is its `unsplit-bt` (lldb/unsplit_lldb_impl/backtrace.py: LLDB's
 own backtrace, the names put into its text); --lldb-bt "thread backtrace" times LLDB's command
 instead, whose frames the plugin names through its per-frame frame-format callbacks. LLDB runs
-with `symbols.enable-external-lookup` off (the tests' driver's setting: no libc lines in plain
-LLDB, which the plugin then reads from libc's debug file); --external-lookup leaves it on.
+with its own default, `symbols.enable-external-lookup` on: it reads libc's debug file as GDB
+does (its debug-file-directory), so both plain debuggers have the libc frames' lines the
+plugin shows; --no-external-lookup turns it off (the tests' driver's setting: plain LLDB then
+has no libc lines, and the plugin reads them from libc's debug file itself).
 With --floor LLDB runs a third way, "floor": a `frame-format` callback that renders LLDB's
 own function and line parts through the SB API and names nothing (bench/lldb_floor.py), what
 any plugin that renames frames by a format callback and keeps LLDB's arguments pays.
@@ -282,9 +284,9 @@ def main() -> int:
     parser.add_argument("--lldb-bt", default="bt", metavar="COMMAND",
                         help="the backtrace command LLDB runs (bt, or thread backtrace: the "
                              "plugin's frame-format callbacks)")
-    parser.add_argument("--external-lookup", action="store_true",
-                        help="LLDB: leave symbols.enable-external-lookup on (its default), so "
-                             "that LLDB reads libc's debug file itself")
+    parser.add_argument("--no-external-lookup", dest="external_lookup", action="store_false",
+                        help="LLDB: turn symbols.enable-external-lookup off (on by default, as "
+                             "in LLDB), so that plain LLDB reads no libc debug file")
     parser.add_argument("--alternate", type=int, default=0, metavar="N",
                         help="only GDB's later-session bt, filter alone against the unwinder, "
                              "N rounds alternated")
