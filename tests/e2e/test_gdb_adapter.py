@@ -249,6 +249,21 @@ def test_loading_twice_installs_one_frame_filter(gcc_pgo: Crash, gdb_log: Any) -
         assert bt_names(gdb.backtrace())[0] == "transfer [cold]"
 
 
+def test_a_session_without_bb_break_never_imports_the_breakpoint_groups(
+        gcc_pgo: Crash, gdb_log: Any) -> None:
+    """A session that reads a backtrace does not pay for `bb break`'s module at start; the
+    first `bb break` brings it, and the breakpoint it sets stops the program."""
+    loaded = "python print('unsplit_gdb_impl.breakpoints' in sys.modules)"
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        gdb.command("python import sys")
+        assert gdb.command(loaded).strip() == "False"
+        assert gdb.command("help bb break").startswith("Break in a procedure as written")
+        assert gdb.command(loaded).strip() == "False"
+        assert "Breakpoint" in gdb.command("bb break transfer")
+        assert gdb.command(loaded).strip() == "True"
+        assert "transfer" in gdb.run()
+
+
 def test_without_the_plugin(gcc_pgo: Crash, gdb_log: Any) -> None:
     with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, plugin=False, log=gdb_log) as gdb:
         assert "[cold]+" not in gdb.run()
