@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from unsplit.debug import breakpoints, cfi, unwind
 from unsplit.debug.breakpoints import BreakpointHost
-from unsplit.debug.stepping import SteppingHost
+from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
 from unsplit.errors import AddressLookupError, BinaryError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
