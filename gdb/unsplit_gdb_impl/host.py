@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.commands import check_capabilities
-from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import holds_return_address
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UnsplitError, UsageError, reading
@@ -31,7 +30,8 @@ from unsplit.render.breaks import BreakGroup
 from . import console
 from .frame_view import GdbFrame
 
-if TYPE_CHECKING:  # the stepping policy is imported by the first step (stepping.py)
+if TYPE_CHECKING:  # the policies are imported by the first step or bb break
+    from unsplit.debug.breakpoints import BreakSpec, Site
     from unsplit.debug.stepping import StepOutcome, StepPlan
 
 _T = TypeVar("_T")

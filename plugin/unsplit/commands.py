@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from unsplit.debug import breakpoints, cfi, unwind
-from unsplit.debug.breakpoints import BreakpointHost
+from unsplit.debug import cfi, unwind
+from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
 from unsplit.errors import AddressLookupError, BinaryError, UsageError
@@ -280,6 +280,8 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
             raise UsageError("bb break --list takes no location")
         assert isinstance(host, BreakpointHost)  # dispatch checked Command.needs
         return break_text.list_text(session, host.bb_breakpoints())
+    from unsplit.debug import breakpoints  # the policy, first imported by the first bb break
+
     spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())

@@ -253,7 +253,8 @@ def test_a_session_that_neither_breaks_nor_steps_never_imports_them(
         gcc_pgo: Crash, gdb_log: Any) -> None:
     """A session that reads a backtrace does not pay at start for the modules of `bb break`
     and `bb next`: the first command that needs one brings it, and it works."""
-    modules = ("unsplit_gdb_impl.breakpoints", "unsplit.debug.stepping")
+    modules = ("unsplit_gdb_impl.breakpoints", "unsplit.debug.breakpoints",
+               "unsplit.debug.stepping")
 
     def loaded() -> list[bool]:
         out = gdb.command(f"python print(*[m in sys.modules for m in {modules!r}])")
@@ -261,14 +262,14 @@ def test_a_session_that_neither_breaks_nor_steps_never_imports_them(
 
     with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
         gdb.command("python import sys")
-        assert loaded() == [False, False]
+        assert loaded() == [False, False, False]
         assert gdb.command("help bb break").startswith("Break in a procedure as written")
         assert gdb.command("help bb next").startswith("Step to the next line")
-        assert loaded() == [False, False]
+        assert loaded() == [False, False, False]
         assert "the program is not being run" in gdb.command("bb next")
-        assert loaded() == [False, True]
+        assert loaded() == [False, False, True]
         assert "Breakpoint" in gdb.command("bb break transfer")
-        assert loaded() == [True, True]
+        assert loaded() == [True, True, True]
         assert "transfer" in gdb.run()
 
 
