@@ -101,9 +101,9 @@ class Command:
 @contextlib.contextmanager
 def _untranslated_messages() -> Iterator[None]:
     """argparse's messages as gettext would give them when it has no catalog to translate them
-    with: the same text without gettext searching the locale directories for each string (8 of
-    the 12 ms GDB spent making the `bb` commands' help at every start). Where a catalog exists
-    argparse asks gettext as always."""
+    with: the same text without gettext searching the locale directories for each string, which
+    GDB paid at every start making the `bb` commands' help. Where a catalog exists argparse asks
+    gettext as always."""
     domain = gettext.textdomain()
     if gettext.find(domain, gettext.bindtextdomain(domain)):
         yield
