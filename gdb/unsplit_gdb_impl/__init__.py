@@ -5,19 +5,69 @@ modules). :func:`register` is idempotent: the state lives in this module, import
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.index.names.demangle import GNU
 from unsplit.session import Session
 
 from . import capabilities, commands, frame_hooks
-from .breakpoints import Breakpoints
 from .debuginfo import DebugInfoLoader, install_hooks, register_missing_debug_handler
 from .host import GdbHost
 from .locator import Locator
 from .step_report import StepReporter
 from .stop import StopPrinter
+
+if TYPE_CHECKING:
+    from unsplit.debug.breakpoints import BreakSpec, Site
+    from unsplit.host import LoadedModule
+    from unsplit.render.breaks import BreakGroup
+
+    from .breakpoints import Breakpoints
+
+
+class LazyBreakpoints:
+    """The `bb break` groups (breakpoints.Breakpoints), made by the first `bb break`: a
+    session that sets none never imports them. Their event handlers are connected at load, in
+    their place among the others, and do nothing while there are none."""
+
+    def __init__(self, session: Session, host: GdbHost) -> None:
+        self._session = session
+        self._host = host
+        self.made: Breakpoints | None = None
+
+    def _made(self) -> Breakpoints:
+        if self.made is None:
+            from .breakpoints import Breakpoints
+
+            self.made = Breakpoints(self._session, self._host)
+        return self.made
+
+    def create(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
+        return self._made().create(spec, sites)
+
+    def listing(self) -> list[BreakGroup]:
+        return [] if self.made is None else self.made.listing()
+
+    def on_new_objfile(self, event: Any) -> None:
+        if self.made is not None:
+            self.made.on_new_objfile(event)
+
+    def on_free_objfile(self, event: Any) -> None:
+        if self.made is not None:
+            self.made.on_free_objfile(event)
+
+    def on_modified(self, bp: Any) -> None:
+        if self.made is not None:
+            self.made.on_modified(bp)
+
+    def on_deleted(self, bp: Any) -> None:
+        if self.made is not None:
+            self.made.on_deleted(bp)
+
+    def flush(self, _: object = None) -> None:
+        if self.made is not None:
+            self.made.flush()
 
 
 @dataclass(slots=True)
@@ -27,7 +77,7 @@ class Plugin:
     locator: Locator
     stop_printer: StopPrinter
     commands: list[Any]
-    breakpoints: Breakpoints
+    breakpoints: LazyBreakpoints
     debuginfo: DebugInfoLoader
 
 
@@ -61,7 +111,7 @@ def register() -> Plugin:
     host.naming_switch = _set_frame_naming
     locator = Locator(session, host)
     host.step_reporter = StepReporter(locator)
-    breaks = Breakpoints(session, host)
+    breaks = LazyBreakpoints(session, host)
     host.breakpoint_maker = breaks.create
     host.breakpoint_lister = breaks.listing
     loader = DebugInfoLoader(session.indexes, session.namer.describe)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debuginfo import background
 from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_bytes
 from unsplit.errors import UnsplitError
 from unsplit.index.bolt import prebolt
@@ -22,6 +21,9 @@ from unsplit.render.debuginfo import DebugInfoState, status_text
 from . import frame_hooks
 from .host import loaded_core
 from .report import report_internal
+
+if TYPE_CHECKING:
+    from unsplit.debuginfo import background
 
 WAITING_COMMANDS = ("break", "tbreak", "until", "advance", "list", "info line", "info scope",
                     "info address", "info args", "info locals", "print", "output", "call",
@@ -108,6 +110,8 @@ class DebugInfoLoader:
             self.pending[name] = (objfile, self.pending[name][1])
             return None
         found = prebolt.input_for(self.indexes.binary(name))
+        from unsplit.debuginfo import background  # a session on files already written: never
+
         try:
             writer = background.start(name, None if found is None else found.path)
         except UnsplitError as e:  # no interpreter to run it: written here, as without

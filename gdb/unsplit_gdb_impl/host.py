@@ -14,13 +14,11 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.commands import check_capabilities
-from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import holds_return_address
-from unsplit.debug.stepping import StepOutcome, StepPlan
 from unsplit.elf.binary import allocated_sections
 from unsplit.errors import UnsplitError, UsageError, reading
 from unsplit.formats.dwarf_expr import REGISTER_NAMES
@@ -31,6 +29,10 @@ from unsplit.render.breaks import BreakGroup
 
 from . import console
 from .frame_view import GdbFrame
+
+if TYPE_CHECKING:  # the policies are imported by the first step or bb break
+    from unsplit.debug.breakpoints import BreakSpec, Site
+    from unsplit.debug.stepping import StepOutcome, StepPlan
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")

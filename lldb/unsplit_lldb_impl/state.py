@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from unsplit.debug.stepping import SteppingHost
+from unsplit.debug.stepping_host import SteppingHost
 from unsplit.debuginfo.background import Writer
 from unsplit.host import LiveHost
 from unsplit.index.names.demangle import LLVM

@@ -7,17 +7,19 @@ user's mistake. :func:`dispatch` parses a raw argument string the way both debug
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gettext
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from unsplit.debug import breakpoints, cfi, unwind
-from unsplit.debug.breakpoints import BreakpointHost
-from unsplit.debug.stepping import SteppingHost
+from unsplit.debug import cfi, unwind
+from unsplit.debug.breakpoint_host import BreakpointHost
+from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
 from unsplit.errors import AddressLookupError, BinaryError, UsageError
 from unsplit.formats.dwarf_expr import registers_from_names
@@ -92,7 +94,35 @@ class Command:
 
     @property
     def help(self) -> str:
-        return self.parser().format_help()
+        with _untranslated_messages():
+            return self.parser().format_help()
+
+
+@contextlib.contextmanager
+def _untranslated_messages() -> Iterator[None]:
+    """argparse's messages as gettext would give them when it has no catalog to translate them
+    with: the same text without gettext searching the locale directories for each string, which
+    GDB paid at every start making the `bb` commands' help. Where a catalog exists argparse asks
+    gettext as always."""
+    domain = gettext.textdomain()
+    if gettext.find(domain, gettext.bindtextdomain(domain)):
+        yield
+        return
+    asked = argparse._, argparse.ngettext  # type: ignore[attr-defined]
+    argparse._ = _as_written  # type: ignore[attr-defined]
+    argparse.ngettext = _plural_as_written  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        argparse._, argparse.ngettext = asked  # type: ignore[attr-defined]
+
+
+def _as_written(message: str) -> str:
+    return message
+
+
+def _plural_as_written(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
 
 
 # -- bb where -------------------------------------------------------------------------------
@@ -250,6 +280,8 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
             raise UsageError("bb break --list takes no location")
         assert isinstance(host, BreakpointHost)  # dispatch checked Command.needs
         return break_text.list_text(session, host.bb_breakpoints())
+    from unsplit.debug import breakpoints  # the policy, first imported by the first bb break
+
     spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
         spec = dataclasses.replace(spec, condition=args.condition.strip())

@@ -116,9 +116,9 @@ class DebugInfo(Protocol):
         ...
 
 
-# Breakpoints (debug.breakpoints.BreakpointHost) and stepping (debug.stepping.SteppingHost)
-# are declared beside the records they pass. What a command needs is checked once, by
-# commands.dispatch, from the command's `needs`.
+# Breakpoints (debug.breakpoint_host.BreakpointHost) and stepping
+# (debug.stepping_host.SteppingHost) are declared in debug/, beside the records they pass.
+# What a command needs is checked once, by commands.dispatch, from the command's `needs`.
 
 
 @dataclass(slots=True)

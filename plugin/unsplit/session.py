@@ -10,9 +10,8 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from unsplit.debug import breakpoints
-from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.debug.frame_namer import FrameNamer
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, UnsplitError, UsageError
@@ -24,6 +23,9 @@ from unsplit.index.model.records import Location, Procedure
 from unsplit.index.module_index import IndexCache, ModuleIndex
 from unsplit.index.names.demangle import GNU
 from unsplit.render import inputs as input_text
+
+if TYPE_CHECKING:  # bb break's policy: imported by the first command that asks for it
+    from unsplit.debug.breakpoints import BreakSpec, Site
 
 
 def _stderr(text: str) -> None:
@@ -171,6 +173,8 @@ class Session:
         """Every procedure `name` names in the loaded modules (executable first): the linkage
         name itself, or what unsplit.index.names.matching reads a demangled one as, and each unit's
         static function of that name, as `bb break NAME` sets a location in each."""
+        from unsplit.debug import breakpoints  # bb break's policy, imported when first asked
+
         out: list[tuple[LoadedModule, Procedure]] = []
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
@@ -188,6 +192,8 @@ class Session:
     def originals_named(self, host: Host, name: str) -> list[str]:
         """BOLT's patched originals (``foo.org.0``) in the loaded modules that `name` also names
         and that find_procedures and resolve_breakpoint leave out (debug.breakpoints)."""
+        from unsplit.debug import breakpoints  # bb break's policy, imported when first asked
+
         out: list[str] = []
         for mod in host.modules():
             if not mod.path or not os.path.exists(mod.path):
@@ -200,6 +206,8 @@ class Session:
 
     def resolve_breakpoint(self, host: Host, spec: BreakSpec) -> list[tuple[LoadedModule, Site]]:
         """Every site of `spec` in every loaded module (runtime address = bias + site)."""
+        from unsplit.debug import breakpoints  # bb break's policy, imported when first asked
+
         indexed = [(mod, index) for mod in host.modules()
                    if (index := self.readable_index(mod.path)) is not None]
         spec = breakpoints.settle(spec, (index for _, index in indexed))

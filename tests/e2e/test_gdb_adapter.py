@@ -249,6 +249,30 @@ def test_loading_twice_installs_one_frame_filter(gcc_pgo: Crash, gdb_log: Any) -
         assert bt_names(gdb.backtrace())[0] == "transfer [cold]"
 
 
+def test_a_session_that_neither_breaks_nor_steps_never_imports_them(
+        gcc_pgo: Crash, gdb_log: Any) -> None:
+    """A session that reads a backtrace does not pay at start for the modules of `bb break`
+    and `bb next`: the first command that needs one brings it, and it works."""
+    modules = ("unsplit_gdb_impl.breakpoints", "unsplit.debug.breakpoints",
+               "unsplit.debug.stepping")
+
+    def loaded() -> list[bool]:
+        out = gdb.command(f"python print(*[m in sys.modules for m in {modules!r}])")
+        return [word == "True" for word in out.split()]
+
+    with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, log=gdb_log) as gdb:
+        gdb.command("python import sys")
+        assert loaded() == [False, False, False]
+        assert gdb.command("help bb break").startswith("Break in a procedure as written")
+        assert gdb.command("help bb next").startswith("Step to the next line")
+        assert loaded() == [False, False, False]
+        assert "the program is not being run" in gdb.command("bb next")
+        assert loaded() == [False, False, True]
+        assert "Breakpoint" in gdb.command("bb break transfer")
+        assert loaded() == [True, True, True]
+        assert "transfer" in gdb.run()
+
+
 def test_without_the_plugin(gcc_pgo: Crash, gdb_log: Any) -> None:
     with GdbDriver(gcc_pgo.binary, args=gcc_pgo.args, plugin=False, log=gdb_log) as gdb:
         assert "[cold]+" not in gdb.run()

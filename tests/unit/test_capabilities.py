@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from unsplit.commands import CAPABILITIES, COMMANDS, NEEDS_SAID, check_capabilities, dispatch
-from unsplit.debug.breakpoints import BreakpointHost
-from unsplit.debug.stepping import SteppingHost
+from unsplit.debug.breakpoint_host import BreakpointHost
+from unsplit.debug.stepping_host import SteppingHost
 from unsplit.errors import UsageError
 from unsplit.host import (
     DebugInfo,

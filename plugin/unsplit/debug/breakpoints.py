@@ -8,17 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from unsplit.errors import AddressLookupError, UsageError
-from unsplit.host import Host, LoadedModule
 from unsplit.index.inlines import module_frames
 from unsplit.index.model.records import Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names.matching import matching
-
-if TYPE_CHECKING:
-    from unsplit.render.breaks import BreakGroup
 
 _BLOCK = re.compile(r"^(?P<proc>.+?):%(?P<id>\d+)$")
 _OFFSET = re.compile(r"^(?P<proc>.+?)\s*\+\s*(?P<off>0[xX][0-9a-fA-F]+|\d+)$")
@@ -55,20 +50,6 @@ class Site:
     procedure: str | None
     fragment: str | None
     why: str  # "entry", "cold.1 start", "+0x1c", "%5", "crash.c:32"
-
-
-@runtime_checkable
-class BreakpointHost(Host, Protocol):
-    """A debugger that sets `bb break`'s native breakpoints."""
-
-    def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
-        """One native breakpoint at the sites the core resolved now, re-resolved by the
-        adapter (`resolve`) when modules load; the debugger's own `break` message."""
-        ...
-
-    def bb_breakpoints(self) -> list[BreakGroup]:
-        """Every `bb break` and its locations (`bb break --list`)."""
-        ...
 
 
 def parse(text: str, all_fragments: bool = False) -> BreakSpec:

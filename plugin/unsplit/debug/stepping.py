@@ -12,9 +12,10 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from unsplit.debug import cfi, unwind
+from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile, PerInput
@@ -515,30 +516,6 @@ def has_lines(session: SessionView, host: Host, pc: int) -> bool:
 
 
 Apply = Callable[[StepPlan], StepOutcome]
-
-
-@runtime_checkable
-class SteppingHost(Host, Protocol):
-    """A debugger that runs step plans: what `bb next/step/finish/until/advance/stepi` need
-    (with MachineState and SelectedFrame where it has them: the frame's CFA, its level)."""
-
-    def cannot_run(self) -> str | None:
-        """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
-        ...
-
-    def step_logical(self, plan: StepPlan) -> StepOutcome:
-        """Apply one step plan (run to its targets or the frame's return, with a frame check)
-        and say how it ended."""
-        ...
-
-    def step_context(self, kind: str, line: int | None) -> object:
-        """Before a step command runs, what its report compares with (the stepping frame);
-        may print what the debugger prints then (GDB's `Run till exit from …`)."""
-        ...
-
-    def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
-        """Where the step stopped, as the debugger prints its own steps (render.stop)."""
-        ...
 """Host.step_logical: apply one plan, say how it ended."""
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from unsplit.commands import dispatch
 from unsplit.debug import breakpoints
-from unsplit.debug.breakpoints import BreakpointHost, BreakSpec, Site
+from unsplit.debug.breakpoint_host import BreakpointHost
+from unsplit.debug.breakpoints import BreakSpec, Site
 from unsplit.errors import AddressLookupError, UsageError
 from unsplit.host import LoadedModule, StaticHost
 from unsplit.render.breaks import BreakGroup
