@@ -133,11 +133,16 @@ class UnitRewriter:
             table = self.addr.table(int(base))
             done.addr_bases.append((at, header.offset_size, table))
 
-        def address_at(index: int) -> int:
+        addresses = [] if table is None else table.addresses
+        count = len(addresses)
+
+        def address_at(index: int) -> int:  # (one call for each list and address index)
+            if index < count:
+                return addresses[index]
             if table is None:
                 raise DecodeError(name, header.offset, "an address index, and no "
                                   "DW_AT_addr_base")
-            return self.addr.address(table, index)
+            return self.addr.address(table, index)  # an index past the table: its error
 
         base_address = 0
         if K.DW_AT_low_pc in attrs:
