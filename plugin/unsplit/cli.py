@@ -66,13 +66,46 @@ def _core_command(name: str) -> Callable[[argparse.Namespace], str]:
     return handler
 
 
+def _columns() -> int:
+    """The terminal's width as shutil.get_terminal_size() finds it ($COLUMNS, then stdout's
+    terminal, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own help layout, given its width: argparse makes a formatter for every
+    argument added, and its own finds the width through shutil, whose import (and its
+    compression modules') costs a command more than building its parser."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser (the subcommands' too) laid out by _Formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or (``command``) the one subcommand about to run: a tool's
     parser imports its module, and `where` needs none of them."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="unsplit", description="Explain hot/cold split code: procedures, fragments, lines.")
     parser.add_argument("--version", action="version", version=f"unsplit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
     if command in (None, "where"):
         _add_where(sub)
     if command in (None, "blocks"):

@@ -12,11 +12,10 @@ import importlib
 import os
 import site
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
+class Requirement(NamedTuple):
     distribution: str  # what pip installs
     module: str  # what the core imports
     minimum: tuple[int, ...]

@@ -6,16 +6,14 @@ procedures' CFI (unsplit.debuginfo.frames) and the module's symbol table."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from unsplit.debuginfo import frames, synthesize
 from unsplit.debuginfo.translate import build as translate
 from unsplit.index.module_index import ModuleIndex
 
 
-@dataclass(frozen=True, slots=True)
-class Made:
+class Made(NamedTuple):
     """One debug file's bytes and what went into it (one of the two summaries)."""
 
     data: bytes

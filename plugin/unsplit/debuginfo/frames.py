@@ -8,7 +8,6 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
 from unsplit.elf.binary import CodeWindow
@@ -24,13 +23,15 @@ _EM_X86_64 = 62  # e_machine: the CFI reader's registers are x86-64's
 Spans = tuple[str, str | None, list[tuple[int, int]]]  # one of ModuleIndex.procedure_spans()
 
 
-@dataclass
 class FrameSummary:
     """What the section holds: FDEs written, and fragments (or parts) left without CFI."""
 
-    fdes: int = 0
-    uncovered: int = 0  # fragments with a part no usable FDE covers
-    problems: list[str] = field(default_factory=list)  # FDEs that do not decode
+    __slots__ = ("fdes", "problems", "uncovered")
+
+    def __init__(self) -> None:
+        self.fdes = 0
+        self.uncovered = 0  # fragments with a part no usable FDE covers
+        self.problems: list[str] = []  # FDEs that do not decode
 
 
 def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None

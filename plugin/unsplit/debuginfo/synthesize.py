@@ -13,7 +13,6 @@ import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from unsplit import __version__
 from unsplit.debuginfo.dwarf import abbrev as A
@@ -38,16 +37,25 @@ DW_LANG_C_plus_plus = 0x04
 _RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E$")
 
 
-@dataclass
 class Summary:
     """What was written and what no source described."""
 
-    units: int = 0
-    procedures: int = 0
-    split_procedures: int = 0
-    rows: int = 0
-    without_lines: list[str] = field(default_factory=list)  # split procedures, no line at all
-    uncovered_bytes: int = 0  # bytes of moved fragments no source of lines covers
+    __slots__ = (
+        "procedures",
+        "rows",
+        "split_procedures",
+        "uncovered_bytes",
+        "units",
+        "without_lines",
+    )
+
+    def __init__(self) -> None:
+        self.units = 0
+        self.procedures = 0
+        self.split_procedures = 0
+        self.rows = 0
+        self.without_lines: list[str] = []  # split procedures, no line at all
+        self.uncovered_bytes = 0  # bytes of moved fragments no source of lines covers
 
 
 Spans = list[tuple[int, int]]

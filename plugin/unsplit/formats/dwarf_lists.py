@@ -321,7 +321,11 @@ def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             return ListSpan(pos, lo, hi, bounded, bases, indices, literal, unit_base, addr_op,
                             ranges)
         elif kind == _LLE_BASEX:
-            index, pos = read_uleb(data, pos, size, section)
+            index = data[pos] if pos < size else 0x80
+            if index < 0x80:  # an index of one byte inline: most of clang's
+                pos += 1
+            else:
+                index, pos = read_uleb(data, pos, size, section)
             base = address_at(index)
             own_base = True
             bases.append((at, pos, index))

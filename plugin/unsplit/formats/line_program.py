@@ -225,15 +225,28 @@ def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
             if mark is not None:
                 mark(pos)
         elif op == 2:
-            n, pos = read_uleb(data, pos, end, SECTION)
+            n = data[pos] if pos < end else 0x80
+            if n < 0x80:  # operands of one byte read inline: most of them
+                pos += 1
+            else:
+                n, pos = read_uleb(data, pos, end, SECTION)
             address = (address + min_len * n) & _MASK
         elif op == 3:
-            n, pos = read_sleb(data, pos, end, SECTION)
+            n = data[pos] if pos < end else 0x80
+            if n < 0x80:
+                n = n - 0x80 if n & 0x40 else n
+                pos += 1
+            else:
+                n, pos = read_sleb(data, pos, end, SECTION)
             line += n
         elif op == 4:
             file, pos = read_uleb(data, pos, end, SECTION)
         elif op == 5:
-            column, pos = read_uleb(data, pos, end, SECTION)
+            column = data[pos] if pos < end else 0x80
+            if column < 0x80:
+                pos += 1
+            else:
+                column, pos = read_uleb(data, pos, end, SECTION)
         elif op == 6:
             flags ^= IS_STMT
         elif op == 7:

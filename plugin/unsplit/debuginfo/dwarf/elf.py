@@ -12,7 +12,7 @@ import mmap
 import struct
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import BinaryError
 
@@ -27,8 +27,7 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")
 _PHDR = struct.Struct("<IIQQQQQQ")
 
 
-@dataclass(frozen=True, slots=True)
-class Renamed:
+class Renamed(NamedTuple):
     """Function symbols a symbol file gives code the module names otherwise: `added` (name,
     start, size) as local functions, and the module's own function symbols that start at an
     address of `dropped` left out (LLDB names an address by one of the symbols there)."""

@@ -9,7 +9,6 @@ addresses, appended to its table, where the index fits the value's form."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 from unsplit.errors import DecodeError
 from unsplit.index.bolt.input_map import InputMap
@@ -18,16 +17,18 @@ SECTION = ".debug_addr"
 _START, _END = 1, 2
 
 
-@dataclass
 class AddrTable:
     """One contribution: the input's addresses, how each is named, what was added."""
 
-    base: int  # the input's DW_AT_addr_base
-    addresses: list[int]
-    uses: bytearray
-    extra: list[int] = field(default_factory=list)  # addresses appended
-    ends: list[tuple[int, int, int]] = field(default_factory=list)  # (index, place, width)
-    new_base: int = 0
+    __slots__ = ("addresses", "base", "ends", "extra", "new_base", "uses")
+
+    def __init__(self, base: int, addresses: list[int], uses: bytearray) -> None:
+        self.base = base  # the input's DW_AT_addr_base
+        self.addresses = addresses
+        self.uses = uses
+        self.extra: list[int] = []  # addresses appended
+        self.ends: list[tuple[int, int, int]] = []  # (index, place, width)
+        self.new_base = 0
 
 
 class AddrTables:

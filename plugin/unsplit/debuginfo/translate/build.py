@@ -8,7 +8,7 @@ after the input's."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from unsplit.debuginfo import synthesize
 from unsplit.debuginfo.dwarf.aranges import ArangesWriter
@@ -28,18 +28,17 @@ READ = (".debug_info", ".debug_types", ".debug_abbrev", ".debug_addr", ".debug_l
         ".debug_rnglists", ".debug_loclists", ".debug_ranges", ".debug_loc", *COPIED)
 
 
-@dataclass
-class Summary:
+class Summary(NamedTuple):
     """What was written and what BAT gave no place to."""
 
     input: str
-    units: int = 0
-    functions: int = 0  # input functions BAT places
-    described: int = 0  # procedures no input unit describes, given a unit of names
-    left_out: list[str] = field(default_factory=list)  # units, one line each
-    dropped: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)  # lists and line tables left out
-    unplaced_functions: list[str] = field(default_factory=list)
+    units: int
+    functions: int  # input functions BAT places
+    described: int  # procedures no input unit describes, given a unit of names
+    left_out: list[str]  # units, one line each
+    dropped: dict[str, int]
+    warnings: list[str]  # lists and line tables left out
+    unplaced_functions: list[str]
 
 
 def input_with_dwarf(binary: Binary) -> tuple[Binary, Binary] | None:

@@ -9,7 +9,7 @@ DW_AT_high_pc, DW_FORM_indirect naming DW_FORM_sec_offset in 4 bytes (a ULEB128 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.formats.die_scan import Declaration, Unit
 
@@ -69,8 +69,7 @@ REF_ADDR = 11  # DW_FORM_ref_addr: an offset in .debug_info, moved when units ar
 LOCVIEWS = 12  # DW_AT_GNU_locviews: GCC's view numbers of the DIE's location list entries
 
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(NamedTuple):
     """One (what, form) combination a unit's sites are tagged with."""
 
     what: int

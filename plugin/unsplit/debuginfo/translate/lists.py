@@ -181,10 +181,9 @@ class UnitLists:
         if found is not None:
             return found
         data = self.inputs.get(name, b"")
-        where = _ListPlace(self.unit_name, name, offset)
         try:
             if self.version >= 5:
-                copied = self._copied(name, data, offset, locations, where)
+                copied = self._copied(name, data, offset, locations)
                 if copied is not None:
                     self._done[key] = copied
                     return copied
@@ -193,8 +192,10 @@ class UnitLists:
             else:
                 entries = L.read_v4_list(data, offset, name, locations, 8, self.base_address)
         except DecodeError as e:
-            self.mover.warnings.append(f"{where}: {e.message}: left out")
+            self.mover.warnings.append(f"{_ListPlace(self.unit_name, name, offset)}: "
+                                       f"{e.message}: left out")
             entries = []
+        where = _ListPlace(self.unit_name, name, offset)  # (a list copied needs none)
         if locations:
             moved = self.mover.locations(entries, self.offset_size, where)
             new = self.write(name, moved, True)
@@ -206,8 +207,7 @@ class UnitLists:
         self._done[key] = new
         return new
 
-    def _copied(self, name: str, data: bytes, offset: int, locations: bool, where: object
-                ) -> int | None:
+    def _copied(self, name: str, data: bytes, offset: int, locations: bool) -> int | None:
         """The DWARF 5 list at `offset` appended as its bytes are, when every address in them
         moved the same distance (code BOLT left where it was, or one run of code it moved
         whole): its offset pairs hold, and its address indices name entries of the unit's
@@ -222,11 +222,12 @@ class UnitLists:
         delta = 0 if hi < 0 else imap.shift(lo, hi if hi > lo else lo + 1)
         if delta is None or (delta and literal):
             return None
-        if addr_op and any(
-                self.mover.moves(expr, self.offset_size, where) for _, _, expr in
-                L.read_v5_list(data, offset, name, True, 8, self.base_address,
-                               self.address_at)):
-            return None
+        if addr_op:
+            where = _ListPlace(self.unit_name, name, offset)
+            if any(self.mover.moves(expr, self.offset_size, where) for _, _, expr in
+                   L.read_v5_list(data, offset, name, True, 8, self.base_address,
+                                  self.address_at)):
+                return None
         for index in indices:  # a start entry's address, in the run: moved as it is
             self.named_start(index)
         raw = data[offset:end]

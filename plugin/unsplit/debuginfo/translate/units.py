@@ -7,7 +7,7 @@ only its top DIE is decoded whole. A unit that does not decode is left out, with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from unsplit.debuginfo.translate import kinds as K
 from unsplit.debuginfo.translate.addr import AddrTable, AddrTables
@@ -24,8 +24,7 @@ _NUMBERS = frozenset((K.DW_AT_addr_base, K.DW_AT_low_pc, K.DW_AT_rnglists_base,
                       K.DW_AT_loclists_base, K.DW_AT_ranges))
 
 
-@dataclass(frozen=True, slots=True)
-class UnitFacts:
+class UnitFacts(NamedTuple):
     """What a unit's top DIE says of its code's lines (unsplit.debuginfo.translate.described):
     its line program, compilation directory and language."""
 
@@ -35,17 +34,19 @@ class UnitFacts:
     language: int | None
 
 
-@dataclass
 class Rewritten:
     """What became of one section of units."""
 
-    name: str
-    data: bytearray  # the section, patched (left-out units still in it)
-    kept: list[tuple[int, int]] = field(default_factory=list)  # [start, end) of units kept
-    aranges: list[tuple[int, list[tuple[int, int]]]] = field(default_factory=list)
-    addr_bases: list[tuple[int, int, AddrTable]] = field(default_factory=list)  # place, size
-    refs: list[tuple[int, int, int]] = field(default_factory=list)  # DW_FORM_ref_addr: unit,
-    # place, size (unsplit.debuginfo.translate.refs)
+    __slots__ = ("addr_bases", "aranges", "data", "kept", "name", "refs")
+
+    def __init__(self, name: str, data: bytearray) -> None:
+        self.name = name
+        self.data = data  # the section, patched (left-out units still in it)
+        self.kept: list[tuple[int, int]] = []  # [start, end) of units kept
+        self.aranges: list[tuple[int, list[tuple[int, int]]]] = []
+        self.addr_bases: list[tuple[int, int, AddrTable]] = []  # place, size
+        self.refs: list[tuple[int, int, int]] = []  # DW_FORM_ref_addr: unit, place, size
+        # (unsplit.debuginfo.translate.refs)
 
 
 class UnitRewriter:
@@ -132,11 +133,16 @@ class UnitRewriter:
             table = self.addr.table(int(base))
             done.addr_bases.append((at, header.offset_size, table))
 
-        def address_at(index: int) -> int:
+        addresses = [] if table is None else table.addresses
+        count = len(addresses)
+
+        def address_at(index: int) -> int:  # (one call for each list and address index)
+            if index < count:
+                return addresses[index]
             if table is None:
                 raise DecodeError(name, header.offset, "an address index, and no "
                                   "DW_AT_addr_base")
-            return self.addr.address(table, index)
+            return self.addr.address(table, index)  # an index past the table: its error
 
         base_address = 0
         if K.DW_AT_low_pc in attrs:

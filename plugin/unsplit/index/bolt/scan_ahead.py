@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from array import array
 
 from unsplit.elf.binary import Binary
@@ -41,6 +40,8 @@ class Pending:
                 status = 0
             finally:  # a failed child's traceback goes to stderr; the parent scans again
                 if status:
+                    import traceback  # (a failed child alone: `unsplit debuginfo` imports none)
+
                     traceback.print_exc(file=sys.stderr)
                 os._exit(status)
         os.close(write)

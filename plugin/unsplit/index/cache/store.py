@@ -10,8 +10,8 @@ import json
 import os
 import struct
 import sys
-import tempfile
 import zlib
+from _thread import get_ident
 from array import array
 from collections.abc import Callable
 from typing import Any
@@ -91,7 +91,7 @@ class IndexStore:
                       for f in p.fragments]] for p in parts.symbol_procedures]
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+            fd, tmp = _exclusive(os.path.dirname(path))
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(encode(head, arrays))
@@ -135,6 +135,19 @@ def remove_files(paths: list[str]) -> list[str]:
         except FileNotFoundError:
             continue
     return done
+
+
+def _exclusive(directory: str) -> tuple[int, str]:
+    """A new file of ours alone in `directory` (mode 0600, as tempfile.mkstemp makes one,
+    whose import and its shutil's cost a command that writes one index more than the write;
+    the name holds the process and thread, and O_EXCL skips a name a crashed run left)."""
+    n = 0
+    while True:
+        tmp = os.path.join(directory, f".tmp-{os.getpid()}-{get_ident()}-{n}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
+        except FileExistsError:
+            n += 1
 
 
 def _stderr(text: str) -> None:
