@@ -38,12 +38,8 @@ class Mover:
     def expression(self, expr: bytes, offset_size: int, where: object) -> bytes:
         """`expr` with the operand of each DW_OP_addr moved (an expression that does not
         decode is kept as it is, and said)."""
-        if dwarf_ops.DW_OP_addr not in expr:
-            return expr
-        try:
-            places = dwarf_ops.address_operands(expr, 8, offset_size)
-        except DecodeError as e:
-            self.warnings.append(f"{where}: {e.message}: kept as it is")
+        places = self._operands(expr, offset_size, where)
+        if not places:
             return expr
         out = bytearray(expr)
         for at in places:
@@ -54,16 +50,21 @@ class Mover:
     def moves(self, expr: bytes, offset_size: int, where: object) -> bool:
         """Whether expression() would change `expr` (an expression that does not decode is
         said here, and kept)."""
-        if dwarf_ops.DW_OP_addr not in expr:
-            return False
-        try:
-            places = dwarf_ops.address_operands(expr, 8, offset_size)
-        except DecodeError as e:
-            self.warnings.append(f"{where}: {e.message}: kept as it is")
-            return False
+        places = self._operands(expr, offset_size, where)
         start = self.imap.start
         return any(start(old) != old for old in (
             int.from_bytes(expr[at:at + 8], "little") for at in places))
+
+    def _operands(self, expr: bytes, offset_size: int, where: object) -> list[int]:
+        """Where each DW_OP_addr's operand is in `expr` (none for an expression that does not
+        decode: it is said, and kept as it is)."""
+        if dwarf_ops.DW_OP_addr not in expr:
+            return []
+        try:
+            return dwarf_ops.address_operands(expr, 8, offset_size)
+        except DecodeError as e:
+            self.warnings.append(f"{where}: {e.message}: kept as it is")
+            return []
 
     def ranges(self, entries: list[L.Entry]) -> list[tuple[int, int]]:
         """Where input ranges went, the range holding the first one's start first (a
