@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import gettext
 import json
 import os
@@ -70,9 +71,6 @@ class _Parser(argparse.ArgumentParser):
         raise HelpRequested(self.format_help())
 
 
-_PARSERS: dict[Command, argparse.ArgumentParser] = {}
-
-
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -83,13 +81,14 @@ class Command:
     needs: tuple[type, ...] = ()
 
     def parser(self) -> argparse.ArgumentParser:
-        """The command's parser, made once (argparse takes a third of a millisecond to build
-        one, which every `bb next` paid; parse_args leaves it as it was)."""
-        p = _PARSERS.get(self)
-        if p is None:
-            p = _PARSERS[self] = _Parser(prog=f"bb {self.name}", description=self.summary,
-                                         add_help=True)
-            self.arguments(p)
+        """The command's parser, made once (building one costs more than a `bb next` should
+        pay each time; parse_args leaves it as it was)."""
+        return self._parser
+
+    @functools.cached_property
+    def _parser(self) -> argparse.ArgumentParser:
+        p = _Parser(prog=f"bb {self.name}", description=self.summary, add_help=True)
+        self.arguments(p)
         return p
 
     @property

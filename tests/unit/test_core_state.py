@@ -15,7 +15,6 @@ PURE_MEMOS = {
     ("debug/breakpad.py", "_SAID"),  # a CFI rule's Breakpad text
     ("debug/breakpad.py", "_CFAS"),
     ("debug/breakpad.py", "_FINGERPRINTS"),  # a file's digest by (path, size, mtime)
-    ("commands.py", "_PARSERS"),  # a command's argparse parser, made from its definition
 }
 
 
