@@ -5,25 +5,21 @@ No ``__init__.py`` here: a package named ``gdb`` on sys.path would hijack ``impo
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
 
 def _load() -> None:
     """Register the plugin, or say in one line what is missing (the session goes on)."""
-    collecting = gc.isenabled()
-    gc.disable()  # its modules and classes live as long as GDB: collecting them is wasted
-    try:
-        _register()
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _register() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(os.path.dirname(here), "plugin"))  # this checkout's core
+    from unsplit.collector import collector_paused
+
+    with collector_paused():  # its modules and classes live as long as GDB
+        _register(here)
+
+
+def _register(here: str) -> None:
     from unsplit import dependencies
 
     problem = dependencies.adapter_problem(here)

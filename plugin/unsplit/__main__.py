@@ -1,15 +1,13 @@
 """`python3 -m unsplit …` runs the command line."""
 
-import gc
 import sys
+
+from unsplit.collector import collector_paused
 
 
 def _main() -> int:
-    gc.disable()  # the command line's imports make thousands of objects, none in a cycle
-    try:
+    with collector_paused():  # the imports make thousands of objects, none in a cycle
         from unsplit.cli import main
-    finally:
-        gc.enable()
     return main()
 
 

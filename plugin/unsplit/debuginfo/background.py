@@ -156,7 +156,7 @@ def _meanwhile(binary: Binary) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from unsplit.debuginfo.collector import collector_paused
+    from unsplit.collector import collector_paused
 
     with collector_paused():  # over the imports too
         return _main(argv)

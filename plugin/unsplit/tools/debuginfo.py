@@ -29,7 +29,7 @@ def _progress(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> str:
-    from unsplit.debuginfo.collector import collector_paused
+    from unsplit.collector import collector_paused
 
     with collector_paused():  # over _write's imports too
         return _write(args)

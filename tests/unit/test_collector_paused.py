@@ -1,4 +1,4 @@
-"""The writer's pause of the cycle collector (debuginfo.collector.collector_paused) gives the
+"""The writer's pause of the cycle collector (unsplit.collector.collector_paused) gives the
 collector back as it found it, an error or not: `unsplit debuginfo` can run in-process
 (cli.main), and a collector left off there would stay off for the rest of that process."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 
 import pytest
-from unsplit.debuginfo.collector import collector_paused
+from unsplit.collector import collector_paused
 
 
 def test_off_inside_and_on_again_after() -> None:
