@@ -306,6 +306,25 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+def _started_s(pid: int) -> float:
+    """When the process started, in seconds since boot (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def _first_child_s(pid: int) -> float | None:
+    """Seconds from `pid`'s start to that of the first of its running descendants (the debug
+    file's writer), or None without one."""
+    started = []
+    for child in _descendants(pid):
+        try:
+            started.append(_started_s(child))
+        except OSError:
+            pass  # ended meanwhile
+    return min(started) - _started_s(pid) if started else None
+
+
 def _waited_cpu_s(pid: int) -> float:
     """User + system seconds of the children `pid` has waited for (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -333,8 +352,8 @@ def dap_session(plugin: bool, cache: Path, levels: int,
     adapter's start to the first `stackTrace` of the stopped thread, that request alone, its
     frames named `___lldb_unnamed_symbol…` (LLDB found no symbol file naming them), the CPU of
     the adapter and of the processes it started (the debug file's writer) by then; and, where
-    a writer was started, the seconds until the adapter says the debug file is loaded (the
-    session is held open until then, so a later session finds the file)."""
+    a writer was started, the seconds from the adapter's start to the writer's and until the
+    adapter says the debug file is loaded (held open until then, for a later session)."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     env = {"UNSPLIT_CACHE": str(cache),
            "PYTHONPYCACHEPREFIX": bytecode_env()["PYTHONPYCACHEPREFIX"]}
@@ -358,6 +377,7 @@ def dap_session(plugin: bool, cache: Path, levels: int,
         rss = _peak_rss_mb(session.proc.pid)
         cpu = _cpu_s(session.proc.pid)
         children_cpu = _children_cpu_s(session.proc.pid)
+        writer_started = _first_child_s(session.proc.pid)
         writers = _descendants(session.proc.pid)
         while writers and any(os.path.exists(f"/proc/{w}") for w in writers):
             time.sleep(0.1)
@@ -375,7 +395,8 @@ def dap_session(plugin: bool, cache: Path, levels: int,
     names = [str(f.get("name", "")) for f in frames]
     return {"adapter": "lldb-dap-22", "plugin": plugin, "first_stack_s": done - start,
             "stack_trace_s": done - asked, "frames": len(frames), "peak_rss_mb": rss,
-            "cpu_s": cpu, "children_cpu_s": children_cpu, "debug_file_loaded_s": loaded,
+            "cpu_s": cpu, "children_cpu_s": children_cpu, "writer_started_s": writer_started,
+            "debug_file_loaded_s": loaded,
             "same_frames_once_loaded": same,
             "unnamed": sum("___lldb_unnamed_symbol" in n for n in names), "names": names}
 
@@ -565,6 +586,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                       f"{row['stack_trace_s']:6.3f} s  "
                       f"peak {row['peak_rss_mb']:7.1f} MB  {row['frames']} frames, "
                       f"{row['unnamed']} ___lldb_unnamed_symbol" + (
+                          "" if row["writer_started_s"] is None else
+                          f"; writer started at {row['writer_started_s']:.2f} s") + (
                           "" if loaded is None else f"; debug file loaded at {loaded:.1f} s, "
                           "frames then " + ("the same" if row["same_frames_once_loaded"]
                                             else "OTHER")),

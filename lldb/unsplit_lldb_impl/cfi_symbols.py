@@ -112,6 +112,8 @@ def install(debugger: lldb.SBDebugger) -> list[str]:
             targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
             for target in [debugger.GetDummyTarget(), *targets]:
                 _add_hook(debugger, target)
+            if _DONE.asked is not False and names_first.enabled(True):
+                names_first.watch(debugger, _names_first_file)
         else:
             notes += _add_overrides(debugger)
     for i in range(debugger.GetNumTargets()):
@@ -221,6 +223,7 @@ def sync(debugger: lldb.SBDebugger, target: lldb.SBTarget, everything: bool = Fa
     (one look per module per session)."""
     if not target.IsValid():
         return []
+    names_first.settle(debugger)  # the writers it started are the stop's to give
     session = state_mod.for_debugger(debugger.GetID()).session
     described: list[str] = []
     if enabled() and _DONE.debuginfo:  # first: a module's index may come from its file's writer
@@ -302,13 +305,8 @@ def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.
     its index is the expensive one (BAT's note), where a module of symbols alone is indexed
     here at once and found not split. None: not for this module, or no writer could start."""
     path = binary.path
-    if not bat_translate.has_bat(binary):
-        return None
-    outcome = debug_file_for(path, state_mod.for_debugger(debugger.GetID()).session.indexes,
-                             max_code=max_code_bytes(), write=False, index=False)
-    code = sum(end - start for start, end in binary.text_address_ranges())
-    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes() \
-            or not names_only(binary):
+    debug_file = _names_first_file(debugger, path)
+    if debug_file is None:
         return None
 
     def then(made: Outcome) -> str:
@@ -320,11 +318,28 @@ def _names_first(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.
         return given
 
     try:
-        return names_first.give(debugger, target, path, outcome.path,
+        return names_first.give(debugger, target, path, debug_file,
                                 lambda names: _add(debugger, target, names), then)
     except UnsplitError as e:  # no writer: the file is written here, as without
         print(f"{e}; writing it now", file=sys.stderr)
         return None
+
+
+def _names_first_file(debugger: lldb.SBDebugger, path: str) -> str | None:
+    """Where the debug file of the module at `path` goes if it takes names first (see
+    _names_first; asked too while LLDB loads a core, names_first.watch), else None."""
+    if not os.path.isfile(path):
+        return None
+    indexes = state_mod.for_debugger(debugger.GetID()).session.indexes
+    binary = indexes.binary(path)
+    if not bat_translate.has_bat(binary):
+        return None
+    outcome = debug_file_for(path, indexes, max_code=max_code_bytes(), write=False, index=False)
+    code = sum(end - start for start, end in binary.text_address_ranges())
+    if outcome.reason != TO_WRITE or outcome.path is None or code <= max_code_bytes() \
+            or not names_only(binary):
+        return None
+    return outcome.path
 
 
 def _takes_spans(debugger: lldb.SBDebugger, module: lldb.SBModule, path: str) -> bool:

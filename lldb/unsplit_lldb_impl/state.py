@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -53,6 +54,8 @@ class DebuggerState:
     reported: set[str] = field(default_factory=set)  # internal errors already said once
     pending: dict[str, PendingFile] = field(default_factory=dict)  # module -> its writer
     frames: StopMemo = field(default_factory=StopMemo)  # names and lines of this stop's frames
+    # the thread that starts writers while a core loads (names_first.watch), and its stop
+    watcher: tuple[threading.Thread, threading.Event] | None = None
 
 
 _STATES: dict[int, DebuggerState] = {}

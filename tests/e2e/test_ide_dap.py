@@ -320,6 +320,63 @@ def test_lldb_dap_core_names_frames_before_the_debug_file_is_written(
                                   levels=20)["stackFrames"], f)
 
 
+_WRITER_SEEN = """
+import os, time
+
+def _writers():
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            children = open(f"/proc/self/task/{task}/children").read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                if b"unsplit.debuginfo.background" in open(f"/proc/{child}/cmdline", "rb").read():
+                    found.append(child)
+            except OSError:
+                pass
+    return found
+
+class WriterSeen:
+    def __init__(self, target, extra_args, internal_dict):
+        pass
+
+    def handle_stop(self, exe_ctx, stream):
+        end = time.monotonic() + 30
+        while not _writers() and time.monotonic() < end:
+            time.sleep(0.05)
+        with open(os.environ["UNSPLIT_TEST_SEEN"], "w") as f:
+            f.write("running" if _writers() else "none")
+        return True
+"""
+
+
+def test_lldb_dap_core_starts_the_writer_while_lldb_loads_the_core(
+        dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names file's writer is started as soon as LLDB lists the core's modules, before
+    any stop hook runs (LLDB reads the modules' symbol tables in between: seconds on a
+    BOLTed libLLVM): a stop hook added before the plugin's, which runs first, already finds
+    the writer among lldb-dap's child processes. Then the frames are named as before."""
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    binary, path, lock = _alone(tmp_path, f, monkeypatch)
+    (tmp_path / "writer_seen.py").write_text(_WRITER_SEEN)
+    seen = tmp_path / "seen"
+    monkeypatch.setenv("UNSPLIT_TEST_SEEN", str(seen))
+    first = [f'command script import "{tmp_path / "writer_seen.py"}"',
+             "target stop-hook add -P writer_seen.WriterSeen"]
+    session = dap([LLDB_DAP])
+    frames = _stopped_frames(session, "attach", program=str(binary),
+                             coreFile=str(ROOT / f["crash"]["core"]), initCommands=first + init)
+    assert seen.read_text() == "running", session.transcript
+    _crash_frames(frames, f)
+    assert not path.exists()  # the names file alone
+    lock.close()
+    _said(session, r"^unsplit: debug info for split module crash \(.*\)$")
+    assert _symbol_file(session, binary) == str(path)
+
+
 @pytest.mark.parametrize("blocked", ["debug file", "both"])
 def test_lldb_dap_writer_that_cannot_write_says_one_line(
         dap: Any, zoo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
