@@ -68,11 +68,13 @@ class LineDecorator(FrameDecorator):
         self._memo = memo
         self._style = style  # GDB's `print demangle`, as unsplit.index.demangle's style
         self._core: object = _UNKNOWN if loc is not None else None
+        self._framed = False  # GDB asked the address: it prints a frame line, not MI's lists
 
     def inferior_frame(self) -> Any:
         return self._view.frame
 
     def address(self) -> Any:
+        self._framed = True
         return self._view.pc() if self._plain else super().address()
 
     def elided(self) -> Any:
@@ -186,9 +188,11 @@ class LineDecorator(FrameDecorator):
         cold fragment often has none (clang's machine function splitting: line 0), so a stop
         at `main.cold` read `main [cold] ()` against GDB's `main (argc=4, argv=…)`."""
         try:
-            return self._frame_args()
+            args = self._frame_args()
         except Exception as e:
             return self._fallback(e, FrameDecorator.frame_args)
+        return args if args is None or not self._full_paths or self._framed else \
+            _mi_printed(args)
 
     def _frame_args(self) -> Any:
         if self._arguments is None:
@@ -272,6 +276,22 @@ class LineDecorator(FrameDecorator):
 _LOCAL_CLASSES = (gdb.SYMBOL_LOC_CONST, gdb.SYMBOL_LOC_LOCAL, gdb.SYMBOL_LOC_REGISTER,
                   gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_COMPUTED, gdb.SYMBOL_LOC_OPTIMIZED_OUT)
 """The classes of symbol GDB's `bt full` and `info locals` list (stack.c)."""
+
+
+def _mi_printed(args: Iterable[Any]) -> list[Any]:
+    """The arguments GDB/MI prints (mi-cmd-stack.c, mi_should_print): GDB's Python printer of a
+    filtered frame skips the others with a `continue` that never takes the next one
+    (py-framefilter.c, enumerate_args), so one constant (`DW_AT_const_value`) or location-less
+    argument made `-stack-list-variables` and `-stack-list-arguments` spin forever. A frame
+    line (`bt` through `-interpreter-exec console`) asks the address first and prints them all."""
+    return [item for item in args if not isinstance(sym := item.symbol(), gdb.Symbol) or
+            (sym.is_argument and sym.addr_class in _MI_ARG_CLASSES)]
+
+
+_MI_ARG_CLASSES = (gdb.SYMBOL_LOC_ARG, gdb.SYMBOL_LOC_REF_ARG, gdb.SYMBOL_LOC_REGPARM_ADDR,
+                   gdb.SYMBOL_LOC_LOCAL, gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_REGISTER,
+                   gdb.SYMBOL_LOC_COMPUTED)
+"""The classes of symbol mi_should_print lets GDB/MI print."""
 
 
 class _Local:

@@ -114,3 +114,93 @@ def test_mi_frame_filters_keep_full_paths(mi: Any, split_library: Path, which: s
         path = frame.get("fullname") or frame["file"]
         assert os.path.isabs(path) and os.path.samefile(path, split_library / source), frame
         assert int(frame["line"]) == lines[source], frame
+
+
+SKIPPED_ARG_C = """\
+#include <stdio.h>
+#include <string.h>
+static volatile long sink;
+__attribute__((cold, noinline)) static void note(long x) { fprintf(stderr, "note %ld\\n", x); }
+__attribute__((noinline)) long work(long *p, int mode)
+{
+    if (__builtin_expect(mode != 0, 0)) {
+        note(mode);
+        sink = mode;
+        *(volatile long *)0 = mode;
+    }
+    return *p + 1;
+}
+__attribute__((noinline)) static long pass(long *p, int mode, int fixed)
+{
+    long t = work(p, mode);
+    return t + sink;
+}
+int main(int argc, char **argv)
+{
+    long v = 1;
+    return (int)pass(&v, argc > 1 && strcmp(argv[1], "crash") == 0, 7);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def skipped_arg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`s`: `work` split by GCC (`work.cold`), called by `pass`, whose argument `fixed` GCC
+    made a constant (`pass.constprop.0`, `DW_AT_const_value`): an argument GDB/MI leaves out."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    work = tmp_path_factory.mktemp("miskip")
+    (work / "s.c").write_text(SKIPPED_ARG_C)
+    builders.run(["gcc", "-O2", "-g", "s.c", "-o", "s"], work)
+    if "work.cold" not in builders.run(["nm", "s"], work):
+        pytest.fail("gcc did not split work() (no work.cold)")
+    return work / "s"
+
+
+def _variables(session: MiSession, level: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = session.command(
+        f"-stack-list-variables --thread 1 --frame {level} --all-values", 30)["variables"]
+    return out
+
+
+@pytest.mark.parametrize("which", ["gdb", "newer"])
+def test_mi_variables_with_frame_filters_skip_what_gdb_skips(mi: Any, skipped_arg: Path,
+                                                             which: str) -> None:
+    """After `-enable-frame-filters`, `-stack-list-variables` and `-stack-list-arguments` in
+    a frame with an argument GDB/MI leaves out answer at once, as GDB without the plugin does:
+    GDB's filtered-frame printer spins forever on such an argument (py-framefilter.c).
+    Oracle: the same commands in GDB without the plugin (no frame filter)."""
+    gdb = GDB if which == "gdb" else gdb_at_least(14)
+    plain = MiSession([str(skipped_arg), "crash"], plugin=False, gdb=gdb)
+    try:
+        plain.command("-exec-run")
+        assert plain.wait_stopped()["reason"] == "signal-received"
+        truth = [_variables(plain, level) for level in range(3)]
+        plain.command("-stack-select-frame 1")
+        plain.command("-interpreter-exec console \"info args\"", 30)
+        assert '~"fixed = 7\\n"' in plain.lines  # GDB has it...
+        assert "fixed" not in str(truth[1])  # ...and GDB/MI leaves it out
+        truth_bt = _console_frame_line(plain, 1)
+        assert "fixed=7" in truth_bt, truth_bt  # a frame line prints it
+    finally:
+        plain.close()
+    session = mi([str(skipped_arg), "crash"], gdb=gdb)
+    session.command("-enable-frame-filters")
+    session.command("-exec-run")
+    assert session.wait_stopped()["reason"] == "signal-received"
+    frames = [next(iter(item.values())) for item in session.command("-stack-list-frames")["stack"]]
+    assert [f["func"] for f in frames[:2]] == ["work [cold]", "pass"], frames
+    assert [_variables(session, level) for level in range(3)] == truth
+    listed = session.command("-stack-list-arguments --all-values 1 1", 30)["stack-args"]
+    assert next(iter(listed[0].values()))["args"] == [v for v in truth[1] if v.pop("arg", None)]
+    shown = _console_frame_line(session, 1)  # `bt` in an IDE's debug console
+    assert shown.split(" at ")[0] == truth_bt.split(" at ")[0], shown
+
+
+def _console_frame_line(session: MiSession, level: int) -> str:
+    """Frame `level`'s line of `bt` run through `-interpreter-exec console`."""
+    start = len(session.lines)
+    session.command('-interpreter-exec console "bt"', 30)
+    found = [line for line in session.lines[start:] if line.startswith(f'~"#{level} ')]
+    assert len(found) == 1, session.lines[start:]
+    return found[0]
