@@ -296,6 +296,13 @@ def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
 
 def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
+    frame = thread.GetFrameAtIndex(0)
+    if plan.step_into and plan.mode == "line" and int(frame.GetPC()) == plan.pc \
+            and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame):
+        # LLDB's own step-in here enters the inlined call without running (it shows one
+        # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit program.
+        thread.StepInto()
+        return StepOutcome("target", int(thread.GetFrameAtIndex(0).GetPC()))
     _ensure_imported(debugger)
     token = next(_tokens)
     args = lldb.SBStructuredData()
@@ -319,6 +326,19 @@ def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> S
         said = "\n".join(with_source(debugger, said.splitlines(), "frame #0:", loc))
     return StepOutcome("stopped", int(frame.GetPC()),
                        said or f"stopped: {thread.GetStopDescription(256)}")
+
+
+def _hidden_inlined_call(target: lldb.SBTarget, frame: lldb.SBFrame) -> bool:
+    """Whether an inlined call begins at `frame`'s pc that LLDB does not show (it shows the
+    caller there, the inlined frames of code that begins at the stop hidden)."""
+    pc = int(frame.GetPC())
+    context = target.ResolveSymbolContextForAddress(lldb.SBAddress(pc, target),
+                                                    lldb.eSymbolContextBlock)
+    inlined = context.GetBlock().GetContainingInlinedBlock()
+    if not inlined.IsValid() or inlined == frame.GetBlock().GetContainingInlinedBlock():
+        return False
+    return any(int(inlined.GetRangeStartAddress(k).GetLoadAddress(target)) == pc
+               for k in range(inlined.GetNumRanges()))
 
 
 def _ensure_imported(debugger: lldb.SBDebugger) -> None:

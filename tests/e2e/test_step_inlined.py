@@ -202,22 +202,24 @@ def test_step_back_at_inlined_code_shows_the_call_line(gdb: Callable[..., Any],
     assert re.search(r"\bconsume\b", out) and not re.search(r"\btwice\b.* at ", out), out
 
 
-def test_step_at_an_inlined_calls_start_enters_it(gdb: Callable[..., Any],
+def test_step_at_an_inlined_calls_start_enters_it(debugger: Callable[..., Any],
                                                   program: Path) -> None:
     """Stopped where the inlined `twice` begins (out of produce, shown as consume at the
-    call's line), GDB's own `step` enters twice without moving: the same pc, twice's first
-    line, twice's frame. `bb step` does the same (before: it ran on to the next line).
-    Oracle: GDB's `step` on the same binary."""
-    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    call's line), the debugger's own `step` (GDB) / `thread step-in` (LLDB) enters twice
+    without moving: the same pc, twice's first line, twice's frame. `bb step` does the same
+    (before: it ran on to the next line). Oracle: the debugger's own step on the same binary."""
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    gdb = native.name == "gdb"
     theirs, _ = _steps_out_of_produce(native, native.spelling("step"))
     said = native.until_stop(native.spelling("step"), SLOW)
     assert native.register("pc") == theirs[-1], said  # the premise: no instruction ran
-    assert _line(said, True) == MARKERS["twice first"], said
-    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    assert _line(said, gdb) == MARKERS["twice first"], said
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
     ours, _ = _steps_out_of_produce(mine, "bb step")
     assert ours[-1] == theirs[-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
     out = mine.until_stop("bb step", SLOW)
     assert mine.register("pc") == theirs[-1], out
-    assert _line(out, True) == MARKERS["twice first"], out
-    assert re.search(r"^twice \(", out, re.M), out
-    assert re.search(r"^#0\s.*\btwice\b", mine.command("bt 1"), re.M)
+    assert _line(out, gdb) == MARKERS["twice first"], out
+    assert re.search(r"^twice \(" if gdb else r"frame #0: .*`twice\(.*\[inlined\]", out,
+                     re.M), out
+    assert re.search(r"^ *\*? *(?:#0\s|frame #0: ).*\btwice\b", mine.command("bt 1"), re.M)
