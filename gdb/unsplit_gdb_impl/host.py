@@ -223,6 +223,10 @@ class GdbHost:
 
     # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
+    def statements_only(self) -> bool:
+        """GDB steps stop only where a statement row begins."""
+        return True
+
     def cannot_run(self) -> str | None:
         from .stepping import cannot_run
 

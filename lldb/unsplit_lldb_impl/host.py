@@ -132,6 +132,10 @@ class LldbHost:
 
     # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
+    def statements_only(self) -> bool:
+        """LLDB's steps stop at a line's first row, statement or not."""
+        return False
+
     def cannot_run(self) -> str | None:
         from . import stepping
 

@@ -223,3 +223,29 @@ def test_step_at_an_inlined_calls_start_enters_it(debugger: Callable[..., Any],
     assert re.search(r"^twice \(" if gdb else r"frame #0: .*`twice\(.*\[inlined\]", out,
                      re.M), out
     assert re.search(r"^ *\*? *(?:#0\s|frame #0: ).*\btwice\b", mine.command("bt 1"), re.M)
+
+
+@pytest.mark.parametrize("verb", ["step", "next"])
+def test_step_from_the_last_line_stops_where_the_debugger_does(debugger: Callable[..., Any],
+                                                               program: Path, verb: str) -> None:
+    """From produce's last line (`return n + 3`), GCC's `ret` has a row of the closing brace
+    that is no statement: GDB's own step/next runs on through it and out into consume (the
+    call's line), LLDB's stops on the brace. `bb step`/`bb next` stop where the debugger's own
+    does (before: GDB's stopped on the brace). Oracle: the debugger's own command on the same
+    binary, pc and line of two steps from produce's first line."""
+    def two_steps(session: Any, command: str) -> list[tuple[int, int | None]]:
+        session.break_function("produce")
+        session.run(SLOW)
+        session.delete_breakpoints()
+        stops = []
+        for _ in range(2):
+            out = session.until_stop(command, SLOW)
+            stops.append((session.register("pc"), _line(out, session.name == "gdb")))
+        return stops
+
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs = two_steps(native, native.spelling(verb))
+    assert theirs[0][1] == MARKERS["produce return"], theirs  # the premise
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours = two_steps(mine, f"bb {verb}")
+    assert ours == theirs, ([(hex(p), n) for p, n in ours], [(hex(p), n) for p, n in theirs])

@@ -82,6 +82,9 @@ class _Stepper(StaticHost):
     def step_logical(self, plan: object) -> object:
         raise AssertionError("never reached")
 
+    def statements_only(self) -> bool:
+        return False
+
     def step_context(self, kind: str, line: int | None) -> object:
         return None
 

@@ -18,6 +18,11 @@ class SteppingHost(Host, Protocol):
     """A debugger that runs step plans: what `bb next/step/finish/until/advance/stepi` need
     (with MachineState and SelectedFrame where it has them: the frame's CFA, its level)."""
 
+    def statements_only(self) -> bool:
+        """Whether the debugger's own line steps stop only where a statement row begins (GDB;
+        LLDB's stop at a line's first row too): stepping.statement_lines."""
+        ...
+
     def cannot_run(self) -> str | None:
         """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
         ...
