@@ -252,7 +252,7 @@ def test_inlined_calls_lie_in_moved_code(index: dict[str, Any]) -> None:
     of scale and clamp (llvm-dwarfdump-22), whose code the profile moves there."""
     f = _facts(index, INLINED, "inlined")
     fragments = f["split_functions"]["settle"]["fragments"]
-    assert [g["fragment"] for g in fragments][0] == "hot" and len(fragments) >= 2
+    assert fragments[0]["fragment"] == "hot" and len(fragments) >= 2
     dump = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(REPO / f["input"])],
                           capture_output=True, text=True, check=True).stdout
     inlined = re.findall(r'DW_TAG_inlined_subroutine\s+DW_AT_abstract_origin\s+\(0x[0-9a-f]+ '
