@@ -227,6 +227,9 @@ class GdbHost:
         """GDB steps stop only where a statement row begins."""
         return True
 
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        return None  # GDB's front ends see the stops of the internal breakpoints' steps
+
     def cannot_run(self) -> str | None:
         from .stepping import cannot_run
 

@@ -136,6 +136,13 @@ class LldbHost:
         """LLDB's steps stop at a line's first row, statement or not."""
         return False
 
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        from . import cfi_symbols, stepping
+
+        if not cfi_symbols.in_lldb_dap():
+            return None
+        return stepping.step_whole(self.debugger, self._thread(), kind, line)
+
     def cannot_run(self) -> str | None:
         from . import stepping
 

@@ -328,6 +328,26 @@ def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> S
                        said or f"stopped: {thread.GetStopDescription(256)}")
 
 
+def step_whole(debugger: lldb.SBDebugger, thread: lldb.SBThread, kind: str,
+               line: int | None) -> str:
+    """lldb-dap: the whole step as one scripted plan that chains its legs itself, resumed
+    asynchronously, so that lldb-dap sees the stop and tells its client (a step run
+    synchronously from a command hides its stop from lldb-dap: the IDE kept showing the
+    stop before). Nothing to print: the IDE shows the stop, as after LLDB's own steps."""
+    _ensure_imported(debugger)
+    args = lldb.SBStructuredData()
+    args.SetFromJSON(json.dumps({"kind": kind, "line": "" if line is None else line}))
+    was_async = debugger.GetAsync()
+    debugger.SetAsync(True)
+    try:
+        error = thread.StepUsingScriptedThreadPlan(CLASS, args, True)
+    finally:
+        debugger.SetAsync(was_async)
+    if not error.Success():
+        raise UsageError(f"bb {kind}: {error.GetCString()}")
+    return ""
+
+
 def _hidden_inlined_call(target: lldb.SBTarget, frame: lldb.SBFrame) -> bool:
     """Whether an inlined call begins at `frame`'s pc that LLDB does not show (it shows the
     caller there, the inlined frames of code that begins at the stop hidden)."""

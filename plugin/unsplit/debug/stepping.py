@@ -652,6 +652,9 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     reason = host.cannot_run()
     if reason:
         raise UsageError(f"bb {kind}: {reason}")
+    said = host.step_whole(kind, line)
+    if said is not None:
+        return said
     walk = Walk(session, host, kind, line)
     context = host.step_context(kind, line)  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()

@@ -27,6 +27,12 @@ class SteppingHost(Host, Protocol):
         """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
         ...
 
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        """Run the whole step command as one step of the debugger's own, whose stop the
+        debugger reports by itself (lldb-dap: an IDE learns of a stop only from its events);
+        what to print then, or None: the policy runs it leg by leg (step_logical)."""
+        ...
+
     def step_logical(self, plan: StepPlan) -> StepOutcome:
         """Apply one step plan (run to its targets or the frame's return, with a frame check)
         and say how it ended."""

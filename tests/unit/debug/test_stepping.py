@@ -76,6 +76,9 @@ class FakeHost:
     def statements_only(self) -> bool:
         return False
 
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        return None
+
     def step_logical(self, plan: StepPlan) -> StepOutcome:
         self.applied.append(plan)
         outcome = self.outcomes.pop(0)
