@@ -337,10 +337,16 @@ def step_whole(debugger: lldb.SBDebugger, thread: lldb.SBThread, kind: str,
     _ensure_imported(debugger)
     args = lldb.SBStructuredData()
     args.SetFromJSON(json.dumps({"kind": kind, "line": "" if line is None else line}))
+    frame = thread.GetFrameAtIndex(0)
+    inline = kind == "step" and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame)
     was_async = debugger.GetAsync()
     debugger.SetAsync(True)
     try:
-        error = thread.StepUsingScriptedThreadPlan(CLASS, args, True)
+        if inline:  # into the inlined call at the pc, as in apply
+            error = lldb.SBError()
+            thread.StepInto(None, lldb.LLDB_INVALID_LINE_NUMBER, error)
+        else:
+            error = thread.StepUsingScriptedThreadPlan(CLASS, args, True)
     finally:
         debugger.SetAsync(was_async)
     if not error.Success():

@@ -22,6 +22,8 @@ import pytest
 from fixtures.toolbox import markers_in
 
 from ..builders import gcc_pgo_build
+from .driver_dap import DapSession
+from .driver_lldb import PLUGIN as LLDB_PLUGIN
 
 pytestmark = pytest.mark.e2e
 
@@ -249,3 +251,46 @@ def test_step_from_the_last_line_stops_where_the_debugger_does(debugger: Callabl
     mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
     ours = two_steps(mine, f"bb {verb}")
     assert ours == theirs, ([(hex(p), n) for p, n in ours], [(hex(p), n) for p, n in theirs])
+
+
+def _dap_steps(program: Path, command: str, plugin: bool,
+               cache: Path) -> list[tuple[str, int, int]]:
+    """lldb-dap stopped at produce's entry: `command` typed in its debug console four times;
+    after each, the stop lldb-dap tells the IDE of (the `stopped` event) and its top frame:
+    name, line and pc."""
+    init = [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+    session = DapSession(["lldb-dap-22"], env={"UNSPLIT_CACHE": str(cache)})
+    try:
+        session.request("initialize", adapterID="unsplit-test", clientID="unsplit-test",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        session.send("launch", program=str(program), args=["7"], initCommands=init)
+        session.wait("event", "initialized")
+        session.request("setFunctionBreakpoints", breakpoints=[{"name": "produce"}])
+        session.request("configurationDone")
+        thread = session.wait("event", "stopped", timeout=SLOW)["body"]["threadId"]
+        stops = []
+        for _ in range(4):
+            top = session.request("stackTrace", threadId=thread, startFrame=0, levels=1)
+            session.request("evaluate", expression=f"`{command}", context="repl",
+                            frameId=top["stackFrames"][0]["id"])
+            session.wait("event", "stopped", timeout=SLOW)
+            frame = session.request("stackTrace", threadId=thread, startFrame=0,
+                                    levels=1)["stackFrames"][0]
+            stops.append((frame["name"], frame["line"],
+                          int(frame["instructionPointerReference"], 16)))
+        return stops
+    finally:
+        session.close()
+
+
+def test_lldb_dap_step_enters_an_inlined_call_at_the_pc(program: Path, tmp_path: Path) -> None:
+    """In lldb-dap's console, `bb step` from produce's entry stops where lldb-dap's own
+    `thread step-in` does, each stop told to the IDE: produce's last line, its brace, consume
+    where the inlined `twice` begins (shown at the call's line), then twice at the same pc
+    (LLDB's virtual step into the inlined call). Oracle: plain lldb-dap on the same binary."""
+    theirs = _dap_steps(program, "thread step-in", False, tmp_path / "cache")
+    assert theirs[3][:2] == ("twice", MARKERS["twice first"]), theirs  # the premise
+    assert theirs[3][2] == theirs[2][2], theirs
+    ours = _dap_steps(program, "bb step", True, tmp_path / "cache")
+    assert ours == theirs, (ours, theirs)
+
