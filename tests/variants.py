@@ -84,3 +84,7 @@ RETURN_MID_LINE = ["gcc-pgo", "clang-mfs", "clang-bbsections", "bolt-profile2", 
 # The multi-unit C++ program whose units each have their own static `helper`, BOLTed with and
 # without DWARF: `bb break helper` sets one location in each (test_break_statics.py).
 STATICS = ["bolt-statics", "bolt-statics-dbg"]
+
+# Always-inlined calls in code BOLT moved, without DWARF: `finish` out of an inlined frame
+# against the pre-BOLT input (test_finish_inlined.py).
+INLINED = "bolt-inlined"

@@ -223,6 +223,13 @@ class GdbHost:
 
     # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
+    def statements_only(self) -> bool:
+        """GDB steps stop only where a statement row begins."""
+        return True
+
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        return None  # GDB's front ends see the stops of the internal breakpoints' steps
+
     def cannot_run(self) -> str | None:
         from .stepping import cannot_run
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 HOOK_CLASS = "unsplit_lldb.CfiSymbolsHook"
 
 
-def _in_lldb_dap() -> bool:
+def in_lldb_dap() -> bool:
     """Whether this LLDB is lldb-dap (an IDE's adapter) rather than the lldb command line."""
     try:
         return os.path.basename(os.readlink("/proc/self/exe")).startswith("lldb-dap")
@@ -108,7 +108,7 @@ def install(debugger: lldb.SBDebugger) -> list[str]:
                          f"{out.strip()}")
     if int(debugger.GetID()) not in _DONE.hooked:
         _DONE.hooked.add(int(debugger.GetID()))
-        if _in_lldb_dap():
+        if in_lldb_dap():
             targets = [debugger.GetTargetAtIndex(i) for i in range(debugger.GetNumTargets())]
             for target in [debugger.GetDummyTarget(), *targets]:
                 _add_hook(debugger, target)
@@ -284,7 +284,7 @@ def _give_dwarf(debugger: lldb.SBDebugger, target: lldb.SBTarget, module: lldb.S
         return None  # a debug file of its own (the CFI pass says so)
     st = state_mod.for_debugger(debugger.GetID())
     binary = st.session.indexes.binary(path)
-    if names_first.wanted(target, _in_lldb_dap()):
+    if names_first.wanted(target, in_lldb_dap()):
         later = _names_first(debugger, target, module, binary, symbol_file, root)
         if later is not None:
             return later

@@ -132,6 +132,17 @@ class LldbHost:
 
     # -- stepping (unsplit.debug.stepping: the plan is the core's, see stepping.py) ---------------
 
+    def statements_only(self) -> bool:
+        """LLDB's steps stop at a line's first row, statement or not."""
+        return False
+
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        from . import cfi_symbols, stepping
+
+        if not cfi_symbols.in_lldb_dap():
+            return None
+        return stepping.step_whole(self.debugger, self._thread(), kind, line)
+
     def cannot_run(self) -> str | None:
         from . import stepping
 

@@ -296,6 +296,13 @@ def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
 
 def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
+    frame = thread.GetFrameAtIndex(0)
+    if plan.step_into and plan.mode == "line" and int(frame.GetPC()) == plan.pc \
+            and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame):
+        # LLDB's own step-in here enters the inlined call without running (it shows one
+        # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit program.
+        thread.StepInto()
+        return StepOutcome("target", int(thread.GetFrameAtIndex(0).GetPC()))
     _ensure_imported(debugger)
     token = next(_tokens)
     args = lldb.SBStructuredData()
@@ -319,6 +326,45 @@ def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> S
         said = "\n".join(with_source(debugger, said.splitlines(), "frame #0:", loc))
     return StepOutcome("stopped", int(frame.GetPC()),
                        said or f"stopped: {thread.GetStopDescription(256)}")
+
+
+def step_whole(debugger: lldb.SBDebugger, thread: lldb.SBThread, kind: str,
+               line: int | None) -> str:
+    """lldb-dap: the whole step as one scripted plan that chains its legs itself, resumed
+    asynchronously, so that lldb-dap sees the stop and tells its client (a step run
+    synchronously from a command hides its stop from lldb-dap: the IDE kept showing the
+    stop before). Nothing to print: the IDE shows the stop, as after LLDB's own steps."""
+    _ensure_imported(debugger)
+    args = lldb.SBStructuredData()
+    args.SetFromJSON(json.dumps({"kind": kind, "line": "" if line is None else line}))
+    frame = thread.GetFrameAtIndex(0)
+    inline = kind == "step" and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame)
+    was_async = debugger.GetAsync()
+    debugger.SetAsync(True)
+    try:
+        if inline:  # into the inlined call at the pc, as in apply
+            error = lldb.SBError()
+            thread.StepInto(None, lldb.LLDB_INVALID_LINE_NUMBER, error)
+        else:
+            error = thread.StepUsingScriptedThreadPlan(CLASS, args, True)
+    finally:
+        debugger.SetAsync(was_async)
+    if not error.Success():
+        raise UsageError(f"bb {kind}: {error.GetCString()}")
+    return ""
+
+
+def _hidden_inlined_call(target: lldb.SBTarget, frame: lldb.SBFrame) -> bool:
+    """Whether an inlined call begins at `frame`'s pc that LLDB does not show (it shows the
+    caller there, the inlined frames of code that begins at the stop hidden)."""
+    pc = int(frame.GetPC())
+    context = target.ResolveSymbolContextForAddress(lldb.SBAddress(pc, target),
+                                                    lldb.eSymbolContextBlock)
+    inlined = context.GetBlock().GetContainingInlinedBlock()
+    if not inlined.IsValid() or inlined == frame.GetBlock().GetContainingInlinedBlock():
+        return False
+    return any(int(inlined.GetRangeStartAddress(k).GetLoadAddress(target)) == pc
+               for k in range(inlined.GetNumRanges()))
 
 
 def _ensure_imported(debugger: lldb.SBDebugger) -> None:

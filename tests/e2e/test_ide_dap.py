@@ -509,3 +509,39 @@ def test_lldb_dap_names_file_unwinds_a_moved_frame_that_its_hot_part_set_up(
     pcs = [int(fr["instructionPointerReference"], 16) for fr in frames[:len(truth)]]
     assert pcs == truth, (pcs, said)
     lock.close()
+
+
+@pytest.mark.parametrize("debuginfo", ["on", "off"])
+def test_lldb_dap_bb_finish_stop_reaches_the_ide(dap: Any, zoo: dict[str, Any], debuginfo: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`bb finish` typed in lldb-dap's debug console (stopped in audit, called from run's
+    moved code): lldb-dap tells the IDE of the stop (a `stopped` event), as after its own
+    `thread step-out`, and the new top frame is run's moved code at the call's line in
+    crash.c, with the debug file (names and lines) or without it (the CFI file's lines). Before,
+    the step ran synchronously inside the command and lldb-dap never saw the stop: the IDE
+    kept showing audit, as disassembly where the module has no debug file. Oracles: the
+    fixture's marker line and run's fragments (facts)."""
+    if debuginfo == "off":
+        monkeypatch.setenv("UNSPLIT_LLDB_DEBUGINFO", "0")
+    init = _lldb_dap_init()
+    f = facts(zoo, "bolt-all", "crash")
+    session = dap([LLDB_DAP])
+    session.send("launch", program=str(ROOT / f["binary"]), args=["crash"], initCommands=init)
+    session.wait("event", "initialized")
+    session.request("setFunctionBreakpoints", breakpoints=[{"name": "audit"}])
+    session.request("configurationDone")
+    thread = session.wait("event", "stopped")["body"]["threadId"]  # audit, from main
+    session.request("continue", threadId=thread)
+    session.wait("event", "stopped")  # audit, from run's moved code
+    top = session.request("stackTrace", threadId=thread, startFrame=0, levels=1)["stackFrames"]
+    session.request("evaluate", expression="`bb finish", context="repl", frameId=top[0]["id"])
+    stopped = session.wait("event", "stopped", timeout=30)
+    assert stopped["body"].get("reason") == "step", stopped
+    frame = session.request("stackTrace", threadId=thread, startFrame=0,
+                            levels=1)["stackFrames"][0]
+    source = frame.get("source") or {}
+    assert Path(source.get("path") or "").name == "crash.c", frame
+    assert frame["line"] == f["markers"]["crash.c"]["run cold call"], frame
+    pc = int(frame["instructionPointerReference"], 16)
+    assert any(int(g["start"], 16) <= pc < int(g["end"], 16) and g["fragment"] != "hot"
+               for g in f["split_functions"]["run"]["fragments"]), (hex(pc), frame)

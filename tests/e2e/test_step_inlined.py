@@ -22,6 +22,8 @@ import pytest
 from fixtures.toolbox import markers_in
 
 from ..builders import gcc_pgo_build
+from .driver_dap import DapSession
+from .driver_lldb import PLUGIN as LLDB_PLUGIN
 
 pytestmark = pytest.mark.e2e
 
@@ -202,22 +204,93 @@ def test_step_back_at_inlined_code_shows_the_call_line(gdb: Callable[..., Any],
     assert re.search(r"\bconsume\b", out) and not re.search(r"\btwice\b.* at ", out), out
 
 
-def test_step_at_an_inlined_calls_start_enters_it(gdb: Callable[..., Any],
+def test_step_at_an_inlined_calls_start_enters_it(debugger: Callable[..., Any],
                                                   program: Path) -> None:
     """Stopped where the inlined `twice` begins (out of produce, shown as consume at the
-    call's line), GDB's own `step` enters twice without moving: the same pc, twice's first
-    line, twice's frame. `bb step` does the same (before: it ran on to the next line).
-    Oracle: GDB's `step` on the same binary."""
-    native = gdb(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    call's line), the debugger's own `step` (GDB) / `thread step-in` (LLDB) enters twice
+    without moving: the same pc, twice's first line, twice's frame. `bb step` does the same
+    (before: it ran on to the next line). Oracle: the debugger's own step on the same binary."""
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    gdb = native.name == "gdb"
     theirs, _ = _steps_out_of_produce(native, native.spelling("step"))
     said = native.until_stop(native.spelling("step"), SLOW)
     assert native.register("pc") == theirs[-1], said  # the premise: no instruction ran
-    assert _line(said, True) == MARKERS["twice first"], said
-    mine = gdb(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    assert _line(said, gdb) == MARKERS["twice first"], said
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
     ours, _ = _steps_out_of_produce(mine, "bb step")
     assert ours[-1] == theirs[-1], ([hex(p) for p in ours], [hex(p) for p in theirs])
     out = mine.until_stop("bb step", SLOW)
     assert mine.register("pc") == theirs[-1], out
-    assert _line(out, True) == MARKERS["twice first"], out
-    assert re.search(r"^twice \(", out, re.M), out
-    assert re.search(r"^#0\s.*\btwice\b", mine.command("bt 1"), re.M)
+    assert _line(out, gdb) == MARKERS["twice first"], out
+    assert re.search(r"^twice \(" if gdb else r"frame #0: .*`twice\(.*\[inlined\]", out,
+                     re.M), out
+    assert re.search(r"^ *\*? *(?:#0\s|frame #0: ).*\btwice\b", mine.command("bt 1"), re.M)
+
+
+@pytest.mark.parametrize("verb", ["step", "next"])
+def test_step_from_the_last_line_stops_where_the_debugger_does(debugger: Callable[..., Any],
+                                                               program: Path, verb: str) -> None:
+    """From produce's last line (`return n + 3`), GCC's `ret` has a row of the closing brace
+    that is no statement: GDB's own step/next runs on through it and out into consume (the
+    call's line), LLDB's stops on the brace. `bb step`/`bb next` stop where the debugger's own
+    does (before: GDB's stopped on the brace). Oracle: the debugger's own command on the same
+    binary, pc and line of two steps from produce's first line."""
+    def two_steps(session: Any, command: str) -> list[tuple[int, int | None]]:
+        session.break_function("produce")
+        session.run(SLOW)
+        session.delete_breakpoints()
+        stops = []
+        for _ in range(2):
+            out = session.until_stop(command, SLOW)
+            stops.append((session.register("pc"), _line(out, session.name == "gdb")))
+        return stops
+
+    native = debugger(program, args=["7"], plugin=False, startup_timeout=SLOW)
+    theirs = two_steps(native, native.spelling(verb))
+    assert theirs[0][1] == MARKERS["produce return"], theirs  # the premise
+    mine = debugger(program, args=["7"], startup_timeout=SLOW, timeout=SLOW)
+    ours = two_steps(mine, f"bb {verb}")
+    assert ours == theirs, ([(hex(p), n) for p, n in ours], [(hex(p), n) for p, n in theirs])
+
+
+def _dap_steps(program: Path, command: str, plugin: bool,
+               cache: Path) -> list[tuple[str, int, int]]:
+    """lldb-dap stopped at produce's entry: `command` typed in its debug console four times;
+    after each, the stop lldb-dap tells the IDE of (the `stopped` event) and its top frame:
+    name, line and pc."""
+    init = [f'command script import "{LLDB_PLUGIN}"'] if plugin else []
+    session = DapSession(["lldb-dap-22"], env={"UNSPLIT_CACHE": str(cache)})
+    try:
+        session.request("initialize", adapterID="unsplit-test", clientID="unsplit-test",
+                        linesStartAt1=True, columnsStartAt1=True, pathFormat="path")
+        session.send("launch", program=str(program), args=["7"], initCommands=init)
+        session.wait("event", "initialized")
+        session.request("setFunctionBreakpoints", breakpoints=[{"name": "produce"}])
+        session.request("configurationDone")
+        thread = session.wait("event", "stopped", timeout=SLOW)["body"]["threadId"]
+        stops = []
+        for _ in range(4):
+            top = session.request("stackTrace", threadId=thread, startFrame=0, levels=1)
+            session.request("evaluate", expression=f"`{command}", context="repl",
+                            frameId=top["stackFrames"][0]["id"])
+            session.wait("event", "stopped", timeout=SLOW)
+            frame = session.request("stackTrace", threadId=thread, startFrame=0,
+                                    levels=1)["stackFrames"][0]
+            stops.append((frame["name"], frame["line"],
+                          int(frame["instructionPointerReference"], 16)))
+        return stops
+    finally:
+        session.close()
+
+
+def test_lldb_dap_step_enters_an_inlined_call_at_the_pc(program: Path, tmp_path: Path) -> None:
+    """In lldb-dap's console, `bb step` from produce's entry stops where lldb-dap's own
+    `thread step-in` does, each stop told to the IDE: produce's last line, its brace, consume
+    where the inlined `twice` begins (shown at the call's line), then twice at the same pc
+    (LLDB's virtual step into the inlined call). Oracle: plain lldb-dap on the same binary."""
+    theirs = _dap_steps(program, "thread step-in", False, tmp_path / "cache")
+    assert theirs[3][:2] == ("twice", MARKERS["twice first"]), theirs  # the premise
+    assert theirs[3][2] == theirs[2][2], theirs
+    ours = _dap_steps(program, "bb step", True, tmp_path / "cache")
+    assert ours == theirs, (ours, theirs)
+

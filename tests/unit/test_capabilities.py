@@ -82,6 +82,12 @@ class _Stepper(StaticHost):
     def step_logical(self, plan: object) -> object:
         raise AssertionError("never reached")
 
+    def statements_only(self) -> bool:
+        return False
+
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        return None
+
     def step_context(self, kind: str, line: int | None) -> object:
         return None
 

@@ -32,6 +32,8 @@ PROGRAMS = ["loop", "recurse", "switch", "except", "crash"]
 STATICS = ["bolt-statics", "bolt-statics-dbg"]
 # A program that dlopen()s a BOLTed library and dies in it, five threads in it.
 DLOPEN = "bolt-dlopen"
+# Always-inlined calls in code BOLT moved.
+INLINED = "bolt-inlined"
 HEX = re.compile(r"^0x[0-9a-f]+$")
 FRAGMENT = re.compile(r"^(hot|cold|cold\.\d+|warm|part\.\d+)$")
 
@@ -60,8 +62,9 @@ def _facts(index: dict[str, Any], variant: str, prog: str) -> dict[str, Any]:
 
 
 def test_every_variant_and_program_is_indexed(index: dict[str, Any]) -> None:
-    assert sorted(index["variants"]) == sorted([*VARIANTS, *STATICS, DLOPEN])
+    assert sorted(index["variants"]) == sorted([*VARIANTS, *STATICS, DLOPEN, INLINED])
     assert list(index["variants"][DLOPEN]["programs"]) == ["libwork"]
+    assert list(index["variants"][INLINED]["programs"]) == ["inlined"]
     for v in VARIANTS + STATICS:
         programs = index["variants"][v]["programs"]
         assert sorted(programs) == (["statics"] if v in STATICS else sorted(PROGRAMS))
@@ -90,7 +93,8 @@ def test_crash_is_split_and_crashes_in_cold_code(index: dict[str, Any], variant:
 
 
 @pytest.mark.parametrize(("variant", "prog"), [(v, p) for v in VARIANTS for p in PROGRAMS]
-                         + [(v, "statics") for v in STATICS] + [(DLOPEN, "libwork")])
+                         + [(v, "statics") for v in STATICS] + [(DLOPEN, "libwork")]
+                         + [(INLINED, "inlined")])
 def test_facts_are_well_formed(index: dict[str, Any], variant: str, prog: str) -> None:
     f = _facts(index, variant, prog)
     assert f["facts_version"] == 1 and f["variant"] == variant and f["program"] == prog
@@ -241,3 +245,16 @@ def test_training_run_exits_zero(index: dict[str, Any]) -> None:
 
 def test_cached_rebuild_does_nothing(index: dict[str, Any]) -> None:
     assert _builder().build() == []
+
+
+def test_inlined_calls_lie_in_moved_code(index: dict[str, Any]) -> None:
+    """bolt-inlined: settle has a cold fragment, and its input's DWARF has the inlined calls
+    of scale and clamp (llvm-dwarfdump-22), whose code the profile moves there."""
+    f = _facts(index, INLINED, "inlined")
+    fragments = f["split_functions"]["settle"]["fragments"]
+    assert fragments[0]["fragment"] == "hot" and len(fragments) >= 2
+    dump = subprocess.run(["llvm-dwarfdump-22", "--debug-info", str(REPO / f["input"])],
+                          capture_output=True, text=True, check=True).stdout
+    inlined = re.findall(r'DW_TAG_inlined_subroutine\s+DW_AT_abstract_origin\s+\(0x[0-9a-f]+ '
+                         r'"(\w+)"\)', dump)
+    assert {"scale", "clamp"} <= set(inlined), inlined

@@ -214,6 +214,28 @@ def _outer_spans(base: ProcedureLines, frames: DwarfFrames) -> ProcedureLines:
     return ProcedureLines(base.procedure, spans, base.has_lines)
 
 
+# (name, entry, own lines) -> a procedure's spans as GDB's steps see them (statement_lines)
+_STATEMENT_LINES: PerInput[dict[tuple[str, int, bool], ProcedureLines]] = PerInput()
+
+
+def statement_lines(index: ModuleIndex, proc: Procedure, lines: ProcedureLines,
+                    own: bool) -> ProcedureLines:
+    """`lines` (of `proc`: its own lines if `own`) as a debugger whose steps stop only where
+    a statement row begins sees them (GDB's infrun): in the entry fragment, a line none of
+    whose rows is a statement begins no stop (GCC writes such a row for a closing brace).
+    Moved code keeps it: there the compiler marks the first rows of split code so."""
+    key = (proc.name, proc.entry, own)
+    per_input = _STATEMENT_LINES(index.binary, index.input_binary(), dict)
+    found = per_input.get(key)
+    if found is None:
+        entry = proc.fragments[0] if proc.fragments else None
+        spans = [replace(s, starts_line=False) if s.starts_line and entry is not None
+                 and entry.start <= s.start < entry.end and not _statement_at(index, s.start)
+                 else s for s in lines.spans]
+        found = per_input[key] = ProcedureLines(lines.procedure, spans, lines.has_lines)
+    return found
+
+
 def _no_rules(binary: Binary) -> dict[tuple[str, int], list[tuple[int, int, str, int]]]:
     return {}
 
@@ -293,8 +315,10 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
     mod, index, proc = found
     # `next` and `until` step over inlined calls as over calls; `step` enters them, and a
     # line asked for by number may be an inlined function's.
-    lines = procedure_lines(index, proc) if kind == "step" or line is not None \
-        else own_lines(index, proc)
+    own = not (kind == "step" or line is not None)
+    lines = own_lines(index, proc) if own else procedure_lines(index, proc)
+    if isinstance(host, SteppingHost) and host.statements_only():
+        lines = statement_lines(index, proc, lines, own)
     file_pc = pc - mod.bias
     here = lines.span_at(file_pc)
     ranges = _runtime(mod.bias, [(f.start, f.end) for f in proc.fragments])
@@ -628,6 +652,9 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     reason = host.cannot_run()
     if reason:
         raise UsageError(f"bb {kind}: {reason}")
+    said = host.step_whole(kind, line)
+    if said is not None:
+        return said
     walk = Walk(session, host, kind, line)
     context = host.step_context(kind, line)  # what the report compares with
     step: StepPlan | StepOutcome = walk.first()

@@ -18,8 +18,19 @@ class SteppingHost(Host, Protocol):
     """A debugger that runs step plans: what `bb next/step/finish/until/advance/stepi` need
     (with MachineState and SelectedFrame where it has them: the frame's CFA, its level)."""
 
+    def statements_only(self) -> bool:
+        """Whether the debugger's own line steps stop only where a statement row begins (GDB;
+        LLDB's stop at a line's first row too): stepping.statement_lines."""
+        ...
+
     def cannot_run(self) -> str | None:
         """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
+        ...
+
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        """Run the whole step command as one step of the debugger's own, whose stop the
+        debugger reports by itself (lldb-dap: an IDE learns of a stop only from its events);
+        what to print then, or None: the policy runs it leg by leg (step_logical)."""
         ...
 
     def step_logical(self, plan: StepPlan) -> StepOutcome:

@@ -73,6 +73,12 @@ class FakeHost:
     def stop_report(self, kind: str, loc: Location | None, pc: int, context: object) -> str:
         return verbose_line(loc, pc)
 
+    def statements_only(self) -> bool:
+        return False
+
+    def step_whole(self, kind: str, line: int | None) -> str | None:
+        return None
+
     def step_logical(self, plan: StepPlan) -> StepOutcome:
         self.applied.append(plan)
         outcome = self.outcomes.pop(0)
