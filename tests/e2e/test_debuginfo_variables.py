@@ -327,6 +327,45 @@ def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_pa
     assert stopped >= 2, offsets
 
 
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="lldb-22 is not installed")
+def test_lldb_says_an_input_line_0_row_once(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A stop in moved code where the input's row is line 0: LLDB writes its own `at
+    crash.c:0:1` with the plugin's debug file as on the input, and the plugin adds no second
+    `at` after it (it read `at crash.c:0:1 at crash.c:35:1`; ninja's `real_main` as a caller)."""
+    f = facts(zoo, "bolt-all", "crash")
+    binary, original = _same_stack(f, "crash", tmp_path)
+    symbols = subprocess.run(["nm", str(original)], capture_output=True, text=True,
+                             check=True).stdout
+    start, end = sorted(int(s.split()[0], 16) for s in symbols.splitlines()
+                        if s.split()[-1] in ("transfer", "run"))
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < end]
+    said_0 = 0
+    for offset in offsets:
+        frames = []
+        for plugin, commands in ((True, [f"bb break transfer+{offset:#x}", "run crash"]),
+                                 (False, ["process launch --stop-at-entry -- crash",
+                                          f"breakpoint set -a {start + offset:#x}",
+                                          "continue"])):
+            argv = ["lldb-22", "--no-lldbinit", "-b", "-O", "settings set use-color false"]
+            if plugin:
+                argv += ["-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+            argv += ["-o", f"target create {binary if plugin else original}"]
+            for command in [*commands, "bt 1"]:
+                argv += ["-o", command]
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+            frame = re.findall(r"^ *(?:\* )?frame #0: 0x[0-9a-f]+ (.*)$", out, re.M)
+            frames.append(re.sub(r" \[(cold|warm)[.\d]*\]", "", frame[-1]) if frame else out)
+        ours, theirs = frames
+        if re.search(r" at crash\.c:0(:\d+)?$", theirs):  # (the crash, where not reached)
+            said_0 += 1
+            assert ours == theirs, (offset, ours, theirs)
+    assert said_0 >= 1, offsets
+
+
 OPTIMIZED_OUT_SOURCE = """\
 #include <stdio.h>
 struct pair { long a; long b; };
