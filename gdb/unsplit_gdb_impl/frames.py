@@ -310,23 +310,29 @@ _PARTS_LOOKED_AT = 256
 def _optimized_out_part(value: gdb.Value) -> gdb.Value | None:
     """The first scalar part of `value` if no part of it is there (GDB's
     value_entirely_optimized_out; Value.is_optimized_out says some part is not): printed, it
-    reads `<optimized out>`. A value of more than _PARTS_LOOKED_AT parts counts as there."""
+    reads `<optimized out>`. More than _PARTS_LOOKED_AT parts, or a reference to a struct,
+    count as there (GDB's Python printer's answer stands)."""
     todo, first, seen = [value], None, 0
-    while todo:
-        part = todo.pop()
-        kind = part.type.strip_typedefs()
-        if kind.code == gdb.TYPE_CODE_ARRAY:
-            low, high = kind.range()
-            if high - low + 1 + len(todo) + seen > _PARTS_LOOKED_AT:
-                return None
-            todo += [part[i] for i in range(high, low - 1, -1)]  # the first popped first
-        elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
-            todo += [part[f] for f in reversed(kind.fields()) if hasattr(f, "bitpos")]
-        else:  # (a field without `bitpos` is a static member: not part of the value)
-            seen += 1
-            if seen > _PARTS_LOOKED_AT or not part.is_optimized_out:
-                return None
-            first = part if first is None else first
+    try:
+        while todo:
+            part = todo.pop()
+            kind = part.type.strip_typedefs()
+            if kind.code == gdb.TYPE_CODE_ARRAY:
+                low, high = kind.range()
+                if high - low + 1 + len(todo) + seen > _PARTS_LOOKED_AT:
+                    return None
+                todo += [part[i] for i in range(high, low - 1, -1)]  # the first popped first
+            elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
+                # (a field without `bitpos` is a static member: not part of the value)
+                todo += [part[f] for f in reversed(kind.fields()) if hasattr(f, "bitpos")]
+            else:
+                seen += 1
+                if seen > _PARTS_LOOKED_AT or not part.is_optimized_out or \
+                        _non_scalar(part.type):
+                    return None
+                first = part if first is None else first
+    except gdb.error:  # GDB reads it again and says why it cannot
+        return None
     return first
 
 
