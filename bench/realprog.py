@@ -424,7 +424,10 @@ def symbolized(cache: Path, name: str) -> str:
     addresses = sorted(a for s, e, _ in cold_fragments(cache, f"bol/{name}")
                        for a in bolt_truth.instructions(cache / f"bol/{name}", s, e))
     truth = bolt_truth.perf2bolt_targets(cache / f"bol/{name}", addresses, cache)
-    known = [a for a in addresses if a in truth]
+    # (an assembly label is no STT_FUNC of the input: its input address is not looked up)
+    funcs = {(f.name, f.unit) for f in bolt_truth.functions(cache / name)}
+    known = [a for a in addresses if a in truth and truth[a][:2] in funcs]
+    labels = sum(a in truth and truth[a][:2] not in funcs for a in addresses)
     _, lines = bolt_truth.input_lines(cache / f"bol/{name}", cache / name, truth, known)
     twin = bolt_truth.symbolize(cache / f"twn/{name}", known)
     text = bolt_truth.run("llvm-symbolizer-22", "--obj", cache / f"{name}.debug", "--no-inlines",
@@ -443,7 +446,8 @@ def symbolized(cache: Path, name: str) -> str:
             as_twin += ours != line and ours == theirs
             if ours not in (line, theirs) and len(bad) < 5:
                 bad.append(f"{a:#x} {fn} {loc} (input {line[0]}:{line[1]}, twin {theirs})")
-    return (f"{len(known)}/{len(addresses)} cold instructions BAT maps: function right "
+    return (f"{len(known)}/{len(addresses)} cold instructions BAT maps to an input function "
+            f"({labels} more to an assembly label): function right "
             f"{funcs}, line right {lines_ok}/{lines_n}, BOLT's twin's line where not "
             f"{as_twin}" + "".join(f"\n  {b}" for b in bad))
 

@@ -263,10 +263,12 @@ class LineDecorator(FrameDecorator):
             block = self.inferior_frame().block()
         except RuntimeError:
             return []
-        found: list[_Local] = []
+        # MI and DAP print each local's value as GDB's Python printer does without a filter
+        frame = self.inferior_frame() if not (self._full_paths or self._for_dap()) else None
+        found: list[_Local | _Given] = []
         while block is not None and not (block.is_global or block.is_static):
-            found += [_Local(s) for s in block
-                      if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
+            found += [_Local(s) if frame is None else _local_as_gdb_prints(frame, s)
+                      for s in block if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
             if block.function is not None:
                 break
             block = block.superblock
@@ -307,19 +309,66 @@ class _Local:
         return None
 
 
+def _local_as_gdb_prints(frame: gdb.Frame, symbol: gdb.Symbol) -> _Local | _Given:
+    """A local as GDB's own `bt full` prints it: `<optimized out>` where no part of its value
+    is there (stack.c prints it checked), where GDB's Python printer prints each field
+    `<optimized out>` or hands the value to a pretty-printer that raises on it (ninja's
+    optimized-out `std::vector`: "Python Exception ... value has been optimized out")."""
+    try:
+        if symbol.type is None or symbol.type.strip_typedefs().code not in _NON_SCALAR:
+            return _Local(symbol)  # a scalar or a reference: the Python printer's is GDB's
+        value = frame.read_var(symbol)
+        part = _optimized_out_part(value) if value.is_optimized_out else None
+    except gdb.error:  # GDB reads it again and says why it cannot
+        return _Local(symbol)
+    return _Local(symbol) if part is None else _Given(symbol, part)
+
+
+_PARTS_LOOKED_AT = 256
+
+
+def _optimized_out_part(value: gdb.Value) -> gdb.Value | None:
+    """The first scalar part of `value` if no part of it is there (GDB's
+    value_entirely_optimized_out; Value.is_optimized_out says some part is not): printed, it
+    reads `<optimized out>`. More than _PARTS_LOOKED_AT parts, or a reference to a struct,
+    count as there (GDB's Python printer's answer stands)."""
+    todo, first, seen = [value], None, 0
+    try:
+        while todo:
+            part = todo.pop()
+            kind = part.type.strip_typedefs()
+            if kind.code == gdb.TYPE_CODE_ARRAY:
+                low, high = kind.range()
+                if high - low + 1 + len(todo) + seen > _PARTS_LOOKED_AT:
+                    return None
+                todo += [part[i] for i in range(high, low - 1, -1)]  # the first popped first
+            elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
+                # (a field without `bitpos` is a static member: not part of the value)
+                todo += [part[f] for f in reversed(kind.fields()) if hasattr(f, "bitpos")]
+            else:
+                seen += 1
+                if seen > _PARTS_LOOKED_AT or not part.is_optimized_out or \
+                        _non_scalar(part.type):
+                    return None
+                first = part if first is None else first
+    except gdb.error:  # GDB reads it again and says why it cannot
+        return None
+    return first
+
+
 _NON_SCALAR = (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION, gdb.TYPE_CODE_ARRAY,
                gdb.TYPE_CODE_SET, gdb.TYPE_CODE_STRING)
 
 
 def _as_gdb_prints(frame: gdb.Frame, item: Any, every: bool) -> Any:
-    """An argument as GDB's own `bt` prints it (`every`: in mode `all`, `<optimized out>`;
-    else `scalars`, `...`) where it is optimized out and no scalar. GDB's Python frame printer
-    instead hands such a
-    value to its pretty-printer (py-framefilter.c calls common_val_print, not the _checked
-    variant GDB's own printer calls), and libstdc++'s printers raise on it: the frame line
-    broke after `filename=` with "Python Exception <class 'gdb.error'>: value has been
-    optimized out" (simdjson built by clang with machine function splitting). A character
-    array is what GDB prints as `...` in that mode, whatever its bytes."""
+    """An argument as GDB's own `bt` prints it (`every`: in mode `all`, `<optimized out>` where
+    no part of it is there; else `scalars`, `...`) where it is optimized out and no scalar.
+    GDB's Python frame printer instead hands such a value to its pretty-printer
+    (py-framefilter.c calls common_val_print, not the _checked variant GDB's own printer
+    calls), and libstdc++'s printers raise on it: the frame line broke after `filename=` with
+    "Python Exception <class 'gdb.error'>: value has been optimized out" (simdjson built by
+    clang with machine function splitting). A character array is what GDB prints as `...` in
+    that mode, whatever its bytes."""
     if _typed_scalar(item):
         return item
     symbol = item.symbol()
@@ -330,30 +379,9 @@ def _as_gdb_prints(frame: gdb.Frame, item: Any, every: bool) -> Any:
     except gdb.error:  # GDB reads it again and says why it cannot
         return item
     if every:
-        scalar = _scalar_inside(value)
-        return item if scalar is None else _Given(symbol, scalar)
+        part = _optimized_out_part(value)
+        return item if part is None else _Given(symbol, part)
     return _Ellipsis(symbol)
-
-
-def _scalar_inside(value: gdb.Value) -> gdb.Value | None:
-    """A scalar part of optimized-out `value` (its first field's, its first element's...),
-    which GDB's Python printer prints `<optimized out>` in mode `all` as GDB's `bt` prints the
-    whole (the whole would go to its pretty-printer, or read `{a = <optimized out>, ...}`)."""
-    try:
-        for _ in range(32):
-            kind = value.type.strip_typedefs()
-            if kind.code == gdb.TYPE_CODE_ARRAY:
-                value = value[0]
-            elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
-                fields = [f for f in kind.fields() if hasattr(f, "bitpos")]  # not static
-                if not fields:
-                    return None
-                value = value[fields[0]]
-            else:
-                break
-        return value if not _non_scalar(value.type) and value.is_optimized_out else None
-    except gdb.error:
-        return None
 
 
 def _typed_scalar(item: Any) -> bool:

@@ -379,8 +379,7 @@ def pc_offset(offset: int, has_line_entry: bool) -> str:
 
 def source_line(frame: lldb.SBFrame) -> str:
     """` at file:line[:col]` from the core when LLDB has no line for the frame, else ""."""
-    line_entry = frame.GetLineEntry()
-    if line_entry.IsValid() and line_entry.GetLine() > 0:
+    if _lldb_says_line(frame.GetLineEntry()):
         return ""  # LLDB's own line stands (checked first: it is cheaper than the state)
     context = _context(frame)
     if not context[0].session.enabled:
@@ -392,7 +391,7 @@ def _line_text(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
                memo: StopMemo) -> str:
     """source_line's text, from this stop's memo."""
     line = facts[5]
-    if line is not None and line > 0:
+    if line is not None and (line > 0 or _lldb_says_line(frame.GetLineEntry())):
         return ""  # LLDB's own line stands
     text = memo.lines.get(facts)
     if text is None:
@@ -402,6 +401,14 @@ def _line_text(frame: lldb.SBFrame, context: _Context, facts: FrameFacts,
         if _memoizable(facts):
             memo.lines[facts] = text
     return text
+
+
+def _lldb_says_line(line_entry: lldb.SBLineEntry) -> bool:
+    """Whether LLDB writes `at FILE:LINE` for the frame: a line, or line 0 (the compiler's "no
+    line", which LLDB writes `crash.c:0:1` as on the input too) of a file. The core's line
+    added after it read `at crash.c:0:1 at crash.c:35:1`."""
+    return bool(line_entry.IsValid() and (line_entry.GetLine() > 0 or
+                                          line_entry.GetFileSpec().IsValid()))
 
 
 def plugin_line(frame: lldb.SBFrame) -> Location | None:

@@ -325,3 +325,105 @@ def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_pa
         assert ours == theirs or len(ours) == 1, (offset, reports)
         stopped += bool(theirs)
     assert stopped >= 2, offsets
+
+
+@pytest.mark.skipif(shutil.which("lldb-22") is None, reason="lldb-22 is not installed")
+def test_lldb_says_an_input_line_0_row_once(zoo: dict[str, Any], tmp_path: Path) -> None:
+    """A stop in moved code where the input's row is line 0: LLDB writes its own `at
+    crash.c:0:1` with the plugin's debug file as on the input, and the plugin adds no second
+    `at` after it (it read `at crash.c:0:1 at crash.c:35:1`; ninja's `real_main` as a caller)."""
+    f = facts(zoo, "bolt-all", "crash")
+    binary, original = _same_stack(f, "crash", tmp_path)
+    symbols = subprocess.run(["nm", str(original)], capture_output=True, text=True,
+                             check=True).stdout
+    start, end = sorted(int(s.split()[0], 16) for s in symbols.splitlines()
+                        if s.split()[-1] in ("transfer", "run"))
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < end]
+    said_0 = 0
+    for offset in offsets:
+        frames = []
+        for plugin, commands in ((True, [f"bb break transfer+{offset:#x}", "run crash"]),
+                                 (False, ["process launch --stop-at-entry -- crash",
+                                          f"breakpoint set -a {start + offset:#x}",
+                                          "continue"])):
+            argv = ["lldb-22", "--no-lldbinit", "-b", "-O", "settings set use-color false"]
+            if plugin:
+                argv += ["-O", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+            argv += ["-o", f"target create {binary if plugin else original}"]
+            for command in [*commands, "bt 1"]:
+                argv += ["-o", command]
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+            frame = re.findall(r"^ *(?:\* )?frame #0: 0x[0-9a-f]+ (.*)$", out, re.M)
+            frames.append(re.sub(r" \[(cold|warm)[.\d]*\]", "", frame[-1]) if frame else out)
+        ours, theirs = frames
+        if re.search(r" at crash\.c:0(:\d+)?$", theirs):  # (the crash, where not reached)
+            said_0 += 1
+            assert ours == theirs, (offset, ours, theirs)
+    assert said_0 >= 1, offsets
+
+
+OPTIMIZED_OUT_SOURCE = """\
+#include <stdio.h>
+struct pair { long a; long b; };
+static volatile long sink;
+__attribute__((noinline)) long pick(struct pair in, struct pair used, int mode)
+{
+    struct pair gone = { in.a * 3, used.b + 7 };
+    struct pair half = { in.b * 5, used.a + 9 };
+    sink = gone.a + gone.b + used.a + used.b;
+    sink = half.b;
+    if (__builtin_expect(mode, 0)) {
+        fprintf(stderr, "rare %d\\n", mode); /* the stop */
+        return half.a + in.b;
+    }
+    return in.a;
+}
+int main(int argc, char **argv)
+{
+    struct pair in = { argc, argc + 1 }, used = { argc * 2, argc * 3 };
+    return (int)pick(in, used, argc > 1);
+}
+"""
+
+
+@pytest.mark.parametrize("arguments", ["all", "scalars"])
+def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
+                                                               tmp_path: Path) -> None:
+    """A struct none of which is there at the stop is `gone = <optimized out>` in GDB's own
+    `bt full` (and `used=<optimized out>` under `print frame-arguments all`), one partly there
+    `in={a = <optimized out>, b = 3}`: so with the plugin's frame filter in moved code, where
+    GDB's Python printer said `gone = {a = <optimized out>, b = <optimized out>}` (ninja's
+    `real_main`; a `std::vector` there broke the line with a Python exception)."""
+    (tmp_path / "t.c").write_text(OPTIMIZED_OUT_SOURCE)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    subprocess.run(["clang-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.c", "-o",
+                    str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    line = next(n for n, x in enumerate(OPTIMIZED_OUT_SOURCE.splitlines(), 1) if "the stop" in x)
+    said = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+                "set width 0", "-iex", f"set print frame-arguments {arguments}"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        argv += ["-ex", f"break t.c:{line}", "-ex", "run", "-ex", "echo <<bt full>>\\n", "-ex",
+                 "bt full 1", "--args", str(binary), "rare"]
+        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=120, cwd=ROOT,
+                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
+                                   ).stdout)
+    mine, expected = (_answers(s)["0: bt full"] for s in said)
+    assert "\n        gone = <optimized out>\n" in expected, expected
+    if arguments == "all":
+        assert "(in={a = <optimized out>, b = " in expected, expected
+    assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
+    assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
