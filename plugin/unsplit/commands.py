@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from unsplit.debug import cfi, unwind
 from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
@@ -321,6 +320,8 @@ def _threads(host: Host, args: argparse.Namespace, command: str) -> list[int | N
 def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     # Frame 0's registers are the debugger's own (they are the thread's); every caller comes
     # from the CFI, so a frame the debugger invents or skips shows up in the comparison.
+    from unsplit.debug import unwind  # (the CFI's modules: only `bb bt` and `bb frames` ask)
+
     assert isinstance(host, LiveHost)
     threads = _threads(host, args, "bt")
     style = session.demangling()
@@ -430,6 +431,8 @@ def _signal_frame(session: Session, host: Host, pc: int) -> bool:
     found = session.module_of(host, pc)
     if found is None:
         return False
+    from unsplit.debug import cfi
+
     mod, index = found
     return cfi.is_signal_frame(index.binary, pc - mod.bias)
 
