@@ -71,6 +71,8 @@ class _Parser(argparse.ArgumentParser):
 
 @dataclass(frozen=True)
 class Command:
+    """One `bb` command as data: each adapter makes its native command from it."""
+
     name: str
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]

@@ -339,6 +339,8 @@ def _int_attr(die: Any, name: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _DieFacts:
+    """What a frame shows of an inlined call's DIE, read once per DIE."""
+
     name: str
     decl_line: int
     call_file: int
