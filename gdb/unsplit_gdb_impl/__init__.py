@@ -72,6 +72,8 @@ class LazyBreakpoints:
 
 @dataclass(slots=True)
 class Plugin:
+    """What register() made, kept for the session (the hooks reach it through plugin())."""
+
     session: Session
     host: GdbHost
     locator: Locator

@@ -91,5 +91,6 @@ def make_subcommand(command: core.Command, session: Session, host: GdbHost) -> A
 def register(session: Session, host: GdbHost) -> list[Any]:
     """Create `bb` and its subcommands; the caller keeps the objects alive."""
     made: list[Any] = [BbPrefix()]
-    made.extend(make_subcommand(c, session, host) for c in core.COMMANDS.values())
+    with core.untranslated_messages():  # every help under one look for argparse's catalog
+        made.extend(make_subcommand(c, session, host) for c in core.COMMANDS.values())
     return made

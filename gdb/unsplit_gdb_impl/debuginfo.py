@@ -16,7 +16,6 @@ from unsplit.debuginfo.cache import TO_WRITE, Outcome, debug_file_for, max_code_
 from unsplit.errors import UnsplitError
 from unsplit.index.bolt import prebolt
 from unsplit.index.module_index import IndexCache
-from unsplit.render.debuginfo import DebugInfoState, status_text
 
 from . import frame_hooks
 from .host import loaded_core
@@ -214,6 +213,8 @@ class DebugInfoLoader:
         too_big += [(os.path.basename(m), f"being written since {time.monotonic() - w.started:.1f}"
                      " s (its variables follow once it is loaded)")
                     for m, (_, w) in self.pending.items()]
+        from unsplit.render.debuginfo import DebugInfoState, status_text  # (bb debuginfo)
+
         state = DebugInfoState(self.enabled, otherwise="no debug file from unsplit (the "
                                "plugin still names their frames)",
                                kept="files already loaded stay until the module reloads")

@@ -25,7 +25,6 @@ from unsplit.formats.dwarf_expr import REGISTER_NAMES
 from unsplit.host import Host, LoadedModule
 from unsplit.index.model.records import Location
 from unsplit.index.session_view import SessionView
-from unsplit.render.breaks import BreakGroup
 
 from . import console
 from .frame_view import GdbFrame
@@ -33,6 +32,7 @@ from .frame_view import GdbFrame
 if TYPE_CHECKING:  # the policies are imported by the first step or bb break
     from unsplit.debug.breakpoints import BreakSpec, Site
     from unsplit.debug.stepping import StepOutcome, StepPlan
+    from unsplit.render.breaks import BreakGroup
 
 _T = TypeVar("_T")
 _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+?))?\s*$")

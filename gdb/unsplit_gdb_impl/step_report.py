@@ -27,6 +27,8 @@ _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TY
 
 @dataclass(frozen=True, slots=True)
 class StepContext:
+    """What a step's report compares with once it stops (Host.step_context)."""
+
     frame: tuple[str | None, int | None]  # (procedure or GDB's name, CFA) of the stepping frame
     located: bool  # finish, until LINE, advance LINE: GDB prints the frame line whatever frame
     return_type: gdb.Type | None  # finish: the type of a scalar return value

@@ -12,11 +12,10 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from gdb.unwinder import Unwinder, register_unwinder  # type: ignore[import-not-found, unused-ignore]
-from unsplit.debug import cfi, cfi_check
+from unsplit.debug import cfi_check
 from unsplit.errors import UnsplitError
 from unsplit.formats.dwarf_expr import REGISTER_NAMES, RIP, RSP
 from unsplit.host import LoadedModule
-from unsplit.render.exact_frames import ModuleLine, gdb_status
 from unsplit.session import Session
 
 from .host import GdbHost
@@ -102,6 +101,8 @@ class ExactUnwinder(Unwinder):
         innermost = pending_frame.level() == 0
         if not cfi_check.exact_needed(binary, pc - mod.bias, innermost, bare):
             return None
+        from unsplit.debug import cfi  # (the first frame that needs it: most sessions none)
+
         regs = {i: int(pending_frame.read_register(name)) & ((1 << 64) - 1)
                 for i, name in enumerate(_NAMES)}
         found = cfi.step(binary, pc - mod.bias, mod.bias, regs, self.host.read_memory,
@@ -133,6 +134,8 @@ class ExactUnwinder(Unwinder):
         return gdb.Value(value).cast(kind)
 
     def status(self) -> str:
+        from unsplit.render.exact_frames import ModuleLine, gdb_status
+
         lines = [ModuleLine(os.path.basename(path), p.moved, p.contested,
                             self.unwound.get(os.path.basename(path), 0), p.uncovered)
                  for path, p in sorted(self.policies.items()) if p is not None]

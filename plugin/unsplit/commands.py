@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from unsplit.debug import cfi, unwind
 from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
@@ -40,7 +39,6 @@ from unsplit.index.model.frame import Frame, as_numbered, at_return_address, loo
 from unsplit.index.model.records import Location, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.names.demangle import shown
-from unsplit.render import breaks as break_text
 from unsplit.render import inputs as input_text
 from unsplit.render.frames import (
     blocks_text,
@@ -73,6 +71,8 @@ class _Parser(argparse.ArgumentParser):
 
 @dataclass(frozen=True)
 class Command:
+    """One `bb` command as data: each adapter makes its native command from it."""
+
     name: str
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]
@@ -93,16 +93,20 @@ class Command:
 
     @property
     def help(self) -> str:
-        with _untranslated_messages():
+        with untranslated_messages():
             return self.parser().format_help()
 
 
 @contextlib.contextmanager
-def _untranslated_messages() -> Iterator[None]:
+def untranslated_messages() -> Iterator[None]:
     """argparse's messages as gettext would give them when it has no catalog to translate them
     with: the same text without gettext searching the locale directories for each string, which
     GDB paid at every start making the `bb` commands' help. Where a catalog exists argparse asks
-    gettext as always."""
+    gettext as always. Nested in one that found no catalog it does not look again (an adapter
+    making every command's help looks once)."""
+    if argparse._ is _as_written:  # type: ignore[attr-defined]
+        yield
+        return
     domain = gettext.textdomain()
     if gettext.find(domain, gettext.bindtextdomain(domain)):
         yield
@@ -211,6 +215,8 @@ def _blocks(session: Session, host: Host, args: argparse.Namespace) -> str:
     rows, tables = [], []
     left_out = session.originals_named(host, text)
     if left_out:
+        from unsplit.render import breaks as break_text
+
         tables.append(break_text.originals_note(left_out, style))
     for module, proc in found:
         mine = _block_rows(module, proc, session.index(module.path))
@@ -274,6 +280,8 @@ def _break_args(p: argparse.ArgumentParser) -> None:
 
 
 def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
+    from unsplit.render import breaks as break_text  # (bb break's text, with its policy)
+
     if args.list:
         if args.location:
             raise UsageError("bb break --list takes no location")
@@ -321,6 +329,8 @@ def _threads(host: Host, args: argparse.Namespace, command: str) -> list[int | N
 def _bt(session: Session, host: Host, args: argparse.Namespace) -> str:
     # Frame 0's registers are the debugger's own (they are the thread's); every caller comes
     # from the CFI, so a frame the debugger invents or skips shows up in the comparison.
+    from unsplit.debug import unwind  # (the CFI's modules: only `bb bt` and `bb frames` ask)
+
     assert isinstance(host, LiveHost)
     threads = _threads(host, args, "bt")
     style = session.demangling()
@@ -430,6 +440,8 @@ def _signal_frame(session: Session, host: Host, pc: int) -> bool:
     found = session.module_of(host, pc)
     if found is None:
         return False
+    from unsplit.debug import cfi
+
     mod, index = found
     return cfi.is_signal_frame(index.binary, pc - mod.bias)
 

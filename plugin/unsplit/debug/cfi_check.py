@@ -11,11 +11,11 @@ Everything is read lazily: FDE headers in one pass, rules only of the FDEs compa
 from __future__ import annotations
 
 import os
-import tempfile
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from unsplit.cache_dir import cache_root
 from unsplit.elf import cfi_table
@@ -23,13 +23,15 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import BadIndexFile, UnsplitError
 from unsplit.formats import nops
-from unsplit.formats.eh_frame import FrameDescription, Row
 from unsplit.index.bolt import prebolt
 from unsplit.index.cache import store
 from unsplit.index.model.frame import lookup_pc
 from unsplit.index.model.records import Fragment
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import bat as bat_source
+
+if TYPE_CHECKING:  # rows are decoded only where FDEs compete (the decoder: cfi_table)
+    from unsplit.formats.eh_frame import FrameDescription, Row
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +281,8 @@ def _save(binary: Binary, found: Contested, moved: int | None,
                          "moved": moved, "uncovered": bare, "sections": found.names},
                         [("los", found.los), ("his", found.his), ("starts", f.starts),
                          ("ends", f.ends), ("offsets", f.offsets), ("sections", found.sections)])
+    import tempfile  # (only where the ranges are written: a session reads them)
+
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))

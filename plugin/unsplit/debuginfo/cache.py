@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
 from unsplit.errors import UnsplitError
-from unsplit.formats import esl
+from unsplit.formats.section_ids import ESL_SECTION
 from unsplit.index.bolt import bat_translate, prebolt
 from unsplit.index.module_index import IndexCache
 
@@ -133,7 +133,7 @@ def names_only(binary: Binary) -> bool:
     line table, and for a BOLT output no pre-BOLT input with DWARF. That file costs one pass
     over the procedures, not a walk over the code (docs/benchmarks.md, bench/libllvm.py), so
     a session writes it whatever the module's size."""
-    if binary.dwarf_binary is not None or binary.has_section(esl.SECTION):
+    if binary.dwarf_binary is not None or binary.has_section(ESL_SECTION):
         return False
     if not bat_translate.has_bat(binary):
         return True

@@ -11,11 +11,14 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
 from unsplit.errors import DecodeError
-from unsplit.formats.eh_frame import Cie, EntryReader, FrameDescription, decode_rows
+
+if TYPE_CHECKING:  # the decoder's records: made when a section is first read, not at import
+    from unsplit.formats.eh_frame import Cie, EntryReader, FrameDescription
 
 _MASK = (1 << 64) - 1
 _SHT_NOBITS = 8
@@ -106,6 +109,8 @@ class CfiSection:
     """One CFI section: sorted FDE starts and section offsets, and a parser for single entries."""
 
     def __init__(self, binary: Binary, name: str) -> None:
+        from unsplit.formats.eh_frame import EntryReader
+
         self.name = name
         header, data = binary.section_header(name), binary.section_data(name)
         assert header is not None and data is not None
@@ -172,6 +177,8 @@ class CfiSection:
         return None
 
     def decode(self, offset: int) -> FrameDescription | None:
+        from unsplit.formats.eh_frame import FrameDescription, decode_rows
+
         fde = self.reader.fde(offset)
         if fde is None:
             return None

@@ -37,6 +37,8 @@ _PRSTATUS_PID = 32
 
 @dataclass(frozen=True, slots=True)
 class Thread:
+    """One thread of the core: its NT_PRSTATUS note."""
+
     pid: int
     signal: int
     registers: dict[int, int] = field(hash=False)  # DWARF register number -> value
@@ -54,6 +56,8 @@ class Mapping:
 
 @dataclass(frozen=True, slots=True)
 class _Segment:
+    """A PT_LOAD segment: what of memory the core holds, and where in the file."""
+
     vaddr: int
     memsz: int
     offset: int

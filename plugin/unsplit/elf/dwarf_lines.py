@@ -10,14 +10,15 @@ import struct
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.line_row import LineRow
 from unsplit.errors import DecodeError, reading
-from unsplit.formats import die_scan, line_program, unit_ranges
-from unsplit.formats.dwarf_unit import die_values, read_header
-from unsplit.formats.leb128 import leb128, read_uleb
+from unsplit.formats.leb128 import leb128
+
+if TYPE_CHECKING:  # the byte readers come with the first read: a session whose frames' lines
+    from unsplit.formats import line_program  # are GDB's own (the debug file) reads none
 
 # One decoded row, kept small until asked for: (file index, line, column, is_stmt), or None
 # where a sequence ended.
@@ -221,6 +222,8 @@ class DwarfLines:
         for a big-endian file or one whose unit headers do not parse)."""
         if not self.binary.little_endian:
             return {_ANY_FILE: set(cu_offsets)}
+        from unsplit.formats import unit_ranges
+
         data = self.binary.section_data
         sections = unit_ranges.Sections(data(".debug_info") or b"", data(".debug_abbrev") or b"")
         line, strings = data(".debug_line") or b"", (data(".debug_str") or b"",
@@ -335,6 +338,8 @@ class DwarfLines:
         for a big-endian file (through pyelftools)."""
         if not self.binary.little_endian:
             return self._parsed_cu_ranges(covered)
+        from unsplit.formats import unit_ranges
+
         data = self.binary.section_data
         sections = unit_ranges.Sections(*(data(name) or b"" for name in (
             ".debug_info", ".debug_abbrev", ".debug_addr", ".debug_rnglists", ".debug_ranges")))
@@ -580,6 +585,8 @@ _ANY_FILE = "*"  # the key of the units whose files' base names are not known
 def _file_bases(data: bytes, at: int, strings: tuple[bytes, bytes]) -> set[str]:
     """The base names of the files the line table at `at` names; _ANY_FILE for a header that
     cannot be read, or a name whose path may end otherwise (such as "..")."""
+    from unsplit.formats import line_program
+
     try:
         header = line_program.read_header(data, at)
         _, files = line_program.file_table(data, header, *strings)
@@ -651,6 +658,10 @@ def _header_from_bytes(binary: Binary, cu_offset: int
     """DwarfLines._plain_header's reading: the CU's top DIE (DW_AT_stmt_list, DW_AT_comp_dir)
     and its line table header (DWARF 5 §6.2.4) from the sections' bytes; None for what it
     leaves to pyelftools. DecodeError where something does not parse."""
+    from unsplit.formats import die_scan, line_program
+    from unsplit.formats.dwarf_unit import die_values, read_header
+    from unsplit.formats.leb128 import read_uleb
+
     data = binary.section_data
     info, abbrev = data(".debug_info") or b"", data(".debug_abbrev") or b""
     unit = read_header(info, cu_offset, ".debug_info")

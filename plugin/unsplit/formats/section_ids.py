@@ -9,6 +9,7 @@ from __future__ import annotations
 SHT_LLVM_BB_ADDR_MAP_V0 = 0x6FFF4C08
 SHT_LLVM_BB_ADDR_MAP = 0x6FFF4C0A
 BB_ADDR_MAP_SECTION = ".llvm_bb_addr_map"
+BB_ADDR_MAP_TYPES = (SHT_LLVM_BB_ADDR_MAP, SHT_LLVM_BB_ADDR_MAP_V0)  # found by type, any name
 
 SPLIT_INFO_SECTION = ".split_info"  # shared/specs/split-info-and-esl.md §1
 ESL_SECTION = ".opt_table"  # §2

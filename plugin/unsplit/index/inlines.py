@@ -18,7 +18,6 @@ from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerInput
 from unsplit.elf.dwarf_lines import DwarfLines, die_ranges, number
 from unsplit.errors import DecodeError, reading
-from unsplit.formats import die_scan, unit_ranges
 from unsplit.index.model.records import LineInfo
 from unsplit.index.names.demangle import shown
 
@@ -99,6 +98,8 @@ class InlineChains:
             spans = [(0, 1 << 64)]  # a big-endian file or bytes that do not parse: the DIEs
             binary = self.lines.binary  # are read as before, and say what is wrong
             if binary.little_endian:
+                from unsplit.formats import unit_ranges  # (with a unit's first look)
+
                 data = binary.section_data
                 try:
                     spans = unit_ranges.inlined_ranges(unit_ranges.Sections(
@@ -255,6 +256,8 @@ class _Spans:
 def _code_subprograms(cu: Any) -> list[int]:
     """Offsets of the DW_TAG_subprogram DIEs of pyelftools CU `cu` that say where their code
     is (DW_AT_low_pc or DW_AT_ranges)."""
+    from unsplit.formats import die_scan
+
     dwarf = cu.dwarfinfo
     info = dwarf.debug_info_sec.stream.getbuffer()
     abbrev = dwarf.debug_abbrev_sec.stream.getbuffer()
@@ -336,6 +339,8 @@ def _int_attr(die: Any, name: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _DieFacts:
+    """What a frame shows of an inlined call's DIE, read once per DIE."""
+
     name: str
     decl_line: int
     call_file: int

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -271,6 +270,8 @@ def core_frame_json(frame: Frame, style: str | None = LLVM) -> dict[str, Any]:
 
 
 def _signal_name(number: int) -> str:
+    import signal  # (a core's table alone names signals)
+
     try:
         return f"{number} ({signal.Signals(number).name})"
     except ValueError:

@@ -16,6 +16,8 @@ from unsplit.index.model.records import HOT, Block, Fragment, LineRow, Procedure
 from unsplit.index.module_index import ModuleIndex
 from unsplit.index.sources import Source, SourceSet, StoredParts, open_sources
 
+from fixtures import toolbox
+
 from ...conftest import ROOT, facts
 
 FAKE_FILE = "fake.src"
@@ -143,13 +145,20 @@ def test_a_broken_source_costs_only_its_own_answers(zoo: dict[str, Any],
     assert loc.file != FAKE_FILE
 
 
-def test_every_binary_has_every_source_in_priority_order(zoo: dict[str, Any]) -> None:
-    for variant in ("gcc-pgo", "bolt-random2", "clang-mip"):
+def test_sources_in_priority_order_each_with_its_section(zoo: dict[str, Any]) -> None:
+    """split_info, BAT and the symbols are always asked; the bb address map and MIP sources
+    only for a file with their section (llvm-readobj-22 and llvm-readelf-22 say which)."""
+    for variant in ("gcc-pgo", "bolt-random2", "clang-mip", "clang-mfs"):
         program = next(iter(zoo[variant]["programs"]))
-        sources = open_sources(Binary(str(ROOT / facts(zoo, variant, program)["binary"])))
+        path = ROOT / facts(zoo, variant, program)["binary"]
+        sources = open_sources(Binary(str(path)))
+        has_map = bool(toolbox.bb_addr_map(path))
+        has_mip = "__llvm_mipmap" in toolbox.section_names(path)
         assert [s.name for s in sources.all] == [
-            "split_info", "bat", "bb_addr_map", "symbols", "mip"]
+            "split_info", "bat", *(["bb_addr_map"] if has_map else []), "symbols",
+            *(["mip"] if has_mip else [])], variant
         assert sources.named("bat") is sources.bat and sources.named("nope") is None
+    assert has_map  # clang-mfs: the case with the section is checked too
 
 
 def test_a_source_answers_what_it_is_asked_first(zoo: dict[str, Any]) -> None:

@@ -301,14 +301,14 @@ def _procedures(raw: Any) -> list[Procedure]:
     return out
 
 
-# name, start, end, symbol, logical start, source
-_FRAGMENT_FIELDS: tuple[type | tuple[type, ...], ...] = (str, int, int, (str, type(None)), int,
-                                                         str)
-
-
 def _fragment(procedure: str, raw: Any) -> Fragment:
-    if not (isinstance(raw, list) and len(raw) == len(_FRAGMENT_FIELDS) and all(
-            isinstance(v, t) for v, t in zip(raw, _FRAGMENT_FIELDS, strict=True))):
+    # name, start, end, symbol, logical start, source; each checked inline (a later session
+    # reads every stored fragment of a module: a generator per fragment cost more than the rest)
+    if not (isinstance(raw, list) and len(raw) == 6):
         raise BadIndexFile(f"bad fragment entry of {procedure}")
     name, start, end, symbol, logical, source = raw
+    if not (isinstance(name, str) and isinstance(start, int) and isinstance(end, int)
+            and (symbol is None or isinstance(symbol, str)) and isinstance(logical, int)
+            and isinstance(source, str)):
+        raise BadIndexFile(f"bad fragment entry of {procedure}")
     return Fragment(procedure, name, start, end, symbol, logical, source)

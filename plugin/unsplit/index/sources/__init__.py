@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
+from unsplit.formats import section_ids
 from unsplit.index.model.records import BatFacts, Block, Fragment, LineRow, Procedure
 
 if TYPE_CHECKING:
@@ -253,14 +254,29 @@ def open_sources(binary: Binary, stored: StoredParts | None = None,
     come from it); `fragment_at`: the index's fragment look-up (BAT's lines need it);
     `warnings`: where lines found damaged later are reported (the index's warnings)."""
     from unsplit.index.sources.bat import BatSource
-    from unsplit.index.sources.bb_addr_map import BbAddrMapSource
-    from unsplit.index.sources.mip import MipSource
     from unsplit.index.sources.split_info import SplitInfoSource
     from unsplit.index.sources.symbols import SymbolsSource
 
     symbols = SymbolsSource(binary, stored)
     bat = BatSource(binary, stored, fragment_at, warnings)
     split_info = SplitInfoSource(binary)
-    return SourceSet([split_info, bat, BbAddrMapSource(binary), symbols, MipSource(binary)],
-                     symbols, bat, split_info)
+    found: list[Source] = [split_info, bat]
+    # A source whose section the file lacks would give nothing: its module is not imported
+    # (what a debugger session's start spares for most modules, as section_ids says).
+    if has_bb_addr_map(binary):
+        from unsplit.index.sources.bb_addr_map import BbAddrMapSource
+
+        found.append(BbAddrMapSource(binary))
+    found.append(symbols)
+    if binary.has_section(section_ids.MIP_SECTION):
+        from unsplit.index.sources.mip import MipSource
+
+        found.append(MipSource(binary))
+    return SourceSet(found, symbols, bat, split_info)
+
+
+def has_bb_addr_map(binary: Binary) -> bool:
+    """Whether `binary` has an LLVM bb address map section (by type, without making every
+    section: a .gnu.hash is parsed whole)."""
+    return any(h.type in section_ids.BB_ADDR_MAP_TYPES for h in binary.raw_sections)
 

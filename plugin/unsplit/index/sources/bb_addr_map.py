@@ -16,7 +16,7 @@ from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, reading
 from unsplit.formats import section_ids
 from unsplit.index.model.records import HOT, Block, Fragment, Procedure, split_fragment_name
-from unsplit.index.sources import BaseSource
+from unsplit.index.sources import BaseSource, has_bb_addr_map
 
 if TYPE_CHECKING:  # the decoder itself only for a file with a map (section_ids says why)
     from unsplit.formats import bb_addr_map as fmt
@@ -67,8 +67,7 @@ class MapSection:
 
 def map_sections(binary: Binary) -> list[MapSection]:
     """Every bb address map section, in section order, contents decompressed."""
-    if not any(h.type in (section_ids.SHT_LLVM_BB_ADDR_MAP, section_ids.SHT_LLVM_BB_ADDR_MAP_V0)
-               for h in binary.raw_sections):
+    if not has_bb_addr_map(binary):
         return []  # without making every section (a .gnu.hash is parsed whole)
     elf = binary.elf
     is_rel = elf["e_type"] == "ET_REL"
@@ -81,9 +80,7 @@ def map_sections(binary: Binary) -> list[MapSection]:
     for i, sec in enumerate(sections):
         # pyelftools names the types it knows and leaves LLVM's as plain ints.
         sh_type = sec["sh_type"]
-        if not isinstance(sh_type, int) or sh_type not in (
-            section_ids.SHT_LLVM_BB_ADDR_MAP, section_ids.SHT_LLVM_BB_ADDR_MAP_V0
-        ):
+        if not isinstance(sh_type, int) or sh_type not in section_ids.BB_ADDR_MAP_TYPES:
             continue
         link = sec["sh_link"]
         link_name = sections[link].name if 0 < link < len(sections) else ""

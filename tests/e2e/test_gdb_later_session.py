@@ -1,0 +1,89 @@
+"""GDB's later session on a core of a BOLT output (its debug file already in the cache): what
+its start and `bt` do not read is not imported (the CFI decoder and unwinder, the DWARF byte
+readers, the formats the module lacks, the texts of commands not typed), and each comes with
+the first command that needs it, which answers as the fixture's facts say."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, facts
+from .driver_gdb import GdbDriver
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+]
+
+PLUGIN = ROOT / "gdb" / "unsplit_gdb.py"
+# (bolt-cdsplit: each moved fragment has its FDE, so a `bt` decodes no CFI)
+NOT_AT_BT = ("unsplit.formats.eh_frame", "unsplit.debug.cfi", "unsplit.render.exact_frames",
+             "unsplit.formats.esl", "unsplit.index.sources.bb_addr_map",
+             "unsplit.index.sources.mip", "unsplit.formats.die_scan",
+             "unsplit.formats.line_program", "unsplit.formats.unit_ranges",
+             "unsplit.render.breaks", "unsplit.render.debuginfo")
+
+
+def _written(cache: Path, timeout: float = 120) -> Path:
+    """The debug file the first session's writer left (waited for through its lock)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = list(cache.rglob("*.debug"))
+        if done:
+            with open(f"{done[0]}.lock", "ab") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            return done[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no debug file in {cache}")
+
+
+def test_a_later_session_imports_what_bt_reads_and_the_rest_when_asked(
+        gdb: Callable[..., GdbDriver], zoo: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("UNSPLIT_CACHE", str(cache))
+    f = facts(zoo, "bolt-cdsplit", "crash")
+    binary, core = ROOT / f["binary"], str(ROOT / f["crash"]["core"])
+    site = f["markers"]["crash.c"]["crash site"]
+    first = subprocess.run(
+        ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+         f"source {PLUGIN}", str(binary), "-c", core, "-ex", "bt"],
+        capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert first.returncode == 0, first.stderr
+    path = _written(cache)
+
+    session = gdb(binary, core=core)
+    assert str(path) in session.startup, session.startup
+
+    def loaded() -> list[str]:
+        out = session.command(f"python print(*[m for m in {NOT_AT_BT!r} if m in sys.modules])")
+        return out.split()
+
+    bt = session.backtrace()
+    assert re.search(rf"^#0\s+.*transfer \[cold\] \(.*\) at \S*crash\.c:{site}$", bt, re.M), bt
+    session.command("python import sys")
+    assert loaded() == []
+    assert session.command("help bb break").startswith("Break in a procedure as written")
+    assert loaded() == []
+
+    assert re.search(rf"^\s+line\s+crash\.c:{site}:\d+$", session.command("bb where $pc"),
+                     re.M)
+    assert loaded() == ["unsplit.formats.die_scan", "unsplit.formats.line_program",
+                        "unsplit.formats.unit_ranges"]
+    assert str(path) in session.command("bb debuginfo status")
+    assert "No bb breakpoints." in session.command("bb break --list")
+    assert session.command("bb exact-frames").startswith("exact frames on")
+    walked = session.command("bb bt")
+    assert re.search(rf"^#0\s+0x[0-9a-f]+ in transfer \[cold\]\+0x[0-9a-f]+ at crash\.c:{site}",
+                     walked, re.M), walked
+    assert sorted(loaded()) == sorted(NOT_AT_BT[:3] + NOT_AT_BT[6:])
