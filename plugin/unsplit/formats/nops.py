@@ -61,9 +61,12 @@ def padding_end(code: bytes, machine: int, pos: int = 0, endpos: int | None = No
 # with the ModRM forms _x86_nop reads (SIB after rm=4, disp8 after mod 1, disp32 after mod
 # 2 or mod 0 rm=5). The repetition is greedy, not possessive: Python 3.11.2's `(?:…)*+` keeps
 # the bytes of a last iteration that failed (`2E 0F 1F 48` matched 1 byte; 300,000 random
-# strings of nop bytes: 3,201 ends unlike _x86_nop's, none with `*`).
+# strings of nop bytes: 3,201 ends unlike _x86_nop's, none with `*`). LLVM's 15-byte nop,
+# of which BOLT's long padding is made, comes first as a literal: one of the others too,
+# tried faster (docs/benchmarks.md, the libLLVM debug file's columns, 2026-11-27).
 _X86_PADDING = re.compile(
-    rb"(?:[\x00\xcc]|[\x66\x2e]{0,14}+(?:\x90|\x0f\x1f(?:[\x00-\x03\x06\x07\xc0-\xc7]|\x04."
+    rb"(?:[\x00\xcc]|(?:\x66{6}\x2e\x0f\x1f\x84\x00{5})+"
+    rb"|[\x66\x2e]{0,14}+(?:\x90|\x0f\x1f(?:[\x00-\x03\x06\x07\xc0-\xc7]|\x04."
     rb"|\x05.{4}|\x44..|[\x40-\x43\x45-\x47].|\x84.{5}|[\x80-\x83\x85-\x87].{4})))*",
     re.DOTALL)
 

@@ -42,3 +42,17 @@ def test_padding_ends_before_code_that_starts_like_a_nop(after: str, code: str) 
     with a prefix or 0F 1F are not taken (Python 3.11.2's `(?:…)*+` kept them)."""
     data = bytes.fromhex(after + code)
     assert nops.padding_end(data, nops.EM_X86_64) == len(bytes.fromhex(after))
+
+
+LLVM_NOP15 = bytes.fromhex("66" * 6 + "2e0f1f840000000000")  # what BOLT pads long gaps with
+
+
+@pytest.mark.parametrize("runs", [1, 2, 40])
+@pytest.mark.parametrize("after", ["55", "cc55", "0f1f4000" + "55", "666666662e0f1f8400", "6655"])
+def test_runs_of_llvms_15_byte_nop_end_where_the_last_whole_nop_ends(runs: int, after: str) -> None:
+    """A run of 15-byte nops then code, a cut-short nop or a prefix without one: the padding
+    is the whole nops (and the int3 or nop after them), as a nop at a time reads it."""
+    data = LLVM_NOP15 * runs + bytes.fromhex(after)
+    want = len(LLVM_NOP15) * runs + {"cc55": 1, "0f1f400055": 4}.get(after, 0)
+    assert nops.padding_end(data, nops.EM_X86_64) == want
+    assert nops.padding_end(b"\x90" + data, nops.EM_X86_64, 1) == want + 1

@@ -29,6 +29,10 @@ _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
 _STT_NOTYPE, _STT_FUNC = 0, 2
 _SHF_COMPRESSED = 0x800
 _SHT_NOBITS = 8
+# The gap between a fragment's FDE and the next fragment is judged once per distinct bytes
+# when it is at most this long: alignment (of a stripped libLLVM's 168k gaps, 130k are, in
+# 111 distinct ones: docs/benchmarks.md); a longer one is matched where it is.
+_SHORT_GAP = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,10 +243,18 @@ class BatIndex:
         unsized = [k for k in range(n) if not sized[k]]
         cfi = table_for(self.binary).fde_ends_at([starts[k] for k in unsized])
         code, machine = self.binary.code_window(), self.binary.machine
+        padded: dict[bytes, int] = {}  # a short gap's bytes -> its padding's size
         for k, fde_end in zip(unsized, cfi, strict=True):
             if fde_end is not None and starts[k] < fde_end < ends[k]:  # _limit's rule
                 data, pos, end = code.at(fde_end, ends[k] - fde_end)
-                ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
+                if end - pos > _SHORT_GAP:
+                    ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
+                    continue
+                gap = data[pos:end]
+                padding = padded.get(gap)
+                if padding is None:
+                    padding = padded[gap] = nops.padding_end(gap, machine)
+                ends[k] = fde_end + padding
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     def split_procedures(self) -> Iterator[tuple[int, list[FragmentInfo]]]:
