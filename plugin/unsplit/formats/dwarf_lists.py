@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.errors import DecodeError
@@ -29,8 +28,7 @@ _LLE_DEFAULT, _LLE_BASE, _LLE_START_END, _LLE_START_LENGTH, _LLE_GNU_VIEW_PAIR =
 _RLE_BASE, _RLE_START_END, _RLE_START_LENGTH = 5, 6, 7
 
 
-@dataclass(frozen=True, slots=True)
-class ListsHeader:
+class ListsHeader(NamedTuple):
     """A DWARF 5 contribution to .debug_rnglists or .debug_loclists (§7.28, §7.29)."""
 
     offset: int  # of its unit_length

@@ -11,8 +11,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerInput
@@ -334,8 +333,7 @@ def _int_attr(die: Any, name: str) -> int:
     return int(attr.value)
 
 
-@dataclass(frozen=True, slots=True)
-class _DieFacts:
+class _DieFacts(NamedTuple):
     name: str
     decl_line: int
     call_file: int
