@@ -38,7 +38,8 @@ def _module_state(root: Path) -> set[tuple[str, str]]:
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text())
         classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and not any(
-            "frozen=True" in ast.unparse(d) for d in n.decorator_list)}  # records are values
+            "frozen=True" in ast.unparse(d) for d in n.decorator_list) and not any(
+            ast.unparse(b) == "NamedTuple" for b in n.bases)}  # records are values
         rebound = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
         for node in tree.body:
             targets: list[ast.expr] = []

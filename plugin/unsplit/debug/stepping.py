@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 from unsplit.debug import cfi, unwind
@@ -682,8 +682,8 @@ def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> L
     if _call_identity(before[-len(chain):]) == _call_identity(chain):
         return loc  # inside the inlined block: the debuggers show the inlined function
     outer = chain[-1]
-    return replace(loc, file=here.file, path=outer.path or loc.path, line=outer.line,
-                   column=outer.column or None)
+    return loc._replace(file=here.file, path=outer.path or loc.path, line=outer.line,
+                        column=outer.column or None)
 
 
 def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,

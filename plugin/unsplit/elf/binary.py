@@ -11,7 +11,6 @@ import struct
 import sys
 from array import array
 from bisect import bisect_right
-from dataclasses import dataclass
 from functools import cached_property
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
@@ -91,8 +90,7 @@ def _read_raw_elf(stream: IO[bytes]) -> _RawElf | None:
     return _RawElf(wide, end == "<", e_type, machine, out)
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionSymbol:
+class FunctionSymbol(NamedTuple):
     """A function symbol; `file` is the STT_FILE that precedes a local one (None for globals)."""
 
     name: str
@@ -102,17 +100,15 @@ class FunctionSymbol:
     file: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class SymbolEntry:
     """One symbol as stored: `type` and `bind` are the ELF numbers (STT_*, STB_*)."""
 
-    index: int
-    name: str
-    value: int
-    size: int
-    type: int
-    bind: int
-    shndx: int
+    __slots__ = ("bind", "index", "name", "shndx", "size", "type", "value")
+
+    def __init__(self, index: int, name: str, value: int, size: int, type: int, bind: int,
+                 shndx: int) -> None:
+        self.index, self.name, self.value, self.size = index, name, value, size
+        self.type, self.bind, self.shndx = type, bind, shndx
 
     @property
     def defined(self) -> bool:
@@ -140,33 +136,34 @@ class _StrtabNames:
         return self.name_at(self.name_offsets[i])
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class SymbolColumns(_StrtabNames):
     """Every symbol of one table as arrays, in table order (STT_* in the low nibble of
     ``infos``, STB_* in the high one); names decoded from ``strtab`` when asked for."""
 
-    values: array[int]
-    sizes: array[int]
-    name_offsets: array[int]
-    infos: bytes
-    shndx: array[int]
-    strtab: bytes
+    __slots__ = ("infos", "name_offsets", "shndx", "sizes", "strtab", "values")
+
+    def __init__(self, values: array[int], sizes: array[int], name_offsets: array[int],
+                 infos: bytes, shndx: array[int], strtab: bytes) -> None:
+        self.values, self.sizes, self.name_offsets = values, sizes, name_offsets
+        self.infos, self.shndx, self.strtab = infos, shndx, strtab
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class FunctionColumns(_StrtabNames):
     """The sized STT_FUNC symbols of one table as arrays, in table order: what
     :attr:`Binary.functions` holds, without a Python object per symbol (a stripped libLLVM's
     .dynsym has 129k). Names are decoded from ``strtab`` when asked for."""
 
-    values: array[int]
-    sizes: array[int]
-    name_offsets: array[int]
-    locals: bytes  # 1 for STB_LOCAL
-    files: array[int]  # name offset of the STT_FILE before a local one, else -1
-    strtab: bytes
-    table: str = ".symtab"
-    past_end: int = 0  # function symbols left out: their value + size passes 2^64 (damaged)
+    __slots__ = ("files", "locals", "name_offsets", "past_end", "sizes", "strtab", "table",
+                 "values")
+
+    def __init__(self, values: array[int], sizes: array[int], name_offsets: array[int],
+                 locals: bytes, files: array[int], strtab: bytes, table: str = ".symtab",
+                 past_end: int = 0) -> None:
+        self.values, self.sizes, self.name_offsets = values, sizes, name_offsets
+        self.locals = locals  # 1 for STB_LOCAL
+        self.files = files  # name offset of the STT_FILE before a local one, else -1
+        self.strtab, self.table = strtab, table
+        self.past_end = past_end  # function symbols left out: value + size passes 2^64
 
     def symbol(self, i: int) -> FunctionSymbol:
         file = self.files[i]

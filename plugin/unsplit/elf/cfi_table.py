@@ -10,8 +10,7 @@ import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
@@ -33,8 +32,7 @@ TRUSTED_WITHOUT_HDR = ("no usable .eh_frame_hdr: the entry latest in the section
                        "that cover the address")
 
 
-@dataclass(frozen=True, slots=True)
-class EveryFde:
+class EveryFde(NamedTuple):
     """Every non-empty FDE of one section, sorted by (start, offset), in compact arrays."""
 
     section: str

@@ -4,11 +4,10 @@ the pre-BOLT input): plain data, below the model that re-exports it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class LineRow:
+class LineRow(NamedTuple):
     """One row of a line table: code from `address` on comes from file:line."""
 
     address: int
@@ -20,7 +19,7 @@ class LineRow:
     path: str = ""  # `file` joined to its directory (what llvm-symbolizer prints)
 
     def moved(self, address: int, source: str) -> LineRow:
-        """The same row at `address`, from `source` (dataclasses.replace, without its
+        """The same row at `address`, from `source` (_replace, without its
         generality: unsplit debuginfo asks for a row at every byte of BOLTed code)."""
         return LineRow(address, self.file, self.line, self.column, source, self.is_stmt,
                        self.path)

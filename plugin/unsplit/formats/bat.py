@@ -10,8 +10,7 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from unsplit.errors import DecodeError, UnsupportedVersion
 from unsplit.formats.leb128 import encode_sleb128, encode_uleb128, leb128
@@ -33,8 +32,7 @@ _M32 = (1 << 32) - 1
 Kind = Literal["hot", "cold"]
 
 
-@dataclass(frozen=True, slots=True)
-class BatEntry:
+class BatEntry(NamedTuple):
     """One pair of a map: output bytes from ``output_offset`` on came from ``input_offset``.
 
     Both offsets follow spec §2.3: the output offset is relative to the fragment's own start, the
@@ -48,7 +46,6 @@ class BatEntry:
     bb_index: int | None = None  # input basic-block index, BB entries of the current format only
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class BatMap:
     """The map of one fragment (spec §3.1), keyed by its output start address.
 
@@ -58,21 +55,27 @@ class BatMap:
     branch entries and for the legacy format.
     """
 
-    address: int
-    kind: Kind
-    output_offsets: array[int]
-    input_values: array[int]
-    bb_hashes: array[int]
-    bb_indices: array[int]
-    equal_elems: int = 0
-    # Main fragments (hot table) only:
-    func_hash: int | None = None
-    num_blocks: int | None = None
-    secondary_entry_points: tuple[int, ...] = ()
-    # Split fragments (cold table) only:
-    parent: int | None = None  # output address of the main fragment
-    hot_index: int | None = None
-    input_skew: int = 0  # ColdInputSkew: input offset of the first entry
+    __slots__ = ("address", "bb_hashes", "bb_indices", "equal_elems", "func_hash",
+                 "hot_index", "input_skew", "input_values", "kind", "num_blocks",
+                 "output_offsets", "parent", "secondary_entry_points")
+
+    def __init__(self, address: int, kind: Kind, output_offsets: array[int],
+                 input_values: array[int], bb_hashes: array[int], bb_indices: array[int],
+                 equal_elems: int = 0, func_hash: int | None = None,
+                 num_blocks: int | None = None, secondary_entry_points: tuple[int, ...] = (),
+                 parent: int | None = None, hot_index: int | None = None,
+                 input_skew: int = 0) -> None:
+        self.address, self.kind = address, kind
+        self.output_offsets, self.input_values = output_offsets, input_values
+        self.bb_hashes, self.bb_indices = bb_hashes, bb_indices
+        self.equal_elems = equal_elems
+        # Main fragments (hot table) only:
+        self.func_hash, self.num_blocks = func_hash, num_blocks
+        self.secondary_entry_points = secondary_entry_points
+        # Split fragments (cold table) only:
+        self.parent = parent  # output address of the main fragment
+        self.hot_index = hot_index
+        self.input_skew = input_skew  # ColdInputSkew: input offset of the first entry
 
     def __len__(self) -> int:
         return len(self.output_offsets)
@@ -119,7 +122,6 @@ class BatMap:
         return max((v >> 1 for v in self.input_values), default=0)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class BatTable:
     """A decoded ``.note.bolt_bat``: every fragment's map, hot (main) fragments in table order.
 
@@ -127,13 +129,21 @@ class BatTable:
     else here is flat arrays, so a 200k-map table costs no Python object per map until used.
     """
 
-    format: str  # CURRENT or LEGACY
-    maps: Mapping[int, BatMap]  # by output address, ascending
-    hot: Sequence[int]  # main-fragment addresses in hot-table order (HotFuncs)
-    _addresses: array[int] = field(default_factory=lambda: array("Q"))  # every map, ascending
-    _parents: array[int] = field(default_factory=lambda: array("Q"))  # main fragment of each
-    _child_parents: array[int] = field(default_factory=lambda: array("Q"))  # split fragments
-    _child_addresses: array[int] = field(default_factory=lambda: array("Q"))  # by (parent, addr)
+    __slots__ = ("_addresses", "_child_addresses", "_child_parents", "_parents", "format",
+                 "hot", "maps")
+
+    def __init__(self, format: str, maps: Mapping[int, BatMap], hot: Sequence[int],
+                 addresses: array[int] | None = None, parents: array[int] | None = None,
+                 child_parents: array[int] | None = None,
+                 child_addresses: array[int] | None = None) -> None:
+        self.format = format  # CURRENT or LEGACY
+        self.maps = maps  # by output address, ascending
+        self.hot = hot  # main-fragment addresses in hot-table order (HotFuncs)
+        self._addresses = array("Q") if addresses is None else addresses  # ascending
+        self._parents = array("Q") if parents is None else parents  # main fragment of each
+        self._child_parents = array("Q") if child_parents is None else child_parents
+        self._child_addresses = array("Q") if child_addresses is None else child_addresses
+        # (split fragments, by (parent, address))
 
     @property
     def writer(self) -> str:

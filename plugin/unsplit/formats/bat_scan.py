@@ -9,7 +9,6 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from unsplit.errors import DecodeError
@@ -20,7 +19,6 @@ _M64 = (1 << 64) - 1
 _M32 = (1 << 32) - 1
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class BatScan:
     """Every map of a descriptor in table order (the hot table's records, then the cold one's).
 
@@ -29,15 +27,16 @@ class BatScan:
     decoder's state, spec §2.2); ``parents[k]`` the main fragment's address (itself when hot).
     """
 
-    addresses: array[int]
-    offsets: array[int]
-    cursors: array[int]
-    hot_indices: array[int]
-    parents: array[int]
-    hot_count: int
-    # The lookup columns (by address; split fragments by parent), derived once and kept with
-    # the scan in the persistent index: sorting 200k maps is a third of a first build.
-    _lookup: list[Lookup] = field(default_factory=list)
+    __slots__ = ("_lookup", "addresses", "cursors", "hot_count", "hot_indices", "offsets",
+                 "parents")
+
+    def __init__(self, addresses: array[int], offsets: array[int], cursors: array[int],
+                 hot_indices: array[int], parents: array[int], hot_count: int) -> None:
+        self.addresses, self.offsets, self.cursors = addresses, offsets, cursors
+        self.hot_indices, self.parents, self.hot_count = hot_indices, parents, hot_count
+        # The lookup columns (by address; split fragments by parent), derived once and kept
+        # with the scan in the persistent index: sorting 200k maps is a third of a first build.
+        self._lookup: list[Lookup] = []
 
     def __len__(self) -> int:
         return len(self.addresses)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import read_uleb, skip_leb
@@ -36,8 +36,7 @@ _FORMS: dict[int, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Unit:
+class Unit(NamedTuple):
     """What skipping a unit's DIEs needs to know of its header (§7.5.1)."""
 
     die_start: int  # offset in .debug_info of its first DIE
@@ -72,8 +71,7 @@ def abbreviations(data: bytes | memoryview, offset: int) -> dict[int, Abbrev]:
         out[code] = (tag, specs)
 
 
-@dataclass(frozen=True, slots=True)
-class Declaration:
+class Declaration(NamedTuple):
     """One abbreviation declaration (§7.5.3) and where each of its attribute specifications
     lies in .debug_abbrev (a writer that patches the table in place needs them)."""
 
@@ -125,8 +123,7 @@ def each_declaration(data: bytes | memoryview, offset: int) -> Iterator[Declarat
 _SITE = 1 << 24  # a plan step at or above it records a site of kind (step - _SITE)
 
 
-@dataclass(slots=True)
-class Sites:
+class Sites(NamedTuple):
     """Attribute values a caller asked for, in DIE order: where each value starts in the
     section, what kind the caller gave it, and the offset of its DIE (three flat arrays)."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.errors import DecodeError
@@ -29,8 +28,7 @@ _LLE_DEFAULT, _LLE_BASE, _LLE_START_END, _LLE_START_LENGTH, _LLE_GNU_VIEW_PAIR =
 _RLE_BASE, _RLE_START_END, _RLE_START_LENGTH = 5, 6, 7
 
 
-@dataclass(frozen=True, slots=True)
-class ListsHeader:
+class ListsHeader(NamedTuple):
     """A DWARF 5 contribution to .debug_rnglists or .debug_loclists (§7.28, §7.29)."""
 
     offset: int  # of its unit_length
@@ -267,6 +265,10 @@ class ListSpan(NamedTuple):
     ranges: list[tuple[int, int]]  # a range list's [begin, end) (a location list's: [])
 
 
+_new_span = tuple.__new__  # a ListSpan made as NamedTuple._make makes it, without the Python
+#                            call of ListSpan(...) (one per list: thousands per unit)
+
+
 def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_size: int,
                  base_address: int, address_at: AddressAt) -> ListSpan | None:
     """read_v5_list's walk over the same list, keeping only what says whether its bytes stay
@@ -318,8 +320,8 @@ def span_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
                 b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b
         elif kind == _LLE_END:
-            return ListSpan(pos, lo, hi, bounded, bases, indices, literal, unit_base, addr_op,
-                            ranges)
+            return _new_span(ListSpan, (pos, lo, hi, bounded, bases, indices, literal,
+                                        unit_base, addr_op, ranges))
         elif kind == _LLE_BASEX:
             index = data[pos] if pos < size else 0x80
             if index < 0x80:  # an index of one byte inline: most of clang's

@@ -5,7 +5,7 @@ decodes whole (a unit's top DIE); die_scan skips the others by their forms."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan
@@ -16,8 +16,7 @@ DW_UT_compile, DW_UT_type, DW_UT_partial = 0x01, 0x02, 0x03  # §7.5.1, Table 7.
 DW_UT_skeleton, DW_UT_split_compile, DW_UT_split_type = 0x04, 0x05, 0x06
 
 
-@dataclass(frozen=True, slots=True)
-class UnitHeader:
+class UnitHeader(NamedTuple):
     """One unit's header: where it is, how its DIEs are read."""
 
     offset: int  # of its unit_length field

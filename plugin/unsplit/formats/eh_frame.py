@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats.dwarf_expr import describe_expression, register_name
@@ -52,8 +51,7 @@ class DW_CFA:
 # -- rules --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """How to find a register's value in the caller (DWARF 5 §6.4.1)."""
 
     kind: str  # undefined, same, offset, val_offset, register, expression, val_expression
@@ -75,8 +73,7 @@ class Rule:
         return self.kind
 
 
-@dataclass(frozen=True, slots=True)
-class CfaRule:
+class CfaRule(NamedTuple):
     register: int | None  # None with an expression
     offset: int = 0
     expr: bytes = b""
@@ -88,17 +85,18 @@ class CfaRule:
         return f"{name}{self.offset:+d}" if self.offset else name
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(NamedTuple):
     """The rules in effect from `address` to the next row (file addresses)."""
 
     address: int
     cfa: CfaRule
-    rules: dict[int, Rule] = field(hash=False)
+    rules: dict[int, Rule]
+
+    def __hash__(self) -> int:  # by address and CFA: the rules are a dict
+        return hash((self.address, self.cfa))
 
 
-@dataclass(frozen=True, slots=True)
-class FrameDescription:
+class FrameDescription(NamedTuple):
     """One decoded FDE: [start, end) and its table."""
 
     section: str
@@ -117,8 +115,7 @@ class FrameDescription:
 # -- finding the FDE of an address ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
+class Instruction(NamedTuple):
     """One call frame instruction, as pyelftools' CallFrameInstruction spells it: the DW_CFA
     opcode (advance_loc/offset/restore without their operand bits) and its operands, unscaled."""
 
@@ -126,8 +123,7 @@ class Instruction:
     args: tuple[Any, ...]
 
 
-@dataclass(slots=True)
-class Cie:
+class Cie(NamedTuple):
     code_alignment_factor: int
     data_alignment_factor: int
     return_address_register: int
@@ -139,8 +135,7 @@ class Cie:
     initial: tuple[int, int] = (0, 0)  # [start, end) of its initial instructions' bytes
 
 
-@dataclass(slots=True)
-class Fde:
+class Fde(NamedTuple):
     cie: Cie
     start: int
     size: int
@@ -446,8 +441,7 @@ def decode_rows(cie: Cie, fde: Fde, start: int) -> list[Row]:
     return sorted(out.values(), key=lambda r: r.address)
 
 
-@dataclass(slots=True)
-class RuleState:
+class RuleState(NamedTuple):
     cfa: CfaRule
     rules: dict[int, Rule]
 

@@ -6,7 +6,7 @@ writer that keeps a unit's file numbers copies it whole, and only needs where it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats.leb128 import encode_sleb128 as sleb
@@ -22,8 +22,7 @@ _MASK = (1 << 64) - 1
 _WRITTEN_OPCODES = 7  # ProgramWriter writes standard opcodes 1 to 7 (10 to 12 where they are)
 
 
-@dataclass(frozen=True, slots=True)
-class LineHeader:
+class LineHeader(NamedTuple):
     """What running and writing a program needs of its header."""
 
     offset: int  # of its unit_length

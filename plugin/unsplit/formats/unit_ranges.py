@@ -11,7 +11,7 @@ DIE, a cost every session's first `bt` and `bb break` on a libc with debug info 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan, dwarf_lists
@@ -25,8 +25,7 @@ _ADDRX = frozenset((0x1B, 0x29, 0x2A, 0x2B, 0x2C, 0x1F01))  # addrx, addrx1-4, G
 _DW_UT_compile_units = frozenset((0x01, 0x03, 0x04))  # compile, partial, skeleton
 
 
-@dataclass(frozen=True, slots=True)
-class Sections:
+class Sections(NamedTuple):
     """The bytes the ranges are read from (b"" for a section the file lacks)."""
 
     info: bytes

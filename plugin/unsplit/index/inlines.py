@@ -11,8 +11,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerInput
@@ -337,8 +336,7 @@ def _int_attr(die: Any, name: str) -> int:
     return int(attr.value)
 
 
-@dataclass(frozen=True, slots=True)
-class _DieFacts:
+class _DieFacts(NamedTuple):
     """What a frame shows of an inlined call's DIE, read once per DIE."""
 
     name: str

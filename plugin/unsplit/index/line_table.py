@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.dwarf_lines import DwarfLines
@@ -20,8 +20,7 @@ from unsplit.index.sources import Source, SourceSet
 LineSource = Callable[[int], LineRow | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """File addresses [start, end) of one fragment that run under one line (or none)."""
 
     start: int
@@ -35,17 +34,14 @@ class Span:
         return None if self.file is None or self.line is None else (self.file, self.line)
 
 
-@dataclass(slots=True)
 class ProcedureLines:
     """A procedure's code cut into line spans, every fragment, in address order."""
 
-    procedure: Procedure
-    spans: list[Span]
-    has_lines: bool
-    _starts: list[int] = field(default_factory=list)
+    __slots__ = ("_starts", "has_lines", "procedure", "spans")
 
-    def __post_init__(self) -> None:
-        self._starts = [s.start for s in self.spans]
+    def __init__(self, procedure: Procedure, spans: list[Span], has_lines: bool) -> None:
+        self.procedure, self.spans, self.has_lines = procedure, spans, has_lines
+        self._starts = [s.start for s in spans]
 
     def span_at(self, address: int) -> Span | None:
         i = bisect_right(self._starts, address) - 1

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from unsplit.debug import breakpoints
@@ -326,7 +326,7 @@ class DwarfOracle:
         if not found or found[0].address != lo:
             first = self.dwarf.lookup(lo)
             if first is not None:
-                found = [replace(first, address=lo), *found]
+                found = [first._replace(address=lo), *found]
         return found
 
 

@@ -1,9 +1,10 @@
 """`unsplit debuginfo` imports what writing the file needs, not what other commands or a
 failed child need: argparse's formatter (shutil and its compression modules), the index
-cache's temporary file (tempfile) and the BAT scan's child (traceback) cost a whole command
-more than its parser (bench/debuginfo.py --realworld --files-only, docs/benchmarks.md). The
-file it writes still verifies (llvm-dwarfdump-22), the index it caches still opens, and
-`--help` keeps argparse's layout for the terminal's width."""
+cache's temporary file (tempfile), the BAT scan's child (traceback) and dataclasses (each
+compiles its methods at import; the records on this path are NamedTuples or slotted classes)
+cost a whole command more than its parser (bench/debuginfo.py --realworld --files-only,
+docs/benchmarks.md). The file it writes still verifies (llvm-dwarfdump-22), the index it
+caches still opens, and `--help` keeps argparse's layout for the terminal's width."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ except SystemExit as e:
 print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
 
-_NOT_NEEDED = ("shutil", "tempfile", "traceback", "bz2", "lzma", "unsplit.commands",
-               "unsplit.session")
+_NOT_NEEDED = ("shutil", "tempfile", "traceback", "bz2", "lzma", "dataclasses", "inspect",
+               "unsplit.commands", "unsplit.session")
 
 
 def _run(tmp_path: Path, *args: str) -> tuple[str, dict[str, Any]]:

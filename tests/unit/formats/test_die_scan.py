@@ -4,7 +4,6 @@ damaged .debug_info is one DecodeError naming the section and offset."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import subprocess
 from pathlib import Path
@@ -114,7 +113,7 @@ def test_every_cut_is_a_decode_error_at_the_unit(zoo: dict[str, Any], keep: int)
     checked against the unit's end), or the DIEs before the cut when it falls between two."""
     info, unit, abbrevs = _first_unit(zoo)
     end = unit.die_start + keep
-    cut = dataclasses.replace(unit, end=end)
+    cut = unit._replace(end=end)
     try:
         found = die_scan.offsets_with(info[:end], cut, abbrevs, die_scan.DW_TAG_subprogram,
                                       frozenset((die_scan.DW_AT_low_pc,)))

@@ -10,7 +10,6 @@ that the zoo has none: here a real cold block entry of a zoo BOLT binary is give
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -36,8 +35,8 @@ def test_inserted_jump_after_a_block_opening_branch(zoo: dict[str, Any],
 
     def translate(self: bat_translate.BatIndex, address: int) -> bat_translate.Translation | None:
         if address in (jump - 1, jump):  # non-exact, from the block entry, as BAT does
-            return replace(anchor, address=address, exact=False,
-                           input_offset=anchor.input_offset + address - anchor.address)
+            return anchor._replace(address=address, exact=False,
+                                   input_offset=anchor.input_offset + address - anchor.address)
         return real(self, address)
 
     code = {anchor.address: 0x0F, anchor.address + 1: 0x85, jump: 0xE9}  # jne rel32; jmp

@@ -7,6 +7,7 @@ after the input's."""
 
 from __future__ import annotations
 
+import mmap
 from bisect import bisect_right
 from typing import NamedTuple
 
@@ -95,13 +96,14 @@ def build(index: ModuleIndex, input_binary: Binary, dwarf: Binary,
     by_name = dict(sections)
     for name, data in extra:
         by_name[name] = by_name.get(name, b"") + data
-    with open(index.binary.path, "rb") as f:
-        module = f.read()
     summary = Summary(input_binary.path, rewriter.units, imap.functions, names.procedures,
                       rewriter.left_out, {k: v for k, v in sorted(mover.dropped.items()) if v},
                       mover.warnings, imap.unplaced)
-    return write_debug_file(module, index.binary.path, [*by_name.items(), *(also or [])]), \
-        summary
+    with open(index.binary.path, "rb") as f, \
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as module:
+        # mapped, not read: only its headers, notes and symbols are copied
+        return write_debug_file(module, index.binary.path,
+                                [*by_name.items(), *(also or [])]), summary
 
 
 def _described(index: ModuleIndex, imap: InputMap, covered: list[tuple[int, int]],

@@ -223,6 +223,12 @@ class _Sites:
     def walk(self, sites: die_scan.Sites) -> None:
         positions, numbers, dies = sites.positions, sites.kinds, sites.dies
         table = self.owner.kinds.table
+        whats = [kind.what for kind in table]
+        # an expression in DW_FORM_exprloc of under 128 bytes without a DW_OP_addr byte:
+        # nothing to move (most variables' locations), seen without a call
+        exprloc = [kind.what == K.EXPRESSION and kind.form == K.DW_FORM_exprloc
+                   for kind in table]
+        data = self.data
         n = len(positions)
         i = 0
         while i < n:
@@ -230,17 +236,26 @@ class _Sites:
             j = i + 1
             while j < n and dies[j] == die:
                 j += 1
+            if j == i + 2 and whats[numbers[i]] in _PAIRED and whats[numbers[i + 1]] in _PAIRED:
+                self.pair([(table[numbers[i]], positions[i]),
+                           (table[numbers[i + 1]], positions[i + 1])], die)
+                i = j
+                continue
             pair: list[tuple[K.Kind, int]] = []
             views: list[tuple[K.Kind, int]] = []
             self.location_list = -1
             for k in range(i, j):
-                kind = table[numbers[k]]
-                if kind.what in (K.PAIR_LOW, K.PAIR_HIGH, K.PAIR_HIGH_KEPT):
-                    pair.append((kind, positions[k]))
+                number, pos = numbers[k], positions[k]
+                if exprloc[number] and data[pos] < 0x80 and \
+                        data.find(3, pos + 1, pos + 1 + data[pos]) < 0:
+                    continue
+                kind = table[number]
+                if kind.what in _PAIRED:
+                    pair.append((kind, pos))
                 elif kind.what == K.LOCVIEWS:
-                    views.append((kind, positions[k]))
+                    views.append((kind, pos))
                 else:
-                    self.one(kind, positions[k], die)
+                    self.one(kind, pos, die)
             if len(pair) == 2:
                 self.pair(pair, die)
             for kind, pos in views:  # once the DIE's location list is written
@@ -345,6 +360,7 @@ class _Sites:
         _put(out, high_pos, size, length if length < 1 << (8 * size) else 0)
 
 
+_PAIRED = frozenset((K.PAIR_LOW, K.PAIR_HIGH, K.PAIR_HIGH_KEPT))
 _SIZES = {K.DW_FORM_data1: 1, K.DW_FORM_data2: 2, K.DW_FORM_data4: 4, K.DW_FORM_data8: 8,
           K.DW_FORM_addr: 8}
 

@@ -14,7 +14,6 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
@@ -35,8 +34,7 @@ _SHT_NOBITS = 8
 _SHORT_GAP = 64
 
 
-@dataclass(frozen=True, slots=True)
-class FragmentInfo:
+class FragmentInfo(NamedTuple):
     """One BOLT fragment in the output: where it is, what BAT and the symbols call it."""
 
     procedure: str
@@ -47,8 +45,7 @@ class FragmentInfo:
     parent: int  # output address of the main (hot) fragment
 
 
-@dataclass(frozen=True, slots=True)
-class Translation:
+class Translation(NamedTuple):
     """What BAT says about one output address (spec §3.2)."""
 
     address: int  # output file address asked about
@@ -64,8 +61,7 @@ class Translation:
     parent_address: int  # output address of the main fragment
 
 
-@dataclass(frozen=True, slots=True)
-class OutputSite:
+class OutputSite(NamedTuple):
     """One output address that input code came to live at."""
 
     address: int
@@ -74,8 +70,7 @@ class OutputSite:
     exact: bool  # an entry starts here (a block or branch start), not an interpolation
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
     """Where input function + offset went (several sites when BOLT duplicated code)."""
 
     procedure: str
@@ -91,7 +86,6 @@ class Placement:
         return f"{self.procedure}+{self.input_offset:#x}: not present in the output"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class FragmentColumns:
     """Every fragment of a BAT table as arrays in address order (BatIndex.all_fragments):
     the k-th fragment starts at ``starts[k]``, ends at ``ends[k]``, belongs to the input
@@ -100,12 +94,13 @@ class FragmentColumns:
     for its place N among its procedure's split fragments by address) and has the symbol
     ``symbols[k]`` (None: none)."""
 
-    starts: Sequence[int]
-    ends: array[int]
-    parents: Sequence[int]
-    kinds: list[str | None]
-    symbols: list[str | None]
-    procedures: dict[int, str]
+    __slots__ = ("ends", "kinds", "parents", "procedures", "starts", "symbols")
+
+    def __init__(self, starts: Sequence[int], ends: array[int], parents: Sequence[int],
+                 kinds: list[str | None], symbols: list[str | None],
+                 procedures: dict[int, str]) -> None:
+        self.starts, self.ends, self.parents = starts, ends, parents
+        self.kinds, self.symbols, self.procedures = kinds, symbols, procedures
 
 
 class BatIndex:

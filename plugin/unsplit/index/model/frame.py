@@ -31,8 +31,8 @@ def lookup_pc(pc: int, holds_return_address: bool) -> int:
 def at_return_address(loc: Location, pc: int) -> Location:
     """A caller's Location, found at pc - 1, reported at its pc: the same procedure, fragment
     and line (the call's), the address and original offset of the return address."""
-    return replace(loc, address=pc, file_address=loc.file_address + 1,
-                   offset=None if loc.offset is None else loc.offset + 1)
+    return loc._replace(address=pc, file_address=loc.file_address + 1,
+                        offset=None if loc.offset is None else loc.offset + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +90,16 @@ def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:
         inner = None
         if named:
             info = chain[k]
-            inner = replace(loc, procedure=info.function, offset=None, block=None,
-                            file=os.path.basename(info.path) if info.path else None,
-                            path=info.path, line=info.line or None,
-                            column=info.column or None, inline_chain=())
+            inner = loc._replace(procedure=info.function, offset=None, block=None,
+                                 file=os.path.basename(info.path) if info.path else None,
+                                 path=info.path, line=info.line or None,
+                                 column=info.column or None, inline_chain=())
         out.append(Frame(frame.number + k, frame.pc, frame.module, frame.bias, inner,
                          frame.cfa, frame.registers, inlined=True))
     outer = chain[-1] if named else None
     if outer is not None and outer.line:
-        loc = replace(loc, file=os.path.basename(outer.path) if outer.path else loc.file,
-                      path=outer.path or loc.path, line=outer.line,
-                      column=outer.column or None, inline_chain=())
+        loc = loc._replace(file=os.path.basename(outer.path) if outer.path else loc.file,
+                           path=outer.path or loc.path, line=outer.line,
+                           column=outer.column or None, inline_chain=())
     out.append(replace(frame, number=frame.number + count - 1, location=loc))
     return out

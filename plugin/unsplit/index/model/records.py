@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from unsplit.elf.line_row import LineRow as LineRow  # the model's line rows are the files'
 from unsplit.index.names.demangle import GNU, shown
@@ -54,8 +53,7 @@ def bolt_original_of(symbol: str) -> str | None:
     return symbol[:-len(BOLT_ORIGINAL_SUFFIX)]
 
 
-@dataclass(frozen=True, slots=True)
-class FragmentName:
+class FragmentName(NamedTuple):
     """A fragment symbol read by the grammar: ``foo.cold.3`` is base ``foo``, kind ``cold``,
     number 3, tag ``cold.3`` (the Fragment.name the model gives it)."""
 
@@ -96,8 +94,7 @@ def fragment_order(tag: str) -> tuple[int, int]:
     return _KIND_RANK[m["kind"]], -1 if m["n"] is None else int(m["n"])
 
 
-@dataclass(frozen=True, slots=True)
-class Fragment:
+class Fragment(NamedTuple):
     """One contiguous piece of a procedure's code."""
 
     procedure: str
@@ -116,8 +113,7 @@ class Fragment:
         return self.start <= address < self.end
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """A machine basic block (from a bb address map, BAT or split_info)."""
 
     id: int
@@ -213,8 +209,7 @@ class Procedure:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class LineInfo:
+class LineInfo(NamedTuple):
     """One line of llvm-symbolizer's answer (LLVM's DILineInfo): a function and where in it."""
 
     function: str
@@ -225,8 +220,7 @@ class LineInfo:
     start_address: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class InlineFrame:
+class InlineFrame(NamedTuple):
     """One frame of the chain DWARF gives an address where code is inlined: the function (its
     linkage name, else its DWARF name) and where in it the address is — for an inlined call,
     a line of the callee; for the procedure itself (the chain's last), the line of the call."""
@@ -246,8 +240,7 @@ class InlineFrame:
                 "column": self.column}
 
 
-@dataclass(frozen=True, slots=True)
-class BatFacts:
+class BatFacts(NamedTuple):
     """What BOLT's address translation says of one output address (spec §3.1, §3.2): the
     input offset (== the location's offset, said explicitly), the kind of the anchor entry
     and its distance, the input block of the nearest block entry, the fragment kind."""
@@ -259,8 +252,7 @@ class BatFacts:
     fragment_kind: str  # hot, warm or cold
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
     """The answer to "where is this address": what `bb where` and `unsplit where` print.
 
     ``file``/``line``/``column``/``path`` are the line table's row: where the instruction is,
@@ -304,8 +296,8 @@ class Location:
         if not self.inline_chain:
             return self
         own = self.inline_chain[-1]
-        return replace(self, file=own.file, path=own.path, line=own.line or None,
-                       column=own.column, inline_chain=())
+        return self._replace(file=own.file, path=own.path, line=own.line or None,
+                             column=own.column, inline_chain=())
 
     def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
         """The procedure as a debugger shows it: demangled in `style`

@@ -6,7 +6,6 @@ index keeps the fragments no earlier source placed, and the first source's block
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from unsplit.elf.binary import Binary
@@ -22,15 +21,17 @@ if TYPE_CHECKING:
     from unsplit.index.sources.symbols import PlainFunctions, SymbolsSource
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class StoredParts:
     """What the sources decode by walking a whole file, as the persistent store
     (unsplit.index.cache.store) keeps it and gives it back to :func:`open_sources`."""
 
-    bat_scan: BatScan | None
-    plain: PlainFunctions
-    symbol_procedures: list[Procedure]
-    bat_symbol_order: array[int] | None = None  # BatIndex's symbols by address
+    __slots__ = ("bat_scan", "bat_symbol_order", "plain", "symbol_procedures")
+
+    def __init__(self, bat_scan: BatScan | None, plain: PlainFunctions,
+                 symbol_procedures: list[Procedure],
+                 bat_symbol_order: array[int] | None = None) -> None:
+        self.bat_scan, self.plain, self.symbol_procedures = bat_scan, plain, symbol_procedures
+        self.bat_symbol_order = bat_symbol_order  # BatIndex's symbols by address
 
 
 class LazyProcedures(Protocol):
@@ -177,20 +178,17 @@ class BaseSource:
         return []
 
 
-@dataclass(slots=True)
 class SourceSet:
     """Every source of one binary, most precise first, and those the persistent index, BOLT's
     address translation and the split_info tools need by role."""
 
-    all: list[Source]
-    symbols: SymbolsSource
-    bat: BatSource
-    split_info: SplitInfoSource
-    _by_name: dict[str, Source] = field(init=False, repr=False)
+    __slots__ = ("_by_name", "all", "bat", "split_info", "symbols")
 
-    def __post_init__(self) -> None:
-        self._by_name = {}
-        for source in self.all:
+    def __init__(self, all: list[Source], symbols: SymbolsSource, bat: BatSource,
+                 split_info: SplitInfoSource) -> None:
+        self.all, self.symbols, self.bat, self.split_info = all, symbols, bat, split_info
+        self._by_name: dict[str, Source] = {}
+        for source in all:
             self._by_name.setdefault(source.name, source)
 
     def named(self, name: str) -> Source | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
@@ -406,7 +405,7 @@ class BatSource(BaseSource):
             run_end = entry_inputs[i] if i < len(entry_inputs) else offset + (stop - anchor)
             size = min(stop - anchor, run_end - offset)
             for row in lines.rows_in(function + offset, function + offset + size):
-                out.add(replace(row, address=anchor + row.address - function - offset))
+                out.add(row._replace(address=anchor + row.address - function - offset))
         return sorted(out, key=lambda r: r.address)
 
     def line_starts(self, file: str, line: int) -> set[int]:

@@ -9,8 +9,7 @@ import struct
 from array import array
 from bisect import bisect_left
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import DecodeError, reading
@@ -28,34 +27,33 @@ _SHT_CREL = 0x40000014
 _BOLT_ORIGINAL_TEXT = ".bolt.org.text"
 
 
-@dataclass(frozen=True, slots=True)
 class FunctionSymbol:
     """An STT_FUNC (or STT_NOTYPE) of .symtab as llvm-readobj sees it (any value, any size)."""
 
-    index: int
-    name: str
-    value: int
-    size: int
-    shndx: int
-    is_func: bool = True
+    __slots__ = ("index", "is_func", "name", "shndx", "size", "value")
+
+    def __init__(self, index: int, name: str, value: int, size: int, shndx: int,
+                 is_func: bool = True) -> None:
+        self.index, self.name, self.value, self.size = index, name, value, size
+        self.shndx, self.is_func = shndx, is_func
 
 
-@dataclass(slots=True)
 class MapSection:
     """One bb address map section with what decoding it needs."""
 
-    index: int
-    name: str
-    sh_type: int
-    link: int
-    link_name: str
-    data: bytes
-    # ET_REL: r_offset -> addend, and r_offset -> section index of the relocation's symbol.
-    relocations: dict[int, int] | None = None
-    target_sections: dict[int, int] = field(default_factory=dict)
-    # Why LLVM 22 would not decode this section at all (missing or unreadable relocations).
-    unreadable: str | None = None
-    skip_silently: bool = False  # readobj-22 prints nothing for it (no relocation section)
+    __slots__ = ("data", "index", "link", "link_name", "name", "relocations", "sh_type",
+                 "skip_silently", "target_sections", "unreadable")
+
+    def __init__(self, index: int, name: str, sh_type: int, link: int, link_name: str,
+                 data: bytes) -> None:
+        self.index, self.name, self.sh_type, self.link = index, name, sh_type, link
+        self.link_name, self.data = link_name, data
+        # ET_REL: r_offset -> addend, and r_offset -> section index of the relocation's symbol.
+        self.relocations: dict[int, int] | None = None
+        self.target_sections: dict[int, int] = {}
+        # Why LLVM 22 would not decode this section at all (missing or unreadable relocations).
+        self.unreadable: str | None = None
+        self.skip_silently = False  # readobj-22 prints nothing for it (no relocation section)
 
     @property
     def description(self) -> str:
@@ -195,8 +193,7 @@ def symbol_at(
     return fallback
 
 
-@dataclass(slots=True)
-class _Singles:
+class _Singles(NamedTuple):
     """Records of one-range functions that a function symbol starts, by address: the index
     keeps those functions as arrays (ProcedureTable), and their blocks come from here. Three
     numbers per function (start, map section, record offset), no object."""

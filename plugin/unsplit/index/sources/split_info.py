@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary
@@ -21,16 +20,18 @@ if TYPE_CHECKING:  # the decoders: imported for a module with their sections onl
     from unsplit.formats import split_info as si
 
 
-@dataclass(slots=True)
 class LineInfo:
     """The ESL lines of a binary and what went wrong on the way (nothing of it fatal)."""
 
-    rows: list[LineRow] = field(default_factory=list)
-    # [start, end) address spans each procedure's rows describe (range and branch bytes).
-    spans: list[tuple[int, int]] = field(default_factory=list)
-    partial: dict[int, DecodeError] = field(default_factory=dict)  # entry -> the error
-    without_esl: list[int] = field(default_factory=list)  # PROC entries with no ESL (§2)
-    rows_by_procedure: dict[int, list[LineRow]] = field(default_factory=dict)
+    __slots__ = ("partial", "rows", "rows_by_procedure", "spans", "without_esl")
+
+    def __init__(self) -> None:
+        self.rows: list[LineRow] = []
+        # [start, end) address spans each procedure's rows describe (range and branch bytes).
+        self.spans: list[tuple[int, int]] = []
+        self.partial: dict[int, DecodeError] = {}  # entry -> the error
+        self.without_esl: list[int] = []  # PROC entries with no ESL (§2)
+        self.rows_by_procedure: dict[int, list[LineRow]] = {}
 
 
 def _decode(binary: Binary) -> list[si.SplitProcedure]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from array import array
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from unsplit.elf.binary import Binary, FunctionSymbol
@@ -35,15 +34,16 @@ def _order_key(sym: FunctionSymbol) -> tuple[int, int, int]:
     return (*fragment_order(split[1]), sym.value)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class PlainFunctions:
     """Functions in one piece, sorted by start, as arrays: names are offsets into ``strings``
     (NUL-terminated), decoded when asked for."""
 
-    starts: array[int]
-    ends: array[int]
-    name_offsets: array[int]
-    strings: bytes
+    __slots__ = ("ends", "name_offsets", "starts", "strings")
+
+    def __init__(self, starts: array[int], ends: array[int], name_offsets: array[int],
+                 strings: bytes) -> None:
+        self.starts, self.ends, self.name_offsets, self.strings = starts, ends, name_offsets, \
+            strings
 
     def __len__(self) -> int:
         return len(self.starts)
