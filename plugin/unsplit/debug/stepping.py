@@ -229,7 +229,7 @@ def statement_lines(index: ModuleIndex, proc: Procedure, lines: ProcedureLines,
     found = per_input.get(key)
     if found is None:
         entry = proc.fragments[0] if proc.fragments else None
-        spans = [replace(s, starts_line=False) if s.starts_line and entry is not None
+        spans = [s._replace(starts_line=False) if s.starts_line and entry is not None
                  and entry.start <= s.start < entry.end and not _statement_at(index, s.start)
                  else s for s in lines.spans]
         found = per_input[key] = ProcedureLines(lines.procedure, spans, lines.has_lines)
