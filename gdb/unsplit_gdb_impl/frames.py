@@ -17,7 +17,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
 from unsplit.debug.frame_namer import Naming, Shown, holds_return_address
 from unsplit.index.model.records import Location
 
-from . import console
+from . import console, local_errors
 from .argument_mode import frame_arguments
 from .frame_view import UNASKED, GdbFrame
 from .locator import Locator
@@ -255,13 +255,14 @@ class LineDecorator(FrameDecorator):
         if super().frame_locals() is None:
             return None  # a frame FrameDecorator shows without locals (no line, a trampoline)
         block: gdb.Block | None
+        frame = self.inferior_frame()
         try:
-            block = self.inferior_frame().block()
+            block = frame.block()
         except RuntimeError:
             return []
-        found: list[_Local] = []
+        found: list[_Local | local_errors.Printed] = []
         while block is not None and not (block.is_global or block.is_static):
-            found += [_Local(s) for s in block
+            found += [_local(frame, s) for s in block
                       if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
             if block.function is not None:
                 break
@@ -272,6 +273,16 @@ class LineDecorator(FrameDecorator):
 _LOCAL_CLASSES = (gdb.SYMBOL_LOC_CONST, gdb.SYMBOL_LOC_LOCAL, gdb.SYMBOL_LOC_REGISTER,
                   gdb.SYMBOL_LOC_STATIC, gdb.SYMBOL_LOC_COMPUTED, gdb.SYMBOL_LOC_OPTIMIZED_OUT)
 """The classes of symbol GDB's `bt full` and `info locals` list (stack.c)."""
+
+
+def _local(frame: gdb.Frame, symbol: gdb.Symbol) -> _Local | local_errors.Printed:
+    """A local of `bt full`; one of a type with many parts goes by local_errors (a part that
+    cannot be read would end the frame's locals)."""
+    try:
+        whole = symbol.type is not None and _non_scalar(symbol.type)
+    except gdb.error:
+        whole = False
+    return (whole and local_errors.checked(frame, symbol)) or _Local(symbol)
 
 
 class _Local:
@@ -566,6 +577,7 @@ def _plain(decorator: Any) -> bool:
 def install(locator: Locator) -> UnsplitFrameFilter:
     """Register the filter (replacing an earlier one of ours: loading twice is harmless)."""
     frame_filter = UnsplitFrameFilter(locator)
+    local_errors.install()
     old = gdb.frame_filters.get(NAME)
     if old is not None:
         frame_filter.chosen = getattr(old, "chosen", True)

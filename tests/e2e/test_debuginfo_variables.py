@@ -325,3 +325,77 @@ def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_pa
         assert ours == theirs or len(ours) == 1, (offset, reports)
         stopped += bool(theirs)
     assert stopped >= 2, offsets
+
+
+PARTS_SOURCE = """\
+#include <cstdio>
+struct Pair { long a; long b; };
+struct Box { long *items; long n; };
+volatile long g1 = 1, g2 = 2;
+__attribute__((noinline)) long use(Pair p) { std::printf("%ld\\n", p.a); return p.a * 5 + p.b; }
+__attribute__((noinline)) long work(long y)
+{
+    long r = 0;
+    if (y > 2) {
+        Pair gone = {g1, g2};
+        r = use(gone);
+        Box box = {(long *)16, y};
+        std::printf("%ld\\n", r); /* the stop */
+        r += box.n;
+    }
+    return r;
+}
+int main(int argc, char **) { return work(argc * 3) > 0 ? 0 : 1; }
+"""
+
+# A pretty-printer whose child cannot be read (a container's garbage pointer, at a stop
+# before its constructor ran)
+BOX_PRINTER = """\
+import gdb
+class BoxPrinter:
+    def __init__(self, value): self.value = value
+    def to_string(self): return "box of %d" % int(self.value["n"])
+    def children(self):
+        yield "n", self.value["n"]
+        yield "first", self.value["items"].dereference()
+gdb.pretty_printers.append(
+    lambda v: BoxPrinter(v) if v.type.strip_typedefs().tag == "Box" else None)
+"""
+
+
+def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> None:
+    """GDB's Python frame printer hands each local to its pretty-printer unguarded: a child
+    that cannot be read ended the frame's locals ("Python Exception <class
+    'gdb.MemoryError'>"), and a struct optimized out whole read `{a = <optimized out>, ...}`.
+    With the plugin, `bt full` in moved code prints them as plain GDB does on the input."""
+    (tmp_path / "t.cpp").write_text(PARTS_SOURCE)
+    (tmp_path / "box.py").write_text(BOX_PRINTER)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
+                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    stop = ("t.cpp", PARTS_SOURCE.splitlines().index(
+        next(x for x in PARTS_SOURCE.splitlines() if "the stop" in x)) + 1)
+    answers = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+                "set width 0"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        argv += ["-x", str(tmp_path / "box.py"), "-ex", f"break {stop[0]}:{stop[1]}", "-ex",
+                 "run", "-ex", "echo <<bt full>>\\n", "-ex", "bt full", str(binary)]
+        answers.append(subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+            cwd=ROOT, env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "cache")}).stdout)
+    assert "work [cold" in answers[0], answers[0]  # the frame the plugin prints: moved code
+    mine, expected = (_answers(a)["0: bt full"] for a in answers)
+    assert "box = box of 3 = {n = 3, first = <error reading variable box (Cannot access " \
+           "memory at address 0x10)>" in expected and "gone = <optimized out>" in expected, \
+        expected
+    # (GDB's printer of filtered frames writes no `No locals.`: docs/debug-info.md)
+    assert mine == expected.replace("\nNo locals.", ""), answers[0]
