@@ -8,6 +8,7 @@ and goes on; the text is built here and printed unquoted by :func:`unsplit_local
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -15,6 +16,8 @@ import gdb  # type: ignore[import-not-found, unused-ignore]
 _MARK = gdb.lookup_type("char").const().volatile()  # the texts' element type
 _TEXTS: dict[bytes, None] = {}  # the texts made (insertion order: the oldest go first)
 _KEPT = 256
+# how GDB's own printer words the error: GDB 13 names the variable, GDB 18 does not
+_NAMED = int("0" + re.sub(r"\D.*", "", gdb.VERSION, flags=re.S)) <= 13
 
 
 class Printed:
@@ -52,8 +55,9 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol) -> Printed | None:
         return None
     except gdb.error as e:  # a printer's child GDB cannot read (gdb.MemoryError)
         why = str(e)
-    return Printed(symbol, _partial(printer) + f"<error reading variable "
-                                               f"{symbol.print_name} ({why})>")
+    return Printed(symbol, _partial(printer) + (
+        f"<error reading variable {symbol.print_name} ({why})>" if _NAMED else
+        f"<error reading variable: {why}>"))
 
 
 def _entirely_optimized_out(value: gdb.Value, budget: int) -> bool | None:
