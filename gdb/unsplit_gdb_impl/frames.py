@@ -262,7 +262,7 @@ class LineDecorator(FrameDecorator):
             return []
         found: list[_Local | local_errors.Printed] = []
         while block is not None and not (block.is_global or block.is_static):
-            found += [_local(frame, s) for s in block
+            found += [_local(frame, s, self._full_paths) for s in block
                       if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
             if block.function is not None:
                 break
@@ -275,14 +275,14 @@ _LOCAL_CLASSES = (gdb.SYMBOL_LOC_CONST, gdb.SYMBOL_LOC_LOCAL, gdb.SYMBOL_LOC_REG
 """The classes of symbol GDB's `bt full` and `info locals` list (stack.c)."""
 
 
-def _local(frame: gdb.Frame, symbol: gdb.Symbol) -> _Local | local_errors.Printed:
+def _local(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> _Local | local_errors.Printed:
     """A local of `bt full`; one of a type with many parts goes by local_errors (a part that
     cannot be read would end the frame's locals)."""
     try:
         whole = symbol.type is not None and _non_scalar(symbol.type)
     except gdb.error:
         whole = False
-    return (whole and local_errors.checked(frame, symbol)) or _Local(symbol)
+    return (whole and local_errors.checked(frame, symbol, mi)) or _Local(symbol)
 
 
 class _Local:

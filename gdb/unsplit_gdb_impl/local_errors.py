@@ -38,15 +38,16 @@ class Printed:
         return self._value
 
 
-def checked(frame: gdb.Frame, symbol: gdb.Symbol) -> Printed | None:
-    """The local as GDB's own `bt full` prints it where its Python pretty-printer fails (GDB
-    prints every other local itself: None)."""
+def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
+    """The local as GDB's own `bt full` (`mi`: `-stack-list-variables`, mi-cmd-stack.c, which
+    words the error so and prints a struct optimized out whole part by part) prints it where
+    the frame printer would not (GDB prints every other local itself: None)."""
     try:
         value = frame.read_var(symbol)
         printer = gdb.default_visualizer(value)
     except gdb.error:  # GDB reads it again and says why it cannot
         return None
-    if _entirely_optimized_out(value, 64) is True:
+    if not mi and _entirely_optimized_out(value, 64) is True:
         return Printed(symbol, "<optimized out>")  # as value_check_printable has it
     if printer is None:
         return None
@@ -56,7 +57,7 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol) -> Printed | None:
     except gdb.error as e:  # a printer's child GDB cannot read (gdb.MemoryError)
         why = str(e)
     return Printed(symbol, _partial(printer) + (
-        f"<error reading variable {symbol.print_name} ({why})>" if _NAMED else
+        f"<error reading variable {symbol.print_name} ({why})>" if _NAMED and not mi else
         f"<error reading variable: {why}>"))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..e2e.driver_mi import MiSession
 from ..variants import DEBUG_FILE_OTHER_DWARF, DEBUG_FILE_VARIABLES
 
 pytestmark = [
@@ -367,7 +368,8 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
     """GDB's Python frame printer hands each local to its pretty-printer unguarded: a child
     that cannot be read ended the frame's locals ("Python Exception <class
     'gdb.MemoryError'>"), and a struct optimized out whole read `{a = <optimized out>, ...}`.
-    With the plugin, `bt full` in moved code prints them as plain GDB does on the input."""
+    With the plugin, `bt full` and GDB/MI's `-stack-list-variables` in moved code print them
+    as plain GDB does on the input (MI's own words differ from the console's)."""
     (tmp_path / "t.cpp").write_text(PARTS_SOURCE)
     (tmp_path / "box.py").write_text(BOX_PRINTER)
     ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
@@ -399,3 +401,20 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
         expected
     # (GDB's printer of filtered frames writes no `No locals.`: docs/debug-info.md)
     assert mine == expected.replace("\nNo locals.", ""), answers[0]
+    listed = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        session = MiSession([str(binary)], plugin=plugin,
+                            env={"UNSPLIT_CACHE": str(tmp_path / "cache")})
+        try:
+            session.command(f'-interpreter-exec console "source {tmp_path / "box.py"}"')
+            session.command(f"-break-insert {stop[0]}:{stop[1]}")
+            session.command("-exec-run")
+            session.wait_stopped()
+            session.command("-enable-frame-filters")
+            listed.append(session.command("-stack-list-variables --all-values")["variables"])
+        finally:
+            session.close()
+    assert {"name": "box", "value": "box of 3 = {n = 3, first = <error reading variable: "
+            "Cannot access memory at address 0x10>"} in listed[1], listed[1]
+    # (the frame printer lists the arguments first, GDB's own in the block's order)
+    assert sorted(map(str, listed[0])) == sorted(map(str, listed[1]))
