@@ -95,6 +95,12 @@ class LineDecorator(FrameDecorator):
     def _gdb_has_line(self) -> bool:
         return self._view.has_line()  # asked by function(), filename() and line(): once
 
+    def _gdb_has_function(self) -> bool:
+        try:
+            return self._view.frame.function() is not None
+        except (gdb.error, RuntimeError):
+            return False
+
     def _core_line(self) -> Location | None:
         """The core's line where it stands for GDB's (asked by filename() and line(): once)."""
         if self._core is _UNKNOWN:
@@ -400,9 +406,9 @@ class MovedCodeDecorator(LineDecorator):
         try:
             # GDB names a function it has DWARF for without its parameters (they follow as
             # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a
-            # line here says whether it has DWARF, and costs no more: filename() and line()
-            # ask it too.
-            parameters = not self._gdb_has_line()
+            # line here says it has DWARF, and costs no more (filename() and line() ask it
+            # too); without one (a line 0 row: LevelDB's ReadPhysicalRecord), its block.
+            parameters = not self._gdb_has_line() and not self._gdb_has_function()
             loc: Location = self._loc  # type: ignore[assignment]  # moved code has one
             memo = self._memo
             if memo is None:

@@ -418,3 +418,42 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
             "Cannot access memory at address 0x10>"} in listed[1], listed[1]
     # (the frame printer lists the arguments first, GDB's own in the block's order)
     assert sorted(map(str, listed[0])) == sorted(map(str, listed[1]))
+
+
+def test_gdb_names_a_cpp_frame_without_a_line_as_gdb_does(zoo: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """A frame in moved code of a C++ function at a pc whose input row is line 0: GDB has the
+    function's DWARF but no line there, and names it as a function with DWARF, without its
+    parameter types (`process (records=…)`); the plugin had taken the missing line for
+    missing DWARF (`process(int const*, int) [cold.0] (records=…)`)."""
+    f = facts(zoo, "bolt-all", "except")
+    binary, original = _same_stack(f, "except", tmp_path)
+    symbols = subprocess.run(["nm", "-S", str(original)], capture_output=True, text=True,
+                             check=True).stdout
+    start, size = next((int(p[0], 16), int(p[1], 16)) for p in map(str.split,
+                       symbols.splitlines()) if p[-1] == "_Z7processPKii")
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < start + size]
+    lineless = 0
+    for offset in offsets:
+        frames = []
+        for plugin, command in ((True, f"bb break _Z7processPKii+{offset:#x}"),
+                                (False, f"break *_Z7processPKii+{offset:#x}")):
+            argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+            if plugin:
+                argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+            argv += ["-ex", command, "-ex", "run", "-ex", "bt 1", "--args",
+                     str(binary if plugin else original), "throw"]
+            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+            frames += re.findall(r"^#0 .*", out, re.M) or [""]
+        ours, theirs = (re.sub(r"0x[0-9a-f]+ in | \[(cold|warm)[.\d]*\]| at \S+$", "", x)
+                        for x in frames)
+        assert ours.split(" (")[0] == theirs.split(" (")[0], (offset, frames)
+        lineless += bool(frames[0]) and " at " not in frames[0]
+        if lineless:
+            break
+    assert lineless, offsets
