@@ -47,7 +47,7 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
         printer = gdb.default_visualizer(value)
     except gdb.error:  # GDB reads it again and says why it cannot
         return None
-    if not mi and _entirely_optimized_out(value, 64) is True:
+    if not mi and _entirely_optimized_out(value, [64]) is True:
         return Printed(symbol, "<optimized out>")  # as value_check_printable has it
     if printer is None:
         return None
@@ -61,26 +61,26 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
         f"<error reading variable: {why}>"))
 
 
-def _entirely_optimized_out(value: gdb.Value, budget: int) -> bool | None:
-    """Whether every part of `value` is optimized out (None: more parts than `budget`). GDB's
-    own printer says `<optimized out>` for such a value; its Python frame printer hands it to
-    the type's printer (`{_M_guarded = <optimized out>}`, or libstdc++'s raising "value has
-    been optimized out" and printing nothing)."""
+def _entirely_optimized_out(value: gdb.Value, budget: list[int]) -> bool | None:
+    """Whether every part of `value` is optimized out (None: more parts than `budget` has, a
+    count shared by the parts). GDB's own printer says `<optimized out>` for such a value; its
+    Python frame printer hands it to the type's printer (`{_M_guarded = <optimized out>}`, or
+    libstdc++'s raising "value has been optimized out" and printing nothing)."""
     if not value.is_optimized_out:
         return False
     kind = value.type.strip_typedefs()
     if kind.code == gdb.TYPE_CODE_ARRAY:
         low, high = kind.range()
-        parts = [value[i] for i in range(low, min(high, low + budget) + 1)]
-        if high - low + 1 > budget:
+        if high - low + 1 > budget[0]:
             return None
+        parts = [value[i] for i in range(low, high + 1)]
     elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
         parts = [value[f] for f in kind.fields() if hasattr(f, "bitpos")]  # not static
     else:
         return True
     for part in parts:
-        budget -= 1
-        inner = _entirely_optimized_out(part, budget) if budget > 0 else None
+        budget[0] -= 1
+        inner = _entirely_optimized_out(part, budget) if budget[0] > 0 else None
         if inner is not True:
             return inner
     return True  # (a class without data members, such as an allocator, too)
