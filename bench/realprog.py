@@ -329,8 +329,9 @@ def _first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[i
     out = run(["gdb", "-nx", "-q", "-batch", "-iex", "set print asm-demangle off", "-iex",
                "set print demangle off", "-x", str(script), "-ex", "run", "-ex",
                "info symbol $pc", "--args", f"twn/{name}", *args], cache)
-    m = re.search(r"^(\S+\.cold) \+ (\d+) in section", out, re.M)
-    return None if m is None else (m.group(1), int(m.group(2)))
+    # (`SYMBOL in section`, without `+ 0`, at a fragment's first instruction)
+    m = re.search(r"^(\S+\.cold)(?: \+ (\d+))? in section", out, re.M)
+    return None if m is None else (m.group(1), int(m.group(2) or 0))
 
 
 def where(cache: Path, name: str, address: int) -> str:
