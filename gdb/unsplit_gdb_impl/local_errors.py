@@ -51,11 +51,18 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
         return Printed(symbol, "<optimized out>")  # as value_check_printable has it
     if printer is None:
         return None
+    # (a Python error of a printer's own GDB prints as it goes: not twice)
+    stack = gdb.parameter("python print-stack")
+    gdb.execute("set python print-stack none", to_string=True)
     try:
         value.format_string()
         return None
     except gdb.error as e:  # a printer's child GDB cannot read (gdb.MemoryError)
         why = str(e)
+    except Exception:  # raised in the pretty-printer's Python, not ours: GDB's frame
+        return None  # printer, as its own, prints it inline and goes on
+    finally:
+        gdb.execute(f"set python print-stack {stack}", to_string=True)
     return Printed(symbol, _partial(printer) + (
         f"<error reading variable {symbol.print_name} ({why})>" if _NAMED and not mi else
         f"<error reading variable: {why}>"))
