@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tarfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +68,8 @@ class Program:
     runs: dict[str, list[str]]  # rare paths: the arguments of each, run in the cache
     prepare: Callable[[Path], None] = lambda cache: None  # before each run: what runs change
     project: str = ""  # the command line's and the cache's name, when not the program's
+    # runs that stop in one procedure's cold code (a fragment symbol's part), at one line
+    within: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -267,8 +269,10 @@ PROGRAMS = {p.project or p.name: p for p in (
                                         "nosuch": leveldb_run("badlog", "nosuch"),
                                         # the damaged log again: past the moved code above
                                         "badlog2": leveldb_run("badlog"),
-                                        "badlog3": leveldb_run("badlog")},
-            leveldb_dbs, "leveldb"),
+                                        "badlog3": leveldb_run("badlog"),
+                                        # log_reader.cc:185, ReportDrop inlined in moved code
+                                        "drop": leveldb_run("badlog")},
+            leveldb_dbs, "leveldb", {"drop": ("ReadPhysicalRecord", 185)}),
 )}
 
 
@@ -297,13 +301,15 @@ def cold_fragments(cache: Path, exe: str) -> list[tuple[int, int, str]]:
     return frags
 
 
-def cold_rows(cache: Path, name: str) -> list[tuple[int, str, int]]:
-    """(file address, fragment symbol, its start) of every statement row in the twin's cold
-    fragments."""
+def cold_rows(cache: Path, name: str, line: int | None = None) -> list[tuple[int, str, int]]:
+    """(file address, fragment symbol, its start) of every statement row (of `line`) in the
+    twin's cold fragments."""
     frags = cold_fragments(cache, f"twn/{name}")
     rows = []
     for m in re.finditer(r"^0x([0-9a-f]{16})\s+([1-9]\d*)\s.*is_stmt",
                          run(["llvm-dwarfdump-22", "--debug-line", f"twn/{name}"], cache), re.M):
+        if line is not None and int(m.group(2)) != line:
+            continue
         a = int(m.group(1), 16)
         rows += [(a, f[2], f[0]) for f in frags if f[0] <= a < f[1]]
     return sorted(set(rows))
@@ -529,7 +535,12 @@ def check(p: Program) -> None:
     seen: set[int] = set()  # a fragment stopped in once is not a stop again: other code
     for run_name, args in p.runs.items():
         p.prepare(cache)
-        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[2] not in seen])
+        chosen = [r for r in rows if r[2] not in seen]
+        if run_name in p.within:
+            part, line = p.within[run_name]
+            at = {r[0] for r in cold_rows(cache, p.name, line)}
+            chosen = [r for r in chosen if part in r[1] and r[0] in at]
+        stop = first_cold_stop(cache, p.name, args, chosen)
         if stop is None:
             print(f"  {run_name}: no stop in cold code")
             continue
