@@ -22,7 +22,8 @@ for each program of PROGRAMS, each built as its users build it and BOLTed:
 Each is BOLTed `-data=… --enable-bat -reorder-blocks=ext-tsp --split-functions --split-all-cold
 --split-strategy=cdsplit` (its DWARF dropped, as shipped); the twin: the same with
 `--update-debug-sections`. Then, at the first stop in cold code of each of the program's runs
-of rare paths (found by breaking on every statement row of the twin's cold fragments), a core of
+of rare paths (found by breaking on every statement row of the twin's cold fragments, or, for a
+run of Program.within, of one procedure's cold fragment at one line), a core of
 the BOLT output and one of the input at the input address BAT names; `bt full 8` on each, value
 by value (a frame's name and line, each argument, each local), GDB with the plugin on the BOLT
 output (its debug file written at load) and plain GDB on the twin against plain GDB on the
