@@ -43,20 +43,17 @@ def _styled(text: str, loc: Location, style: str | None) -> str:
 
 
 def _gdb_says_it(frame: gdb.Frame, loc: Location, described: bool,
-                 just_printed: bool = False, selected: bool = False) -> bool:
+                 just_printed: bool = False) -> bool:
     """GDB's own line for `frame` is already right: it names the procedure (not a fragment
     symbol) and the line the plugin would print (DWARF that covers the moved code), or any line
     where its debug info is unsplit's file (`described`), or, in a stop GDB has `just_printed`
-    (not a core's frame printed as it loaded) or a frame `selected` by `frame`, `up`... with
-    that file, no line where the plugin has none either (an input row of line 0). Then the
-    plugin adds no second line."""
+    (not a core's frame printed as it loaded), no line where the plugin has none either (an
+    input row of line 0). Then the plugin adds no second line."""
     if loc.procedure is None:
         return False
     name = frame.name() or ""
     if name == loc.fragment_symbol or not names_procedure(name, loc.procedure):
         return False
-    if loc.line is None and selected and described:
-        return True
     if loc.line is None and (just_printed or not described):
         return just_printed
     try:
@@ -81,7 +78,7 @@ class StopPrinter:
     def frame_line(self, frame: gdb.Frame) -> str | None:
         """The corrected line for `frame` as `bt` words it, or None when GDB's own stands."""
         loc = self._shown(frame)
-        if loc is None or _gdb_says_it(frame, loc, self._described(loc), selected=True):
+        if loc is None or _gdb_says_it(frame, loc, self._described(loc)):
             return None
         style = self.locator.session.demangling()
         if not capabilities.has_frame_filters(gdb):  # no filtered `bt` to read alike
