@@ -13,11 +13,17 @@ for each program of PROGRAMS, each built as its users build it and BOLTed:
   CFLAGS="-O2 -g" LDFLAGS="-fuse-ld=lld -Wl,--emit-relocs"`; profile: `perf record -e
   cpu-clock` (no LBR on this machine) of compressions at levels 1, 3, 9, 19 and their
   decompression, `perf2bolt-22 -nl`.
+- **leveldb**: Debian 12's `leveldb` 1.23 source, C++, its `db_bench` as its README builds it
+  (cmake; `-DCMAKE_BUILD_TYPE=RelWithDebInfo`, clang-22, `-DLEVELDB_BUILD_TESTS=OFF`; db_bench
+  includes gmock: `apt-get install libgmock-dev`); profile: `llvm-bolt-22 -instrument`, fills,
+  reads, seeks, deletes, a compaction and a reopen; rare paths: databases with a damaged log,
+  table or MANIFEST, a missing table, an unknown benchmark.
 
 Each is BOLTed `-data=… --enable-bat -reorder-blocks=ext-tsp --split-functions --split-all-cold
 --split-strategy=cdsplit` (its DWARF dropped, as shipped); the twin: the same with
 `--update-debug-sections`. Then, at the first stop in cold code of each of the program's runs
-of rare paths (found by breaking on every statement row of the twin's cold fragments), a core of
+of rare paths (found by breaking on every statement row of the twin's cold fragments, or, for a
+run of Program.within, of one procedure's cold fragment at one line), a core of
 the BOLT output and one of the input at the input address BAT names; `bt full 8` on each, value
 by value (a frame's name and line, each argument, each local), GDB with the plugin on the BOLT
 output (its debug file written at load) and plain GDB on the twin against plain GDB on the
@@ -41,7 +47,7 @@ import subprocess
 import sys
 import tarfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +67,10 @@ class Program:
     name: str
     build: Callable[[Path], None]  # writes CACHE/NAME (the BOLT input) and CACHE/NAME.fdata
     runs: dict[str, list[str]]  # rare paths: the arguments of each, run in the cache
+    prepare: Callable[[Path], None] = lambda cache: None  # before each run: what runs change
+    project: str = ""  # the command line's and the cache's name, when not the program's
+    # runs that stop in one procedure's cold code (a fragment symbol's part), at one line
+    within: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -185,7 +195,62 @@ def build_zstd(cache: Path) -> None:
     (cache / "notzstd.zst").write_bytes(b"plain text, not a frame\n" * 10)
 
 
-PROGRAMS = {p.name: p for p in (
+def build_leveldb(cache: Path) -> None:
+    tree = debian_source(cache, "leveldb")
+    (tree / "build").mkdir(exist_ok=True)
+    run(["cmake", "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DCMAKE_C_COMPILER=clang-22",
+         "-DCMAKE_CXX_COMPILER=clang++-22", f"-DCMAKE_EXE_LINKER_FLAGS={' '.join(LINK)}",
+         "-DLEVELDB_BUILD_TESTS=OFF", ".."], tree / "build")
+    said = run(["cmake", "--build", ".", "--target", "db_bench", "-j2"], tree / "build")
+    if not (tree / "build" / "db_bench").is_file():
+        raise SystemExit(f"realprog: no db_bench (db_bench's util/testutil.h includes gmock: "
+                         f"apt-get install libgmock-dev): {said[-1500:]}")
+    shutil.copy2(tree / "build" / "db_bench", cache / "db_bench")
+
+    def train(exe: str) -> None:
+        shutil.rmtree(cache / "train", ignore_errors=True)
+        common = ["--db=train", "--num=30000", "--value_size=200"]
+        run([exe, *common, "--benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,"
+             "readreverse,seekrandom,deleterandom,compact,readrandom,readhot,stats"], cache)
+        run([exe, *common, "--use_existing_db=1", "--benchmarks=readrandom,readseq"], cache)
+        run([exe, *common, "--benchmarks=fillsync,fill100K,crc32c,acquireload"], cache)
+
+    instrumented_profile(cache, "db_bench", train)
+    # The rare paths' databases (a run changes its database: copied afresh by leveldb_dbs).
+    dbs = cache / "dbs"
+    shutil.rmtree(dbs, ignore_errors=True)
+    dbs.mkdir()
+    for name in ("badlog", "badmanifest", "badtable", "missing"):
+        # A log left unflushed: the overwrites after the compaction stay in it at exit.
+        run(["./db_bench", f"--db=dbs/{name}", "--num=5000", "--value_size=200",
+             "--write_buffer_size=4000000", "--benchmarks=fillseq,compact,overwrite"], cache)
+    log = next((dbs / "badlog").glob("*.log"))
+    data = bytearray(log.read_bytes())
+    for i in range(8):
+        data[len(data) // 3 + i * 9001] ^= 0x5A
+    log.write_bytes(bytes(data))
+    manifest = next((dbs / "badmanifest").glob("MANIFEST-*"))
+    manifest.write_bytes(manifest.read_bytes()[:40] + b"\xff" * 30)
+    table = max((dbs / "badtable").glob("*.ldb"), key=lambda t: t.stat().st_size)
+    data = bytearray(table.read_bytes())
+    for i in range(60):
+        data[(i * 7919) % (len(data) // 2)] ^= 0xFF
+    table.write_bytes(bytes(data))
+    next((dbs / "missing").glob("*.ldb")).unlink()
+
+
+def leveldb_dbs(cache: Path) -> None:
+    """Each rare path's database as built (recovery rewrites a log, compaction moves tables)."""
+    shutil.rmtree(cache / "run", ignore_errors=True)
+    shutil.copytree(cache / "dbs", cache / "run")
+
+
+def leveldb_run(db: str, benchmarks: str = "readrandom,readseq") -> list[str]:
+    return [f"--db=run/{db}", "--use_existing_db=1", "--num=5000", "--value_size=200",
+            f"--benchmarks={benchmarks}"]
+
+
+PROGRAMS = {p.project or p.name: p for p in (
     Program("brotli", build_brotli, {"truncated": ["-d", "-f", "trunc.br", "-o", "x.out"],
                                      "fastest": ["-f", "-q", "0", "train.txt", "-o", "x.br"],
                                      "corrupt": ["-d", "-f", "bad.br", "-o", "x.out"]}),
@@ -198,6 +263,17 @@ PROGRAMS = {p.name: p for p in (
                                  "corrupt": ["-d", "-f", "bad.zst", "-o", "x.out"],
                                  "notzstd": ["-d", "-f", "notzstd.zst", "-o", "x.out"],
                                  "test": ["-t", "bad.zst"]}),
+    Program("db_bench", build_leveldb, {"badlog": leveldb_run("badlog"),
+                                        "badtable": leveldb_run("badtable"),
+                                        "badmanifest": leveldb_run("badmanifest"),
+                                        "missing": leveldb_run("missing"),
+                                        "nosuch": leveldb_run("badlog", "nosuch"),
+                                        # the damaged log again: past the moved code above
+                                        "badlog2": leveldb_run("badlog"),
+                                        "badlog3": leveldb_run("badlog"),
+                                        # log_reader.cc:185, ReportDrop inlined in moved code
+                                        "drop": leveldb_run("badlog")},
+            leveldb_dbs, "leveldb", {"drop": ("ReadPhysicalRecord", 185)}),
 )}
 
 
@@ -226,13 +302,15 @@ def cold_fragments(cache: Path, exe: str) -> list[tuple[int, int, str]]:
     return frags
 
 
-def cold_rows(cache: Path, name: str) -> list[tuple[int, str, int]]:
-    """(file address, fragment symbol, its start) of every statement row in the twin's cold
-    fragments."""
+def cold_rows(cache: Path, name: str, line: int | None = None) -> list[tuple[int, str, int]]:
+    """(file address, fragment symbol, its start) of every statement row (of `line`) in the
+    twin's cold fragments."""
     frags = cold_fragments(cache, f"twn/{name}")
     rows = []
     for m in re.finditer(r"^0x([0-9a-f]{16})\s+([1-9]\d*)\s.*is_stmt",
                          run(["llvm-dwarfdump-22", "--debug-line", f"twn/{name}"], cache), re.M):
+        if line is not None and int(m.group(2)) != line:
+            continue
         a = int(m.group(1), 16)
         rows += [(a, f[2], f[0]) for f in frags if f[0] <= a < f[1]]
     return sorted(set(rows))
@@ -258,8 +336,9 @@ def _first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[i
     out = run(["gdb", "-nx", "-q", "-batch", "-iex", "set print asm-demangle off", "-iex",
                "set print demangle off", "-x", str(script), "-ex", "run", "-ex",
                "info symbol $pc", "--args", f"twn/{name}", *args], cache)
-    m = re.search(r"^(\S+\.cold) \+ (\d+) in section", out, re.M)
-    return None if m is None else (m.group(1), int(m.group(2)))
+    # (`SYMBOL in section`, without `+ 0`, at a fragment's first instruction)
+    m = re.search(r"^(\S+\.cold)(?: \+ (\d+))? in section", out, re.M)
+    return None if m is None else (m.group(1), int(m.group(2) or 0))
 
 
 def where(cache: Path, name: str, address: int) -> str:
@@ -453,20 +532,28 @@ def symbolized(cache: Path, name: str) -> str:
 
 
 def check(p: Program) -> None:
-    cache = ROOT / "bench" / "realworld" / f"{p.name}-cache"
+    cache = ROOT / "bench" / "realworld" / f"{p.project or p.name}-cache"
     build(p, cache)
     rows = cold_rows(cache, p.name)
     print(f"{p.name}: {len({r[1] for r in rows})} cold fragments, {len(rows)} statement rows")
     totals = collections.Counter[str]()
     seen: set[int] = set()  # a fragment stopped in once is not a stop again: other code
     for run_name, args in p.runs.items():
-        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[2] not in seen])
+        p.prepare(cache)
+        chosen = [r for r in rows if r[2] not in seen]
+        if run_name in p.within:
+            part, line = p.within[run_name]
+            at = {r[0] for r in cold_rows(cache, p.name, line)}
+            chosen = [r for r in chosen if part in r[1] and r[0] in at]
+        stop = first_cold_stop(cache, p.name, args, chosen)
         if stop is None:
             print(f"  {run_name}: no stop in cold code")
             continue
         seen.update(r[2] for r in rows if r[1] == stop[0])
         bol, pre = f"bol.{run_name}.core", f"pre.{run_name}.core"
+        p.prepare(cache)
         core(cache, f"bol/{p.name}", f"'{stop[0]}'+{stop[1]}", args, bol)
+        p.prepare(cache)
         core(cache, f"pre/{p.name}", input_location(cache, p.name, *stop), args, pre)
         truth = gdb_values(cache, f"pre/{p.name}", pre, False)
         ours = gdb_values(cache, f"bol/{p.name}", bol, True)

@@ -17,7 +17,7 @@ from gdb.FrameDecorator import (  # type: ignore[import-not-found, attr-defined,
 from unsplit.debug.frame_namer import Naming, Shown, holds_return_address
 from unsplit.index.model.records import Location
 
-from . import console
+from . import console, local_errors
 from .argument_mode import frame_arguments
 from .frame_view import UNASKED, GdbFrame
 from .locator import Locator
@@ -96,6 +96,18 @@ class LineDecorator(FrameDecorator):
 
     def _gdb_has_line(self) -> bool:
         return self._view.has_line()  # asked by function(), filename() and line(): once
+
+    def _gdb_has_function(self) -> bool:
+        return self._has_function(self._view.frame)
+
+    def _has_function(self, frame: gdb.Frame) -> bool:
+        """Whether GDB has the DWARF of the frame's function (a call's frame, not a
+        trampoline's)."""
+        try:
+            return self._view.gdb_type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) and \
+                frame.function() is not None
+        except (gdb.error, RuntimeError):
+            return False
 
     def _core_line(self) -> Location | None:
         """The core's line where it stands for GDB's (asked by filename() and line(): once)."""
@@ -256,19 +268,22 @@ class LineDecorator(FrameDecorator):
             return self._fallback(e, FrameDecorator.frame_locals)
 
     def _frame_locals(self) -> Any:
-        if super().frame_locals() is None:
-            return None  # a frame FrameDecorator shows without locals (no line, a trampoline)
+        frame = self.inferior_frame()
+        if super().frame_locals() is None and not self._has_function(frame):
+            # a frame FrameDecorator shows without locals (no line, a trampoline) and GDB too
+            # (`bt full` lists those of a function it has DWARF for at a line 0 row: LevelDB's
+            # ReadPhysicalRecord under an inlined ReportDrop)
+            return None
         block: gdb.Block | None
         try:
-            block = self.inferior_frame().block()
+            block = frame.block()
         except RuntimeError:
             return []
-        # MI and DAP print each local's value as GDB's Python printer does without a filter
-        frame = self.inferior_frame() if not (self._full_paths or self._for_dap()) else None
-        found: list[_Local | _Given] = []
+        dap = self._for_dap()  # DAP prints each local's value as GDB's Python printer does
+        found: list[_Local | local_errors.Printed] = []
         while block is not None and not (block.is_global or block.is_static):
-            found += [_Local(s) if frame is None else _local_as_gdb_prints(frame, s)
-                      for s in block if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
+            found += [_Local(s) if dap else _local(frame, s, self._full_paths) for s in block
+                      if not s.is_argument and s.addr_class in _LOCAL_CLASSES]
             if block.function is not None:
                 break
             block = block.superblock
@@ -296,6 +311,16 @@ _MI_ARG_CLASSES = (gdb.SYMBOL_LOC_ARG, gdb.SYMBOL_LOC_REF_ARG, gdb.SYMBOL_LOC_RE
 """The classes of symbol mi_should_print lets GDB/MI print."""
 
 
+def _local(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> _Local | local_errors.Printed:
+    """A local of `bt full`; one of a type with many parts goes by local_errors (a part that
+    cannot be read would end the frame's locals)."""
+    try:
+        whole = symbol.type is not None and _non_scalar(symbol.type)
+    except gdb.error:
+        whole = False
+    return (whole and local_errors.checked(frame, symbol, mi)) or _Local(symbol)
+
+
 class _Local:
     """A local whose value GDB reads from the frame (GDB's Symbol/Value interface)."""
 
@@ -307,21 +332,6 @@ class _Local:
 
     def value(self) -> None:
         return None
-
-
-def _local_as_gdb_prints(frame: gdb.Frame, symbol: gdb.Symbol) -> _Local | _Given:
-    """A local as GDB's own `bt full` prints it: `<optimized out>` where no part of its value
-    is there (stack.c prints it checked), where GDB's Python printer prints each field
-    `<optimized out>` or hands the value to a pretty-printer that raises on it (ninja's
-    optimized-out `std::vector`: "Python Exception ... value has been optimized out")."""
-    try:
-        if symbol.type is None or symbol.type.strip_typedefs().code not in _NON_SCALAR:
-            return _Local(symbol)  # a scalar or a reference: the Python printer's is GDB's
-        value = frame.read_var(symbol)
-        part = _optimized_out_part(value) if value.is_optimized_out else None
-    except gdb.error:  # GDB reads it again and says why it cannot
-        return _Local(symbol)
-    return _Local(symbol) if part is None else _Given(symbol, part)
 
 
 _PARTS_LOOKED_AT = 256
@@ -437,9 +447,9 @@ class MovedCodeDecorator(LineDecorator):
         try:
             # GDB names a function it has DWARF for without its parameters (they follow as
             # arguments), one it knows by its ELF symbol alone with them. Whether GDB has a
-            # line here says whether it has DWARF, and costs no more: filename() and line()
-            # ask it too.
-            parameters = not self._gdb_has_line()
+            # line here says it has DWARF, and costs no more (filename() and line() ask it
+            # too); without one (a line 0 row: LevelDB's ReadPhysicalRecord), its block.
+            parameters = not self._gdb_has_line() and not self._gdb_has_function()
             loc: Location = self._loc  # type: ignore[assignment]  # moved code has one
             memo = self._memo
             if memo is None:
@@ -614,6 +624,7 @@ def _plain(decorator: Any) -> bool:
 def install(locator: Locator) -> UnsplitFrameFilter:
     """Register the filter (replacing an earlier one of ours: loading twice is harmless)."""
     frame_filter = UnsplitFrameFilter(locator)
+    local_errors.install()
     old = gdb.frame_filters.get(NAME)
     if old is not None:
         frame_filter.chosen = getattr(old, "chosen", True)

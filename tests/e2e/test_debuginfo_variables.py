@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..e2e.driver_mi import MiSession
 from ..variants import DEBUG_FILE_OTHER_DWARF, DEBUG_FILE_VARIABLES
 
 pytestmark = [
@@ -427,3 +428,156 @@ def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
         assert "(in={a = <optimized out>, b = " in expected, expected
     assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
     assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
+
+
+PARTS_SOURCE = """\
+#include <cstdio>
+struct Pair { long a; long b; };
+struct Box { long *items; long n; };
+struct Tag { volatile long v; };
+volatile long g1 = 1, g2 = 2;
+__attribute__((noinline)) long use(Pair p) { std::printf("%ld\\n", p.a); return p.a * 5 + p.b; }
+__attribute__((noinline)) long work(long y)
+{
+    long r = 0;
+    if (y > 2) {
+        Pair gone = {g1, g2};
+        r = use(gone);
+        Box box = {(long *)16, y};
+        Tag tag = {g1 + y};
+        std::printf("%ld\\n", r); /* the stop */
+        r += box.n + tag.v;
+    }
+    return r;
+}
+int main(int argc, char **) { return work(argc * 3) > 0 ? 0 : 1; }
+"""
+
+# Pretty-printers whose child cannot be read (a container's garbage pointer, at a stop before
+# its constructor ran) or that raise a Python error of their own (GDB prints it and goes on)
+BOX_PRINTER = """\
+import gdb
+class BoxPrinter:
+    def __init__(self, value): self.value = value
+    def to_string(self): return "box of %d" % int(self.value["n"])
+    def children(self):
+        yield "n", self.value["n"]
+        yield "first", self.value["items"].dereference()
+gdb.pretty_printers.append(
+    lambda v: BoxPrinter(v) if v.type.strip_typedefs().tag == "Box" else None)
+"""
+TAG_PRINTER = """\
+import gdb
+class TagPrinter:
+    def __init__(self, value): self.value = value
+    def to_string(self): return "tag"
+    def children(self):
+        yield "v", self.value["v"]
+        raise ValueError("no more tags")
+gdb.pretty_printers.append(
+    lambda v: TagPrinter(v) if v.type.strip_typedefs().tag == "Tag" else None)
+"""
+
+
+def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> None:
+    """GDB's Python frame printer hands each local to its pretty-printer unguarded: a child
+    that cannot be read ended the frame's locals ("Python Exception <class
+    'gdb.MemoryError'>"), a struct optimized out whole read `{a = <optimized out>, ...}`. With
+    the plugin, `bt full` and GDB/MI's `-stack-list-variables` in moved code print them as
+    plain GDB does on the input (MI words it its own way), a printer's own error once."""
+    (tmp_path / "t.cpp").write_text(PARTS_SOURCE)
+    (tmp_path / "box.py").write_text(BOX_PRINTER)
+    (tmp_path / "tag.py").write_text(TAG_PRINTER)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
+                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    stop = ("t.cpp", PARTS_SOURCE.splitlines().index(
+        next(x for x in PARTS_SOURCE.splitlines() if "the stop" in x)) + 1)
+    answers = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+                "set width 0"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        argv += ["-x", str(tmp_path / "box.py"), "-x", str(tmp_path / "tag.py"), "-ex",
+                 f"break {stop[0]}:{stop[1]}", "-ex",
+                 "run", "-ex", "echo <<bt full>>\\n", "-ex", "bt full", str(binary)]
+        answers.append(subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+            cwd=ROOT, env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "cache")}).stdout)
+    assert "work [cold" in answers[0], answers[0]  # the frame the plugin prints: moved code
+    # (GDB prints a printer's own error on stderr, as it goes: each one once)
+    assert answers[0].count("Python Exception") == answers[1].count("Python Exception") == 1
+    mine, expected = (re.sub(r"Python Exception <class 'ValueError'>: no more tags\n", "",
+                             _answers(a)["0: bt full"]) for a in answers)
+    assert "tag = tag = {v = 4" in expected, expected
+    assert "box = box of 3 = {n = 3, first = <error reading variable box (Cannot access " \
+           "memory at address 0x10)>" in expected and "gone = <optimized out>" in expected, \
+        expected
+    # (GDB's printer of filtered frames writes no `No locals.`: docs/debug-info.md)
+    assert mine == expected.replace("\nNo locals.", ""), answers[0]
+    listed = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        session = MiSession([str(binary)], plugin=plugin,
+                            env={"UNSPLIT_CACHE": str(tmp_path / "cache")})
+        try:
+            session.command(f'-interpreter-exec console "source {tmp_path / "box.py"}"')
+            session.command(f"-break-insert {stop[0]}:{stop[1]}")
+            session.command("-exec-run")
+            session.wait_stopped()
+            session.command("-enable-frame-filters")
+            listed.append(session.command("-stack-list-variables --all-values")["variables"])
+        finally:
+            session.close()
+    assert {"name": "box", "value": "box of 3 = {n = 3, first = <error reading variable: "
+            "Cannot access memory at address 0x10>"} in listed[1], listed[1]
+    # (the frame printer lists the arguments first, GDB's own in the block's order)
+    assert sorted(map(str, listed[0])) == sorted(map(str, listed[1]))
+
+
+def test_gdb_names_a_cpp_frame_without_a_line_as_gdb_does(zoo: dict[str, Any],
+                                                          tmp_path: Path) -> None:
+    """A frame in moved code of a C++ function at a pc whose input row is line 0: GDB has the
+    function's DWARF but no line there, names it without its parameter types (`process
+    (records=…)`) and lists its locals in `bt full`; the plugin had taken the missing line
+    for missing DWARF (`process(int const*, int) [cold.0] (records=…)`, no locals)."""
+    f = facts(zoo, "bolt-all", "except")
+    binary, original = _same_stack(f, "except", tmp_path)
+    symbols = subprocess.run(["nm", "-S", str(original)], capture_output=True, text=True,
+                             check=True).stdout
+    start, size = next((int(p[0], 16), int(p[1], 16)) for p in map(str.split,
+                       symbols.splitlines()) if p[-1] == "_Z7processPKii")
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < start + size]
+    lineless = 0
+    local_lists: list[list[str]] = []
+    for offset in offsets:
+        frames = []
+        for plugin, command in ((True, f"bb break _Z7processPKii+{offset:#x}"),
+                                (False, f"break *_Z7processPKii+{offset:#x}")):
+            argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+            if plugin:
+                argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+            argv += ["-ex", command, "-ex", "run", "-ex", "bt full 1", "--args",
+                     str(binary if plugin else original), "throw"]
+            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, timeout=120, cwd=ROOT,
+                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+            frames.append((re.findall(r"^#0 .*", out, re.M) or [""])[0])  # bt's
+            local_lists.append(re.findall(r"^#0 .*\n((?: {8}.*\n)*)", out, re.M)[:1])
+        ours, theirs = (re.sub(r"0x[0-9a-f]+ in | \[(cold|warm)[.\d]*\]| at \S+$", "", x)
+                        for x in frames)
+        assert ours.split(" (")[0] == theirs.split(" (")[0], (offset, frames)
+        assert local_lists[-2] == local_lists[-1], (offset, local_lists)
+        lineless += bool(frames[0]) and " at " not in frames[0]
+        if lineless:
+            break
+    assert lineless, offsets

@@ -109,6 +109,9 @@ ADAPTER_STATE = {
     ("unsplit_lldb_impl/naming.py", "_last_process"),
     ("unsplit_lldb_impl/stepping.py", "_decoded_cache"),
     ("unsplit_lldb_impl/cfi_symbols.py", "_DONE"),
+    # gdb.pretty_printers holds one lookup per process: it knows the texts handed to GDB's
+    # frame printer for locals it would print wrong (the last few hundred)
+    ("unsplit_gdb_impl/local_errors.py", "_TEXTS"),
 }
 
 
