@@ -139,6 +139,25 @@ def _same_stack(f: dict[str, Any], program: str, tmp_path: Path) -> tuple[Path, 
     return ours, theirs
 
 
+def _bolted(tmp_path: Path, source: str, file: str) -> tuple[Path, Path, int]:
+    """`source` built as `file` with clang -O2 -g (the pre-BOLT input, `i/t`) and BOLTed with
+    every cold block split off and BAT, DWARF dropped (`o/t`, its input beside it): the two
+    binaries and the line of `source` marked "the stop"."""
+    (tmp_path / file).write_text(source)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    compiler = "clang++-22" if file.endswith(".cpp") else "clang-22"
+    subprocess.run([compiler, "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", file, "-o",
+                    str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    ours.parent.mkdir()
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    line = next(n for n, x in enumerate(source.splitlines(), 1) if "the stop" in x)
+    return ours, theirs, line
+
+
 def _stop(f: dict[str, Any], marker: str | None, program: str) -> tuple[str, int] | str | None:
     """Where to stop: a marker's line, a function (`@name`), or None (the crash)."""
     if marker is None or marker.startswith("@"):
@@ -264,18 +283,8 @@ def test_lldb_shows_a_template_functions_arguments_in_moved_code(tmp_path: Path)
     """A function template's name carries its return type (`long ns::scale<long>(...)`, the
     Itanium mangling of a template encodes it): in moved code, LLDB's `bt` with the plugin
     shows its arguments as plain LLDB does on the pre-BOLT input, not its parameter types."""
-    (tmp_path / "t.cpp").write_text(TEMPLATE_SOURCE)
-    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
-    theirs.parent.mkdir()
-    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
-                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
-    ours.parent.mkdir()
-    (ours.parent / "input").symlink_to(theirs.parent)
-    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
-                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
-                   timeout=120)
-    stop = ("t.cpp", TEMPLATE_SOURCE.splitlines().index(
-        next(x for x in TEMPLATE_SOURCE.splitlines() if "the stop" in x)) + 1)
+    ours, theirs, line = _bolted(tmp_path, TEMPLATE_SOURCE, "t.cpp")
+    stop = ("t.cpp", line)
     commands = ["bt 1", "frame variable"]
     mine = _lldb_answers(_lldb(ours, "", stop, commands, True, tmp_path / "cache"), commands)
     expected = _lldb_answers(_lldb(theirs, "", stop, commands, False, tmp_path / "cache"),
@@ -399,17 +408,7 @@ def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
     `in={a = <optimized out>, b = 3}`: so with the plugin's frame filter in moved code, where
     GDB's Python printer said `gone = {a = <optimized out>, b = <optimized out>}` (ninja's
     `real_main`; a `std::vector` there broke the line with a Python exception)."""
-    (tmp_path / "t.c").write_text(OPTIMIZED_OUT_SOURCE)
-    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
-    theirs.parent.mkdir()
-    subprocess.run(["clang-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.c", "-o",
-                    str(theirs)], check=True, cwd=tmp_path, timeout=120)
-    ours.parent.mkdir()
-    (ours.parent / "input").symlink_to(theirs.parent)
-    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
-                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
-                   timeout=120)
-    line = next(n for n, x in enumerate(OPTIMIZED_OUT_SOURCE.splitlines(), 1) if "the stop" in x)
+    ours, theirs, line = _bolted(tmp_path, OPTIMIZED_OUT_SOURCE, "t.c")
     said = []
     for binary, plugin in ((ours, True), (theirs, False)):
         argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
@@ -485,20 +484,10 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
     'gdb.MemoryError'>"), a struct optimized out whole read `{a = <optimized out>, ...}`. With
     the plugin, `bt full` and GDB/MI's `-stack-list-variables` in moved code print them as
     plain GDB does on the input (MI words it its own way), a printer's own error once."""
-    (tmp_path / "t.cpp").write_text(PARTS_SOURCE)
     (tmp_path / "box.py").write_text(BOX_PRINTER)
     (tmp_path / "tag.py").write_text(TAG_PRINTER)
-    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
-    theirs.parent.mkdir()
-    subprocess.run(["clang++-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.cpp",
-                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
-    ours.parent.mkdir()
-    (ours.parent / "input").symlink_to(theirs.parent)
-    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
-                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
-                   timeout=120)
-    stop = ("t.cpp", PARTS_SOURCE.splitlines().index(
-        next(x for x in PARTS_SOURCE.splitlines() if "the stop" in x)) + 1)
+    ours, theirs, line = _bolted(tmp_path, PARTS_SOURCE, "t.cpp")
+    stop = ("t.cpp", line)
     answers = []
     for binary, plugin in ((ours, True), (theirs, False)):
         argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
