@@ -4,7 +4,6 @@ modules). :func:`register` is idempotent: the state lives in this module, import
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -70,17 +69,40 @@ class LazyBreakpoints:
             self.made.flush()
 
 
-@dataclass(slots=True)
 class Plugin:
     """What register() made, kept for the session (the hooks reach it through plugin())."""
 
-    session: Session
-    host: GdbHost
-    locator: Locator
-    stop_printer: StopPrinter
-    commands: list[Any]
-    breakpoints: LazyBreakpoints
-    debuginfo: DebugInfoLoader
+    __slots__ = (
+        "breakpoints",
+        "commands",
+        "debuginfo",
+        "host",
+        "locator",
+        "session",
+        "stop_printer",
+    )
+
+    def __init__(self, session: Session, host: GdbHost, locator: Locator,
+                 stop_printer: StopPrinter, commands: list[Any], breakpoints: LazyBreakpoints,
+                 debuginfo: DebugInfoLoader) -> None:
+        self.session = session
+        self.host = host
+        self.locator = locator
+        self.stop_printer = stop_printer
+        self.commands = commands
+        self.breakpoints = breakpoints
+        self.debuginfo = debuginfo
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.session, self.host, self.locator, self.stop_printer, self.commands,
+                self.breakpoints, self.debuginfo)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Plugin):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
 
 
 _plugin: Plugin | None = None

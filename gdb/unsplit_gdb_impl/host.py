@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
@@ -39,13 +38,28 @@ _RANGE = re.compile(r"^\s*0x([0-9a-fA-F]+) - 0x([0-9a-fA-F]+) is (\S+)(?: in (.+
 _EXEC_FILE = re.compile(r"^\s*`(.+)', file type")
 
 
-@dataclass(slots=True)
 class MappedModule:
-    """One module as `info files` shows it: its sections' runtime ranges, and its bias."""
+    """One module as `info files` shows it: its sections' runtime ranges, and its bias
+    (filled in as the text is read: a slotted class, not a NamedTuple)."""
 
-    path: str
-    sections: dict[str, tuple[int, int]] = field(default_factory=dict)
-    bias: int | None = None
+    __slots__ = ("bias", "path", "sections")
+
+    def __init__(self, path: str, sections: dict[str, tuple[int, int]] | None = None,
+                 bias: int | None = None) -> None:
+        self.path = path
+        self.sections: dict[str, tuple[int, int]] = {} if sections is None else sections
+        self.bias = bias
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MappedModule):
+            return NotImplemented
+        return (self.path, self.sections, self.bias) == (other.path, other.sections, other.bias)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return (f"MappedModule(path={self.path!r}, sections={self.sections!r}, "
+                f"bias={self.bias!r})")
 
     def contains(self, address: int) -> bool:
         return any(lo <= address < hi for lo, hi in self.sections.values())

@@ -6,8 +6,7 @@ logical frame changed, as GDB does."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 from unsplit.host import Host
@@ -25,8 +24,7 @@ _SCALAR = {getattr(gdb, name) for name in ("TYPE_CODE_INT", "TYPE_CODE_PTR", "TY
            if hasattr(gdb, name)}
 
 
-@dataclass(frozen=True, slots=True)
-class StepContext:
+class StepContext(NamedTuple):
     """What a step's report compares with once it stops (Host.step_context)."""
 
     frame: tuple[str | None, int | None]  # (procedure or GDB's name, CFA) of the stepping frame

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import functools
 import gettext
 import json
 import os
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
@@ -69,16 +67,19 @@ class _Parser(argparse.ArgumentParser):
         raise HelpRequested(self.format_help())
 
 
-@dataclass(frozen=True)
-class Command:
-    """One `bb` command as data: each adapter makes its native command from it."""
-
+class _CommandFields(NamedTuple):
     name: str
     summary: str
     arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Session, Host, argparse.Namespace], str]
     # What the host must provide beyond Host (unsplit.host's protocols), checked by dispatch.
     needs: tuple[type, ...] = ()
+
+
+class Command(_CommandFields):
+    """One `bb` command as data: each adapter makes its native command from it (a NamedTuple,
+    not a dataclass, which would compile its methods as GDB starts; its own __dict__ holds the
+    parser once made)."""
 
     def parser(self) -> argparse.ArgumentParser:
         """The command's parser, made once (building one costs more than a `bb next` should
@@ -291,7 +292,9 @@ def _break(session: Session, host: Host, args: argparse.Namespace) -> str:
 
     spec = breakpoints.parse(" ".join(args.location), args.all_fragments)
     if args.condition is not None and args.condition.strip():
-        spec = dataclasses.replace(spec, condition=args.condition.strip())
+        from dataclasses import replace  # BreakSpec's module imported it already
+
+        spec = replace(spec, condition=args.condition.strip())
     sites = session.resolve_breakpoint(host, spec)
     if not sites and not args.pending:
         raise AddressLookupError(f"bb break: {spec.text}: not found in any loaded module; "
@@ -370,7 +373,7 @@ def _numbered_as_native(session: Session, host: Host, frames: list[Frame],
             count = numbers[k][1]
         else:
             agree = False
-        out.extend(_with_inlined(session, dataclasses.replace(frame, number=number), count,
+        out.extend(_with_inlined(session, frame._replace(number=number), count,
                                  caller))
         caller = not _signal_frame(session, host, frame.pc)
     return out

@@ -9,12 +9,10 @@ which it needs (commands.Command.needs) and `dispatch` checks once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedModule:
+class LoadedModule(NamedTuple):
     """An ELF file mapped into the debuggee: runtime address = file address + bias."""
 
     path: str
@@ -121,11 +119,23 @@ class DebugInfo(Protocol):
 # What a command needs is checked once, by commands.dispatch, from the command's `needs`.
 
 
-@dataclass(slots=True)
 class StaticHost:
     """A Host with no debugger: the CLI's (one module, no bias, no frames)."""
 
-    module_list: list[LoadedModule]
+    __slots__ = ("module_list",)
+
+    def __init__(self, module_list: list[LoadedModule]) -> None:
+        self.module_list = module_list
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StaticHost):
+            return NotImplemented
+        return self.module_list == other.module_list
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"StaticHost(module_list={self.module_list!r})"
 
     def modules(self) -> list[LoadedModule]:
         return self.module_list

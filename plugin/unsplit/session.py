@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from unsplit.debug.frame_namer import FrameNamer
 from unsplit.elf.binary import Binary
@@ -36,8 +35,7 @@ def _gnu() -> str | None:
     return GNU
 
 
-@dataclass(frozen=True, slots=True)
-class NamedInput:
+class NamedInput(NamedTuple):
     """`bb input PATH` for a module not loaded yet, given to it as it loads: the module named
     by `module` (its path or file name), else the one whose build-id is `build_id` (PATH's with
     BOLT's last bit flipped back)."""

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.e2e
 
 # A bug in a command, put there by hand: `bb frame` raises an error whose message has two lines
 # (the report is one line all the same).
-_BROKEN_FRAME = ("import dataclasses, unsplit.commands as c; "
-                 "c.COMMANDS['frame'] = dataclasses.replace(c.COMMANDS['frame'], "
+_BROKEN_FRAME = ("import unsplit.commands as c; "
+                 "c.COMMANDS['frame'] = c.COMMANDS['frame']._replace("
                  "run=lambda s, h, a: (_ for _ in ()).throw("
                  "ValueError('no frame' + chr(10) + 'at all')))")
 _INTERNAL_ERROR = ("unsplit: internal error: ValueError: no frame at all "

@@ -31,7 +31,7 @@ NOT_AT_BT = ("unsplit.formats.eh_frame", "unsplit.debug.cfi", "unsplit.render.ex
              "unsplit.formats.esl", "unsplit.index.sources.bb_addr_map",
              "unsplit.index.sources.mip", "unsplit.formats.die_scan",
              "unsplit.formats.line_program", "unsplit.formats.unit_ranges",
-             "unsplit.render.breaks", "unsplit.render.debuginfo")
+             "unsplit.render.breaks", "unsplit.render.debuginfo", "dataclasses", "inspect")
 
 
 def _written(cache: Path, timeout: float = 120) -> Path:

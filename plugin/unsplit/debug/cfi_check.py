@@ -14,8 +14,7 @@ import os
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from unsplit.cache_dir import cache_root
 from unsplit.elf import cfi_table
@@ -34,8 +33,7 @@ if TYPE_CHECKING:  # rows are decoded only where FDEs compete (the decoder: cfi_
     from unsplit.formats.eh_frame import FrameDescription, Row
 
 
-@dataclass(frozen=True, slots=True)
-class Fde:
+class Fde(NamedTuple):
     """One FDE by its header: where it is and what it covers."""
 
     section: str
@@ -44,8 +42,7 @@ class Fde:
     end: int
 
 
-@dataclass(frozen=True, slots=True)
-class Conflict:
+class Conflict(NamedTuple):
     """FDEs of one section that cover common code: `shared` start at one address, else the
     later ones start inside the first. `trusted` is the one `cfi` unwinds with at `address`
     (None: none, e.g. all of them unlisted by .eh_frame_hdr); `differ_at` is the first address
@@ -59,16 +56,14 @@ class Conflict:
     differ_at: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Uncovered:
+class Uncovered(NamedTuple):
     """A moved fragment whose code no trusted FDE describes from `gap` on."""
 
     fragment: Fragment
     gap: int
 
 
-@dataclass(frozen=True, slots=True)
-class RuleMismatch:
+class RuleMismatch(NamedTuple):
     """A moved fragment's CFA or return-address rule at `address` that is not the input's at
     `input_address` (where BAT maps it)."""
 
@@ -420,8 +415,7 @@ def input_for_check(index: ModuleIndex, path: str) -> Binary:
 # -- the debugger's own unwinder, made exact where FDEs compete --------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ModulePolicy:
+class ModulePolicy(NamedTuple):
     """Whether a module's frames may need unsplit's unwinding (`bb exact-frames` says why):
     only a module with moved code whose FDEs compete for some address, or with moved
     fragments no FDE describes."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from unsplit.elf.binary import Binary
 from unsplit.elf.core import image_build_id
@@ -22,18 +21,39 @@ ReadMemory = Callable[[int, int], bytes]
 """The debuggee's memory (MachineState.read_memory): b"" or fewer bytes where unreadable."""
 
 
-@dataclass(slots=True)
 class Attached:
     """One loaded module: its file, bias, code (runtime ranges), and why its image in memory
-    is not its file (None: it is, or nothing could tell)."""
+    is not its file (None: it is, or nothing could tell). Mutable (its index comes later), so
+    a slotted class, not a NamedTuple."""
 
-    module: LoadedModule
-    stamp: tuple[int, int]  # the file's (size, mtime): a file rebuilt on disk is attached again
-    code: list[tuple[int, int]]
-    mismatch: str | None
-    checked: bool = True  # False: attached without memory to check it against
-    index: ModuleIndex | None = field(default=None)
-    failed: bool = False  # the index could not be made: the module names nothing
+    __slots__ = ("checked", "code", "failed", "index", "mismatch", "module", "stamp")
+
+    def __init__(self, module: LoadedModule, stamp: tuple[int, int],
+                 code: list[tuple[int, int]], mismatch: str | None, checked: bool = True,
+                 index: ModuleIndex | None = None, failed: bool = False) -> None:
+        self.module = module
+        self.stamp = stamp  # the file's (size, mtime): a file rebuilt on disk is attached again
+        self.code = code
+        self.mismatch = mismatch
+        self.checked = checked  # False: attached without memory to check it against
+        self.index = index
+        self.failed = failed  # the index could not be made: the module names nothing
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.module, self.stamp, self.code, self.mismatch, self.checked, self.index,
+                self.failed)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attached):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return (f"Attached(module={self.module!r}, stamp={self.stamp!r}, code={self.code!r}, "
+                f"mismatch={self.mismatch!r}, checked={self.checked!r}, index={self.index!r}, "
+                f"failed={self.failed!r})")
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

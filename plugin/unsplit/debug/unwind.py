@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 
 from unsplit.debug import cfi
 from unsplit.elf.binary import Binary
@@ -105,7 +104,7 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
         frame = Frame(number, pc, None if mod is None else mod.path,
                       0 if mod is None else mod.bias, loc, registers=dict(current))
         if mod is None:
-            frames.append(replace(frame, stop_reason=f"no loaded module has code at {pc:#x}"))
+            frames.append(frame._replace(stop_reason=f"no loaded module has code at {pc:#x}"))
             break
         binary = mods.binary(mod.path)
         result: cfi.Step | None = None
@@ -121,22 +120,22 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
             if result is None and reason is None:
                 reason = f"no CFI covers {pc:#x} in {os.path.basename(mod.path)}"
         if result is not None:
-            frame = replace(frame, cfa=result.cfa)
+            frame = frame._replace(cfa=result.cfa)
             reason = result.why_outermost
         if result is None or result.caller is None:
-            frames.append(replace(frame, stop_reason=reason))
+            frames.append(frame._replace(stop_reason=reason))
             break
         frames.append(frame)
         caller = result.caller
         key = (caller.get(dwarf_expr.RIP, 0), caller.get(dwarf_expr.RSP, 0))
         went_down = caller.get(dwarf_expr.RSP, 0) < current.get(dwarf_expr.RSP, 0)
         if key in seen or (went_down and not result.fde.signal_frame):
-            frames[-1] = replace(frames[-1], stop_reason="the caller's frame would repeat or "
+            frames[-1] = frames[-1]._replace(stop_reason="the caller's frame would repeat or "
                                  "lie below this one (corrupt stack?)")
             break
         seen.add(key)
         if len(frames) >= limit:
-            frames[-1] = replace(frames[-1], stop_reason=f"stopped after {limit} frames")
+            frames[-1] = frames[-1]._replace(stop_reason=f"stopped after {limit} frames")
             break
         # The frame after a signal frame was interrupted, not calling: its pc is exact.
         innermost = result.fde.signal_frame
@@ -146,7 +145,7 @@ def backtrace(modules: list[LoadedModule], regs: dict[int, int],
 
 def _stop(frames: list[Frame], reason: str) -> None:
     if frames:
-        frames[-1] = replace(frames[-1], stop_reason=reason)
+        frames[-1] = frames[-1]._replace(stop_reason=reason)
 
 
 def compare(native_pcs: list[int], cfi_frames: list[Frame],

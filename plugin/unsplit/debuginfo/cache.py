@@ -11,7 +11,7 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from unsplit.cache_dir import cache_root
 from unsplit.elf.binary import Binary
@@ -103,8 +103,7 @@ def _translated(binary: Binary) -> bool:
     return input_with_dwarf(binary) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What became of one module: `path` is the debug file to load (None: none needed)."""
 
     module: str

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
 from unsplit.errors import BinaryError, DecodeError, UnsplitError, reading
@@ -35,17 +35,18 @@ _PRSTATUS_REGS = 112  # offset of pr_reg in the x86-64 elf_prstatus
 _PRSTATUS_PID = 32
 
 
-@dataclass(frozen=True, slots=True)
-class Thread:
+class Thread(NamedTuple):
     """One thread of the core: its NT_PRSTATUS note."""
 
     pid: int
     signal: int
-    registers: dict[int, int] = field(hash=False)  # DWARF register number -> value
+    registers: dict[int, int]  # DWARF register number -> value
+
+    def __hash__(self) -> int:  # the registers are a dict: hashed without them
+        return hash((self.pid, self.signal))
 
 
-@dataclass(frozen=True, slots=True)
-class Mapping:
+class Mapping(NamedTuple):
     """A file mapped at [start, end), from file offset `offset`."""
 
     start: int
@@ -54,8 +55,7 @@ class Mapping:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Segment:
+class _Segment(NamedTuple):
     """A PT_LOAD segment: what of memory the core holds, and where in the file."""
 
     vaddr: int

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from unsplit.debug import cfi
@@ -284,7 +284,7 @@ def name_threads(unwound: Unwound, namer: Namer) -> list[dict[str, Any]]:
         for i, (pc, sigtramp, *walked) in enumerate(t["frames"]):
             named = namer.name(i, pc, caller=not previous_sigtramp)
             if walked:
-                named = replace(named, cfa=walked[0].cfa, registers=walked[0].registers)
+                named = named._replace(cfa=walked[0].cfa, registers=walked[0].registers)
             frames.append(named)
             previous_sigtramp = bool(sigtramp)
         out.append({"thread": t["num"], "lwp": t["lwp"], "signal": t.get("signal"),

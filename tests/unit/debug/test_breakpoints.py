@@ -4,7 +4,6 @@ Expected addresses come from the fixture facts (nm's fragment symbols, the marke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -51,11 +50,12 @@ def test_bad_locations_are_one_line(text: str, said: str) -> None:
     assert str(e.value).startswith(said) and "\n" not in str(e.value)
 
 
-@dataclass
 class _Breaker(StaticHost):
     """A host that sets breakpoints by remembering them (and can do nothing else)."""
 
-    made: list[tuple[BreakSpec, list[tuple[LoadedModule, Site]]]] = field(default_factory=list)
+    def __init__(self, module_list: list[LoadedModule]) -> None:
+        super().__init__(module_list)
+        self.made: list[tuple[BreakSpec, list[tuple[LoadedModule, Site]]]] = []
 
     def create_breakpoint(self, spec: BreakSpec, sites: list[tuple[LoadedModule, Site]]) -> str:
         self.made.append((spec, sites))

@@ -6,7 +6,7 @@ interrupted by their own pc."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from unsplit.index.model.records import LineInfo, Location
 from unsplit.index.names.demangle import GNU
@@ -35,8 +35,7 @@ def at_return_address(loc: Location, pc: int) -> Location:
                         offset=None if loc.offset is None else loc.offset + 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """One frame: its number and pc (runtime), the module that holds the pc, and what is known
     of it. `location` is named at :func:`lookup_pc` and reported at `pc`
     (:func:`at_return_address`); `cfa` and `registers` are what the CFI recovered (DWARF
@@ -50,10 +49,14 @@ class Frame:
     bias: int = 0
     location: Location | None = None
     cfa: int | None = None
-    registers: dict[int, int] | None = field(default=None, hash=False)
+    registers: dict[int, int] | None = None  # not hashed (a dict): see __hash__
     stop_reason: str | None = None
     lines: tuple[LineInfo, ...] = ()
     inlined: bool = False  # an inlined call's frame: it shares the pc of the frame it is in
+
+    def __hash__(self) -> int:
+        return hash((self.number, self.pc, self.module, self.bias, self.location, self.cfa,
+                     self.stop_reason, self.lines, self.inlined))
 
     @property
     def file_address(self) -> int:
@@ -101,5 +104,5 @@ def as_numbered(frame: Frame, chain: list[LineInfo], count: int) -> list[Frame]:
         loc = loc._replace(file=os.path.basename(outer.path) if outer.path else loc.file,
                            path=outer.path or loc.path, line=outer.line,
                            column=outer.column or None, inline_chain=())
-    out.append(replace(frame, number=frame.number + count - 1, location=loc))
+    out.append(frame._replace(number=frame.number + count - 1, location=loc))
     return out
