@@ -93,17 +93,6 @@ class Plugin:
         self.breakpoints = breakpoints
         self.debuginfo = debuginfo
 
-    def _values(self) -> tuple[object, ...]:
-        return (self.session, self.host, self.locator, self.stop_printer, self.commands,
-                self.breakpoints, self.debuginfo)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Plugin):
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
-
 
 _plugin: Plugin | None = None
 

@@ -50,17 +50,6 @@ class MappedModule:
         self.sections: dict[str, tuple[int, int]] = {} if sections is None else sections
         self.bias = bias
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, MappedModule):
-            return NotImplemented
-        return (self.path, self.sections, self.bias) == (other.path, other.sections, other.bias)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
-
-    def __repr__(self) -> str:
-        return (f"MappedModule(path={self.path!r}, sections={self.sections!r}, "
-                f"bias={self.bias!r})")
-
     def contains(self, address: int) -> bool:
         return any(lo <= address < hi for lo, hi in self.sections.values())
 

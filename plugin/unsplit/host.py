@@ -127,16 +127,6 @@ class StaticHost:
     def __init__(self, module_list: list[LoadedModule]) -> None:
         self.module_list = module_list
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StaticHost):
-            return NotImplemented
-        return self.module_list == other.module_list
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
-
-    def __repr__(self) -> str:
-        return f"StaticHost(module_list={self.module_list!r})"
-
     def modules(self) -> list[LoadedModule]:
         return self.module_list
 

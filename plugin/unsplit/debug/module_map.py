@@ -39,22 +39,6 @@ class Attached:
         self.index = index
         self.failed = failed  # the index could not be made: the module names nothing
 
-    def _values(self) -> tuple[object, ...]:
-        return (self.module, self.stamp, self.code, self.mismatch, self.checked, self.index,
-                self.failed)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Attached):
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
-
-    def __repr__(self) -> str:
-        return (f"Attached(module={self.module!r}, stamp={self.stamp!r}, code={self.code!r}, "
-                f"mismatch={self.mismatch!r}, checked={self.checked!r}, index={self.index!r}, "
-                f"failed={self.failed!r})")
-
 
 def _stamp(path: str) -> tuple[int, int] | None:
     try:
