@@ -98,14 +98,11 @@ class LineDecorator(FrameDecorator):
         return self._view.has_line()  # asked by function(), filename() and line(): once
 
     def _gdb_has_function(self) -> bool:
-        return self._has_function(self._view.frame)
-
-    def _has_function(self, frame: gdb.Frame) -> bool:
         """Whether GDB has the DWARF of the frame's function (a call's frame, not a
         trampoline's)."""
         try:
             return self._view.gdb_type() in (gdb.NORMAL_FRAME, gdb.INLINE_FRAME) and \
-                frame.function() is not None
+                self._view.frame.function() is not None
         except (gdb.error, RuntimeError):
             return False
 
@@ -269,7 +266,7 @@ class LineDecorator(FrameDecorator):
 
     def _frame_locals(self) -> Any:
         frame = self.inferior_frame()
-        if super().frame_locals() is None and not self._has_function(frame):
+        if super().frame_locals() is None and not self._gdb_has_function():
             # a frame FrameDecorator shows without locals (no line, a trampoline) and GDB too
             # (`bt full` lists those of a function it has DWARF for at a line 0 row: LevelDB's
             # ReadPhysicalRecord under an inlined ReportDrop)
