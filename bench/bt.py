@@ -56,7 +56,6 @@ import argparse
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -65,7 +64,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bytecode import PY, bytecode_env  # noqa: E402
+from bytecode import bytecode_env, compile_checkout  # noqa: E402
 from saving import save  # noqa: E402
 
 from tests.builders import gcc_pgo_build  # noqa: E402
@@ -301,9 +300,7 @@ def main() -> int:
     global clock, typed, lldb_bt, before
     before = args.before
     if before is not None:  # its modules compiled as this checkout's are (bench/bytecode.py)
-        subprocess.run([PY, "-m", "compileall", "-q", str(before / "plugin" / "unsplit"),
-                        str(before / "gdb")], env=bytecode_env(), check=True,
-                       stdout=subprocess.DEVNULL)
+        compile_checkout(before, "gdb")
     clock = CLOCKS[args.clock]
     typed = args.typed
     lldb_bt = args.lldb_bt

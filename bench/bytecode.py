@@ -30,3 +30,12 @@ def bytecode_env(**extra: str) -> dict[str, str]:
     """os.environ without PYTHONDONTWRITEBYTECODE, PYTHONPYCACHEPREFIX naming the compiled
     plugin (compiled on the first call), and `extra`."""
     return {**dict(_compiled()), **extra}
+
+
+def compile_checkout(tree: Path, *adapters: str) -> None:
+    """Another checkout's plugin (and its `adapters`' folders: "gdb", "lldb") compiled into the
+    same private prefix as this checkout's, so that a before/after comparison runs both from
+    bytecode."""
+    subprocess.run([PY, "-m", "compileall", "-q", str(tree / "plugin" / "unsplit"),
+                    *(str(tree / a) for a in adapters)], env=bytecode_env(), check=True,
+                   stdout=subprocess.DEVNULL)

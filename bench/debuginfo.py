@@ -74,7 +74,7 @@ sys.path.insert(0, str(ROOT / "plugin"))
 import realworld as rw  # noqa: E402
 import realworld_cpp as cpp  # noqa: E402
 import realworld_sqlite as sq  # noqa: E402
-from bytecode import bytecode_env  # noqa: E402
+from bytecode import bytecode_env, compile_checkout  # noqa: E402
 from saving import save  # noqa: E402
 from unsplit.debuginfo.synthesize import build  # noqa: E402
 from unsplit.index.bolt import prebolt  # noqa: E402
@@ -366,9 +366,7 @@ def _print_sessions(name: str, row: dict[str, Any]) -> None:
 def sessions(repeats: int, tmp: Path, before: Path | None = None) -> dict[str, Any]:
     """The core sessions alone (--sessions-only; `before`: another checkout's plugin too)."""
     if before is not None:  # its modules compiled as this checkout's are (bench/bytecode.py)
-        subprocess.run([rw.PY, "-m", "compileall", "-q", str(before / "plugin" / "unsplit"),
-                        str(before / "gdb")], env=bytecode_env(), check=True,
-                       stdout=subprocess.DEVNULL)
+        compile_checkout(before, "gdb")
     rows = []
     for name, binary, _, twin, _ in REALWORLD:
         if not all(p.is_file() for p in (binary, twin)):

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bytecode import PY, bytecode_env  # noqa: E402
+from bytecode import PY, bytecode_env, compile_checkout  # noqa: E402
 from debuginfo import REALWORLD  # noqa: E402
 
 
@@ -46,8 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     _, binary, pre_bolt, _, _ = next(r for r in REALWORLD if r[0] == args.program)
     if args.before.resolve() != ROOT:  # its modules compiled as this checkout's are
-        subprocess.run([PY, "-m", "compileall", "-q", str(args.before / "plugin" / "unsplit")],
-                       env=bytecode_env(), check=True, stdout=subprocess.DEVNULL)
+        compile_checkout(args.before)
     times: dict[str, list[float]] = {"this checkout": [], "before": []}
     with tempfile.TemporaryDirectory(prefix="debuginfo-ab-") as tmp:
         for k in range(args.runs):

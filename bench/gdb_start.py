@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bytecode import PY, ROOT, bytecode_env
+from bytecode import ROOT, bytecode_env, compile_checkout
 
 _MARK = "unsplit-source-ms"
 
@@ -44,9 +44,7 @@ def main() -> None:
     env = bytecode_env(UNSPLIT_CACHE=tempfile.mkdtemp(prefix="unsplit-gdb-start-"))
     plugins = {"after": ROOT / "gdb" / "unsplit_gdb.py"}
     if args.before is not None:
-        subprocess.run([PY, "-m", "compileall", "-q", str(args.before / "plugin" / "unsplit"),
-                        str(args.before / "gdb")], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        compile_checkout(args.before, "gdb")
         plugins = {"before": args.before / "gdb" / "unsplit_gdb.py", **plugins}
     runs: dict[str, list[tuple[float, float]]] = {k: [] for k in plugins}
     for _ in range(args.repeats):
