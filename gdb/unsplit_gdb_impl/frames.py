@@ -21,6 +21,7 @@ from . import console, local_errors
 from .argument_mode import frame_arguments
 from .frame_view import UNASKED, GdbFrame
 from .locator import Locator
+from .optimized_out import entirely_optimized_out
 from .report import report_internal
 
 NAME = "unsplit"
@@ -331,38 +332,6 @@ class _Local:
         return None
 
 
-_PARTS_LOOKED_AT = 256
-
-
-def _optimized_out_part(value: gdb.Value) -> gdb.Value | None:
-    """The first scalar part of `value` if no part of it is there (GDB's
-    value_entirely_optimized_out; Value.is_optimized_out says some part is not): printed, it
-    reads `<optimized out>`. More than _PARTS_LOOKED_AT parts, or a reference to a struct,
-    count as there (GDB's Python printer's answer stands)."""
-    todo, first, seen = [value], None, 0
-    try:
-        while todo:
-            part = todo.pop()
-            kind = part.type.strip_typedefs()
-            if kind.code == gdb.TYPE_CODE_ARRAY:
-                low, high = kind.range()
-                if high - low + 1 + len(todo) + seen > _PARTS_LOOKED_AT:
-                    return None
-                todo += [part[i] for i in range(high, low - 1, -1)]  # the first popped first
-            elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
-                # (a field without `bitpos` is a static member: not part of the value)
-                todo += [part[f] for f in reversed(kind.fields()) if hasattr(f, "bitpos")]
-            else:
-                seen += 1
-                if seen > _PARTS_LOOKED_AT or not part.is_optimized_out or \
-                        _non_scalar(part.type):
-                    return None
-                first = part if first is None else first
-    except gdb.error:  # GDB reads it again and says why it cannot
-        return None
-    return first
-
-
 _NON_SCALAR = (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION, gdb.TYPE_CODE_ARRAY,
                gdb.TYPE_CODE_SET, gdb.TYPE_CODE_STRING)
 
@@ -386,8 +355,8 @@ def _as_gdb_prints(frame: gdb.Frame, item: Any, every: bool) -> Any:
     except gdb.error:  # GDB reads it again and says why it cannot
         return item
     if every:
-        part = _optimized_out_part(value)
-        return item if part is None else _Given(symbol, part)
+        return local_errors.Printed(symbol, "<optimized out>") \
+            if entirely_optimized_out(value) else item
     return _Ellipsis(symbol)
 
 
@@ -409,19 +378,6 @@ def _non_scalar(kind: gdb.Type) -> bool:
     while kind.code in (gdb.TYPE_CODE_REF, gdb.TYPE_CODE_RVALUE_REF):
         kind = kind.target().strip_typedefs()
     return kind.code in _NON_SCALAR
-
-
-class _Given:
-    """An argument printed as `value` (GDB's Symbol/Value interface)."""
-
-    def __init__(self, symbol: gdb.Symbol, value: gdb.Value) -> None:
-        self._symbol, self._value = symbol, value
-
-    def symbol(self) -> gdb.Symbol:
-        return self._symbol
-
-    def value(self) -> gdb.Value:
-        return self._value
 
 
 class _Ellipsis:

@@ -13,6 +13,8 @@ from typing import Any
 
 import gdb  # type: ignore[import-not-found, unused-ignore]
 
+from .optimized_out import entirely_optimized_out
+
 _MARK = gdb.lookup_type("char").const().volatile()  # the texts' element type
 _TEXTS: dict[bytes, None] = {}  # the texts made (insertion order: the oldest go first)
 _KEPT = 256
@@ -21,7 +23,7 @@ _NAMED = int("0" + re.sub(r"\D.*", "", gdb.VERSION, flags=re.S)) <= 13
 
 
 class Printed:
-    """A local printed as `text` (GDB's Symbol/Value interface)."""
+    """A local or argument printed as `text` (GDB's Symbol/Value interface)."""
 
     def __init__(self, symbol: gdb.Symbol, text: str) -> None:
         data = text.encode()
@@ -47,50 +49,51 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
         printer = gdb.default_visualizer(value)
     except gdb.error:  # GDB reads it again and says why it cannot
         return None
-    if not mi and _entirely_optimized_out(value, [64]) is True:
+    if not mi and entirely_optimized_out(value):
         return Printed(symbol, "<optimized out>")  # as value_check_printable has it
     if printer is None:
         return None
-    # (a Python error of a printer's own GDB prints as it goes: not twice)
-    stack = gdb.parameter("python print-stack")
-    gdb.execute("set python print-stack none", to_string=True)
+    # The printer runs once, here, and its text is what GDB prints (a Python error of the
+    # printer's own is said as it runs: before the frame's locals, where GDB's own `bt full`
+    # says it inside the value). GDB/MI prints the value again itself (`--simple-values`
+    # prints the value's type, which only GDB has): there the error is said then, not twice.
+    stack = gdb.parameter("python print-stack") if mi else None
+    if stack is not None:
+        gdb.execute("set python print-stack none", to_string=True)
     try:
-        value.format_string()
-        return None
+        text = value.format_string(**_as_listed())
+        return None if mi else Printed(symbol, _indented(text))
     except gdb.error as e:  # a printer's child GDB cannot read (gdb.MemoryError)
         why = str(e)
     except Exception:  # raised in the pretty-printer's Python, not ours: GDB's frame
         return None  # printer, as its own, prints it inline and goes on
     finally:
-        gdb.execute(f"set python print-stack {stack}", to_string=True)
+        if stack is not None:
+            gdb.execute(f"set python print-stack {stack}", to_string=True)
     return Printed(symbol, _partial(printer) + (
         f"<error reading variable {symbol.print_name} ({why})>" if _NAMED and not mi else
         f"<error reading variable: {why}>"))
 
 
-def _entirely_optimized_out(value: gdb.Value, budget: list[int]) -> bool | None:
-    """Whether every part of `value` is optimized out (None: more parts than `budget` has, a
-    count shared by the parts). GDB's own printer says `<optimized out>` for such a value; its
-    Python frame printer hands it to the type's printer (`{_M_guarded = <optimized out>}`, or
-    libstdc++'s raising "value has been optimized out" and printing nothing)."""
-    if not value.is_optimized_out:
-        return False
-    kind = value.type.strip_typedefs()
-    if kind.code == gdb.TYPE_CODE_ARRAY:
-        low, high = kind.range()
-        if high - low + 1 > budget[0]:
-            return None
-        parts = [value[i] for i in range(low, high + 1)]
-    elif kind.code in (gdb.TYPE_CODE_STRUCT, gdb.TYPE_CODE_UNION):
-        parts = [value[f] for f in kind.fields() if hasattr(f, "bitpos")]  # not static
-    else:
-        return True
-    for part in parts:
-        budget[0] -= 1
-        inner = _entirely_optimized_out(part, budget) if budget[0] > 0 else None
-        if inner is not True:
-            return inner
-    return True  # (a class without data members, such as an allocator, too)
+_DEPTH = 4
+"""How deep GDB's printers take a local of `bt full` to be (py-framefilter.c, enumerate_locals;
+stack.c, print_variable_and_value): `print max-depth` counts from there, and each line of
+`print pretty` is indented by two spaces a level."""
+
+
+def _as_listed() -> dict[str, Any]:
+    """Value.format_string's options for a local as `bt full` prints it."""
+    depth = gdb.parameter("print max-depth")  # (None: unlimited)
+    return {"deref_refs": True,  # as enumerate_locals sets it
+            "max_depth": max(depth - _DEPTH, 0) if isinstance(depth, int) and depth >= 0
+            else -1}
+
+
+def _indented(text: str) -> str:
+    """`text`, made at depth 0, with the lines after the first indented as at _DEPTH."""
+    if not (gdb.parameter("print pretty") or gdb.parameter("print array")):
+        return text  # one line, but for a printer's own line breaks
+    return text.replace("\n", "\n" + " " * (2 * _DEPTH))
 
 
 def _partial(printer: Any) -> str:

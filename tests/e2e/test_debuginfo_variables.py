@@ -429,6 +429,152 @@ def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
     assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
 
 
+# The edges of "optimized out whole" (a struct of no bits inside one, an empty class, a struct
+# holding a reference to one) and a local with a pretty-printer that counts its runs.
+EDGES_C = """\
+#include <stdio.h>
+struct pair { long a; long b; };
+struct nest { struct pair p; long c; };
+union u { long l; double d; };
+struct arr { long v[2]; };
+struct empty { };
+struct withempty { struct empty e; long x; };
+struct Count { long n; };
+static volatile long sink;
+__attribute__((noinline)) void observe(long v) { sink = v; }
+__attribute__((noinline)) long pick(struct pair in, struct pair used, struct nest nin,
+                                    union u uin, struct arr ain, long *ptr, int mode)
+{
+    struct pair gone = { in.a * 3, used.b + 7 };
+    struct pair half = { in.b * 5, used.a + 9 };
+    struct nest ngone = { { in.a + 1, in.b + 2 }, used.a + 3 };
+    struct nest nhalf = { { in.a + 4, in.b + 5 }, used.a + 6 };
+    long vals[2] = { in.a + 7, in.b + 8 };
+    long *p = ptr + mode;
+    union u un = { .l = in.a + 10 };
+    struct arr agone = { { in.a * 11, in.b * 12 } };
+    struct withempty we = { {}, in.a * 13 };
+    struct Count count = { used.a * 14 };
+    observe(gone.a ^ gone.b ^ ngone.p.a ^ ngone.p.b ^ ngone.c ^ vals[0] ^ vals[1] ^ *p ^ un.l ^
+            agone.v[0] ^ agone.v[1] ^ we.x ^ nin.p.a ^ nin.p.b ^ nin.c ^ uin.l ^ ain.v[0] ^
+            ain.v[1] ^ used.a ^ used.b);
+    if (__builtin_expect(mode, 0)) {
+        fprintf(stderr, "rare %d\\n", mode); /* the stop */
+        return half.a + nhalf.p.b + in.b + count.n;
+    }
+    return in.a + half.b;
+}
+int main(int argc, char **argv)
+{
+    struct pair in = { argc, argc + 1 }, used = { argc * 2, argc * 3 };
+    struct nest nin = { { argc, argc }, argc };
+    union u uin = { .l = argc };
+    struct arr ain = { { argc, argc + 1 } };
+    long x = argc;
+    return (int)pick(in, used, nin, uin, ain, &x, argc > 1);
+}
+"""
+EDGES_CPP = """\
+#include <cstdio>
+struct Pair { long a; long b; };
+struct Nest { Pair p; long c; };
+union Either { long l; double d; };
+struct Empty { };
+struct Holds { [[no_unique_address]] Empty e; long x; };
+struct Arr { long v[2]; };
+struct Count { long n; };
+struct RefP { Pair &r; };
+static volatile long sink;
+__attribute__((noinline)) void observe(long v) { sink = v; }
+__attribute__((noinline)) long pick(Pair in, Nest nin, Either uin, Arr ain, Holds hin, long *ptr,
+                                    Pair kept, Empty ein, RefP rin, int mode)
+{
+    Pair gone = { in.a * 3, kept.b + 7 };
+    Pair half = { in.b * 5, kept.a + 9 };
+    Nest ngone = { { in.a + 1, in.b + 2 }, kept.a + 3 };
+    Nest nhalf = { { in.a + 4, in.b + 5 }, kept.a + 6 };
+    long vals[2] = { in.a + 7, in.b + 8 };
+    long *p = ptr + mode;
+    Either un = { .l = in.a + 10 };
+    Arr agone = { { in.a * 11, in.b * 12 } };
+    Holds holds = { {}, in.a * 13 };
+    Empty nothing;
+    Empty egone;
+    Count count = { kept.a * 14 };
+    observe(gone.a ^ gone.b ^ ngone.p.a ^ ngone.p.b ^ ngone.c ^ vals[0] ^ vals[1] ^ *p ^ un.l ^
+            agone.v[0] ^ agone.v[1] ^ holds.x ^ nin.p.a ^ nin.p.b ^ nin.c ^ uin.l ^ ain.v[0] ^
+            ain.v[1] ^ hin.x ^ (long)&nothing ^ rin.r.a ^ (long)&egone);
+    if (__builtin_expect(mode, 0)) {
+        std::fprintf(stderr, "rare %d\\n", mode); /* the stop */
+        return half.a + nhalf.p.b + kept.a + count.n;
+    }
+    return in.a + half.b;
+}
+int main(int argc, char **)
+{
+    Pair in = { argc, argc + 1 }, kept = { argc * 2, argc * 3 };
+    Nest nin = { { argc, argc }, argc };
+    Either uin = { .l = argc };
+    Arr ain = { { argc, argc + 1 } };
+    Holds hin = { {}, argc * 4 };
+    long x = argc;
+    Empty e; RefP rp = { in };
+    return (int)pick(in, nin, uin, ain, hin, &x, kept, e, rp, argc > 1);
+}
+"""
+COUNT_PRINTER = """\
+import gdb
+RUNS = [0]
+class CountPrinter:
+    def __init__(self, value): self.value = value
+    def to_string(self):
+        RUNS[0] += 1
+        return "count"
+    def children(self): yield "n", self.value["n"]
+gdb.pretty_printers.append(
+    lambda v: CountPrinter(v) if v.type.strip_typedefs().tag == "Count" else None)
+class Runs(gdb.Command):
+    def __init__(self): super().__init__("printer-runs", gdb.COMMAND_USER)
+    def invoke(self, arg, tty): gdb.write("printer runs: %d\\n" % RUNS[0])
+Runs()
+"""
+
+
+@pytest.mark.parametrize("file", ["t.c", "t.cpp"])
+def test_gdb_bt_full_prints_values_optimized_out_whole_as_gdb_does(file: str,
+                                                                     tmp_path: Path) -> None:
+    """Whether a value is optimized out whole is GDB's own decision (all its bits), and `bt
+    full` in moved code now says `<optimized out>` where GDB does: a C struct whose member has
+    no bits (`we`: it read `{e = {<No data fields>}, x = <optimized out>}`), an empty class
+    and a struct holding a reference (`ein={<No data fields>}`, `rin={r = <optimized out>}`
+    under `print frame-arguments all`). A local's pretty-printer runs as often as in GDB's own
+    `bt full` (it ran once more, to see whether a child could be read)."""
+    (tmp_path / "count.py").write_text(COUNT_PRINTER)
+    ours, theirs, line = _bolted(tmp_path, EDGES_CPP if file == "t.cpp" else EDGES_C, file)
+    said = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+                "set width 0", "-iex", "set print frame-arguments all"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        argv += ["-x", str(tmp_path / "count.py"), "-ex", f"break {file}:{line}", "-ex", "run",
+                 "-ex", "echo <<bt full>>\\n", "-ex", "bt full 1", "-ex",
+                 "echo <<runs>>\\n", "-ex", "printer-runs", "--args", str(binary), "rare"]
+        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=120, cwd=ROOT,
+                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
+                                   ).stdout)
+    mine, expected = (_answers(s) for s in said)
+    premise = ["ein=<optimized out>", "rin=<optimized out>", "egone = {<No data fields>}",
+               "half = {a = <optimized out>, b = 13}"] if file == "t.cpp" else \
+        ["we = <optimized out>", "gone = <optimized out>", "vals = <optimized out>"]
+    for text in [*premise, "count = count = {n = 56}"]:
+        assert text in expected["0: bt full"], expected
+    assert expected["1: runs"] == "printer runs: 1", expected  # the stop line prints none
+    assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
+    assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
+
+
 PARTS_SOURCE = """\
 #include <cstdio>
 struct Pair { long a; long b; };
