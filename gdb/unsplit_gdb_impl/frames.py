@@ -261,7 +261,15 @@ class LineDecorator(FrameDecorator):
         with a constant value (GCC's `DW_AT_const_value`: `crash = 1`), and goes on past an
         inlined call's block into the locals of the function it is inlined in."""
         try:
-            return self._frame_locals()
+            found = self._frame_locals()
+            if not found and self._framed and not self._for_dap():
+                # GDB's printer of filtered frames says nothing where a frame has none
+                # (py-framefilter.c, py_print_locals), GDB's own `bt full` says why (stack.c,
+                # print_frame_local_vars): said here, as that printer asks for the locals
+                # right after the frame's line
+                gdb.write("No locals.\n" if found is not None else
+                          "No symbol table info available.\n")
+            return found
         except Exception as e:
             return self._fallback(e, FrameDecorator.frame_locals)
 
@@ -275,8 +283,8 @@ class LineDecorator(FrameDecorator):
         block: gdb.Block | None
         try:
             block = frame.block()
-        except RuntimeError:
-            return []
+        except RuntimeError:  # GDB has no block of the function's here
+            return None
         dap = self._for_dap()  # DAP prints each local's value as GDB's Python printer does
         found: list[_Local | local_errors.Printed] = []
         while block is not None and not (block.is_global or block.is_static):

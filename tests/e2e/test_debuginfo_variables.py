@@ -429,6 +429,68 @@ def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
     assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
 
 
+NO_LOCALS_SOURCE = """\
+#include <stdio.h>
+long through(long (*f)(long, int), long y, int mode);
+__attribute__((noinline)) long pick(long y, int mode)
+{
+    if (__builtin_expect(mode, 0)) {
+        fprintf(stderr, "rare %d\\n", mode); /* the stop */
+        return y * 3;
+    }
+    return y;
+}
+int main(int argc, char **argv)
+{
+    long got = through(pick, argc, argc > 1);
+    return (int)got;
+}
+"""
+NO_DWARF_LIBRARY = "long through(long (*f)(long, int), long y, int m) { return f(y, m) + 1; }\n"
+
+
+def test_gdb_bt_full_says_why_a_frame_lists_no_locals(tmp_path: Path) -> None:
+    """GDB's own `bt full` writes `No locals.` under a frame whose function has none and `No
+    symbol table info available.` under one without debug information; its printer of
+    filtered frames wrote neither, so with the plugin a backtrace with moved code lost both
+    (GDB 13 and 18). Here a cold fragment called back from a library built without -g."""
+    (tmp_path / "t.c").write_text(NO_LOCALS_SOURCE)
+    (tmp_path / "helper.c").write_text(NO_DWARF_LIBRARY)
+    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
+    theirs.parent.mkdir()
+    ours.parent.mkdir()
+    for folder in (theirs.parent, ours.parent):
+        subprocess.run(["clang-22", "-O2", "-shared", "-fPIC", "helper.c", "-o",
+                        str(folder / "libhelper.so")], check=True, cwd=tmp_path, timeout=120)
+    subprocess.run(["clang-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.c",
+                    f"-L{theirs.parent}", "-lhelper", "-Wl,-rpath,$ORIGIN", "-o", str(theirs)],
+                   check=True, cwd=tmp_path, timeout=120)
+    (ours.parent / "input").symlink_to(theirs.parent)
+    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
+                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
+                   timeout=120)
+    line = next(n for n, x in enumerate(NO_LOCALS_SOURCE.splitlines(), 1) if "the stop" in x)
+    said = []
+    for binary, plugin in ((ours, True), (theirs, False)):
+        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+                "set width 0"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        argv += ["-ex", f"break t.c:{line}", "-ex", "run", "-ex", "echo <<bt full>>\\n",
+                 "-ex", "bt full 2", "--args", str(binary), "rare"]
+        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=120, cwd=ROOT,
+                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
+                                   ).stdout)
+    # (a frame filter cannot say ` from LIBRARY`: docs/gdb.md)
+    mine, expected = (re.sub(r" from /\S+$", "", _answers(s)["0: bt full"], flags=re.M)
+                      for s in said)
+    assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
+    assert re.search(r"^#0 .*\nNo locals\.\n#1 .*through .*\nNo symbol table info available\.",
+                     expected), expected
+    assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
+
+
 # The edges of "optimized out whole" (a struct of no bits inside one, an empty class, a struct
 # holding a reference to one) and a local with a pretty-printer that counts its runs.
 EDGES_C = """\
@@ -655,8 +717,7 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
     assert "box = box of 3 = {n = 3, first = <error reading variable box (Cannot access " \
            "memory at address 0x10)>" in expected and "gone = <optimized out>" in expected, \
         expected
-    # (GDB's printer of filtered frames writes no `No locals.`: docs/debug-info.md)
-    assert mine == expected.replace("\nNo locals.", ""), answers[0]
+    assert mine == expected, answers[0]
     listed = []
     for binary, plugin in ((ours, True), (theirs, False)):
         session = MiSession([str(binary)], plugin=plugin,
