@@ -57,7 +57,6 @@ bench/results/debuginfo.json (the zoo) or debuginfo-realworld.json.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import re
@@ -70,6 +69,7 @@ from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugin"))
+sys.path.insert(0, str(ROOT))  # tests.debug_files
 
 import realworld as rw  # noqa: E402
 import realworld_cpp as cpp  # noqa: E402
@@ -79,6 +79,8 @@ from saving import save  # noqa: E402
 from unsplit.debuginfo.synthesize import build  # noqa: E402
 from unsplit.index.bolt import prebolt  # noqa: E402
 from unsplit.index.module_index import ModuleIndex  # noqa: E402
+
+from tests.debug_files import written  # noqa: E402
 
 VARIANTS = ["all", "random2", "profile2", "cdsplit", "randomN", "reverse", "nonreloc", "nolite"]
 GDB_PLUGIN = ROOT / "gdb" / "unsplit_gdb.py"
@@ -260,19 +262,6 @@ def _frames(out: str) -> str:
     return "\n".join(ln for ln in out.split("<<then>>")[0].splitlines() if ln.startswith("#"))
 
 
-def _written(cache: Path, timeout: float = 600) -> None:
-    """Wait for the debug file a first session left its writer to finish (its lock free)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done = list(cache.rglob("*.debug"))
-        if done:
-            with open(f"{done[0]}.lock", "ab") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"no debug file in {cache} after {timeout} s")
-
-
 _FRAME_LINE = re.compile(r"^#\d+ .* at \S+:\d+$")
 _ARGUMENT = re.compile(r"^\w+ = ", re.M)
 
@@ -311,7 +300,7 @@ def _core_sessions(name: str, binary: Path, twin: Path, repeats: int, tmp: Path,
                  for suffix, plugin in versions]
         for kind, path, sourced, where, then in plan:
             if kind.startswith("later"):
-                _written(where)
+                written(where, timeout=600)
             timing, said[kind] = _gdb_bt(path, core, sourced, where, then)
             runs.setdefault(kind, []).append(timing)
     best = {kind: _best(t) for kind, t in runs.items()}

@@ -5,12 +5,10 @@ the first command that needs it, which answers as the fixture's facts say."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 
 from ..conftest import ROOT, facts
+from ..debug_files import written
 from .driver_gdb import GdbDriver
 
 pytestmark = [
@@ -34,19 +33,6 @@ NOT_AT_BT = ("unsplit.formats.eh_frame", "unsplit.debug.cfi", "unsplit.render.ex
              "unsplit.render.breaks", "unsplit.render.debuginfo", "dataclasses", "inspect")
 
 
-def _written(cache: Path, timeout: float = 120) -> Path:
-    """The debug file the first session's writer left (waited for through its lock)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done = list(cache.rglob("*.debug"))
-        if done:
-            with open(f"{done[0]}.lock", "ab") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            return done[0]
-        time.sleep(0.2)
-    raise AssertionError(f"no debug file in {cache}")
-
-
 def test_a_later_session_imports_what_bt_reads_and_the_rest_when_asked(
         gdb: Callable[..., GdbDriver], zoo: dict[str, Any], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,7 +46,7 @@ def test_a_later_session_imports_what_bt_reads_and_the_rest_when_asked(
          f"source {PLUGIN}", str(binary), "-c", core, "-ex", "bt"],
         capture_output=True, text=True, timeout=120, env={**os.environ})
     assert first.returncode == 0, first.stderr
-    path = _written(cache)
+    path = written(cache, timeout=120)
 
     session = gdb(binary, core=core)
     assert str(path) in session.startup, session.startup
