@@ -154,6 +154,18 @@ def gdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[...
     yield from _sessions(request, tmp_path, "gdb")
 
 
+@pytest.fixture
+def debug_file_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GDB's sessions write their debug files before the first prompt, not in the background:
+    for a test that reads one session's answers against each other on a core, where the
+    background writer's file, loaded at whichever prompt or command comes after it is done,
+    changed GDB's own frames between two commands (`bt -no-filters` named `transfer` where
+    `bt` named `transfer.cold`) and put `unsplit: debug info for split module …` into the
+    output of whichever command came then. The writer in the background is
+    test_debuginfo_background's."""
+    monkeypatch.setenv("UNSPLIT_DEBUGINFO_BACKGROUND", "0")
+
+
 def resume(session: Any, timeout: float | None = None) -> str:
     """Continue to the next stop; the output up to it (each driver's `cont`)."""
     return str(session.cont(timeout))

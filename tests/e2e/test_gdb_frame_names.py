@@ -191,6 +191,7 @@ def test_procedure_names_lose_their_symbol_versions(gdb: Callable[..., Any],
     assert names[names.index("park") - 1] == "pthread_cond_wait", names
 
 
+@pytest.mark.usefixtures("debug_file_at_start")
 @pytest.mark.parametrize("info", ["source-and-location", "source-line"])
 def test_source_lines_in_bt_do_not_crash_gdb(gdb: Callable[..., Any], zoo: dict[str, Any],
                                              info: str) -> None:

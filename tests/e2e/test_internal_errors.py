@@ -38,6 +38,7 @@ def _said_once(text: str) -> None:
     assert "Python Exception" not in text and "Traceback" not in text, text
 
 
+@pytest.mark.usefixtures("debug_file_at_start")
 @expected
 def test_gdb_frame_decorator(gdb: Callable[..., Any], zoo: dict[str, Any]) -> None:
     """A bug in what the frame filter's decorators give GDB as it prints a frame (here the

@@ -236,6 +236,7 @@ def test_core_of_another_binary(debugger: Callable[..., Any], zoo: dict[str, Any
     assert session.alive()
 
 
+@pytest.mark.usefixtures("debug_file_at_start")
 def test_core_of_another_binary_after_a_plain_bt(debugger: Callable[..., Any],
                                                 zoo: dict[str, Any]) -> None:
     """`gdb bolt-all/loop` + `core bolt-all/crash.core`: the first `bt` names frames through
