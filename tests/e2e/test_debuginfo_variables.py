@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,22 +47,37 @@ SCENARIOS: dict[str, tuple[str, str | None, list[str], str | None]] = {
 }
 
 
-def _gdb(binary: Path, argument: str, stop: tuple[str, int] | str | None, commands: list[str],
-         plugin: bool, cache: Path) -> str:
-    argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
-            "set width 0", "-iex", "set print frame-info source-and-location"]
+def _gdb(binary: Path, argument: str | None, stop: tuple[str, int] | str | None,
+         commands: list[str], plugin: bool, cache: Path,
+         settings: Sequence[str] = ("set print frame-info source-and-location",),
+         scripts: Sequence[Path] = ()) -> str:
+    """What `gdb -batch` prints: `settings` before the binary loads, `scripts` after it, a
+    run with `argument` (None: none) to `stop`, then each of `commands` after a mark
+    (`<<COMMAND>>`, see _answers)."""
+    argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex", "set width 0"]
+    for setting in settings:
+        argv += ["-iex", setting]
     if plugin:
         argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+    for script in scripts:
+        argv += ["-x", str(script)]
     if stop is not None:
         argv += ["-ex", f"break {stop}" if isinstance(stop, str) else f"break {stop[0]}:{stop[1]}"]
     argv += ["-ex", "run"]
     for command in commands:
         argv += ["-ex", f"echo <<{command}>>\\n", "-ex", command]
-    argv += ["--args", str(binary), argument]
+    argv += ["--args", str(binary), *([] if argument is None else [argument])]
     # GDB's errors ("No symbol ...") are part of a command's answer
     run = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=120, env={**os.environ, "UNSPLIT_CACHE": str(cache)}, cwd=ROOT)
     return run.stdout
+
+
+def _gdb_on_both(ours: Path, theirs: Path, argument: str | None, stop: tuple[str, int],
+                 commands: list[str], cache: Path, **options: Any) -> tuple[str, str]:
+    """_gdb on the BOLT output with the plugin and on its input without."""
+    return (_gdb(ours, argument, stop, commands, True, cache, **options),
+            _gdb(theirs, argument, stop, commands, False, cache, **options))
 
 
 # program -> LLDB's commands at the same stops (no `thread step-out` at a crash).
@@ -139,16 +155,17 @@ def _same_stack(f: dict[str, Any], program: str, tmp_path: Path) -> tuple[Path, 
     return ours, theirs
 
 
-def _bolted(tmp_path: Path, source: str, file: str) -> tuple[Path, Path, int]:
-    """`source` built as `file` with clang -O2 -g (the pre-BOLT input, `i/t`) and BOLTed with
-    every cold block split off and BAT, DWARF dropped (`o/t`, its input beside it): the two
-    binaries and the line of `source` marked "the stop"."""
+def _bolted(tmp_path: Path, source: str, file: str,
+            link: Sequence[str] = ()) -> tuple[Path, Path, int]:
+    """`source` built as `file` with clang -O2 -g and linked with `link` (the pre-BOLT input,
+    `i/t`) and BOLTed with every cold block split off and BAT, DWARF dropped (`o/t`, its input
+    beside it): the two binaries and the line of `source` marked "the stop"."""
     (tmp_path / file).write_text(source)
     ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
     theirs.parent.mkdir()
     compiler = "clang++-22" if file.endswith(".cpp") else "clang-22"
-    subprocess.run([compiler, "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", file, "-o",
-                    str(theirs)], check=True, cwd=tmp_path, timeout=120)
+    subprocess.run([compiler, "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", file, *link,
+                    "-o", str(theirs)], check=True, cwd=tmp_path, timeout=120)
     ours.parent.mkdir()
     (ours.parent / "input").symlink_to(theirs.parent)
     subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
@@ -409,19 +426,9 @@ def test_gdb_bt_full_prints_optimized_out_structs_as_gdb_does(arguments: str,
     GDB's Python printer said `gone = {a = <optimized out>, b = <optimized out>}` (ninja's
     `real_main`; a `std::vector` there broke the line with a Python exception)."""
     ours, theirs, line = _bolted(tmp_path, OPTIMIZED_OUT_SOURCE, "t.c")
-    said = []
-    for binary, plugin in ((ours, True), (theirs, False)):
-        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
-                "set width 0", "-iex", f"set print frame-arguments {arguments}"]
-        if plugin:
-            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-        argv += ["-ex", f"break t.c:{line}", "-ex", "run", "-ex", "echo <<bt full>>\\n", "-ex",
-                 "bt full 1", "--args", str(binary), "rare"]
-        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=120, cwd=ROOT,
-                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
-                                   ).stdout)
-    mine, expected = (_answers(s)["0: bt full"] for s in said)
+    said = _gdb_on_both(ours, theirs, "rare", ("t.c", line), ["bt full 1"], tmp_path / "c",
+                        settings=[f"set print frame-arguments {arguments}"])
+    mine, expected = (_answers(s)["0: bt full 1"] for s in said)
     assert "\n        gone = <optimized out>\n" in expected, expected
     if arguments == "all":
         assert "(in={a = <optimized out>, b = " in expected, expected
@@ -454,36 +461,15 @@ def test_gdb_bt_full_says_why_a_frame_lists_no_locals(tmp_path: Path) -> None:
     symbol table info available.` under one without debug information; its printer of
     filtered frames wrote neither, so with the plugin a backtrace with moved code lost both
     (GDB 13 and 18). Here a cold fragment called back from a library built without -g."""
-    (tmp_path / "t.c").write_text(NO_LOCALS_SOURCE)
     (tmp_path / "helper.c").write_text(NO_DWARF_LIBRARY)
-    ours, theirs = tmp_path / "o" / "t", tmp_path / "i" / "t"
-    theirs.parent.mkdir()
-    ours.parent.mkdir()
-    for folder in (theirs.parent, ours.parent):
-        subprocess.run(["clang-22", "-O2", "-shared", "-fPIC", "helper.c", "-o",
-                        str(folder / "libhelper.so")], check=True, cwd=tmp_path, timeout=120)
-    subprocess.run(["clang-22", "-O2", "-g", "-fuse-ld=lld", "-Wl,--emit-relocs", "t.c",
-                    f"-L{theirs.parent}", "-lhelper", "-Wl,-rpath,$ORIGIN", "-o", str(theirs)],
+    subprocess.run(["clang-22", "-O2", "-shared", "-fPIC", "helper.c", "-o", "libhelper.so"],
                    check=True, cwd=tmp_path, timeout=120)
-    (ours.parent / "input").symlink_to(theirs.parent)
-    subprocess.run(["llvm-bolt-22", str(theirs), "-o", str(ours), "--split-functions",
-                    "--split-strategy=all", "--enable-bat"], check=True, capture_output=True,
-                   timeout=120)
-    line = next(n for n, x in enumerate(NO_LOCALS_SOURCE.splitlines(), 1) if "the stop" in x)
-    said = []
-    for binary, plugin in ((ours, True), (theirs, False)):
-        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
-                "set width 0"]
-        if plugin:
-            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-        argv += ["-ex", f"break t.c:{line}", "-ex", "run", "-ex", "echo <<bt full>>\\n",
-                 "-ex", "bt full 2", "--args", str(binary), "rare"]
-        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=120, cwd=ROOT,
-                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
-                                   ).stdout)
+    ours, theirs, line = _bolted(tmp_path, NO_LOCALS_SOURCE, "t.c",
+                                 [f"-L{tmp_path}", "-lhelper", f"-Wl,-rpath,{tmp_path}"])
+    said = _gdb_on_both(ours, theirs, "rare", ("t.c", line), ["bt full 2"], tmp_path / "c",
+                        settings=[])
     # (a frame filter cannot say ` from LIBRARY`: docs/gdb.md)
-    mine, expected = (re.sub(r" from /\S+$", "", _answers(s)["0: bt full"], flags=re.M)
+    mine, expected = (re.sub(r" from /\S+$", "", _answers(s)["0: bt full 2"], flags=re.M)
                       for s in said)
     assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
     assert re.search(r"^#0 .*\nNo locals\.\n#1 .*through .*\nNo symbol table info available\.",
@@ -613,26 +599,16 @@ def test_gdb_bt_full_prints_values_optimized_out_whole_as_gdb_does(file: str,
     `bt full` (it ran once more, to see whether a child could be read)."""
     (tmp_path / "count.py").write_text(COUNT_PRINTER)
     ours, theirs, line = _bolted(tmp_path, EDGES_CPP if file == "t.cpp" else EDGES_C, file)
-    said = []
-    for binary, plugin in ((ours, True), (theirs, False)):
-        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
-                "set width 0", "-iex", "set print frame-arguments all"]
-        if plugin:
-            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-        argv += ["-x", str(tmp_path / "count.py"), "-ex", f"break {file}:{line}", "-ex", "run",
-                 "-ex", "echo <<bt full>>\\n", "-ex", "bt full 1", "-ex",
-                 "echo <<runs>>\\n", "-ex", "printer-runs", "--args", str(binary), "rare"]
-        said.append(subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=120, cwd=ROOT,
-                                   env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}
-                                   ).stdout)
+    said = _gdb_on_both(ours, theirs, "rare", (file, line), ["bt full 1", "printer-runs"],
+                        tmp_path / "c", settings=["set print frame-arguments all"],
+                        scripts=[tmp_path / "count.py"])
     mine, expected = (_answers(s) for s in said)
     premise = ["ein=<optimized out>", "rin=<optimized out>", "egone = {<No data fields>}",
                "half = {a = <optimized out>, b = 13}"] if file == "t.cpp" else \
         ["we = <optimized out>", "gone = <optimized out>", "vals = <optimized out>"]
     for text in [*premise, "count = count = {n = 56}"]:
-        assert text in expected["0: bt full"], expected
-    assert expected["1: runs"] == "printer runs: 1", expected  # the stop line prints none
+        assert text in expected["0: bt full 1"], expected
+    assert expected["1: printer-runs"] == "printer runs: 1", expected  # the stop line prints none
     assert re.search(r"^#0 +pick \[cold", said[0], re.M), said[0]  # the filter's frame
     assert mine == expected, f"--- ours\n{said[0]}\n--- plain GDB on the input\n{said[1]}"
 
@@ -696,18 +672,8 @@ def test_gdb_bt_full_prints_every_local_whose_printer_fails(tmp_path: Path) -> N
     (tmp_path / "tag.py").write_text(TAG_PRINTER)
     ours, theirs, line = _bolted(tmp_path, PARTS_SOURCE, "t.cpp")
     stop = ("t.cpp", line)
-    answers = []
-    for binary, plugin in ((ours, True), (theirs, False)):
-        argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
-                "set width 0"]
-        if plugin:
-            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-        argv += ["-x", str(tmp_path / "box.py"), "-x", str(tmp_path / "tag.py"), "-ex",
-                 f"break {stop[0]}:{stop[1]}", "-ex",
-                 "run", "-ex", "echo <<bt full>>\\n", "-ex", "bt full", str(binary)]
-        answers.append(subprocess.run(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-            cwd=ROOT, env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "cache")}).stdout)
+    answers = _gdb_on_both(ours, theirs, None, stop, ["bt full"], tmp_path / "cache",
+                           settings=[], scripts=[tmp_path / "box.py", tmp_path / "tag.py"])
     assert "work [cold" in answers[0], answers[0]  # the frame the plugin prints: moved code
     # (GDB prints a printer's own error on stderr, as it goes: each one once)
     assert answers[0].count("Python Exception") == answers[1].count("Python Exception") == 1
