@@ -2,7 +2,8 @@
 its start and `bt` do not read is not imported (the CFI decoder and unwinder, the DWARF byte
 readers, the formats the module lacks, the texts of commands not typed), and each comes with
 the first command that needs it, which answers as the fixture's facts say; the unwinder's
-policies come back as the first session counted them."""
+policies come back as the first session counted them, and the `bb` commands' help as argparse
+formats it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unsplit.commands import COMMANDS
 
 from ..conftest import ROOT, facts
 from .driver_gdb import GdbDriver
@@ -27,6 +29,7 @@ pytestmark = [
 ]
 
 PLUGIN = ROOT / "gdb" / "unsplit_gdb.py"
+COMMAND_NAMES = list(COMMANDS)
 # (bolt-cdsplit: each moved fragment has its FDE, so a `bt` decodes no CFI)
 NOT_AT_BT = ("unsplit.formats.eh_frame", "unsplit.debug.cfi", "unsplit.render.exact_frames",
              "unsplit.formats.esl", "unsplit.index.sources.bb_addr_map",
@@ -94,3 +97,25 @@ def test_a_later_session_imports_what_bt_reads_and_the_rest_when_asked(
     assert re.search(rf"^#0\s+0x[0-9a-f]+ in transfer \[cold\]\+0x[0-9a-f]+ at crash\.c:{site}",
                      walked, re.M), walked
     assert sorted(loaded()) == sorted(NOT_AT_BT[:3] + NOT_AT_BT[6:])
+
+
+def _helps(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off", "-iex",
+         f"source {PLUGIN}", "-ex", "help bb", *(a for name in COMMAND_NAMES
+                                                  for a in ("-ex", f"help bb {name}"))],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    return out.stdout
+
+
+def test_the_help_a_later_session_reads_back_is_argparse_s(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    fresh = {"UNSPLIT_CACHE": str(tmp_path / "unwritable" / "cache")}  # formatted every time
+    (tmp_path / "unwritable").write_text("")
+    first = _helps({"UNSPLIT_CACHE": cache})
+    assert list((tmp_path / "cache").glob("help-v*/*.json"))
+    assert _helps({"UNSPLIT_CACHE": cache}) == first == _helps(fresh)
+    assert "usage: bb break" in first
+    narrow = _helps({"UNSPLIT_CACHE": cache, "COLUMNS": "50"})
+    assert narrow != first and narrow == _helps({**fresh, "COLUMNS": "50"})
