@@ -150,7 +150,11 @@ def helps() -> dict[str, str]:
                    | {__file__})
     stamps = []
     for path in files:
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except OSError:  # not a file (a zip's member): nothing to tell a stale help by
+            with untranslated_messages():
+                return {name: c.help for name, c in COMMANDS.items()}
         stamps.append([path, st.st_size, st.st_mtime_ns])
     key = [sys.version, _width_from(), stamps]
     text = json.dumps(key)

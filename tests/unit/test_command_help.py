@@ -62,3 +62,10 @@ def test_a_cache_that_cannot_be_written_is_no_error(
     blocker.write_text("")
     monkeypatch.setenv("UNSPLIT_CACHE", str(blocker / "cache"))
     assert helps() == {name: c.help for name, c in COMMANDS.items()}
+
+
+def test_commands_from_no_file_are_formatted_every_time(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands, "__file__", str(cache / "in.zip" / "commands.py"))
+    assert helps() == _formatted()
+    assert _kept(cache) == []
