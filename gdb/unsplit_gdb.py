@@ -13,10 +13,11 @@ def _load() -> None:
     """Register the plugin, or say in one line what is missing (the session goes on)."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(os.path.dirname(here), "plugin"))  # this checkout's core
-    from unsplit.collector import collector_paused
+    from unsplit.collector import collector_paused, spare_what_lives_on
 
     with collector_paused():  # its modules and classes live as long as GDB
         _register(here)
+    spare_what_lives_on()
 
 
 def _register(here: str) -> None:

@@ -64,7 +64,8 @@ def _options(command: core.Command) -> list[str]:
     return sorted(o for action in parser._actions for o in action.option_strings)
 
 
-def make_subcommand(command: core.Command, session: Session, host: GdbHost) -> Any:
+def make_subcommand(command: core.Command, help_text: str, session: Session,
+                    host: GdbHost) -> Any:
     """A gdb.Command class for one table entry; its docstring is the command's help."""
 
     def __init__(self: Any) -> None:
@@ -82,7 +83,7 @@ def make_subcommand(command: core.Command, session: Session, host: GdbHost) -> A
             return [o[cut:] for o in _options(command) if o.startswith(token)]
         return gdb.COMPLETE_EXPRESSION
 
-    doc = f"{command.summary}\n\n{command.help.rstrip()}"
+    doc = f"{command.summary}\n\n{help_text.rstrip()}"
     cls = type(f"Bb{command.name.title().replace('-', '')}", (gdb.Command,), {
         "__doc__": doc, "__init__": __init__, "invoke": invoke, "complete": complete})
     return cls()
@@ -91,6 +92,7 @@ def make_subcommand(command: core.Command, session: Session, host: GdbHost) -> A
 def register(session: Session, host: GdbHost) -> list[Any]:
     """Create `bb` and its subcommands; the caller keeps the objects alive."""
     made: list[Any] = [BbPrefix()]
-    with core.untranslated_messages():  # every help under one look for argparse's catalog
-        made.extend(make_subcommand(c, session, host) for c in core.COMMANDS.values())
+    helps = core.helps()  # (kept between sessions: GDB reads each help as it is made)
+    made.extend(make_subcommand(c, helps[c.name], session, host)
+                for c in core.COMMANDS.values())
     return made

@@ -75,7 +75,10 @@ class ExactUnwinder(Unwinder):
     def _policy(self, path: str) -> cfi_check.ModulePolicy | None:
         if path not in self.policies:
             try:
-                self.policies[path] = cfi_check.module_policy(self.session.index(path))
+                # The kept policy first: the module's index only where it was never counted
+                policy = cfi_check.stored_policy(self.session.indexes.binary(path))
+                self.policies[path] = policy if policy is not None else \
+                    cfi_check.module_policy(self.session.index(path))
             except (UnsplitError, OSError):
                 self.policies[path] = None
         return self.policies[path]

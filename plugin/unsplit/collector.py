@@ -1,4 +1,5 @@
-"""Python's cycle collector paused while a process imports or makes what lives to its end."""
+"""Python's cycle collector paused while a process imports or makes what lives to its end, and
+what it made then left out of the collector's later passes."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def spare_what_lives_on() -> None:
+    """Everything the process holds now left out of every later pass of the cycle collector
+    (gc.freeze), once GDB has loaded the plugin: its modules, classes and functions live as
+    long as GDB, yet the collector's first passes after the load went over all of them (made
+    while it was paused, they were all young) and GDB's exit freed them one by one. What is
+    made later is collected as before."""
+    gc.freeze()

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, NoReturn
 
+from unsplit.cache_dir import cache_root
 from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
@@ -127,6 +128,82 @@ def _as_written(message: str) -> str:
 
 def _plural_as_written(singular: str, plural: str, n: int) -> str:
     return singular if n == 1 else plural
+
+
+HELP_VERSION = 1
+
+
+def helps() -> dict[str, str]:
+    """Every command's help (Command.help) by name, kept under the cache root between
+    sessions: GDB reads a command's help as the command is made, so each start built and
+    formatted every parser for a `help` seldom typed. Kept by all the text depends on
+    (Python's version, the width argparse wraps to, the files that declare the commands);
+    made afresh where argparse has a catalog to translate it with, and when the kept file is
+    absent, damaged or another key's (then written again; a read-only cache is no error)."""
+    domain = gettext.textdomain()
+    if gettext.find(domain, gettext.bindtextdomain(domain)):
+        return {name: c.help for name, c in COMMANDS.items()}
+    import sys
+    import zlib
+
+    files = sorted({str(sys.modules[c.arguments.__module__].__file__) for c in COMMANDS.values()}
+                   | {__file__})
+    stamps = []
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:  # not a file (a zip's member): nothing to tell a stale help by
+            with untranslated_messages():
+                return {name: c.help for name, c in COMMANDS.items()}
+        stamps.append([path, st.st_size, st.st_mtime_ns])
+    key = [sys.version, _width_from(), stamps]
+    text = json.dumps(key)
+    kept = os.path.join(cache_root(), f"help-v{HELP_VERSION}",
+                        f"{zlib.crc32(text.encode()):08x}.json")
+    try:
+        with open(kept, encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        found = None
+    if isinstance(found, dict) and found.get("key") == key:
+        made = found.get("help")
+        if isinstance(made, dict) and sorted(made) == sorted(COMMANDS) and \
+                all(isinstance(v, str) for v in made.values()):
+            return made
+    with untranslated_messages():  # (one look for the catalog, not one per command)
+        made = {name: c.help for name, c in COMMANDS.items()}
+    _write_kept(kept, json.dumps({"key": key, "help": made}))
+    return made
+
+
+def _width_from() -> list[str | int | None]:
+    """What the width argparse wraps to is made of (shutil.get_terminal_size, which a kept
+    help need not import): $COLUMNS, and the columns of the terminal standard output is."""
+    import sys
+
+    out = sys.__stdout__
+    try:
+        columns = None if out is None else os.get_terminal_size(out.fileno()).columns
+    except (ValueError, OSError):  # closed, detached, or not a terminal
+        columns = None
+    return [os.environ.get("COLUMNS"), columns]
+
+
+def _write_kept(path: str, text: str) -> None:
+    import tempfile
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass  # a read-only cache: made again next session
 
 
 # -- bb where -------------------------------------------------------------------------------

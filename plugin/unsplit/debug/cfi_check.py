@@ -433,15 +433,25 @@ class ModulePolicy(NamedTuple):
         return self.moved > 0 and (self.contested > 0 or self.uncovered > 0)
 
 
+def stored_policy(binary: Binary) -> ModulePolicy | None:
+    """The policy kept for this very file by an earlier :func:`module_policy` (None: not
+    counted yet): read without the module's index, which a later session need not open for a
+    module whose frames it only unwinds (libc's, under `main`)."""
+    stored = _load(binary)
+    if stored is None or stored[1] is None or stored[2] is None:
+        return None
+    _CONTESTED.set(binary, stored[0])
+    moved = stored[1]
+    return ModulePolicy(binary.path, moved, len(stored[0]) if moved else 0, stored[2])
+
+
 def module_policy(index: ModuleIndex) -> ModulePolicy:
     """The module's policy; counted once per file and kept with its contested ranges (a
     BOLTed libLLVM's 89,233 moved fragments take two seconds to count)."""
     binary = index.binary
-    stored = _load(binary)
-    if stored is not None and stored[1] is not None and stored[2] is not None:
-        _CONTESTED.set(binary, stored[0])
-        moved = stored[1]
-        return ModulePolicy(binary.path, moved, len(stored[0]) if moved else 0, stored[2])
+    stored = stored_policy(binary)
+    if stored is not None:
+        return stored
     starts = index.moved_starts()
     found = contested(binary) if starts else Contested.none()
     bare = 0

@@ -20,7 +20,8 @@ from unsplit.index.module_index import ModuleIndex
 
 # The folders unsplit keeps under the cache root, any format version: (prefix, kind).
 _KINDS = (("index-v", "index"), ("lldb-cfi-v", "lldb-cfi"), ("debuginfo-v", "debuginfo"),
-          ("contested-v", "contested-cfi"), ("inputs-v", "verified-input"))
+          ("contested-v", "contested-cfi"), ("inputs-v", "verified-input"),
+          ("help-v", "command-help"))
 
 
 def _kept_files() -> list[tuple[str, str, int]]:

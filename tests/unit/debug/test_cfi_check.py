@@ -1,6 +1,7 @@
 """unsplit.debug.cfi_check on bolt-nonreloc's crash, where BOLT's in-place rewrite leaves the
 input's FDE beside the new one at each rewritten function's start: the one-pass FDE scan, the
-ranges several FDEs cover, where their rules differ, and the ranges kept on disk.
+ranges several FDEs cover, where their rules differ, the ranges kept on disk, and the module's
+policy read back from them without its index.
 
 Oracle: llvm-dwarfdump-22 --eh-frame (tests/cfi_oracle.py), never unsplit.
 """
@@ -16,6 +17,7 @@ import pytest
 from unsplit.debug import cfi_check
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
+from unsplit.index.module_index import ModuleIndex
 
 from ...cfi_oracle import dwarfdump_fdes, row_at
 from ...conftest import ROOT
@@ -81,3 +83,19 @@ def test_ranges_are_kept_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     os.utime(copy, ns=(1, 1))
     with pytest.raises(AssertionError, match="scanned again"):
         cfi_check.contested(Binary(str(copy)))
+
+
+def test_a_counted_policy_is_read_back_without_the_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UNSPLIT_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "crash"
+    shutil.copy2(BINARY, copy)
+    assert cfi_check.stored_policy(Binary(str(copy))) is None  # never counted
+    counted = cfi_check.module_policy(ModuleIndex(Binary(str(copy))))
+    assert counted.moved and counted.contested  # (bolt-nonreloc: both FDEs at each start)
+    again = Binary(str(copy))
+    assert cfi_check.stored_policy(again) == counted
+    # ... and the ranges come with it, as a scan would find them
+    scanned = cfi_check.Contested.scan(Binary(str(copy)))
+    kept = cfi_check.contested(again)
+    assert (list(kept.los), list(kept.his)) == (list(scanned.los), list(scanned.his))
