@@ -250,8 +250,8 @@ def _entries(d: bytes, pos: int, n: int, eq: int, mask_bytes: int) -> tuple[int,
     ``_MOST_PER_ENTRY * n`` bytes after the mask (so no read needs a bound check).
 
     Eight deduplicated entries at a time when their LEB128s are all one byte (their places
-    follow from the mask byte alone: one C call gathers them); the rest one at a time. An
-    entry costs ~240 ns of bytecode however little it does (docs/benchmarks.md)."""
+    follow from the mask byte alone: one C call gathers them); the rest one at a time, where
+    an entry's bytecode costs the same however little it does (docs/benchmarks.md)."""
     total = 0
     acc = 0  # only its low bit matters: BRANCHENTRY
     mask_at = pos
