@@ -9,7 +9,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from unsplit.errors import DecodeError
 from unsplit.formats import bat
@@ -156,14 +157,24 @@ def _scan(d: bytes) -> BatScan:
                 offsets.append(pos)
                 cursors.append(prev)
                 hot_indices.append(hot_index)
-                delta, pos = _uleb(d, pos)
+                # one-byte LEB128s read in place (most of the header's), others by _uleb
+                c = d[pos] if pos < end else 0x80
+                if c < 0x80:
+                    delta = c
+                    pos += 1
+                else:
+                    delta, pos = _uleb(d, pos)
                 address = (prev + delta) & _M64
                 addresses.append(address)
                 n_sec = 0
                 if kind == 0:
                     pos += 8  # function hash
-                    _, pos = _uleb(d, pos)  # block count
-                    n_sec, pos = _uleb(d, pos)
+                    if pos + 1 < end and d[pos] < 0x80 and d[pos + 1] < 0x80:
+                        n_sec = d[pos + 1]
+                        pos += 2
+                    else:
+                        _, pos = _uleb(d, pos)  # block count
+                        n_sec, pos = _uleb(d, pos)
                     if n_sec > end - pos:
                         raise _Unusual
                     parents.append(address)
@@ -173,42 +184,23 @@ def _scan(d: bytes) -> BatScan:
                     if hot_index >= hot_count:
                         raise _Unusual
                     parents.append(addresses[hot_index])
-                    _, pos = _uleb(d, pos)  # cold input skew
-                n, pos = _uleb(d, pos)
-                eq, pos = _uleb(d, pos)
+                    if pos < end and d[pos] < 0x80:
+                        pos += 1
+                    else:
+                        _, pos = _uleb(d, pos)  # cold input skew
+                if pos + 1 < end and d[pos] < 0x80 and d[pos + 1] < 0x80:
+                    n, eq = d[pos], d[pos + 1]
+                    pos += 2
+                else:
+                    n, pos = _uleb(d, pos)
+                    eq, pos = _uleb(d, pos)
                 if n > end - pos or eq > n:
                     raise _Unusual
                 mask_bytes = (eq + 7) // 8
-                mask = int.from_bytes(d[pos: pos + mask_bytes], "little") if eq else 0
-                pos += mask_bytes
-                total = 0  # the output offsets' unwrapped sum: past 2**32 they could wrap
-                acc = 0  # only its low bit matters: BRANCHENTRY
-                for j in range(n):  # every read checked against the end (the full decoder says
-                    if pos >= end:  # what is wrong)
-                        raise _Unusual
-                    c = d[pos]
-                    pos += 1
-                    if c < 0x80:
-                        total += c
-                    else:
-                        value, pos = _long_uleb(d, pos, c)
-                        total += value
-                    if j < eq:
-                        acc = (mask >> j) & 1
-                    else:  # an SLEB128 whose low bit is its first byte's, whatever its length
-                        if pos >= end:
-                            raise _Unusual
-                        c = d[pos]
-                        pos += 1
-                        acc ^= c & 1
-                        if c >= 0x80:
-                            pos = _skip_leb(d, pos, True)
-                    if not acc:  # a block entry: its hash and block-index delta
-                        pos += 9
-                        if pos > end:
-                            raise _Unusual
-                        if d[pos - 1] >= 0x80:
-                            pos = _skip_leb(d, pos, False)
+                if pos + mask_bytes + _MOST_PER_ENTRY * n <= end:
+                    total, pos = _entries(d, pos, n, eq, mask_bytes)
+                else:  # near the end: every read checked
+                    total, pos = _entries_checked(d, pos, n, eq, mask_bytes)
                 if total > _M32:
                     raise _Unusual
                 prev = (address + total) & _M64
@@ -224,6 +216,133 @@ def _scan(d: bytes) -> BatScan:
         raise _Unusual
     offsets.append(pos)
     return BatScan(addresses, offsets, cursors, hot_indices, parents, hot_count)
+
+
+# An entry's most bytes: an output delta, an input delta and a block index of ten bytes each
+# (_long_uleb and _skip_leb refuse longer ones) and a hash. A map whose entries, this long,
+# would still end inside the descriptor is walked without a bound check per read.
+_MOST_PER_ENTRY = 10 + 10 + 8 + 10
+
+_BITS = [bytes((m >> j) & 1 for j in range(8)) for m in range(256)]  # a mask byte's bits
+
+
+def _group(mask: int) -> tuple[int, itemgetter[Any], itemgetter[Any]]:
+    """Eight deduplicated entries whose BRANCHENTRY bits are ``mask``'s, every LEB128 of one
+    byte: their size, and the places of their output deltas and of all their LEB128s."""
+    outs, lebs, size = [], [], 0
+    for j in range(8):
+        outs.append(size)
+        lebs.append(size)
+        if (mask >> j) & 1:
+            size += 1
+        else:  # a block entry: its hash, then its block-index delta
+            lebs.append(size + 9)
+            size += 10
+    return size, itemgetter(*outs), itemgetter(*lebs)
+
+
+_GROUPS = [_group(m) for m in range(256)]
+
+
+def _entries(d: bytes, pos: int, n: int, eq: int, mask_bytes: int) -> tuple[int, int]:
+    """(the sum of the output deltas, the end) of a map's ``n`` entries whose BranchEntries
+    mask (``eq`` deduplicated entries) is at ``pos``; the descriptor holds
+    ``_MOST_PER_ENTRY * n`` bytes after the mask (so no read needs a bound check).
+
+    Eight deduplicated entries at a time when their LEB128s are all one byte (their places
+    follow from the mask byte alone: one C call gathers them); the rest one at a time, where
+    an entry's bytecode costs the same however little it does (docs/benchmarks.md)."""
+    total = 0
+    acc = 0  # only its low bit matters: BRANCHENTRY
+    mask_at = pos
+    pos += mask_bytes
+    if eq:
+        full = eq >> 3
+        for m in d[mask_at: mask_at + full]:
+            size, outs, lebs = _GROUPS[m]
+            chunk = d[pos: pos + size]
+            if max(lebs(chunk)) < 0x80:
+                total += sum(outs(chunk))
+                pos += size
+            else:
+                total, pos = _deduplicated(d, pos, _BITS[m], total)
+        if eq & 7:
+            total, pos = _deduplicated(d, pos, _BITS[d[mask_at + full]][: eq & 7], total)
+        acc = (d[mask_at + (eq - 1) // 8] >> ((eq - 1) & 7)) & 1
+    for _ in range(n - eq):
+        c = d[pos]
+        if c < 0x80:
+            total += c
+            pos += 1
+        else:
+            value, pos = _long_uleb(d, pos + 1, c)
+            total += value
+        # an SLEB128 whose low bit is its first byte's, whatever its length
+        c = d[pos]
+        pos += 1
+        acc ^= c
+        if c >= 0x80:
+            pos = _skip_leb(d, pos, True)
+        if not acc & 1:  # a block entry: its hash and block-index delta
+            pos += 9
+            if d[pos - 1] >= 0x80:
+                pos = _skip_leb(d, pos, False)
+    return total, pos
+
+
+def _deduplicated(d: bytes, pos: int, bits: bytes, total: int) -> tuple[int, int]:
+    """:func:`_entries` of deduplicated entries one at a time (``bits``: their BRANCHENTRY
+    bits): (``total`` and their output deltas, their end)."""
+    for bit in bits:
+        c = d[pos]
+        if c < 0x80:
+            total += c
+            pos += 1
+        else:
+            value, pos = _long_uleb(d, pos + 1, c)
+            total += value
+        if not bit:
+            pos += 9
+            if d[pos - 1] >= 0x80:
+                pos = _skip_leb(d, pos, False)
+    return total, pos
+
+
+def _entries_checked(d: bytes, pos: int, n: int, eq: int, mask_bytes: int) -> tuple[int, int]:
+    """:func:`_entries` with every read checked against the descriptor's end (the full
+    decoder says what is wrong)."""
+    end = len(d)
+    mask = int.from_bytes(d[pos: pos + mask_bytes], "little") if eq else 0
+    pos += mask_bytes
+    total = 0  # the output offsets' unwrapped sum: past 2**32 they could wrap
+    acc = 0
+    for j in range(n):
+        if pos >= end:
+            raise _Unusual
+        c = d[pos]
+        pos += 1
+        if c < 0x80:
+            total += c
+        else:
+            value, pos = _long_uleb(d, pos, c)
+            total += value
+        if j < eq:
+            acc = (mask >> j) & 1
+        else:
+            if pos >= end:
+                raise _Unusual
+            c = d[pos]
+            pos += 1
+            acc ^= c & 1
+            if c >= 0x80:
+                pos = _skip_leb(d, pos, True)
+        if not acc:
+            pos += 9
+            if pos > end:
+                raise _Unusual
+            if d[pos - 1] >= 0x80:
+                pos = _skip_leb(d, pos, False)
+    return total, pos
 
 
 class LazyMaps(Mapping[int, bat.BatMap]):

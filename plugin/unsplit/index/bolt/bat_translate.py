@@ -14,6 +14,8 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from operator import eq, not_
 from typing import NamedTuple
 
 from unsplit.elf.binary import Binary
@@ -193,14 +195,14 @@ class BatIndex:
         n = len(starts)
         procedures: dict[int, str] = {}
         made: dict[int, list[_Sym]] = {}  # the symbols at each main fragment, read once
-        for addr, parent in zip(starts, parents, strict=True):
-            if parent == addr:
-                found = runs.get(addr)
-                if found is None:
-                    procedures[addr] = self._names.get(addr) or f"{addr:#x}"
-                    continue
-                syms = made[addr] = symbols.made(found)
-                procedures[addr] = self._names.get(addr) or _procedure_name(syms, addr)
+        known = self._names
+        for addr in compress(starts, map(eq, starts, parents)):  # the main fragments
+            found = runs.get(addr)
+            if found is None:
+                procedures[addr] = known.get(addr) or f"{addr:#x}"
+                continue
+            syms = made[addr] = symbols.made(found)
+            procedures[addr] = known.get(addr) or _procedure_name(syms, addr)
         # Without a sized symbol a fragment runs to the next one's start, or its section's end
         # when that comes first (_limit): the next start for all but the last of a section.
         ends = array("Q", starts[1:])
@@ -235,21 +237,9 @@ class BatIndex:
                 ends[k], sized[k] = addr + size, 1
             kinds[k] = kind
             names[k] = None if symbol is None else symbol.name
-        unsized = [k for k in range(n) if not sized[k]]
-        cfi = table_for(self.binary).fde_ends_at([starts[k] for k in unsized])
-        code, machine = self.binary.code_window(), self.binary.machine
-        padded: dict[bytes, int] = {}  # a short gap's bytes -> its padding's size
-        for k, fde_end in zip(unsized, cfi, strict=True):
-            if fde_end is not None and starts[k] < fde_end < ends[k]:  # _limit's rule
-                data, pos, end = code.at(fde_end, ends[k] - fde_end)
-                if end - pos > _SHORT_GAP:
-                    ends[k] = fde_end + nops.padding_end(data, machine, pos, end) - pos
-                    continue
-                gap = data[pos:end]
-                padding = padded.get(gap)
-                if padding is None:
-                    padding = padded[gap] = nops.padding_end(gap, machine)
-                ends[k] = fde_end + padding
+        unsized = list(compress(range(n), map(not_, sized)))
+        cfi = table_for(self.binary).fde_ends_at(list(map(starts.__getitem__, unsized)))
+        _past_fde_ends(self.binary, starts, ends, unsized, cfi)
         return FragmentColumns(starts, ends, parents, kinds, names, procedures)
 
     def split_procedures(self) -> Iterator[tuple[int, list[FragmentInfo]]]:
@@ -606,6 +596,39 @@ def _fragment_name(
     parent = table.parent_of(address)
     siblings = table.split_fragments(parent if parent is not None else address)
     return f"cold.{siblings.index(address)}", None
+
+
+def _past_fde_ends(binary: Binary, starts: Sequence[int], ends: array[int],
+                   unsized: list[int], fde_ends: list[int | None]) -> None:
+    """``ends[k]`` of each fragment ``unsized[k]`` (no sized symbol) as :func:`_limit` gives
+    it: where its FDE ends and the padding after that, when before the next fragment. A
+    short gap's padding is judged once per distinct bytes, the code read a window at a
+    time (168k gaps of a stripped libLLVM in 111 distinct runs of bytes)."""
+    code, machine = binary.code_window(), binary.machine
+    padded: dict[bytes, int] = {}  # a short gap's bytes -> its padding's size
+    data, low, high = b"", 0, 0  # the window: file addresses [low, high) are data[:]
+    for k, fde_end in zip(unsized, fde_ends, strict=True):
+        if fde_end is None:
+            continue
+        end = ends[k]
+        if not starts[k] < fde_end < end:  # _limit's rule
+            continue
+        if end - fde_end > _SHORT_GAP:
+            window, pos, stop = code.at(fde_end, end - fde_end)
+            ends[k] = fde_end + nops.padding_end(window, machine, pos, stop) - pos
+            continue
+        if not (low <= fde_end and end <= high):
+            data, pos, _ = code.at(fde_end, end - fde_end)
+            low, high = fde_end - pos, fde_end - pos + len(data)
+            if end > high:  # the code stops inside the gap (a section's end)
+                gap = data[pos:]
+                ends[k] = fde_end + nops.padding_end(gap, machine)
+                continue
+        gap = data[fde_end - low: end - low]
+        padding = padded.get(gap)
+        if padding is None:
+            padding = padded[gap] = nops.padding_end(gap, machine)
+        ends[k] = fde_end + padding
 
 
 def _in_code(binary: Binary, start: int, end: int) -> bool:
