@@ -82,12 +82,25 @@ class _GapIsCode:
         self.known: dict[bytes, bool] = {}
 
     def __call__(self, start: int, end: int) -> bool:
-        data, pos, endpos = self.code.at(start, end - start)
-        gap = data[pos:endpos]
-        bare = self.known.get(gap)
-        if bare is None:
-            bare = self.known[gap] = _bare(self.code, self.machine, [(start, end)])
-        return bare
+        return self.count(array("Q", [start]), array("Q", [end])) > 0
+
+    def count(self, starts: array[int], ends: array[int]) -> int:
+        """How many of the runs [starts[k], ends[k]), in address order, hold code (the window
+        read here, in place of a CodeWindow.at call per run)."""
+        code, known, machine = self.code, self.known, self.machine
+        data, low, high = b"", 0, 0
+        found = 0
+        for start, end in zip(starts, ends, strict=True):
+            if not (low <= start and end <= high):
+                data, pos, _ = code.at(start, end - start)
+                low = start - pos
+                high = low + len(data)
+            gap = data[start - low:end - low]
+            bare = known.get(gap)
+            if bare is None:
+                bare = known[gap] = _bare(code, machine, [(start, end)])
+            found += bare
+        return found
 
 
 def _bare(code: CodeWindow, machine: int, gaps: list[tuple[int, int]]) -> bool:
@@ -239,10 +252,12 @@ def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, i
     listed, heads = cfi.starts, cfi.listed_heads()
     head_starts, sizes, head_cies, bodies_at, ends_at = heads
     data, name = cfi.data, cfi.name
-    cies, bodies = copier.cies, copier.bodies
+    cies: dict[int, int | None] = {}  # copier.cie by the source CIE's offset
+    bodies = copier.bodies
     same = starts == listed  # one section: its own starts are all of them
     n_starts = len(starts)
     out, pack, pad_of = copier.section.data, _FDE_HEAD.pack, _PADS
+    gap_starts, gap_ends = array("Q"), array("Q")  # past a copied FDE's end: checked at the end
     for frag_start, frag_end in fragments:
         j = bisect_right(listed, frag_start) - 1
         if j < 0 or listed[j] != frag_start or (j and listed[j - 1] == frag_start):
@@ -256,8 +271,8 @@ def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, i
         if i < n_starts and starts[i] < frag_end:
             yield frag_start, frag_end
             continue
-        key = (name, head_cies[j])
-        cie = cies[key] if key in cies else copier.cie(name, cfi, key[1])
+        at = head_cies[j]
+        cie = cies[at] if at in cies else cies.setdefault(at, copier.cie(name, cfi, at))
         instructions = data[bodies_at[j]:ends_at[j]]
         whole = bodies.get(instructions)
         if whole is None:
@@ -273,7 +288,9 @@ def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, i
             out += pad_of[pad]
         copier.section.fdes += 1
         if size < frag_end - frag_start:
-            summary.uncovered += gap_is_code(frag_start + size, frag_end)
+            gap_starts.append(frag_start + size)
+            gap_ends.append(frag_end)
+    summary.uncovered += gap_is_code.count(gap_starts, gap_ends)
 
 
 _FDE_HEAD = struct.Struct("<IIQQ")  # DebugFrame.add_instructions' FDE: length, CIE, start, size
