@@ -250,7 +250,7 @@ def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, i
     section's heads as columns, one loop without a call per fragment: it runs for a BOLTed
     libLLVM's 178k."""
     listed, heads = cfi.starts, cfi.listed_heads()
-    head_starts, sizes, head_cies, bodies_at, ends_at = heads
+    sizes, head_cies, bodies_at, ends_at = heads
     data, name = cfi.data, cfi.name
     cies: dict[int, int | None] = {}  # copier.cie by the source CIE's offset
     bodies = copier.bodies
@@ -264,7 +264,7 @@ def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, i
             yield frag_start, frag_end
             continue
         size = sizes[j]
-        if head_starts[j] != frag_start or not 0 < size <= frag_end - frag_start:
+        if not 0 < size <= frag_end - frag_start:
             yield frag_start, frag_end
             continue
         i = j + 1 if same else bisect_right(starts, frag_start)

@@ -11,6 +11,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
+from itertools import repeat
 from operator import add, gt, sub
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -106,12 +107,12 @@ def reaches(ends: array[int]) -> array[int]:
 
 
 class ListedHeads(NamedTuple):
-    """Reader.fde_head of each FDE a CfiSection lists, position for position, as columns;
-    size 0 where the entry is no FDE, is empty or does not decode (ask the reader then)."""
+    """Reader.fde_head of each FDE a CfiSection lists, position for position, as columns of
+    32-bit numbers; size 0 where the entry is no FDE, starts elsewhere than listed, is empty,
+    does not decode or does not fit (ask the reader then)."""
 
-    starts: array[int]  # its initial location
     sizes: array[int]
-    cies: array[int]  # its CIE's offset (a damaged pointer may make it negative)
+    cies: array[int]  # its CIE's offset
     bodies: array[int]  # where its instructions begin
     ends: array[int]  # where its entry ends
 
@@ -121,15 +122,16 @@ _MANY = 4096  # fde_ends_at asked this many reads every head at once
 _CHUNK = 16384  # entries read at once by _listed_heads: a few MB of tuples at a time
 
 
-def _listed_heads(reader: EntryReader, offsets: array[int]) -> ListedHeads:
-    """The heads of the FDEs at `offsets`. The usual `.eh_frame` FDE (as _scan) is read by
-    C loops over all offsets at once and checked in bulk: a BOLTed libLLVM's debug file asks
-    for 178k heads and its index for 175k, 1-2 µs each one by one; any other entry (checks
-    failed) through the reader."""
+def _listed_heads(reader: EntryReader, starts: array[int], offsets: array[int]) -> ListedHeads:
+    """The heads of the FDEs at `offsets`, listed as starting at `starts`. The usual
+    `.eh_frame` FDE (as _scan) is read by C loops over all offsets at once and checked in
+    bulk: a BOLTed libLLVM's debug file asks for 178k heads and its index for 175k, 1-2 µs
+    each one by one; any other entry (checks failed) through the reader."""
     data, n = reader.data, len(offsets)
-    cols = ListedHeads(array("Q"), array("Q"), array("q"), array("Q"), array("Q"))
+    wide = "I" if len(data) <= 0xFFFFFFFF else "Q"
+    cols = ListedHeads(array("I"), array(wide), array(wide), array(wide))
     if not reader.eh or not n or max(offsets) + 17 > len(data):
-        return _heads_one_by_one(reader, offsets, cols, range(n))
+        return _heads_one_by_one(reader, starts, offsets, cols, range(n))
     unpack = partial(_USUAL[reader.e].unpack_from, data)
     base, usual, bad = reader.address + 8, _usual_cies(reader), []
     for lo in range(0, n, _CHUNK):
@@ -139,18 +141,20 @@ def _listed_heads(reader: EntryReader, offsets: array[int]) -> ListedHeads:
         cies = list(map(sub, map((4).__add__, chunk), ids))
         augs = bytes(map(data.__getitem__, map((16).__add__, chunk)))
         bodies = list(map(add, map((17).__add__, chunk), augs))
-        cols.starts.extend(map(_MASK.__and__, map(add, map(base.__add__, chunk), rels)))
-        cols.sizes.extend(map(_MASK.__and__, sizes))
-        cols.cies.extend(cies)
-        cols.bodies.extend(bodies)
-        cols.ends.extend(ends)
+        begins = list(map(_MASK.__and__, map(add, map(base.__add__, chunk), rels)))
+        # what does not fit the columns is made to (those entries are read again below)
+        cols.sizes.extend(map(max, sizes, repeat(0)))
+        cols.cies.extend(map(max, cies, repeat(0)))
+        cols.bodies.extend(map(min, bodies, repeat(len(data))))
+        cols.ends.extend(map(min, ends, repeat(len(data))))
         if (max(lengths) == 0xFFFFFFFF or 0 in ids or max(ends) > len(data)
-                or max(augs) >= 0x80 or any(map(gt, bodies, ends))
-                or not usual(set(cies))):
+                or max(augs) >= 0x80 or any(map(gt, bodies, ends)) or min(sizes) < 0
+                or begins != starts[lo:lo + _CHUNK].tolist() or not usual(set(cies))):
             bad += [lo + k for k in range(len(chunk)) if not (
                 lengths[k] != 0xFFFFFFFF and ids[k] and ends[k] <= len(data) and augs[k] < 0x80
-                and bodies[k] <= ends[k] and usual({cies[k]}))]
-    return _heads_one_by_one(reader, offsets, cols, bad) if bad else cols
+                and bodies[k] <= ends[k] and sizes[k] >= 0 and begins[k] == starts[lo + k]
+                and usual({cies[k]}))]
+    return _heads_one_by_one(reader, starts, offsets, cols, bad) if bad else cols
 
 
 def _usual_cies(reader: EntryReader) -> Callable[[set[int]], bool]:
@@ -173,8 +177,8 @@ def _usual_cies(reader: EntryReader) -> Callable[[set[int]], bool]:
     return usual
 
 
-def _heads_one_by_one(reader: EntryReader, offsets: array[int], cols: ListedHeads,
-                      positions: Iterable[int]) -> ListedHeads:
+def _heads_one_by_one(reader: EntryReader, starts: array[int], offsets: array[int],
+                      cols: ListedHeads, positions: Iterable[int]) -> ListedHeads:
     """`cols` with the heads at these positions read by the reader (appended when the
     columns are shorter)."""
     for k in positions:
@@ -182,7 +186,8 @@ def _heads_one_by_one(reader: EntryReader, offsets: array[int], cols: ListedHead
             head = reader.fde_head(offsets[k])
         except DecodeError:
             head = None
-        row = (0, 0, 0, 0, 0) if head is None else (head[2], head[3], head[0], head[4], head[5])
+        row = (0, 0, 0, 0) if head is None or head[2] != starts[k] or head[3] > 0xFFFFFFFF \
+            else (head[3], head[0], head[4], head[5])
         for column, value in zip(cols, row, strict=True):
             if k < len(column):
                 column[k] = value
@@ -215,7 +220,7 @@ class CfiSection:
     def listed_heads(self) -> ListedHeads:
         """The head of each FDE `starts`/`offsets` list, position for position. Made once."""
         if self._listed is None:
-            self._listed = _listed_heads(self.reader, self.offsets)
+            self._listed = _listed_heads(self.reader, self.starts, self.offsets)
         return self._listed
 
     def index_all(self) -> None:
@@ -369,7 +374,7 @@ class CfiTable:
                 listed = first.starts
                 j = bisect_right(listed, address) - 1
                 if (j >= 0 and listed[j] == address and (not j or listed[j - 1] != address)
-                        and heads.starts[j] == address and heads.sizes[j]):
+                        and heads.sizes[j]):
                     out.append(address + heads.sizes[j])
                     continue
             try:

@@ -24,16 +24,19 @@ from ...conftest import ROOT, facts
 _FDE = re.compile(r"^([0-9a-f]+) \S+ \S+ FDE cie=\S+ pc=([0-9a-f]+)\.\.\.([0-9a-f]+)$", re.M)
 
 
-def _one_by_one(reader: EntryReader, offsets: list[int]) -> list[tuple[int, ...]]:
-    """(start, size, CIE, instructions' start, entry's end) of each entry by the reader,
-    zeros where it is no FDE or does not decode."""
+def _one_by_one(reader: EntryReader, starts: list[int], offsets: list[int]
+                ) -> list[tuple[int, ...]]:
+    """(size, CIE, instructions' start, entry's end) of each entry by the reader, zeros where
+    it is no FDE, does not decode, starts elsewhere than listed or has a size over 32 bits."""
     out = []
-    for offset in offsets:
+    for start, offset in zip(starts, offsets, strict=True):
         try:
             head = reader.fde_head(offset)
         except DecodeError:
             head = None
-        out.append((0,) * 5 if head is None else (head[2], head[3], head[0], head[4], head[5]))
+        usable = head is not None and head[2] == start and head[3] <= 0xFFFFFFFF
+        out.append((head[3], head[0], head[4], head[5]) if head is not None and usable
+                   else (0,) * 4)
     return out
 
 
@@ -56,9 +59,12 @@ def test_listed_heads_are_the_fdes_llvm_dwarfdump_reads(zoo: dict[str, Any], var
         assert section.name == ".eh_frame"
         heads = section.listed_heads()
         assert len(heads.sizes) == len(section.offsets) > 0
-        for offset, (start, size, *_) in zip(section.offsets, _rows(heads), strict=True):
-            assert (start, start + size) == printed[offset], hex(offset)
-        assert _rows(heads) == _one_by_one(section.reader, list(section.offsets))
+        for start, offset, size in zip(section.starts, section.offsets, heads.sizes,
+                                       strict=True):
+            low, high = printed[offset]
+            assert size == (high - low if low == start else 0), hex(offset)
+        assert _rows(heads) == _one_by_one(section.reader, list(section.starts),
+                                           list(section.offsets))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -70,7 +76,7 @@ def test_damaged_heads_are_the_readers_entry_by_entry(zoo: dict[str, Any],
     with closing(Binary(str(path))) as binary:
         section = table_for(binary).sections[0]
         raw, offsets = bytearray(section.data), list(section.offsets)
-        address = section.address
+        address, starts = section.address, list(section.starts)
     for _ in range(data.draw(st.integers(1, 6))):
         at = data.draw(st.sampled_from(offsets)) + data.draw(st.integers(-4, 24))
         if 0 <= at < len(raw):
@@ -79,5 +85,6 @@ def test_damaged_heads_are_the_readers_entry_by_entry(zoo: dict[str, Any],
     cut = data.draw(st.sampled_from([len(raw), len(raw) - 1, max(offsets) + 16]))
     damaged = bytes(raw[:cut])
     reader = EntryReader(".eh_frame", damaged, address, True, 8)
-    got = _rows(_listed_heads(reader, array("Q", offsets)))
-    assert got == _one_by_one(EntryReader(".eh_frame", damaged, address, True, 8), offsets)
+    got = _rows(_listed_heads(reader, array("Q", starts), array("Q", offsets)))
+    assert got == _one_by_one(EntryReader(".eh_frame", damaged, address, True, 8), starts,
+                              offsets)
