@@ -12,7 +12,7 @@ import struct
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import compress
 from operator import ge, gt, itemgetter
 
@@ -353,24 +353,25 @@ class _Writer:
             out.append((A.DW_AT_ranges, A.DW_FORM_sec_offset, self.ranges.add(spans)))
         return out
 
-    def subprograms(self, plain: list[tuple[str, bool, Spans]]) -> list[bytes]:
+    def subprograms(self, plain: list[tuple[str, bool, Spans]]) -> Iterator[bytes]:
         """subprogram_attributes' DIEs without children, as bytes, for each (name, external,
-        spans); their strings stored together (StringTable.offsets)."""
-        names = [p[0] for p in plain]
-        named = self.strings.offsets(list(map(_plain_name, names)))
-        linkage = self.strings.offsets(names)
+        spans), in turn; the strings of a few thousand stored together (StringTable.offsets),
+        so that their names, offsets and DIEs are not all held at once (128k in libLLVM)."""
         codes = self._codes
         one, ranges, add_ranges = _ONE_RANGE.pack, _RANGES.pack, self.ranges.add
-        out = []
-        for (_, external, spans), a, b in zip(plain, named, linkage, strict=True):
-            shape = (external, len(spans) == 1)
-            code = codes.get(shape) or self._code(shape)
-            if shape[1]:
-                start, end = spans[0]
-                out.append(code + one(a, b, start, end - start))
-            else:
-                out.append(code + ranges(a, b, add_ranges(spans)))
-        return out
+        for lo in range(0, len(plain), _DIES_AT_ONCE):
+            chunk = plain[lo:lo + _DIES_AT_ONCE]
+            names = [p[0] for p in chunk]
+            named = self.strings.offsets(list(map(_plain_name, names)))
+            linkage = self.strings.offsets(names)
+            for (_, external, spans), a, b in zip(chunk, named, linkage, strict=True):
+                shape = (external, len(spans) == 1)
+                code = codes.get(shape) or self._code(shape)
+                if shape[1]:
+                    start, end = spans[0]
+                    yield code + one(a, b, start, end - start)
+                else:
+                    yield code + ranges(a, b, add_ranges(spans))
 
     def _code(self, shape: tuple[bool, bool]) -> bytes:
         """The abbreviation code of a subprogram without children, (external, one range)."""
@@ -384,6 +385,7 @@ class _Writer:
         return code
 
 
+_DIES_AT_ONCE = 4096
 _ONE_RANGE = struct.Struct("<IIQQ")  # name, linkage name, low_pc, high_pc
 _RANGES = struct.Struct("<III")  # name, linkage name, ranges
 
@@ -434,7 +436,7 @@ def _encode(out: _Writer, units: list[_Unit], line_strings: StringTable,
             unit.callees[callee] = info.unit_relative(info.die(A.DW_TAG_subprogram, False, [
                 (A.DW_AT_name, A.DW_FORM_strp, strings.offset(callee)),
                 (A.DW_AT_inline, A.DW_FORM_udata, DW_INL_inlined)]))
-        plain = iter(out.subprograms(unit.plain))
+        plain = out.subprograms(unit.plain)
         for die in unit.dies:
             if die is None:
                 info.data += next(plain)
