@@ -5,9 +5,10 @@ FDE `unsplit.elf.cfi_table` chooses there. Code no FDE covers ends the fragment'
 from __future__ import annotations
 
 import re
+import struct
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from unsplit.debuginfo.dwarf.frame import DebugFrame
 from unsplit.elf.binary import CodeWindow
@@ -50,24 +51,17 @@ def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
     section = DebugFrame(RIP)
     summary = FrameSummary()
     copier = _Copier(table, section)
-    first = table.sections[0] if table.sections else None
-    only = None if first is None else _only(first, starts, copier)
     code, machine = binary.code_window(), binary.machine
-    gaps: dict[bytes, bool] = {}  # a gap's bytes -> not padding (3k distinct of 142k gaps)
-    add = section.add_instructions
-    for frag_start, frag_end in fragments:
-        whole = None if only is None else only(frag_start, frag_end)
-        if whole is None:
-            whole = _whole(table, starts, frag_start, frag_end, copier)
+    gap_is_code = _GapIsCode(code, machine)
+    first = table.sections[0] if table.sections else None
+    rest = fragments if first is None else \
+        _copy_sole(first, starts, fragments, copier, gap_is_code, summary)
+    for frag_start, frag_end in rest:
+        whole = _whole(table, starts, frag_start, frag_end, copier)
         if whole is not None:
-            add(frag_start, whole[0], whole[2], whole[1])
+            section.add_instructions(frag_start, whole[0], whole[2], whole[1])
             if whole[0] < frag_end:
-                data, pos, endpos = code.at(whole[0], frag_end - whole[0])
-                gap = data[pos:endpos]
-                bare = gaps.get(gap)
-                if bare is None:
-                    bare = gaps[gap] = _bare(code, machine, [(whole[0], frag_end)])
-                summary.uncovered += bare
+                summary.uncovered += gap_is_code(whole[0], frag_end)
             continue
         pieces = _pieces(table, starts, frag_start, frag_end, summary)
         for start, end, rows in pieces:
@@ -77,6 +71,36 @@ def debug_frame(index: ModuleIndex, procedures: Iterable[Spans] | None = None
                                    list(zip(bounds[0::2], bounds[1::2], strict=True)))
     summary.fdes = section.fdes
     return (bytes(section.data), summary) if section.fdes else None
+
+
+class _GapIsCode:
+    """Whether the [start, end) past a fragment's FDE is code, not padding (_bare), kept per
+    distinct bytes: 3k distinct of a BOLTed libLLVM's 142k gaps."""
+
+    def __init__(self, code: CodeWindow, machine: int) -> None:
+        self.code, self.machine = code, machine
+        self.known: dict[bytes, bool] = {}
+
+    def __call__(self, start: int, end: int) -> bool:
+        return self.count(array("Q", [start]), array("Q", [end])) > 0
+
+    def count(self, starts: array[int], ends: array[int]) -> int:
+        """How many of the runs [starts[k], ends[k]), in address order, hold code (the window
+        read here, in place of a CodeWindow.at call per run)."""
+        code, known, machine = self.code, self.known, self.machine
+        data, low, high = b"", 0, 0
+        found = 0
+        for start, end in zip(starts, ends, strict=True):
+            if not (low <= start and end <= high):
+                data, pos, _ = code.at(start, end - start)
+                low = start - pos
+                high = low + len(data)
+            gap = data[start - low:end - low]
+            bare = known.get(gap)
+            if bare is None:
+                bare = known[gap] = _bare(code, machine, [(start, end)])
+            found += bare
+        return found
 
 
 def _bare(code: CodeWindow, machine: int, gaps: list[tuple[int, int]]) -> bool:
@@ -216,39 +240,61 @@ _OPERANDS: dict[int, str] = {
 }
 
 
-def _only(cfi: CfiSection, starts: array[int], copier: _Copier
-          ) -> Callable[[int, int], tuple[int, int, bytes] | None]:
-    """_whole's answer where it is plain (BOLT's own fragments, nearly all), for a fragment
-    [start, end): `cfi`, the table's first section, lists one FDE at the fragment's start,
-    which covers it, ends within it and no FDE starts inside. None: not that case (_whole
-    decides). What it reads is bound once: it runs for each of a BOLTed libLLVM's 178k
-    fragments."""
-    listed, offsets, data, name = cfi.starts, cfi.offsets, cfi.data, cfi.name
-    head_of = cfi.reader.fde_head
-    cies, bodies = copier.cies, copier.bodies
+def _copy_sole(cfi: CfiSection, starts: array[int], fragments: list[tuple[int, int]],
+               copier: _Copier, gap_is_code: _GapIsCode, summary: FrameSummary
+               ) -> Iterator[tuple[int, int]]:
+    """Writes _whole's answer for each fragment [start, end) where it is plain (BOLT's own
+    fragments, nearly all): `cfi`, the table's first section, lists one FDE at the
+    fragment's start, which covers it, ends within it, no FDE starts inside and its
+    instructions can be copied; yields the others in turn (_whole decides). From the
+    section's heads as columns, one loop without a call per fragment: it runs for a BOLTed
+    libLLVM's 178k."""
+    listed, heads = cfi.starts, cfi.listed_heads()
+    sizes, head_cies, bodies_at, ends_at = heads
+    data, name = cfi.data, cfi.name
+    cies: dict[int, int | None] = {}  # copier.cie by the source CIE's offset
+    bodies = copier.bodies
+    same = starts == listed  # one section: its own starts are all of them
     n_starts = len(starts)
-
-    def only(frag_start: int, frag_end: int) -> tuple[int, int, bytes] | None:
-        j = bisect_right(listed, frag_start)
-        if j == 0 or listed[j - 1] != frag_start or (j > 1 and listed[j - 2] == frag_start):
-            return None
-        head = head_of(offsets[j - 1])
-        if head is None or head[2] != frag_start or not 0 < head[3] <= frag_end - frag_start:
-            return None
-        i = bisect_right(starts, frag_start)
+    out, pack, pad_of = copier.section.data, _FDE_HEAD.pack, _PADS
+    gap_starts, gap_ends = array("Q"), array("Q")  # past a copied FDE's end: checked at the end
+    for frag_start, frag_end in fragments:
+        j = bisect_right(listed, frag_start) - 1
+        if j < 0 or listed[j] != frag_start or (j and listed[j - 1] == frag_start):
+            yield frag_start, frag_end
+            continue
+        size = sizes[j]
+        if not 0 < size <= frag_end - frag_start:
+            yield frag_start, frag_end
+            continue
+        i = j + 1 if same else bisect_right(starts, frag_start)
         if i < n_starts and starts[i] < frag_end:
-            return None
-        cie = cies[(name, head[0])] if (name, head[0]) in cies else \
-            copier.cie(name, cfi, head[0])
-        instructions = data[head[4]:head[5]]
+            yield frag_start, frag_end
+            continue
+        at = head_cies[j]
+        cie = cies[at] if at in cies else cies.setdefault(at, copier.cie(name, cfi, at))
+        instructions = data[bodies_at[j]:ends_at[j]]
         whole = bodies.get(instructions)
         if whole is None:
             whole = copier.body(instructions)
         if cie is None or not whole:
-            return None
-        return frag_start + head[3], cie, instructions
+            yield frag_start, frag_end
+            continue
+        length = 20 + len(instructions)
+        pad = -(length + 4) % 8
+        out += pack(length + pad, cie, frag_start, size)
+        out += instructions
+        if pad:
+            out += pad_of[pad]
+        copier.section.fdes += 1
+        if size < frag_end - frag_start:
+            gap_starts.append(frag_start + size)
+            gap_ends.append(frag_end)
+    summary.uncovered += gap_is_code.count(gap_starts, gap_ends)
 
-    return only
+
+_FDE_HEAD = struct.Struct("<IIQQ")  # DebugFrame.add_instructions' FDE: length, CIE, start, size
+_PADS = [bytes(k) for k in range(8)]
 
 
 def _whole(table: CfiTable, starts: Sequence[int], frag_start: int, frag_end: int, copier: _Copier

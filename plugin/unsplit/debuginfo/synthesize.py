@@ -12,7 +12,9 @@ import struct
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import compress
+from operator import ge, gt, itemgetter
 
 from unsplit import __version__
 from unsplit.debuginfo.dwarf import abbrev as A
@@ -63,14 +65,17 @@ ProcedureSpans = tuple[str, str | None, Spans]  # one of ModuleIndex.procedure_s
 
 
 class _Unit:
-    """One compile unit being filled: its subprograms' DIEs, encoded as each procedure is
-    found (those with inlined calls kept until the unit's abstract instances are placed),
-    its code ranges as arrays, and its line program (rows are encoded, not kept)."""
+    """One compile unit being filled: its subprograms (those without inlined calls as
+    (name, external, spans), encoded together with _Writer.subprograms; those with them as
+    attributes, kept until the unit's abstract instances are placed), its code ranges as
+    arrays, and its line program (rows are encoded, not kept)."""
 
     def __init__(self, name: str | None, line_strings: StringTable) -> None:
         self.name = name
         self.comp_dir = os.path.dirname(name) if name and os.path.isabs(name) else ""
-        self.dies: list[bytes | tuple[list[tuple[int, int, int | bytes]], list[InlinedRun]]] = []
+        # None: the next of `plain`
+        self.dies: list[tuple[list[tuple[int, int, int | bytes]], list[InlinedRun]] | None] = []
+        self.plain: list[tuple[str, bool, Spans]] = []
         self.starts, self.ends = array("Q"), array("Q")
         self.callees: dict[str, int] = {}  # inlined function -> its abstract DIE (later)
         self.program = None if name is None else LineProgram(self.comp_dir, name, line_strings)
@@ -78,15 +83,17 @@ class _Unit:
         self.languages: Counter[int] = Counter()  # its procedures' units' DW_AT_language
         self.mangled = False  # a procedure's name is Itanium C++'s
 
-    def add(self, die: bytes | list[tuple[int, int, int | bytes]], spans: Spans,
+    def add(self, die: tuple[str, bool] | list[tuple[int, int, int | bytes]], spans: Spans,
             sequences: list[list[Row]], inlined: list[InlinedRun]) -> None:
-        """One procedure: its DIE (bytes, or attributes to write with its `inlined` runs),
-        its code, and its rows (`sequences`: one list per span, or none at all)."""
+        """One procedure: its DIE ((name, external) of one without children, or attributes
+        to write with its `inlined` runs), its code, and its rows (`sequences`: one list per
+        span, or none at all)."""
         for start, end in spans:
             self.starts.append(start)
             self.ends.append(end)
-        if isinstance(die, bytes):
-            self.dies.append(die)
+        if isinstance(die, tuple):
+            self.dies.append(None)
+            self.plain.append((die[0], die[1], spans))
         else:
             self.dies.append((die, inlined))
             stack = list(inlined)
@@ -170,16 +177,16 @@ def sections(index: ModuleIndex, keep: Callable[[int], bool] | None = None,
             inlined = [r for _, roots in walked for r in roots]
             unit_name = _unit_name(sequences, found)
         else:
-            unit_name = found[1] if found is not None and found[0] else None
+            unit_name = found[1] if found[0] else None
         unit = units.get(unit_name)
         if unit is None:
             unit = units[unit_name] = _Unit(unit_name, line_strings)
-        external = found is None or not found[0]
+        external = not found[0]
         if inlined and unit.program is not None and any(sequences):
             unit.add(out.subprogram_attributes(name, external, spans), spans, sequences,
                      inlined)
         else:
-            unit.add(out.subprogram(name, external, spans), spans, sequences, [])
+            unit.add((name, external), spans, sequences, [])
         if not unit.mangled:
             unit.mangled = _is_cplusplus(name)
         language = None if language_at is None or not asked else language_at(entry)
@@ -203,6 +210,24 @@ def _disjoint(procedures: Iterable[ProcedureSpans]
     """Each procedure (name, entry fragment's symbol, fragments' [start, end), split or not),
     less any whose code overlaps code an earlier one holds (an alias symbol, a symbol over a
     range): DWARF's subprograms of a unit must not overlap (llvm-dwarfdump --verify)."""
+    procedures = list(procedures)
+    flat = [span for _, _, spans in procedures for span in spans]
+    starts, ends = list(map(itemgetter(0), flat)), list(map(itemgetter(1), flat))
+    if flat and 0 not in map(len, map(itemgetter(2), procedures)) \
+            and not any(map(ge, starts, ends)):
+        # Non-empty [start, end) runs are disjoint when the k-th least end is at most the
+        # k+1-th least start (else two cover the k+1-th start): told in C loops, as for
+        # every procedure of a BOLTed libLLVM; else each run in turn.
+        starts.sort()
+        ends.sort()
+        if not any(map(gt, ends[:-1], starts[1:])):
+            return [(name, symbol, spans, len(spans) > 1)
+                    for name, symbol, spans in procedures]
+    return _disjoint_one_by_one(procedures)
+
+
+def _disjoint_one_by_one(procedures: list[ProcedureSpans]
+                         ) -> list[tuple[str, str | None, Spans, bool]]:
     candidates: list[tuple[str, str | None, Spans, bool]] = []
     starts, ends, owners = array("Q"), array("Q"), array("L")
     for name, symbol, fragments in procedures:
@@ -258,18 +283,24 @@ class _Symbols:
         for i, value in enumerate(self.cols.values):
             if self.first.setdefault(value, i) != i:
                 self.more.setdefault(value, []).append(i)
+        self.local_at = set(compress(self.cols.values, self.cols.locals))
 
-    def at(self, name: str, address: int) -> tuple[bool, str | None] | None:
-        """(local, its file) of the first function symbol `name` at `address`, else None."""
-        i = self.first.get(address)
-        if i is None:
-            return None
+    def at(self, name: str, address: int) -> tuple[bool, str | None]:
+        """(local, its file) of the first function symbol `name` at `address`; (False, None)
+        when there is none, or only global ones there (no name read: a global symbol has no
+        STT_FILE, a stripped library's are all global)."""
+        if address not in self.local_at:
+            return _GLOBAL
+        i = self.first[address]
         cols = self.cols
         for j in (i, *self.more.get(address, ())):
             if cols.name(j) == name:
                 file = cols.files[j]
                 return bool(cols.locals[j]), None if file < 0 else cols.name_at(file)
-        return None
+        return _GLOBAL
+
+
+_GLOBAL = (False, None)
 
 
 def _uncovered(rows: list[Row], start: int, end: int) -> int:
@@ -283,8 +314,7 @@ def _uncovered(rows: list[Row], start: int, end: int) -> int:
     return missing
 
 
-def _unit_name(sequences: list[list[Row]], symbol: tuple[bool, str | None] | None
-               ) -> str | None:
+def _unit_name(sequences: list[list[Row]], symbol: tuple[bool, str | None]) -> str | None:
     """The source file most of the procedure's code comes from; else the STT_FILE the symbol
     table puts a local function under; else None (a unit with no name and no lines)."""
     weight: Counter[str] = Counter()
@@ -294,7 +324,7 @@ def _unit_name(sequences: list[list[Row]], symbol: tuple[bool, str | None] | Non
                 weight[row[1]] += 1
     if weight:
         return weight.most_common(1)[0][0]
-    return symbol[1] if symbol is not None and symbol[0] else None
+    return symbol[1] if symbol[0] else None
 
 
 class _Writer:
@@ -323,28 +353,41 @@ class _Writer:
             out.append((A.DW_AT_ranges, A.DW_FORM_sec_offset, self.ranges.add(spans)))
         return out
 
-    def subprogram(self, name: str, external: bool, spans: Spans) -> bytes:
-        """subprogram_attributes' DIE without children, as bytes."""
-        shape = (external, len(spans) == 1)
-        code = self._codes.get(shape)
-        if code is None:
-            forms = [(A.DW_AT_name, A.DW_FORM_strp), (A.DW_AT_linkage_name, A.DW_FORM_strp)]
-            if external:
-                forms.append((A.DW_AT_external, A.DW_FORM_flag_present))
-            forms += [(A.DW_AT_low_pc, A.DW_FORM_addr), (A.DW_AT_high_pc, A.DW_FORM_data8)] \
-                if shape[1] else [(A.DW_AT_ranges, A.DW_FORM_sec_offset)]
-            code = self._codes[shape] = uleb(self.abbrevs.code(A.DW_TAG_subprogram, False,
-                                                               tuple(forms)))
-        strings = self.strings
-        names = _TWO_OFFSETS.pack(strings.offset(_plain_name(name)), strings.offset(name))
-        if shape[1]:
-            return code + names + _ONE_RANGE.pack(spans[0][0], spans[0][1] - spans[0][0])
-        return code + names + _OFFSET.pack(self.ranges.add(spans))
+    def subprograms(self, plain: list[tuple[str, bool, Spans]]) -> Iterator[bytes]:
+        """subprogram_attributes' DIEs without children, as bytes, for each (name, external,
+        spans), in turn; the strings of a few thousand stored together (StringTable.offsets),
+        so that their names, offsets and DIEs are not all held at once (128k in libLLVM)."""
+        codes = self._codes
+        one, ranges, add_ranges = _ONE_RANGE.pack, _RANGES.pack, self.ranges.add
+        for lo in range(0, len(plain), _DIES_AT_ONCE):
+            chunk = plain[lo:lo + _DIES_AT_ONCE]
+            names = [p[0] for p in chunk]
+            named = self.strings.offsets(list(map(_plain_name, names)))
+            linkage = self.strings.offsets(names)
+            for (_, external, spans), a, b in zip(chunk, named, linkage, strict=True):
+                shape = (external, len(spans) == 1)
+                code = codes.get(shape) or self._code(shape)
+                if shape[1]:
+                    start, end = spans[0]
+                    yield code + one(a, b, start, end - start)
+                else:
+                    yield code + ranges(a, b, add_ranges(spans))
+
+    def _code(self, shape: tuple[bool, bool]) -> bytes:
+        """The abbreviation code of a subprogram without children, (external, one range)."""
+        forms = [(A.DW_AT_name, A.DW_FORM_strp), (A.DW_AT_linkage_name, A.DW_FORM_strp)]
+        if shape[0]:
+            forms.append((A.DW_AT_external, A.DW_FORM_flag_present))
+        forms += [(A.DW_AT_low_pc, A.DW_FORM_addr), (A.DW_AT_high_pc, A.DW_FORM_data8)] \
+            if shape[1] else [(A.DW_AT_ranges, A.DW_FORM_sec_offset)]
+        code = self._codes[shape] = uleb(self.abbrevs.code(A.DW_TAG_subprogram, False,
+                                                           tuple(forms)))
+        return code
 
 
-_TWO_OFFSETS = struct.Struct("<II")
-_ONE_RANGE = struct.Struct("<QQ")
-_OFFSET = struct.Struct("<I")
+_DIES_AT_ONCE = 4096
+_ONE_RANGE = struct.Struct("<IIQQ")  # name, linkage name, low_pc, high_pc
+_RANGES = struct.Struct("<III")  # name, linkage name, ranges
 
 
 def _is_cplusplus(name: str) -> bool:
@@ -393,16 +436,17 @@ def _encode(out: _Writer, units: list[_Unit], line_strings: StringTable,
             unit.callees[callee] = info.unit_relative(info.die(A.DW_TAG_subprogram, False, [
                 (A.DW_AT_name, A.DW_FORM_strp, strings.offset(callee)),
                 (A.DW_AT_inline, A.DW_FORM_udata, DW_INL_inlined)]))
+        plain = out.subprograms(unit.plain)
         for die in unit.dies:
-            if isinstance(die, bytes):
-                info.data += die
+            if die is None:
+                info.data += next(plain)
                 continue
             attributes_, inlined = die
             info.die(A.DW_TAG_subprogram, bool(inlined), attributes_)
             if inlined:
                 _write_inlined(info, unit, inlined)
                 info.end_children()
-        unit.dies = []
+        unit.dies, unit.plain = [], []
         info.end_unit()
         if unit.rows and unit.program is not None:  # after the DIEs: call sites add files
             lines += unit.program.encode()
