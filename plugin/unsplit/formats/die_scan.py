@@ -171,6 +171,22 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
                 dies.append(die)
             elif step >= 0:
                 pos += step
+            elif pos + 1 < end and (step == _ULEB or step == _BLOCK):
+                # a ULEB128 of one or two bytes and a block of under 128 bytes skipped here,
+                # not by _skip: most of a clang unit's variable-size values (index forms,
+                # location expressions)
+                first = data[pos]
+                if step == _ULEB:
+                    if first < 0x80:
+                        pos += 1
+                    elif data[pos + 1] < 0x80:
+                        pos += 2
+                    else:
+                        pos = _skip(data, pos, step, unit, die, end)
+                elif first < 0x80 and pos + 1 + first <= end:
+                    pos += 1 + first
+                else:
+                    pos = _skip(data, pos, step, unit, die, end)
             else:
                 pos = _skip(data, pos, step, unit, die, end)
     if pos > end:

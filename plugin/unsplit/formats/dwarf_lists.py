@@ -244,6 +244,90 @@ def encode_v4_list(entries: list[Entry], locations: bool) -> bytes:
     return bytes(out)
 
 
+# One plain list (plain_v5_lists): the offset after its end entry, its entries' lowest begin
+# and highest end, its base address index, and its entries with a range.
+PlainSpan = tuple[int, int, int, int, int]
+_PLAIN_ENTRY_MAX = 10  # bytes of an entry before its expression, read without bounds checks
+
+
+def plain_v5_lists(data: bytes, starts: list[int], locations: bool, addresses: list[int]
+                   ) -> list[PlainSpan | None]:
+    """For the list at each of `starts`, its span when it is plain: one base address index
+    first (DW_LLE_base_addressx, DW_RLE_base_addressx) naming one of `addresses`, then only
+    offset pairs of non-empty ranges (and, in a location list, default locations), every
+    expression without a DW_OP_addr byte, then the end entry; else None. What clang writes
+    for nearly every list of a function. Such a list's bytes stay right where every address
+    in it, its base too, moves the same distance, as span_v5_list says of any list; this
+    walk makes no object per list but its span, and never raises: a list it cannot take
+    whole (damaged, near the section's end, an operand over three bytes) is None, left to
+    span_v5_list and read_v5_list, which say what is wrong with it. A third reader, kept
+    because a benchmark says so (bench/debuginfo.py --realworld: simdjson's 5,881 lists)."""
+    out: list[PlainSpan | None] = []
+    append = out.append
+    size = len(data) - _PLAIN_ENTRY_MAX  # an entry's operands start before it
+    count = len(addresses)
+    for pos in starts:
+        span = None
+        if 0 <= pos < size and data[pos] == _LLE_BASEX:
+            index = data[pos + 1]
+            pos += 2
+            if index & 0x80:
+                index = (index & 0x7F) | data[pos] << 7 if data[pos] < 0x80 else count
+                pos += 1
+            if index < count:
+                base = addresses[index]
+                lo, hi, bounded = 1 << 64, -1, 0
+                while pos < size:
+                    kind = data[pos]
+                    pos += 1
+                    if kind == _LLE_OFFSET_PAIR:
+                        a = data[pos]
+                        if a < 0x80:
+                            pos += 1
+                        elif data[pos + 1] < 0x80:
+                            a = (a & 0x7F) | data[pos + 1] << 7
+                            pos += 2
+                        elif data[pos + 2] < 0x80:
+                            a = (a & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                            pos += 3
+                        else:
+                            break
+                        b = data[pos]
+                        if b < 0x80:
+                            pos += 1
+                        elif data[pos + 1] < 0x80:
+                            b = (b & 0x7F) | data[pos + 1] << 7
+                            pos += 2
+                        elif data[pos + 2] < 0x80:
+                            b = (b & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                            pos += 3
+                        else:
+                            break
+                        if b <= a:
+                            break  # an empty entry: one written again leaves it out
+                        bounded += 1
+                        if base + a < lo:
+                            lo = base + a
+                        if base + b > hi:
+                            hi = base + b
+                    elif kind == _LLE_END:
+                        if bounded:
+                            span = (pos, lo, hi, index, bounded)
+                        break
+                    elif not (locations and kind == _LLE_DEFAULT):
+                        break
+                    if locations:
+                        n = data[pos]
+                        if n >= 0x80:
+                            break
+                        pos += 1
+                        if pos + n > size or data.find(3, pos, pos + n) >= 0:
+                            break
+                        pos += n
+        append(span)
+    return out
+
+
 def _address(data: bytes, pos: int, size: int, section: str) -> int:
     if pos + size > len(data):
         raise DecodeError(section, pos, "an address runs past the end of the section")
