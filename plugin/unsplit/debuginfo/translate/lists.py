@@ -187,7 +187,8 @@ class UnitLists:
         spans = L.plain_v5_lists(data, starts, locations, self.addresses) \
             if self.version >= 5 else [None] * len(starts)
         out, done, shifts = self.outputs[name], self._done, self._shifts
-        holding = self.mover.imap.holding
+        imap = self.mover.imap
+        holding, addresses = imap.holding, self.addresses
         run_lo = run_limit = delta = 0  # the run [run_lo, run_limit) moved by delta
         found: list[int] = []
         for start, span in zip(starts, spans, strict=True):
@@ -197,15 +198,25 @@ class UnitLists:
                 if not run_lo <= lo < hi <= run_limit:
                     run = holding(lo, hi)
                     run_lo, run_limit, delta = (0, 0, 0) if run is None else run
-                if run_limit and shifts.get(index) == delta:  # its base moved with it before
-                    new = done[key] = len(out)
-                    out += data[start:end]
-                    if locations:
-                        self.bounded[new] = bounded
-                    else:
-                        self._copied_from[new] = (start, delta)
-                    found.append(new)
+                if not run_limit:  # code BOLT split up: the list is placed entry by entry
+                    found.append(self.list_at(name, start, locations, copy=False))
                     continue
+                moved = shifts.get(index)
+                if moved is None and imap.start(addresses[index]) == addresses[index] + delta:
+                    self.named_start(index)  # its base moves with it (as _rebased finds)
+                    moved = shifts[index] = delta
+                new = done[key] = len(out)
+                if moved == delta:
+                    out += data[start:end]
+                else:  # its base stays or moves elsewhere: named by address (as _rebased)
+                    out += L.base_address_entry(addresses[index] + delta, locations)
+                    out += data[start + (2 if data[start + 1] < 0x80 else 3):end]
+                if locations:
+                    self.bounded[new] = bounded
+                else:
+                    self._copied_from[new] = (start, delta)
+                found.append(new)
+                continue
             found.append(self.list_at(name, start, locations))
         return found
 
@@ -222,19 +233,21 @@ class UnitLists:
                 self.mover.imap.start(ranges[0][0]) if ranges else None)
         return found
 
-    def list_at(self, name: str, offset: int, locations: bool) -> int:
-        """The list at `offset` of input section `name`, moved; its new offset."""
+    def list_at(self, name: str, offset: int, locations: bool, copy: bool = True) -> int:
+        """The list at `offset` of input section `name`, moved; its new offset (`copy`
+        False: the caller knows its bytes cannot be copied)."""
         key = (name, offset)
         found = self._done.get(key)
         if found is not None:
             return found
         data = self.inputs.get(name, b"")
         try:
-            if self.version >= 5:
+            if self.version >= 5 and copy:
                 copied = self._copied(name, data, offset, locations)
                 if copied is not None:
                     self._done[key] = copied
                     return copied
+            if self.version >= 5:
                 entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
                                          self.address_at)
             else:
