@@ -348,6 +348,12 @@ class UnitLists:
         return self._append(name, L.encode_v5_list(entries, locations) if self.version >= 5
                             else L.encode_v4_list(entries, locations))
 
+    def range_output(self) -> bytearray:
+        """The section this unit's range lists go to, its contribution begun: where a caller
+        appends its own (write_range's bytes) without a call each."""
+        self._append(self.rng_name, b"")
+        return self.outputs[self.rng_name]
+
     def write_range(self, begin: int, end: int) -> int:
         """write() of a DWARF 5 range list of [begin, end) alone (most functions' and
         scopes')."""
