@@ -157,8 +157,12 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
         die = pos
         code = data[pos]
         pos += 1
-        if code & 0x80:
-            code, pos = read_uleb(data, pos - 1, end, SECTION)
+        if code & 0x80:  # codes of two bytes inline: a unit of over 127 abbreviations
+            if pos < end and data[pos] < 0x80:
+                code = (code & 0x7F) | data[pos] << 7
+                pos += 1
+            else:
+                code, pos = read_uleb(data, pos - 1, end, SECTION)
         if code == 0:
             continue
         steps = plans.get(code)

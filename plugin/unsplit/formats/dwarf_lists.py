@@ -100,7 +100,11 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             return out
         begin = end = -2
         if kind == _LLE_BASEX:
-            index, pos = read_uleb(data, pos, size, section)
+            index = data[pos] if pos < size else 0x80
+            if index < 0x80:
+                pos += 1
+            else:
+                index, pos = read_uleb(data, pos, size, section)
             base = address_at(index)
             continue
         if locations and kind == _LLE_GNU_VIEW_PAIR:
@@ -120,11 +124,17 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             a = data[pos] if pos < size else 0x80
             if a < 0x80:
                 pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                a = (a & 0x7F) | data[pos + 1] << 7
+                pos += 2
             else:
                 a, pos = read_uleb(data, pos, size, section)
             b = data[pos] if pos < size else 0x80
             if b < 0x80:
                 pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                b = (b & 0x7F) | data[pos + 1] << 7
+                pos += 2
             else:
                 b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b

@@ -213,6 +213,10 @@ def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
             if n < 0x80:
                 n = n - 0x80 if n & 0x40 else n
                 pos += 1
+            elif pos + 1 < end and data[pos + 1] < 0x80:  # two bytes: a jump to another file
+                n = (n & 0x7F) | data[pos + 1] << 7
+                n = n - 0x4000 if n & 0x2000 else n
+                pos += 2
             else:
                 n, pos = read_sleb(data, pos, end, SECTION)
             line += n
@@ -250,7 +254,11 @@ def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
                 n, pos = read_uleb(data, pos, end, SECTION)
             address = (address + min_len * n) & _MASK
         elif op == 4:
-            file, pos = read_uleb(data, pos, end, SECTION)
+            file = data[pos] if pos < end else 0x80
+            if file < 0x80:
+                pos += 1
+            else:
+                file, pos = read_uleb(data, pos, end, SECTION)
         elif op == 7:
             flags |= BASIC_BLOCK
         elif op == 8:
