@@ -285,8 +285,7 @@ def plain_v5_lists(data: bytes, starts: list[int], locations: bool, addresses: l
                 index = (index & 0x7F) | data[pos] << 7 if data[pos] < 0x80 else count
                 pos += 1
             if index < count:
-                base = addresses[index]
-                lo, hi, bounded = 1 << 64, -1, 0
+                lo, hi, bounded = 1 << 64, -1, 0  # offsets from the base, then addresses
                 while pos < size:
                     kind = data[pos]
                     pos += 1
@@ -316,24 +315,28 @@ def plain_v5_lists(data: bytes, starts: list[int], locations: bool, addresses: l
                         if b <= a:
                             break  # an empty entry: one written again leaves it out
                         bounded += 1
-                        if base + a < lo:
-                            lo = base + a
-                        if base + b > hi:
-                            hi = base + b
+                        if a < lo:
+                            lo = a
+                        if b > hi:
+                            hi = b
                     elif kind == _LLE_END:
                         if bounded:
-                            span = (pos, lo, hi, index, bounded)
+                            base = addresses[index]
+                            span = (pos, base + lo, base + hi, index, bounded)
                         break
                     elif not (locations and kind == _LLE_DEFAULT):
                         break
                     if locations:
                         n = data[pos]
-                        if n >= 0x80:
+                        if n == 1:  # one operation without operands (DW_OP_regN): most
+                            if data[pos + 1] == 3:
+                                break
+                            pos += 2
+                        elif n < 0x80 and pos + 1 + n <= size and \
+                                data.find(3, pos + 1, pos + 1 + n) < 0:
+                            pos += 1 + n
+                        else:
                             break
-                        pos += 1
-                        if pos + n > size or data.find(3, pos, pos + n) >= 0:
-                            break
-                        pos += n
         append(span)
     return out
 
