@@ -294,7 +294,11 @@ class ProgramWriter:
         self._state = (0, 1, 1, 0, IS_STMT if h.default_is_stmt else 0, 0)
 
     def row(self, row: Row) -> None:
-        address, file, line, column, flags, isa, disc = row
+        self.row_at(row[0], row)
+
+    def row_at(self, address: int, row: Row) -> None:
+        """row() of `row` at `address` instead of its own (a row placed elsewhere)."""
+        _, file, line, column, flags, isa, disc = row
         h, out = self.h, self.out
         if not self._open:
             out += b"\x00\x09\x02" + address.to_bytes(8, "little")

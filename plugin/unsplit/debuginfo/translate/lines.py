@@ -58,7 +58,7 @@ class LineTables:
                     for group_start, group_end, group in _groups(rows, end):
                         if group_end > last:
                             for row in group:
-                                writer.row((max(group_start, last), *row[1:]))
+                                writer.row_at(max(group_start, last), row)
                             last = group_end
                     continue
                 start = last
@@ -77,7 +77,7 @@ class LineTables:
                                                marks[sequence][after - 1]], rows[-1])
             else:
                 for row in rows:
-                    writer.row((start, *row[1:]))
+                    writer.row_at(start, row)
             last = end
         if last >= 0:
             writer.end_sequence(last)
