@@ -262,16 +262,12 @@ _PLAIN_ENTRY_MAX = 10  # bytes of an entry before its expression, read without b
 
 def plain_v5_lists(data: bytes, starts: list[int], locations: bool, addresses: list[int]
                    ) -> list[PlainSpan | None]:
-    """For the list at each of `starts`, its span when it is plain: one base address index
-    first (DW_LLE_base_addressx, DW_RLE_base_addressx) naming one of `addresses`, then only
-    offset pairs of non-empty ranges (and, in a location list, default locations), every
-    expression without a DW_OP_addr byte, then the end entry; else None. What clang writes
-    for nearly every list of a function. Such a list's bytes stay right where every address
-    in it, its base too, moves the same distance, as span_v5_list says of any list; this
-    walk makes no object per list but its span, and never raises: a list it cannot take
-    whole (damaged, near the section's end, an operand over three bytes) is None, left to
-    span_v5_list and read_v5_list, which say what is wrong with it. A third reader, kept
-    because a benchmark says so (bench/debuginfo.py --realworld: simdjson's 5,881 lists)."""
+    """The span of each list at `starts` that is plain (clang's: a base address index into
+    `addresses`, then offset pairs of non-empty ranges or default locations, no DW_OP_addr
+    byte), else None: what span_v5_list tells of it, with no object per list. It never
+    raises: a list it cannot take whole (damaged, near the section's end, an operand over
+    three bytes) is left to span_v5_list and read_v5_list, which say what is wrong. A third
+    reader, kept because a benchmark says so (bench/debuginfo_ab.py: simdjson's lists)."""
     out: list[PlainSpan | None] = []
     append = out.append
     size = len(data) - _PLAIN_ENTRY_MAX  # an entry's operands start before it
