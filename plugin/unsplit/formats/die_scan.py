@@ -121,6 +121,7 @@ def each_declaration(data: bytes | memoryview, offset: int) -> Iterator[Declarat
 
 
 _SITE = 1 << 24  # a plan step at or above it records a site of kind (step - _SITE)
+_LISTED = 0xFFFF  # sites() looks codes up to this in lists (clang and GCC number from 1)
 
 
 class Sites(NamedTuple):
@@ -150,11 +151,14 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
                                                               code)
     # By code, in lists: the size of a DIE that asks for nothing and has no value of a
     # variable size (most types' and members'), else -1 and its plan; -2: no such code.
-    top = max(plans, default=0) + 1
+    top = min(max(plans, default=0), _LISTED) + 1
     fixed = [-2] * top
     steps_of: list[list[int]] = [[]] * top
+    beyond: dict[int, list[int]] = {}  # codes past the lists (a damaged or odd table)
     for code, plan in plans.items():
-        if not plan or (len(plan) == 1 and 0 <= plan[0] < _SITE):
+        if code >= top:
+            beyond[code] = plan
+        elif not plan or (len(plan) == 1 and 0 <= plan[0] < _SITE):
             fixed[code] = plan[0] if plan else 0
         else:
             fixed[code], steps_of[code] = -1, plan
@@ -180,9 +184,10 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
         if size >= 0:
             pos += size
             continue
-        if size == -2:
+        steps = steps_of[code] if size == -1 else beyond.get(code)
+        if steps is None:
             raise DecodeError(SECTION, die, f"no abbreviation {code} in the unit's table")
-        for step in steps_of[code]:
+        for step in steps:
             if step >= site:
                 positions.append(pos)
                 kinds_out.append(step - site)
