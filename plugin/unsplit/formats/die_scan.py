@@ -121,6 +121,7 @@ def each_declaration(data: bytes | memoryview, offset: int) -> Iterator[Declarat
 
 
 _SITE = 1 << 24  # a plan step at or above it records a site of kind (step - _SITE)
+_LISTED = 0xFFFF  # sites() looks codes up to this in lists (clang and GCC number from 1)
 
 
 class Sites(NamedTuple):
@@ -148,8 +149,22 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
             plan += _plan(unit, [form], code) or [0]
         plans[code] = _merged(plan) if any(kinds) else _plan(unit, [f for _, f in decl.specs],
                                                               code)
+    # By code, in lists: the size of a DIE that asks for nothing and has no value of a
+    # variable size (most types' and members'), else -1 and its plan; -2: no such code.
+    top = min(max(plans, default=0), _LISTED) + 1
+    fixed = [-2] * top
+    steps_of: list[list[int]] = [[]] * top
+    beyond: dict[int, list[int]] = {}  # codes past the lists (a damaged or odd table)
+    for code, plan in plans.items():
+        if code >= top:
+            beyond[code] = plan
+        elif not plan or (len(plan) == 1 and 0 <= plan[0] < _SITE):
+            fixed[code] = plan[0] if plan else 0
+        else:
+            fixed[code], steps_of[code] = -1, plan
     found = Sites(array("Q"), array("H"), array("Q"))
     positions, kinds_out, dies = found.positions, found.kinds, found.dies
+    site, uleb, block, skip = _SITE, _ULEB, _BLOCK, _skip  # (locals: read at every value)
     pos, end = unit.die_start, unit.end
     if end > len(data):
         raise DecodeError(SECTION, unit.die_start, "the unit runs past the end of the section")
@@ -157,22 +172,46 @@ def sites(data: bytes | memoryview, unit: Unit, decls: Mapping[int, Declaration]
         die = pos
         code = data[pos]
         pos += 1
-        if code & 0x80:
-            code, pos = read_uleb(data, pos - 1, end, SECTION)
+        if code & 0x80:  # codes of two bytes inline: a unit of over 127 abbreviations
+            if pos < end and data[pos] < 0x80:
+                code = (code & 0x7F) | data[pos] << 7
+                pos += 1
+            else:
+                code, pos = read_uleb(data, pos - 1, end, SECTION)
         if code == 0:
             continue
-        steps = plans.get(code)
+        size = fixed[code] if code < top else -2
+        if size >= 0:
+            pos += size
+            continue
+        steps = steps_of[code] if size == -1 else beyond.get(code)
         if steps is None:
             raise DecodeError(SECTION, die, f"no abbreviation {code} in the unit's table")
         for step in steps:
-            if step >= _SITE:
+            if step >= site:
                 positions.append(pos)
-                kinds_out.append(step - _SITE)
+                kinds_out.append(step - site)
                 dies.append(die)
             elif step >= 0:
                 pos += step
+            elif pos + 1 < end and (step == uleb or step == block):
+                # a ULEB128 of one or two bytes and a block of under 128 bytes skipped here,
+                # not by _skip: most of a clang unit's variable-size values (index forms,
+                # location expressions)
+                first = data[pos]
+                if step == uleb:
+                    if first < 0x80:
+                        pos += 1
+                    elif data[pos + 1] < 0x80:
+                        pos += 2
+                    else:
+                        pos = skip(data, pos, step, unit, die, end)
+                elif first < 0x80 and pos + 1 + first <= end:
+                    pos += 1 + first
+                else:
+                    pos = skip(data, pos, step, unit, die, end)
             else:
-                pos = _skip(data, pos, step, unit, die, end)
+                pos = skip(data, pos, step, unit, die, end)
     if pos > end:
         raise DecodeError(SECTION, end, "the last DIE runs past the end of its unit")
     return found

@@ -100,7 +100,11 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             return out
         begin = end = -2
         if kind == _LLE_BASEX:
-            index, pos = read_uleb(data, pos, size, section)
+            index = data[pos] if pos < size else 0x80
+            if index < 0x80:
+                pos += 1
+            else:
+                index, pos = read_uleb(data, pos, size, section)
             base = address_at(index)
             continue
         if locations and kind == _LLE_GNU_VIEW_PAIR:
@@ -120,11 +124,17 @@ def read_v5_list(data: bytes, pos: int, section: str, locations: bool, address_s
             a = data[pos] if pos < size else 0x80
             if a < 0x80:
                 pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                a = (a & 0x7F) | data[pos + 1] << 7
+                pos += 2
             else:
                 a, pos = read_uleb(data, pos, size, section)
             b = data[pos] if pos < size else 0x80
             if b < 0x80:
                 pos += 1
+            elif pos + 1 < size and data[pos + 1] < 0x80:
+                b = (b & 0x7F) | data[pos + 1] << 7
+                pos += 2
             else:
                 b, pos = read_uleb(data, pos, size, section)
             begin, end = base + a, base + b
@@ -242,6 +252,89 @@ def encode_v4_list(entries: list[Entry], locations: bool) -> bytes:
             out += struct.pack("<H", len(expr)) + expr
     out += struct.pack("<QQ", 0, 0)
     return bytes(out)
+
+
+# One plain list (plain_v5_lists): the offset after its end entry, its entries' lowest begin
+# and highest end, its base address index, and its entries with a range.
+PlainSpan = tuple[int, int, int, int, int]
+_PLAIN_ENTRY_MAX = 10  # bytes of an entry before its expression, read without bounds checks
+
+
+def plain_v5_lists(data: bytes, starts: list[int], locations: bool, addresses: list[int]
+                   ) -> list[PlainSpan | None]:
+    """The span of each list at `starts` that is plain (clang's: a base address index into
+    `addresses`, then offset pairs of non-empty ranges or default locations, no DW_OP_addr
+    byte), else None: what span_v5_list tells of it, with no object per list. It never
+    raises: a list it cannot take whole (damaged, near the section's end, an operand over
+    three bytes) is left to span_v5_list and read_v5_list, which say what is wrong. A third
+    reader, kept because a benchmark says so (bench/debuginfo_ab.py: simdjson's lists)."""
+    out: list[PlainSpan | None] = []
+    append = out.append
+    size = len(data) - _PLAIN_ENTRY_MAX  # an entry's operands start before it
+    count = len(addresses)
+    for pos in starts:
+        span = None
+        if 0 <= pos < size and data[pos] == _LLE_BASEX:
+            index = data[pos + 1]
+            pos += 2
+            if index & 0x80:
+                index = (index & 0x7F) | data[pos] << 7 if data[pos] < 0x80 else count
+                pos += 1
+            if index < count:
+                lo, hi, bounded = 1 << 64, -1, 0  # offsets from the base, then addresses
+                while pos < size:
+                    kind = data[pos]
+                    pos += 1
+                    if kind == _LLE_OFFSET_PAIR:
+                        a = data[pos]
+                        if a < 0x80:
+                            pos += 1
+                        elif data[pos + 1] < 0x80:
+                            a = (a & 0x7F) | data[pos + 1] << 7
+                            pos += 2
+                        elif data[pos + 2] < 0x80:
+                            a = (a & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                            pos += 3
+                        else:
+                            break
+                        b = data[pos]
+                        if b < 0x80:
+                            pos += 1
+                        elif data[pos + 1] < 0x80:
+                            b = (b & 0x7F) | data[pos + 1] << 7
+                            pos += 2
+                        elif data[pos + 2] < 0x80:
+                            b = (b & 0x7F) | (data[pos + 1] & 0x7F) << 7 | data[pos + 2] << 14
+                            pos += 3
+                        else:
+                            break
+                        if b <= a:
+                            break  # an empty entry: one written again leaves it out
+                        bounded += 1
+                        if a < lo:
+                            lo = a
+                        if b > hi:
+                            hi = b
+                    elif kind == _LLE_END:
+                        if bounded:
+                            base = addresses[index]
+                            span = (pos, base + lo, base + hi, index, bounded)
+                        break
+                    elif not (locations and kind == _LLE_DEFAULT):
+                        break
+                    if locations:
+                        n = data[pos]
+                        if n == 1:  # one operation without operands (DW_OP_regN): most
+                            if data[pos + 1] == 3:
+                                break
+                            pos += 2
+                        elif n < 0x80 and pos + 1 + n <= size and \
+                                data.find(3, pos + 1, pos + 1 + n) < 0:
+                            pos += 1 + n
+                        else:
+                            break
+        append(span)
+    return out
 
 
 def _address(data: bytes, pos: int, size: int, section: str) -> int:

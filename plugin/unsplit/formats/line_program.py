@@ -182,23 +182,46 @@ def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
                                                    h.line_range, h.opcode_base)
     lengths = h.opcode_lengths
     const_add = min_len * ((255 - opcode_base) // line_range)
+    # each special opcode's address and line advance, worked out once
+    advances = [min_len * ((op - opcode_base) // line_range) for op in range(256)]
+    steps = [line_base + (op - opcode_base) % line_range for op in range(256)]
     stmt0 = IS_STMT if h.default_is_stmt else 0
     address, file, line, column, flags, isa, disc = 0, 1, 1, 0, stmt0, 0, 0
     rows: list[Row] = []
     pos, end = h.program_start, h.end
-    # every read below is checked against `end`
+    # every read below is checked against `end`; the standard opcodes clang writes most
+    # (set_column, advance_line, negate_stmt) are asked first
     while pos < end:
         op = data[pos]
         pos += 1
         if op >= opcode_base:
-            adjusted = op - opcode_base
-            address = (address + min_len * (adjusted // line_range)) & _MASK
-            line += line_base + adjusted % line_range
+            address = (address + advances[op]) & _MASK
+            line += steps[op]
             rows.append((address, file, line, column, flags, isa, disc))
             flags &= IS_STMT
             disc = 0
             if mark is not None:
                 mark(pos)
+        elif op == 5:
+            column = data[pos] if pos < end else 0x80
+            if column < 0x80:
+                pos += 1
+            else:
+                column, pos = read_uleb(data, pos, end, SECTION)
+        elif op == 3:
+            n = data[pos] if pos < end else 0x80
+            if n < 0x80:
+                n = n - 0x80 if n & 0x40 else n
+                pos += 1
+            elif pos + 1 < end and data[pos + 1] < 0x80:  # two bytes: a jump to another file
+                n = (n & 0x7F) | data[pos + 1] << 7
+                n = n - 0x4000 if n & 0x2000 else n
+                pos += 2
+            else:
+                n, pos = read_sleb(data, pos, end, SECTION)
+            line += n
+        elif op == 6:
+            flags ^= IS_STMT
         elif op == 0:
             size, pos = read_uleb(data, pos, end, SECTION)
             if size and pos >= end:
@@ -230,24 +253,12 @@ def sequences(data: bytes, h: LineHeader, marks: list[list[int]] | None = None
             else:
                 n, pos = read_uleb(data, pos, end, SECTION)
             address = (address + min_len * n) & _MASK
-        elif op == 3:
-            n = data[pos] if pos < end else 0x80
-            if n < 0x80:
-                n = n - 0x80 if n & 0x40 else n
-                pos += 1
-            else:
-                n, pos = read_sleb(data, pos, end, SECTION)
-            line += n
         elif op == 4:
-            file, pos = read_uleb(data, pos, end, SECTION)
-        elif op == 5:
-            column = data[pos] if pos < end else 0x80
-            if column < 0x80:
+            file = data[pos] if pos < end else 0x80
+            if file < 0x80:
                 pos += 1
             else:
-                column, pos = read_uleb(data, pos, end, SECTION)
-        elif op == 6:
-            flags ^= IS_STMT
+                file, pos = read_uleb(data, pos, end, SECTION)
         elif op == 7:
             flags |= BASIC_BLOCK
         elif op == 8:
@@ -283,7 +294,11 @@ class ProgramWriter:
         self._state = (0, 1, 1, 0, IS_STMT if h.default_is_stmt else 0, 0)
 
     def row(self, row: Row) -> None:
-        address, file, line, column, flags, isa, disc = row
+        self.row_at(row[0], row)
+
+    def row_at(self, address: int, row: Row) -> None:
+        """row() of `row` at `address` instead of its own (a row placed elsewhere)."""
+        _, file, line, column, flags, isa, disc = row
         h, out = self.h, self.out
         if not self._open:
             out += b"\x00\x09\x02" + address.to_bytes(8, "little")

@@ -13,6 +13,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan
+from unsplit.formats.leb128 import encode_uleb128 as uleb
 
 from ...conftest import ROOT, facts
 
@@ -136,3 +137,19 @@ def test_a_bug_skipping_an_attribute_surfaces(zoo: dict[str, Any],
     with pytest.raises(IndexError):
         die_scan.offsets_with(info, unit, abbrevs, die_scan.DW_TAG_subprogram,
                               frozenset((die_scan.DW_AT_low_pc,)))
+
+
+def test_sites_of_an_abbreviation_code_past_any_list() -> None:
+    """A code as large as a ULEB128 can say (a damaged table makes them): its DIEs are
+    scanned as any others, not a list as long as the code made (the fuzz campaign's
+    OverflowError)."""
+    for code in (3, 1 << 64):
+        # DW_TAG_variable, no children: DW_AT_name string, DW_AT_location exprloc
+        abbrev = uleb(code) + b"\x34\x00" + b"\x03\x08" + b"\x02\x18" + b"\x00\x00" + b"\x00"
+        decls = die_scan.declarations(abbrev, 0)
+        info = uleb(code) + b"x\x00" + b"\x01\x50" + b"\x00"
+        unit = die_scan.Unit(0, len(info), 5, 8, 4)
+        found = die_scan.sites(info, unit, decls, lambda d: [0, 7])
+        location = len(uleb(code)) + 2
+        assert (list(found.positions), list(found.kinds), list(found.dies)) == \
+            ([location], [7], [0])

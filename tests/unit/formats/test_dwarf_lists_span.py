@@ -116,3 +116,59 @@ def test_span_refuses_lists_bound_to_where_they_are() -> None:
                   b"\x01\x02\x09\x00\x01\x04\x00\x10\x01\x50\x00",  # a GNU view pair
                   b"\x01\x02\x04\x10\x10\x01\x50\x00"):  # an empty entry
         assert L.span_v5_list(bound, 0, ".debug_loclists", True, 8, UNIT_BASE, _address_at) is None
+
+
+def _plain_agrees(data: bytes, locations: bool) -> L.PlainSpan | None:
+    """plain_v5_lists' answer for a list at 0 of `data`, checked against span_v5_list's."""
+    [plain] = L.plain_v5_lists(data, [0], locations, ADDRESSES)
+    if plain is None:
+        return None
+    end, lo, hi, index, bounded = plain
+    span = L.span_v5_list(data, 0, ".debug_loclists", locations, 8, UNIT_BASE, _address_at)
+    assert span is not None  # a plain list is one span_v5_list takes too
+    assert (span.end, span.lo, span.hi, span.bounded) == (end, lo, hi, bounded)
+    assert span.bases == [(0, 1 + len(uleb(index)), index)]
+    assert not (span.indices or span.literal or span.unit_base or span.addr_op)
+    return plain
+
+
+# Lists of offset pairs and default locations alone (what clang writes), besides any entries.
+_PAIRS = st.lists(st.tuples(st.sampled_from([4, 4, 4, 5]), st.integers(0, 40_000),
+                            st.integers(0, 3_000_000), st.binary(max_size=5)),
+                  min_size=1, max_size=8)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_PAIRS, _ENTRIES), st.booleans(), st.integers(0, len(ADDRESSES) + 200))
+def test_a_plain_list_is_what_the_span_says(entries: list[tuple[int, int, int, bytes]],
+                                            locations: bool, base: int) -> None:
+    data = bytes([1]) + uleb(base) + \
+        b"".join(_entry(kind, a, b, expr, locations) for kind, a, b, expr in entries)
+    _plain_agrees(data + b"\x00" + bytes(16), locations)
+    _plain_agrees(data, locations)  # no end entry: not plain (and no exception)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=60), st.booleans())
+def test_plain_lists_of_random_bytes_agree_and_never_raise(data: bytes, locations: bool) -> None:
+    _plain_agrees(data, locations)
+
+
+def test_clangs_lists_are_plain_and_others_are_not() -> None:
+    pair = b"\x04\x00\x10\x01\x50"  # [0, 0x10): DW_OP_reg0
+    tail = bytes(16)  # what follows the list in the section
+    clang = b"\x01\x02" + pair + b"\x04\x10\x90\x01\x01\x51" + b"\x00"
+    assert L.plain_v5_lists(clang + tail, [0], True, ADDRESSES) == [
+        (len(clang), 0x1080, 0x1080 + 0x90, 2, 2)]
+    ranges = b"\x01\x81\x00" + b"\x04\x00\x10" + b"\x00"  # a two-byte index, range list
+    wide = list(range(0x1000, 0x1000 + 0x82 * 8, 8))
+    assert L.plain_v5_lists(ranges + tail, [0], False, wide) == [
+        (len(ranges), wide[1], wide[1] + 0x10, 1, 1)]
+    for not_plain in (pair + b"\x00",  # on the unit's base
+                      b"\x01\x02\x04\x00\x10\x02\x03\x00" + b"\x00",  # a DW_OP_addr byte
+                      b"\x01\x02\x03\x01\x10\x01\x50\x00",  # a start index and length
+                      b"\x01\x02\x04\x10\x10\x01\x50\x00",  # an empty entry
+                      b"\x01\x40" + pair + b"\x00",  # an index past the table
+                      b"\x01\x02\x00"):  # no entry with a range
+        assert L.plain_v5_lists(not_plain + tail, [0], True, ADDRESSES) == [None]
+    assert L.plain_v5_lists(clang, [0], True, ADDRESSES) == [None]  # at the section's end

@@ -7,8 +7,10 @@ input's, byte for byte."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from operator import itemgetter
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import islice
+from operator import itemgetter, le
 
 from unsplit.debuginfo.translate.lists import Mover
 from unsplit.errors import DecodeError
@@ -58,7 +60,7 @@ class LineTables:
                     for group_start, group_end, group in _groups(rows, end):
                         if group_end > last:
                             for row in group:
-                                writer.row((max(group_start, last), *row[1:]))
+                                writer.row_at(max(group_start, last), row)
                             last = group_end
                     continue
                 start = last
@@ -77,7 +79,7 @@ class LineTables:
                                                marks[sequence][after - 1]], rows[-1])
             else:
                 for row in rows:
-                    writer.row((start, *row[1:]))
+                    writer.row_at(start, row)
             last = end
         if last >= 0:
             writer.end_sequence(last)
@@ -105,6 +107,7 @@ class LineTables:
             n = len(rows)
             i = 0
             stretch = stop = -1  # the first row of the stretch being made (or -1), its end
+            addresses: array[int] | None = None  # the rows', when in order (_in_order)
             while i < n:
                 address = rows[i][0]
                 j = i + 1
@@ -114,6 +117,20 @@ class LineTables:
                 if kept and lo <= address < following <= hi:
                     if stretch < 0:
                         stretch = i
+                    if addresses is None:
+                        addresses = _in_order(rows)
+                    if len(addresses):  # the groups after it that the run holds, at once
+                        after = bisect_left(addresses, hi, j)  # the first row at or past hi
+                        last = addresses[after - 1]
+                        if after > j and last < (addresses[after] if after < n else end) <= hi:
+                            stop = addresses[after] if after < n else end
+                            i = after
+                            continue
+                        final = bisect_left(addresses, last, j, after)  # its last group
+                        if final > j:  # all groups but that one
+                            stop = last
+                            i = final
+                            continue
                     stop = following
                     i = j
                     continue
@@ -155,6 +172,13 @@ class LineTables:
 # A placed run of rows: output start, end, the rows, and for a stretch of rows copied as the
 # input program's opcodes, (sequence, first row, the row after the last), else None.
 Segment = tuple[int, int, list[Row], tuple[int, int, int] | None]
+
+
+def _in_order(rows: list[Row]) -> array[int]:
+    """The rows' addresses when they never go down (every program clang and GCC write), so
+    that the rows a run of code holds are found by bisection; else empty."""
+    addresses = array("Q", map(itemgetter(0), rows))
+    return addresses if all(map(le, addresses, islice(addresses, 1, None))) else array("Q")
 
 
 def _stretch(sequence: int, rows: list[Row], first: int, after: int, end: int) -> Segment:

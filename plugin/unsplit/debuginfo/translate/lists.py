@@ -121,13 +121,15 @@ class UnitLists:
     def __init__(self, mover: Mover, version: int, offset_size: int, base_address: int,
                  address_at: L.AddressAt, inputs: dict[str, bytes],
                  outputs: dict[str, bytearray], unit_name: str,
-                 named_start: Callable[[int], None] = lambda index: None) -> None:
+                 named_start: Callable[[int], None] = lambda index: None,
+                 addresses: list[int] | None = None) -> None:
         self.mover = mover
         self.named_start = named_start  # an address index a copied list names as a start
         self.version = version
         self.offset_size = offset_size
         self.base_address = base_address
         self.address_at = address_at
+        self.addresses = addresses or []  # the unit's .debug_addr table (address_at's)
         self.inputs = inputs
         self.outputs = outputs
         self.unit_name = unit_name
@@ -135,8 +137,10 @@ class UnitLists:
             else (".debug_ranges", ".debug_loc")
         self._starts: dict[str, int] = {}  # section -> where this unit's contribution starts
         self._done: dict[tuple[str, int], int] = {}
-        self.indexed_ranges: list[list[tuple[int, int]]] = []  # by DW_FORM_rnglistx index
-        self.placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+        self.indexed_ranges: list[int] = []  # new range lists by DW_FORM_rnglistx index
+        self._placed: dict[int, list[tuple[int, int]]] = {}  # a new range list's ranges
+        self._copied_from: dict[int, tuple[int, int]] = {}  # a copied range list's input
+        #                                                     offset and how far it moved
         self._shifts: dict[int, int] = {}  # base address index -> how far its entry moved,
         #                                    once a copied list has named it (so as a start)
         self.bounded: dict[int, int] = {}  # a new location list's entries that have a range
@@ -168,26 +172,82 @@ class UnitLists:
         header = L.read_lists_header(data, old_base, name)
         offsets = L.offsets_array(data, header)
         base = self._contribution(name, len(offsets))
-        moved = [self.list_at(name, old_base + relative, locations) - base
-                 for relative in offsets]
-        self.outputs[name][base:base + 4 * len(moved)] = struct.pack(f"<{len(moved)}I", *moved)
+        moved = self._lists(name, data, [old_base + relative for relative in offsets],
+                            locations)
+        self.outputs[name][base:base + 4 * len(moved)] = struct.pack(
+            f"<{len(moved)}I", *(new - base for new in moved))
         if not locations:
-            self.indexed_ranges += [self.placed[base + new] for new in moved]
+            self.indexed_ranges += moved
         return base
 
-    def list_at(self, name: str, offset: int, locations: bool) -> int:
-        """The list at `offset` of input section `name`, moved; its new offset."""
+    def _lists(self, name: str, data: bytes, starts: list[int], locations: bool) -> list[int]:
+        """list_at() of each list at `starts`, in order; their new offsets. The plain lists
+        of code that moved whole (dwarf_lists.plain_v5_lists) are copied here as _copied
+        copies them, the run of code the last one fell in asked first, without a look-up."""
+        spans = L.plain_v5_lists(data, starts, locations, self.addresses) \
+            if self.version >= 5 else [None] * len(starts)
+        out, done, shifts = self.outputs[name], self._done, self._shifts
+        imap = self.mover.imap
+        holding, addresses = imap.holding, self.addresses
+        run_lo = run_limit = delta = 0  # the run [run_lo, run_limit) moved by delta
+        found: list[int] = []
+        for start, span in zip(starts, spans, strict=True):
+            key = (name, start)
+            if span is not None and key not in done:
+                end, lo, hi, index, bounded = span
+                if not run_lo <= lo < hi <= run_limit:
+                    run = holding(lo, hi)
+                    run_lo, run_limit, delta = (0, 0, 0) if run is None else run
+                if not run_limit:  # code BOLT split up: the list is placed entry by entry
+                    found.append(self.list_at(name, start, locations, copy=False))
+                    continue
+                moved = shifts.get(index)
+                if moved is None and imap.start(addresses[index]) == addresses[index] + delta:
+                    self.named_start(index)  # its base moves with it (as _rebased finds)
+                    moved = shifts[index] = delta
+                new = done[key] = len(out)
+                if moved == delta:
+                    out += data[start:end]
+                else:  # its base stays or moves elsewhere: named by address (as _rebased)
+                    out += L.base_address_entry(addresses[index] + delta, locations)
+                    out += data[start + (2 if data[start + 1] < 0x80 else 3):end]
+                if locations:
+                    self.bounded[new] = bounded
+                else:
+                    self._copied_from[new] = (start, delta)
+                found.append(new)
+                continue
+            found.append(self.list_at(name, start, locations))
+        return found
+
+    def placed(self, new: int) -> list[tuple[int, int]]:
+        """The output ranges of the range list written at `new`, the entry's first."""
+        found = self._placed.get(new)
+        if found is None:
+            start, delta = self._copied_from[new]
+            ranges = [(b, e) for b, e, _ in L.read_v5_list(
+                self.inputs.get(self.rng_name, b""), start, self.rng_name, False, 8,
+                self.base_address, self.address_at)]
+            found = self._placed[new] = _entry_first(
+                merge([(b + delta, e + delta) for b, e in ranges if b < e]),
+                self.mover.imap.start(ranges[0][0]) if ranges else None)
+        return found
+
+    def list_at(self, name: str, offset: int, locations: bool, copy: bool = True) -> int:
+        """The list at `offset` of input section `name`, moved; its new offset (`copy`
+        False: the caller knows its bytes cannot be copied)."""
         key = (name, offset)
         found = self._done.get(key)
         if found is not None:
             return found
         data = self.inputs.get(name, b"")
         try:
-            if self.version >= 5:
+            if self.version >= 5 and copy:
                 copied = self._copied(name, data, offset, locations)
                 if copied is not None:
                     self._done[key] = copied
                     return copied
+            if self.version >= 5:
                 entries = L.read_v5_list(data, offset, name, locations, 8, self.base_address,
                                          self.address_at)
             else:
@@ -204,7 +264,7 @@ class UnitLists:
         else:
             ranges = self.mover.ranges(entries)
             new = self.write(name, [(s, e, b"") for s, e in ranges], False)
-            self.placed[new] = ranges
+            self._placed[new] = ranges
         self._done[key] = new
         return new
 
@@ -243,7 +303,7 @@ class UnitLists:
         if locations:
             self.bounded[new] = bounded
         else:
-            self.placed[new] = _entry_first(
+            self._placed[new] = _entry_first(
                 merge([(b + delta, e + delta) for b, e in ranges if b < e]),
                 imap.start(ranges[0][0]) if ranges else None)
         return new
@@ -287,6 +347,12 @@ class UnitLists:
         """Appends a list to this unit's part of `name`; its offset in the section."""
         return self._append(name, L.encode_v5_list(entries, locations) if self.version >= 5
                             else L.encode_v4_list(entries, locations))
+
+    def range_output(self) -> bytearray:
+        """The section this unit's range lists go to, its contribution begun: where a caller
+        appends its own (write_range's bytes) without a call each."""
+        self._append(self.rng_name, b"")
+        return self.outputs[self.rng_name]
 
     def write_range(self, begin: int, end: int) -> int:
         """write() of a DWARF 5 range list of [begin, end) alone (most functions' and

@@ -16,6 +16,7 @@ from unsplit.debuginfo.translate.lists import Mover, UnitLists
 from unsplit.errors import DecodeError
 from unsplit.formats import die_scan, dwarf_unit
 from unsplit.formats.die_scan import Declaration, Unit
+from unsplit.formats.dwarf_lists import encode_v5_range
 from unsplit.formats.dwarf_unit import UnitHeader, Value
 
 _PADDED_SEC_OFFSET = b"\x97\x80\x80\x00"  # DW_FORM_sec_offset as a 4-byte ULEB128
@@ -156,7 +157,8 @@ class UnitRewriter:
                 self.addr.named_start(table, index)
 
         lists = UnitLists(self.mover, header.version, header.offset_size, base_address,
-                          address_at, self.inputs, self.outputs, where, named_start)
+                          address_at, self.inputs, self.outputs, where, named_start,
+                          addresses)
         for attribute, make in ((K.DW_AT_rnglists_base, lists.ranges_table),
                                 (K.DW_AT_loclists_base, lists.locations_table)):
             if attribute in attrs:
@@ -166,7 +168,7 @@ class UnitRewriter:
                 K.DW_AT_ranges in attrs and attrs[K.DW_AT_ranges][0] == K.DW_FORM_rnglistx:
             index = int(attrs[K.DW_AT_ranges][2])
             if index < len(lists.indexed_ranges):
-                done.aranges.append((header.offset, lists.indexed_ranges[index]))
+                done.aranges.append((header.offset, lists.placed(lists.indexed_ranges[index])))
         if name == ".debug_info":
             self.facts[header.offset] = self._facts(header, attrs)
         sites = die_scan.sites(data, unit, decls, lambda d: self.kinds.of(d, unit))
@@ -219,6 +221,7 @@ class _Sites:
         self.address_at = address_at
         self.mover = owner.mover
         self.location_list = -1  # the new offset of the current DIE's location list
+        self._run = (0, 0, 0)  # InputMap.holding's last answer: most pairs fall in it
 
     def walk(self, sites: die_scan.Sites) -> None:
         positions, numbers, dies = sites.positions, sites.kinds, sites.dies
@@ -228,6 +231,18 @@ class _Sites:
         # nothing to move (most variables' locations), seen without a call
         exprloc = [kind.what == K.EXPRESSION and kind.form == K.DW_FORM_exprloc
                    for kind in table]
+        # clang's DW_AT_low_pc (DW_FORM_addrx) and DW_AT_high_pc (DW_FORM_data4) of a function
+        # or scope in a DWARF 5 unit: what pair() does for them done here, without a call, for
+        # a range one run of code holds (thousands per unit)
+        v5 = self.header.version >= 5
+        low_addrx = [v5 and kind.what == K.PAIR_LOW and kind.form == K.DW_FORM_addrx and
+                     kind.tag not in K.UNIT_TAGS for kind in table]
+        high_data4 = [kind.what == K.PAIR_HIGH and kind.form == K.DW_FORM_data4 and
+                      not kind.padded for kind in table]
+        addresses = [] if self.table is None else self.table.addresses
+        count = len(addresses)
+        holding = self.mover.imap.holding
+        out, ranges_out = self.out, None
         data = self.data
         n = len(positions)
         i = 0
@@ -236,9 +251,30 @@ class _Sites:
             j = i + 1
             while j < n and dies[j] == die:
                 j += 1
+            if j == i + 2 and low_addrx[numbers[i]] and high_data4[numbers[i + 1]]:
+                at = positions[i]
+                index = data[at]  # a ULEB128 of one or two bytes (the scan read it whole)
+                if index & 0x80:
+                    index = (index & 0x7F) | data[at + 1] << 7 if data[at + 1] < 0x80 else count
+                low = addresses[index] if index < count else -1
+                at = positions[i + 1]
+                high = low + int.from_bytes(data[at:at + 4], "little")
+                run_lo, run_limit, delta = self._run
+                if low >= 0 and not run_lo <= low < high <= run_limit:
+                    run = holding(low, high)
+                    if run is not None:
+                        self._run = run
+                        run_lo, run_limit, delta = run
+                if run_lo <= low < high <= run_limit:
+                    if ranges_out is None:
+                        ranges_out = self.lists.range_output()
+                    out[at:at + 4] = len(ranges_out).to_bytes(4, "little")
+                    ranges_out += encode_v5_range(low + delta, high + delta)
+                    i = j
+                    continue
             if j == i + 2 and whats[numbers[i]] in _PAIRED and whats[numbers[i + 1]] in _PAIRED:
-                self.pair([(table[numbers[i]], positions[i]),
-                           (table[numbers[i + 1]], positions[i + 1])], die)
+                self.pair(table[numbers[i]], positions[i], table[numbers[i + 1]],
+                          positions[i + 1])
                 i = j
                 continue
             pair: list[tuple[K.Kind, int]] = []
@@ -257,7 +293,7 @@ class _Sites:
                 else:
                     self.one(kind, pos, die)
             if len(pair) == 2:
-                self.pair(pair, die)
+                self.pair(*pair[0], *pair[1])
             for kind, pos in views:  # once the DIE's location list is written
                 size = self.header.offset_size if kind.form == K.DW_FORM_sec_offset else 4
                 _put(self.out, pos, size, self.lists.views(self.location_list))
@@ -303,7 +339,7 @@ class _Sites:
             if locations:
                 self.location_list = new
             if not locations and die == self.unit.die_start:
-                self.done.aranges.append((self.header.offset, self.lists.placed[new]))
+                self.done.aranges.append((self.header.offset, self.lists.placed(new)))
         elif what == K.EXPRESSION:
             start, end = _block(self.data, pos, kind.form)
             if 3 in self.data[start:end]:
@@ -321,20 +357,31 @@ class _Sites:
                 self.header.address_size
             self.done.refs.append((self.header.offset, pos, size))
 
-    def pair(self, pair: list[tuple[K.Kind, int]], die: int) -> None:
+    def pair(self, first: K.Kind, first_pos: int, second: K.Kind, second_pos: int) -> None:
         """DW_AT_low_pc and DW_AT_high_pc: the ranges their code went to."""
-        (low_kind, low_pos), (high_kind, high_pos) = pair if pair[0][0].what == K.PAIR_LOW \
-            else pair[::-1]
-        low, index, _ = self._read_address(low_kind, low_pos)
-        if high_kind.form == K.DW_FORM_udata:
-            high = dwarf_unit.uleb(self.data, high_pos)[0]
+        low_kind, low_pos, high_kind, high_pos = (first, first_pos, second, second_pos) \
+            if first.what == K.PAIR_LOW else (second, second_pos, first, first_pos)
+        data = self.data
+        if low_kind.form == K.DW_FORM_addrx and data[low_pos] < 0x80:  # clang's, inline
+            index = data[low_pos]
+            low = self.address_at(index)
         else:
-            high = int.from_bytes(self.data[high_pos:high_pos + _SIZES.get(high_kind.form, 0)],
-                                  "little")
-        if high_kind.form != K.DW_FORM_addr:
+            low, index, _ = self._read_address(low_kind, low_pos)
+        form = high_kind.form
+        if form == K.DW_FORM_udata:
+            high = dwarf_unit.uleb(data, high_pos)[0]
+        else:
+            high = int.from_bytes(data[high_pos:high_pos + _SIZES.get(form, 0)], "little")
+        if form != K.DW_FORM_addr:
             high += low
-        delta = self.mover.imap.shift(low, high)  # most functions and scopes: one run
-        ranges = [(low + delta, high + delta)] if delta is not None else \
+        run_lo, run_limit, delta = self._run
+        if not run_lo <= low < high <= run_limit:  # most functions and scopes: one run
+            run = self.mover.imap.holding(low, high)
+            if run is not None:
+                self._run = run
+                run_lo, run_limit, delta = run
+        held = run_lo <= low < high <= run_limit
+        ranges = [(low + delta, high + delta)] if held else \
             self.mover.ranges([(low, high, b"")])
         is_unit = low_kind.tag in K.UNIT_TAGS
         if is_unit:
@@ -348,15 +395,16 @@ class _Sites:
             out[high_pos:high_pos + len(value) + (4 if high_kind.padded else 0)] = \
                 (_PADDED_SEC_OFFSET + value) if high_kind.padded else value
             if index < 0:
-                _put(out, low_pos, 8, 0 if is_unit else self.mover.address(low))
+                _put(out, low_pos, 8, 0 if is_unit else low + delta if held else
+                     self.mover.address(low))
             return
         # Too small a DW_AT_high_pc for an offset: the entry's range alone, the rest dropped.
-        first = ranges[0] if ranges else (0, 0)
+        first_range = ranges[0] if ranges else (0, 0)
         self.mover.dropped["range bytes"] += sum(e - s for s, e in ranges[1:])
         if index < 0:
-            _put(out, low_pos, 8, first[0])
-        length = first[1] - first[0]
-        size = _SIZES.get(high_kind.form, 0)
+            _put(out, low_pos, 8, first_range[0])
+        length = first_range[1] - first_range[0]
+        size = _SIZES.get(form, 0)
         _put(out, high_pos, size, length if length < 1 << (8 * size) else 0)
 
 

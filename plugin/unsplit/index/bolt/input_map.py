@@ -180,6 +180,22 @@ class InputMap:
             return None
         return delta
 
+    def holding(self, lo: int, hi: int) -> tuple[int, int, int] | None:
+        """(run_lo, limit, delta): shift(b, e) is delta for every [b, e) with run_lo <= b <
+        e <= limit, and [lo, hi) is one of them; None when shift(lo, hi) is None. A caller
+        asking about many ranges in a row asks here only when one falls outside the last."""
+        los = self.lo
+        i = bisect_right(los, lo) - 1
+        if i < 0 or lo >= hi:
+            return None
+        run_lo, limit = int(los[i]), int(self.hi[i])
+        delta = int(self.out[i]) - run_lo
+        if i + 1 < len(los) and los[i + 1] < limit:
+            limit = int(los[i + 1])  # a run of duplicated code starts there
+        elif self.tail[i] != limit + delta:
+            limit -= 1  # the run's end does not move with it
+        return (run_lo, limit, delta) if hi <= limit else None
+
     def place(self, lo: int, hi: int) -> Placed:
         """The output ranges input [lo, hi) of code became."""
         if hi <= lo:
