@@ -126,7 +126,8 @@ def _listed_heads(reader: EntryReader, starts: array[int], offsets: array[int]) 
     """The heads of the FDEs at `offsets`, listed as starting at `starts`. The usual
     `.eh_frame` FDE (as _scan) is read by C loops over all offsets at once and checked in
     bulk: a BOLTed libLLVM's debug file asks for 178k heads and its index for 175k, too
-    many to read one by one (docs/benchmarks.md); any other entry (checks failed) through the reader."""
+    many to read one by one (docs/benchmarks.md); any other entry (checks failed) through
+    the reader."""
     data, n = reader.data, len(offsets)
     wide = "I" if len(data) <= 0xFFFFFFFF else "Q"
     cols = ListedHeads(array("I"), array(wide), array(wide), array(wide))
