@@ -619,10 +619,13 @@ def live(cache: Path, exe: str, stop: tuple[str, int], args: list[str], debugger
                 "thread step-out"]
         argv += [a for c in cmds for a in ("-o", c)] + ["--", exe, *args]
     out = normal(run(argv, cache, {"UNSPLIT_DEBUGINFO_BACKGROUND": "0"}))
-    # (what only the plugin prints: the load line, its own command echo)
+    # From the run on: setting the breakpoint names each binary's own address. Left out too:
+    # the plugin's load line, and the process's id.
+    out = out[out.find("(lldb) run"):] if debugger == "lldb" else re.sub(
+        r"^Breakpoint \d+ at .*$", "", out, flags=re.M)
     return [line.strip() for line in out.splitlines() if line.strip()
-            and not line.startswith(("unsplit:", "(lldb) command script import"))
-            and "process" not in line.lower() and "LWP" not in line]
+            and not line.startswith("unsplit:") and "process" not in line.lower()
+            and "LWP" not in line]
 
 
 def check_gcc_pgo(p: Program, cache: Path) -> None:
