@@ -18,6 +18,12 @@ for each program of PROGRAMS, each built as its users build it and BOLTed:
   includes gmock: `apt-get install libgmock-dev`); profile: `llvm-bolt-22 -instrument`, fills,
   reads, seeks, deletes, a compaction and a reopen; rare paths: databases with a damaged log,
   table or MANIFEST, a missing table, an unknown benchmark.
+- **lz4**: Debian 12's `lz4` 1.9.4 source, C, built by GCC with Debian's flags: `make -C
+  programs lz4 CC=gcc CFLAGS="-g -O2 -fstack-protector-strong …" LDFLAGS="-Wl,-z,relro -Wl,-q"`;
+  profile: `llvm-bolt-22 -instrument`, compressions at levels 1/3/9/12, --fast, legacy and
+  block options, their decompression, `-t`. Also a GCC PGO build (`-fprofile-generate`, the
+  same training, `-fprofile-use`: GCC's own `.cold`), checked first against plain GDB, LLDB,
+  lldb-dap and GDB/MI on itself, from cores and live (check_gcc_pgo).
 
 Each is BOLTed `-data=… --enable-bat -reorder-blocks=ext-tsp --split-functions --split-all-cold
 --split-strategy=cdsplit` (its DWARF dropped, as shipped); the twin: the same with
