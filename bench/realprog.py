@@ -18,6 +18,12 @@ for each program of PROGRAMS, each built as its users build it and BOLTed:
   includes gmock: `apt-get install libgmock-dev`); profile: `llvm-bolt-22 -instrument`, fills,
   reads, seeks, deletes, a compaction and a reopen; rare paths: databases with a damaged log,
   table or MANIFEST, a missing table, an unknown benchmark.
+- **lz4**: Debian 12's `lz4` 1.9.4 source, C, built by GCC with Debian's flags: `make -C
+  programs lz4 CC=gcc CFLAGS="-g -O2 -fstack-protector-strong …" LDFLAGS="-Wl,-z,relro -Wl,-q"`;
+  profile: `llvm-bolt-22 -instrument`, compressions at levels 1/3/9/12, --fast, legacy and
+  block options, their decompression, `-t`. Also a GCC PGO build (`-fprofile-generate`, the
+  same training, `-fprofile-use`: GCC's own `.cold`), checked first against plain GDB, LLDB,
+  lldb-dap and GDB/MI on itself, from cores and live (check_gcc_pgo).
 
 Each is BOLTed `-data=… --enable-bat -reorder-blocks=ext-tsp --split-functions --split-all-cold
 --split-strategy=cdsplit` (its DWARF dropped, as shipped); the twin: the same with
@@ -46,7 +52,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +77,9 @@ class Program:
     project: str = ""  # the command line's and the cache's name, when not the program's
     # runs that stop in one procedure's cold code (a fragment symbol's part), at one line
     within: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # a GCC PGO build of the program (its own `.cold` fragments), in the cache: checked with
+    # the plugin against plain GDB/LLDB on itself (GCC's DWARF covers its cold code)
+    gcc_pgo: str = ""
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -239,6 +248,53 @@ def build_leveldb(cache: Path) -> None:
     next((dbs / "missing").glob("*.ldb")).unlink()
 
 
+# Debian's flags for lz4 (`dpkg-buildflags`, debian/rules), without -ffile-prefix-map
+DEBIAN_CFLAGS = "-g -O2 -fstack-protector-strong -Wformat -Werror=format-security"
+
+
+def build_lz4(cache: Path) -> None:
+    """lz4 by GCC twice from one tree: the BOLT input (`-Wl,-q`), and a GCC PGO build
+    (`-fprofile-generate`, the training, `-fprofile-use`: GCC's own `.cold` fragments)."""
+    tree = debian_source(cache, "lz4")
+    cache.joinpath("train.txt").write_bytes(b"".join(
+        p.read_bytes() for d in ("lib", "programs") for p in sorted((tree / d).glob("*.[ch]"))))
+
+    def train(exe: str) -> None:
+        for lv in ("1", "3", "9", "12"):
+            run([exe, "-f", "-q", f"-{lv}", "train.txt", f"t{lv}.lz4"], cache)
+            run([exe, "-f", "-q", "-d", f"t{lv}.lz4", "t.out"], cache)
+        for extra in (["--fast=3"], ["-l"], ["-B4", "-BD"]):
+            run([exe, "-f", "-q", *extra, "train.txt", "t.lz4"], cache)
+            run([exe, "-f", "-q", "-d", "t.lz4", "t.out"], cache)
+        run([exe, "-q", "-t", "t9.lz4"], cache)
+
+    def make(tree_copy: str, cflags: str, ldflags: str, fresh: bool = True) -> Path:
+        built = cache / tree_copy
+        if fresh:
+            shutil.rmtree(built, ignore_errors=True)
+            shutil.copytree(tree, built)
+        run(["make", "-C", "programs", "lz4", "CC=gcc", f"CFLAGS={DEBIAN_CFLAGS} {cflags}",
+             f"LDFLAGS=-Wl,-z,relro {ldflags}", "-j2"], built)
+        return built / "programs" / "lz4"
+
+    shutil.copy2(make("plain", "", "-Wl,-q"), cache / "lz4")
+    instrumented_profile(cache, "lz4", train)
+    train(str(make("pgo", "-fprofile-generate", "-fprofile-generate")))
+    for o in [*(cache / "pgo").rglob("*.o"), cache / "pgo" / "programs" / "lz4"]:
+        o.unlink()
+    (cache / "gccpgo").mkdir(exist_ok=True)
+    shutil.copy2(make("pgo", "-fprofile-use -Wno-missing-profile", "", fresh=False),
+                 cache / "gccpgo" / "lz4")
+    # The rare paths' files: truncated, damaged, not lz4 at all.
+    data = (cache / "t9.lz4").read_bytes()
+    (cache / "trunc.lz4").write_bytes(data[: len(data) // 3])
+    bad = bytearray(data)
+    for i in range(40):
+        bad[200 + (i * 7919) % (len(data) - 400)] ^= 0xFF
+    (cache / "bad.lz4").write_bytes(bytes(bad))
+    (cache / "notlz4.lz4").write_bytes(b"plain text, not a frame\n" * 10)
+
+
 def leveldb_dbs(cache: Path) -> None:
     """Each rare path's database as built (recovery rewrites a log, compaction moves tables)."""
     shutil.rmtree(cache / "run", ignore_errors=True)
@@ -274,6 +330,12 @@ PROGRAMS = {p.project or p.name: p for p in (
                                         # log_reader.cc:185, ReportDrop inlined in moved code
                                         "drop": leveldb_run("badlog")},
             leveldb_dbs, "leveldb", {"drop": ("ReadPhysicalRecord", 185)}),
+    Program("lz4", build_lz4, {"truncated": ["-d", "-f", "trunc.lz4", "x.out"],
+                               "corrupt": ["-d", "-f", "bad.lz4", "x.out"],
+                               "notlz4": ["-d", "-f", "notlz4.lz4", "x.out"],
+                               "test": ["-t", "bad.lz4"], "option": ["--nosuch"],
+                               "missing": ["-d", "-f", "gone.lz4", "x.out"]},
+            gcc_pgo="gccpgo/lz4"),
 )}
 
 
@@ -302,13 +364,15 @@ def cold_fragments(cache: Path, exe: str) -> list[tuple[int, int, str]]:
     return frags
 
 
-def cold_rows(cache: Path, name: str, line: int | None = None) -> list[tuple[int, str, int]]:
+def cold_rows(cache: Path, name: str, line: int | None = None, exe: str = ""
+              ) -> list[tuple[int, str, int]]:
     """(file address, fragment symbol, its start) of every statement row (of `line`) in the
-    twin's cold fragments."""
-    frags = cold_fragments(cache, f"twn/{name}")
+    cold fragments of `exe` (default: the twin)."""
+    exe = exe or f"twn/{name}"
+    frags = cold_fragments(cache, exe)
     rows = []
     for m in re.finditer(r"^0x([0-9a-f]{16})\s+([1-9]\d*)\s.*is_stmt",
-                         run(["llvm-dwarfdump-22", "--debug-line", f"twn/{name}"], cache), re.M):
+                         run(["llvm-dwarfdump-22", "--debug-line", exe], cache), re.M):
         if line is not None and int(m.group(2)) != line:
             continue
         a = int(m.group(1), 16)
@@ -316,26 +380,26 @@ def cold_rows(cache: Path, name: str, line: int | None = None) -> list[tuple[int
     return sorted(set(rows))
 
 
-def first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[int, str, int]]
-                    ) -> tuple[str, int] | None:
-    """The fragment symbol and offset of the first cold row the run reaches (kept in
-    stops.json: thousands of breakpoints take GDB minutes)."""
+def first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[int, str, int]],
+                    exe: str = "") -> tuple[str, int] | None:
+    """The fragment symbol and offset of the first cold row the run of `exe` (default: the
+    twin) reaches (kept in stops.json: thousands of breakpoints take GDB minutes)."""
     known = cache / "stops.json"
     stops = json.loads(known.read_text()) if known.is_file() else {}
-    key = " ".join(args) + f" ({len(rows)} rows)"
+    key = (f"{exe}: " if exe else "") + " ".join(args) + f" ({len(rows)} rows)"
     if key not in stops:
-        stops[key] = _first_cold_stop(cache, name, args, rows)
+        stops[key] = _first_cold_stop(cache, exe or f"twn/{name}", args, rows)
         known.write_text(json.dumps(stops))
     return None if stops[key] is None else (stops[key][0], stops[key][1])
 
 
-def _first_cold_stop(cache: Path, name: str, args: list[str], rows: list[tuple[int, str, int]]
+def _first_cold_stop(cache: Path, exe: str, args: list[str], rows: list[tuple[int, str, int]]
                      ) -> tuple[str, int] | None:
     script = cache / "rows.gdb"
     script.write_text("".join(f"break *'{s}'+{a - start}\n" for a, s, start in rows))
     out = run(["gdb", "-nx", "-q", "-batch", "-iex", "set print asm-demangle off", "-iex",
                "set print demangle off", "-x", str(script), "-ex", "run", "-ex",
-               "info symbol $pc", "--args", f"twn/{name}", *args], cache)
+               "info symbol $pc", "--args", exe, *args], cache)
     # (`SYMBOL in section`, without `+ 0`, at a fragment's first instruction)
     m = re.search(r"^(\S+\.cold)(?: \+ (\d+))? in section", out, re.M)
     return None if m is None else (m.group(1), int(m.group(2) or 0))
@@ -346,8 +410,8 @@ def where(cache: Path, name: str, address: int) -> str:
                cache, {"PYTHONPATH": str(ROOT / "plugin")})
 
 
-def input_location(cache: Path, name: str, symbol: str, offset: int) -> str:
-    """`PROC+OFF` of the input: BAT's input address of the BOLT output's cold code."""
+def input_location(cache: Path, name: str, symbol: str, offset: int) -> tuple[str, int]:
+    """The input's symbol and offset of BAT's input address of the BOLT output's cold code."""
     start = next(f[0] for f in cold_fragments(cache, f"bol/{name}") if f[2] == symbol)
     out = where(cache, name, start + offset)
     m = re.search(r"bolt\s+input .* at (0x[0-9a-f]+) ", out)
@@ -355,11 +419,14 @@ def input_location(cache: Path, name: str, symbol: str, offset: int) -> str:
         raise SystemExit(f"realprog: no BAT input for {symbol}+{offset}: {out}")
     at = int(m.group(1), 16)
     # The nearest code symbol at or before it (an assembly label has no size).
-    syms = [(int(v, 16), n) for v, t, n in (line.split() for line in run(
-        ["nm", "--defined-only", name], cache).splitlines() if line.count(" ") == 2)
+    value, owner = max(s for s in code_symbols(cache, name) if s[0] <= at)
+    return owner, at - value
+
+
+def code_symbols(cache: Path, exe: str) -> list[tuple[int, str]]:
+    return [(int(v, 16), n) for v, t, n in (line.split() for line in run(
+        ["nm", "--defined-only", exe], cache).splitlines() if line.count(" ") == 2)
         if t in "tTW" and not n.endswith(".org.0")]
-    value, owner = max(s for s in syms if s[0] <= at)
-    return f"'{owner}'+{at - value}"
 
 
 def core(cache: Path, exe: str, at: str, args: list[str], core_file: str) -> None:
@@ -371,6 +438,7 @@ def normal(out: str) -> str:
     """Code and heap addresses (which BOLT and the run move) as H; fragment marks dropped."""
     out = re.sub(r"0x(0000)?5555(55[4-9a-f]|56|57|58|54)[0-9a-f]+", "H", out)
     out = re.sub(r"0x0000000000[2-9a-f][0-9a-f]{5}\b", "H", out)  # non-PIE code
+    out = re.sub(r"(?<= @ )0x[0-9a-f]{16}\b", "H", out)  # LLDB's copy of a value, in its memory
     return re.sub(r" \[(cold|warm)[.\d]*\]", "", out)
 
 
@@ -471,7 +539,7 @@ def mi_values(cache: Path, exe: str, core_file: str, plugin: bool) -> list[tuple
     return found
 
 
-def right(ours: list[tuple[str, ...]], truth: list[tuple[str, ...]]) -> int:
+def right(ours: Sequence[Hashable], truth: Sequence[Hashable]) -> int:
     left = collections.Counter(truth)
     n = 0
     for v in ours:
@@ -531,9 +599,89 @@ def symbolized(cache: Path, name: str) -> str:
             f"{as_twin}" + "".join(f"\n  {b}" for b in bad))
 
 
+VIEWS = (("gdb", gdb_values), ("lldb", lldb_values), ("dap", dap_values), ("mi", mi_values))
+
+
+def live(cache: Path, exe: str, stop: tuple[str, int], args: list[str], debugger: str,
+         plugin: bool) -> list[str]:
+    """The lines a live session stopped at `stop` (a fragment symbol and offset) prints for
+    `bt 8`, the arguments and locals of frames 0 and 1 and the return from frame 0 (GDB:
+    `finish`; LLDB: `thread step-out`), code and heap addresses as H."""
+    if debugger == "gdb":
+        argv = ["gdb", "-nx", "-q", "-batch", "-iex", "set width 0", "-iex", "set height 0"]
+        if plugin:
+            argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+        cmds = [f"break *'{stop[0]}'+{stop[1]}", "run", "bt 8", "info args", "info locals",
+                "up", "info args", "info locals", "down", "finish"]
+        argv += [a for c in cmds for a in ("-ex", c)] + ["--args", exe, *args]
+    else:
+        argv = ["lldb-22", "--no-lldbinit", "-b", "-o", "settings set use-color false"]
+        if plugin:
+            argv += ["-o", f"command script import {ROOT / 'lldb' / 'unsplit_lldb.py'}"]
+        # (a file address of the module: `-s` keeps it one before the program is loaded)
+        address = next(v for v, n in code_symbols(cache, exe) if n == stop[0]) + stop[1]
+        cmds = [f"breakpoint set -s {Path(exe).name} -a {address:#x}", "run", "bt 8",
+                "frame variable", "frame select 1", "frame variable", "frame select 0",
+                "thread step-out"]
+        argv += [a for c in cmds for a in ("-o", c)] + ["--", exe, *args]
+    out = normal(run(argv, cache, {"UNSPLIT_DEBUGINFO_BACKGROUND": "0"}))
+    # From the run on: setting the breakpoint names each binary's own address. Left out too:
+    # the plugin's load line, and the process's id.
+    out = out[out.find("(lldb) run"):] if debugger == "lldb" else re.sub(
+        r"^Breakpoint \d+ at .*$", "", out, flags=re.M)
+    return [line.strip() for line in out.splitlines() if line.strip()
+            and not line.startswith("unsplit:") and "process" not in line.lower()
+            and "LWP" not in line]
+
+
+def check_gcc_pgo(p: Program, cache: Path) -> None:
+    """The GCC PGO build at the first stop in its own cold code of each run: every view with
+    the plugin against the same view without it (GCC's DWARF covers `.cold`: the plugin may
+    add a fragment tag, nothing else may change)."""
+    exe = p.gcc_pgo
+    rows = cold_rows(cache, p.name, exe=exe)
+    print(f"{exe} (GCC PGO): {len({r[1] for r in rows})} cold fragments, {len(rows)} "
+          f"statement rows")
+    totals = collections.Counter[str]()
+    seen: set[int] = set()
+    for run_name, args in p.runs.items():
+        p.prepare(cache)
+        stop = first_cold_stop(cache, p.name, args, [r for r in rows if r[2] not in seen], exe)
+        if stop is None:
+            print(f"  {run_name}: no stop in cold code")
+            continue
+        seen.update(r[2] for r in rows if r[1] == stop[0])
+        at, core_file = f"'{stop[0]}'+{stop[1]}", f"gcc.{run_name}.core"
+        p.prepare(cache)
+        core(cache, exe, at, args, core_file)
+        said = []
+        for kind, view in VIEWS:
+            want, got = view(cache, exe, core_file, False), view(cache, exe, core_file, True)
+            totals.update({kind: len(want), f"{kind}_ours": right(got, want)})
+            said.append(f"{kind} {right(got, want)}/{len(want)}")
+            for v in (collections.Counter(want) - collections.Counter(got)):
+                print(f"      {kind} missing: {v}")
+        for debugger in ("gdb", "lldb"):
+            p.prepare(cache)
+            plain = live(cache, exe, stop, args, debugger, False)
+            p.prepare(cache)
+            ours = live(cache, exe, stop, args, debugger, True)
+            totals.update({f"{debugger} live": len(plain),
+                           f"{debugger} live_ours": right(ours, plain)})
+            said.append(f"{debugger} live {right(ours, plain)}/{len(plain)} lines")
+            for line in (collections.Counter(plain) - collections.Counter(ours)):
+                print(f"      {debugger} live missing: {line[:200]}")
+        print(f"  {run_name}: {stop[0]}+{stop[1]}: the same with the plugin as without: "
+              + ", ".join(said))
+    print("  total: " + ", ".join(f"{k} {totals[k + '_ours']}/{totals[k]}" for k in (
+        "gdb", "lldb", "dap", "mi", "gdb live", "lldb live")))
+
+
 def check(p: Program) -> None:
     cache = ROOT / "bench" / "realworld" / f"{p.project or p.name}-cache"
     build(p, cache)
+    if p.gcc_pgo:
+        check_gcc_pgo(p, cache)
     rows = cold_rows(cache, p.name)
     print(f"{p.name}: {len({r[1] for r in rows})} cold fragments, {len(rows)} statement rows")
     totals = collections.Counter[str]()
@@ -554,7 +702,8 @@ def check(p: Program) -> None:
         p.prepare(cache)
         core(cache, f"bol/{p.name}", f"'{stop[0]}'+{stop[1]}", args, bol)
         p.prepare(cache)
-        core(cache, f"pre/{p.name}", input_location(cache, p.name, *stop), args, pre)
+        at_input = input_location(cache, p.name, *stop)
+        core(cache, f"pre/{p.name}", "'{}'+{}".format(*at_input), args, pre)
         truth = gdb_values(cache, f"pre/{p.name}", pre, False)
         ours = gdb_values(cache, f"bol/{p.name}", bol, True)
         twin = gdb_values(cache, f"twn/{p.name}", bol, False)
@@ -576,9 +725,21 @@ def check(p: Program) -> None:
                 print(f"      missing: {v}")
         for v in (collections.Counter(truth) - collections.Counter(ours)):
             print(f"      gdb missing: {v}")
+        for debugger in ("gdb", "lldb"):  # live: the input stopped at BAT's input address
+            p.prepare(cache)
+            on_input = live(cache, f"pre/{p.name}", at_input, args, debugger, False)
+            p.prepare(cache)
+            shown = live(cache, f"bol/{p.name}", stop, args, debugger, True)
+            print(f"    {debugger} live: {len(on_input)} lines on the input, with the plugin "
+                  f"{right(shown, on_input)} the same")
+            totals.update({f"{debugger} live": len(on_input),
+                           f"{debugger} live_ours": right(shown, on_input)})
+            for text in (collections.Counter(on_input) - collections.Counter(shown)):
+                print(f"      missing: {text[:200]}")
     print(f"  total: GDB {totals['gdb']} values, plugin {totals['gdb_ours']} right, twin "
           f"{totals['gdb_twin']} right; " + ", ".join(
-              f"{k} {totals[k + '_ours']}/{totals[k]}" for k in ("lldb", "dap", "mi")))
+              f"{k} {totals[k + '_ours']}/{totals[k]}" for k in ("lldb", "dap", "mi",
+                                                                 "gdb live", "lldb live")))
     debug = run([sys.executable, "-m", "unsplit", "debuginfo", f"bol/{p.name}", "-o",
                  f"{p.name}.debug"], cache, {"PYTHONPATH": str(ROOT / "plugin")})
     print("  " + (debug.strip().splitlines()[0] if debug.strip() else "unsplit debuginfo: -"))

@@ -125,6 +125,14 @@ def test_names_that_are_not_itanium_stay_as_they_are() -> None:
     ("std::runtime_error::what() const", "std::runtime_error::what", "() const"),
     ("(anonymous namespace)::foo()", "(anonymous namespace)::foo", "()"),
     ("foo(int) [clone .constprop.0] [clone .cold]", "foo", "(int)"),
+    # LLVM's demangler (llvm-cxxfilt-22 _Z3fooi.isra.0.constprop.1), and C's clones: the name
+    # GCC's DWARF gives them is the function's (llvm-dwarfdump-22 on lz4's
+    # LZ4IO_decompressSrcFile.constprop.0: DW_AT_name LZ4IO_decompressSrcFile)
+    ("foo(int) (.isra.0.constprop.1)", "foo", "(int)"),
+    ("LZ4IO_decompressSrcFile.constprop.0", "LZ4IO_decompressSrcFile", None),
+    ("LZ4F_free.isra.0", "LZ4F_free", None),
+    ("f.part.0.isra.0", "f", None),
+    ("helper.llvm.7184519472683947623", "helper", None),
     ("operator+(A const&, A const&)", "operator+", "(A const&, A const&)"),
     ("operator new(unsigned long)", "operator new", "(unsigned long)"),
     ("core::ptr::drop_in_place", "core::ptr::drop_in_place", None),
@@ -155,6 +163,9 @@ def test_names_as_gdbs_break_reads_them() -> None:
     assert matching(["_Znwm", "_ZdlPv"], "operator delete(void*)") == ["_ZdlPv"]
     assert matching(names, "main") == ["main"]
     assert matching(names, "proc") == []
+    # GDB's `break scale` sets a location in the clone scale.constprop.0 too (its DWARF name)
+    assert matching(["scale", "scale.constprop.0", "scaler"], "scale") == \
+        ["scale", "scale.constprop.0"]
     assert Query("process").token == "7process"
 
 
@@ -163,6 +174,8 @@ def test_a_debuggers_frame_name_names_its_procedure() -> None:
         assert names_procedure(shown, "_Z7processPKii")
     assert not names_procedure("parse", "_Z7processPKii")
     assert names_procedure("transfer", "transfer") and not names_procedure("run", "transfer")
+    assert names_procedure("scale", "scale.constprop.0")
+    assert not names_procedure("scal", "scale.constprop.0")
 
 
 # -- the CLI on a core stopped in process's cold.2 ---------------------------------------------

@@ -302,12 +302,14 @@ class Location(NamedTuple):
     def name(self, style: str | None = GNU, *, parameters: bool = True) -> str | None:
         """The procedure as a debugger shows it: demangled in `style`
         (unsplit.index.names.demangle), or its linkage name (`procedure`) when `style` is None;
-        without `parameters`, the qualified name alone (`ns::f`), as debuggers show a function
-        they have DWARF for."""
+        without `parameters`, the qualified name alone (`ns::f`, C's `f` for `f.constprop.0`),
+        as debuggers show a function they have DWARF for."""
         if self.procedure is None:
             return None
         name = shown(self.procedure, style)
-        return name if parameters or name == self.procedure else split(name)[0]
+        if parameters or name.startswith("_Z"):  # (not demangled: a linkage name)
+            return name
+        return split(name)[0]
 
     def label(self, style: str | None = GNU, *, parameters: bool = True) -> str:
         """How a frame in this location is named: `foo`, or `foo [cold.3]` in moved code."""

@@ -11,6 +11,12 @@ from collections.abc import Iterable
 from unsplit.index.names.demangle import GNU, demangle
 
 _CLONE = re.compile(r" \[clone [^\]]+\]")
+# A copy of a function that GCC or LLVM made (ipa-cp, ipa-sra, partial inlining, LTO, ThinLTO,
+# function specialization) has the function's own name in DWARF, and debuggers show that:
+# C's `foo.constprop.0` is `foo`; LLVM's demangler (LLDB's) writes `foo(int) (.isra.0)`.
+_C_CLONE = re.compile(r"(?:\.(?:constprop|isra|part|lto_priv|llvm|specialized|localalias|clone)"
+                      r"(?:\.\d+)?)+$")
+_LLVM_CLONE = re.compile(r"(?: \(\.[^()]*\))+$")
 _QUALIFIERS = (" const", " volatile", " &&", " &", " noexcept")
 _OPERATOR = re.compile(r"(?<![\w$])operator\b")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -31,8 +37,9 @@ def _open_paren(text: str) -> int:
 
 def split(demangled: str) -> tuple[str, str | None]:
     """(qualified name, parameter list or None) of a demangled name: ``void ns::f<int>(int)
-    const [clone .cold]`` gives (``ns::f<int>``, ``(int) const``)."""
-    text = _CLONE.sub("", demangled).strip()
+    const [clone .cold]`` gives (``ns::f<int>``, ``(int) const``), C's ``f.constprop.0``
+    (``f``, None): a clone's suffix is no part of the name."""
+    text = _C_CLONE.sub("", _LLVM_CLONE.sub("", _CLONE.sub("", demangled).strip()))
     params = None
     body = text
     while True:  # qualifiers after the parameter list
@@ -102,7 +109,8 @@ class Query:
         if linkage == self.text:
             return True
         if not linkage.startswith("_Z"):
-            return len(self.scopes) == 1 and linkage == self.scopes[0] and self.params is None
+            return len(self.scopes) == 1 and self.params is None and \
+                _C_CLONE.sub("", linkage) == self.scopes[0]
         return self.token is None or self.token in linkage
 
     def matches(self, linkage: str) -> bool:
@@ -142,7 +150,7 @@ def names_procedure(shown: str, linkage: str) -> bool:
     if shown == linkage:
         return True
     if not linkage.startswith("_Z"):
-        return False
+        return shown == _C_CLONE.sub("", linkage)
     demangled = demangle(linkage, GNU)
     return shown == demangled or "".join(shown.split()) == \
         "".join(split(demangled)[0].split())
