@@ -201,6 +201,10 @@ class LogicalStep:
         if self.walk is not None:
             self.walk.host, _ = self._context()
             step = self.walk.after(outcome)
+            if isinstance(step, StepPlan) and step.mode == "enter":
+                # Entering an inlined call without running is LLDB's own step-in's virtual
+                # step, which a thread plan cannot make: the step ends at the call.
+                step = outcome
             if isinstance(step, StepPlan):
                 self._start(step)  # from here: single steps, or a child plan it queued
                 return False
@@ -297,8 +301,11 @@ def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
 def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
     frame = thread.GetFrameAtIndex(0)
-    if plan.step_into and plan.mode == "line" and int(frame.GetPC()) == plan.pc \
-            and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame):
+    hidden = _hidden_inlined_call(thread.GetProcess().GetTarget(), frame)
+    if plan.mode == "enter" and not hidden:
+        return StepOutcome("target", int(frame.GetPC()))
+    if hidden and (plan.mode == "enter" or (plan.step_into and plan.mode == "line"
+                   and int(frame.GetPC()) == plan.pc)):
         # LLDB's own step-in here enters the inlined call without running (it shows one
         # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit program.
         thread.StepInto()
