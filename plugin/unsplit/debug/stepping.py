@@ -719,7 +719,7 @@ class Walk:
         # step goes on to the caller's next line, which may be in a fragment of its own.
         if self.line is not None or not procedure_has_lines(session, host, pc):
             return outcome
-        if self.purpose == "line" and kind in ("next", "step") \
+        if self.purpose == "line" and kind in LINE_KINDS \
                 and isinstance(host, SteppingHost) and host.stops_on_return():
             return StepOutcome("target", pc)  # LLDB's own steps stop where the frame returns
         plan = line_plan(session, host, kind, pc)
