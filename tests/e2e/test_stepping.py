@@ -450,8 +450,8 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
     unwinding at a function named `main`, not at `main.cold.0`), and the step used to run on
     to __libc_start_call_main. Where the return address begins a statement of the call's line
     (clang's rows), GDB's own `next` stops there first, and LLDB's wherever it is; so does
-    `bb next` (the oracle: the debugger on the build, or on BOLT's pre-BOLT input). `bb step`, `bb until`, and `bb finish` then
-    `bb next`, from walk's last line end there too."""
+    `bb next` (the oracle: the debugger on the build, or on BOLT's pre-BOLT input). `bb step`,
+    `bb until`, and `bb finish` then `bb next`, from walk's last line end there too."""
     f = facts(zoo, variant, "recurse")
     lines = {m: n for n, m in _markers(f, "recurse.c").items()}
     session = _session(debugger, ROOT / f["binary"], args=["deep"])
