@@ -172,7 +172,12 @@ class LogicalStep:
         self.prev = self._pc()
         if plan.mode != "finish":
             return
-        if plan.return_address is not None and plan.frame_cfa is not None:
+        if _own_step_out_agrees(thread, plan):
+            # LLDB's own step-out goes where the CFI says: it also reads the value returned,
+            # which lldb-dap shows (Locals' "(Return Value)"), as after its own step-out.
+            self.leaving = True
+            self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
+        elif plan.return_address is not None and plan.frame_cfa is not None:
             # The CFI's return address and CFA: right where LLDB's unwinder invents a caller.
             self.return_to, self.back_sp, self.finishing = plan.return_address, \
                 plan.frame_cfa, True
@@ -260,6 +265,17 @@ class LogicalStep:
                 self.leaving = True
                 self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
         return False
+
+
+def _own_step_out_agrees(thread: lldb.SBThread, plan: StepPlan) -> bool:
+    """Whether LLDB's own step-out of frame 0 runs to where `plan` (finish) does: frame 0 is
+    the stepping frame (its CFA, no inlined call), LLDB's caller is at the CFI's return address,
+    and the caller has debug information (LLDB's step-out goes on out of code without it)."""
+    if plan.return_address is None or plan.frame_cfa is None or thread.GetNumFrames() < 2:
+        return False
+    frame, caller = thread.GetFrameAtIndex(0), thread.GetFrameAtIndex(1)
+    return not frame.IsInlined() and int(frame.GetCFA()) == plan.frame_cfa \
+        and int(caller.GetPC()) == plan.return_address and caller.GetFunction().IsValid()
 
 
 # -- applying a plan ------------------------------------------------------------------------
