@@ -19,6 +19,7 @@ from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile, PerInput
+from unsplit.elf.line_row import LineRow
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
@@ -254,8 +255,53 @@ def statement_lines(index: ModuleIndex, proc: Procedure, lines: ProcedureLines,
         spans = [s._replace(starts_line=False) if s.starts_line and entry is not None
                  and (everywhere or entry.start <= s.start < entry.end)
                  and not _statement_at(index, s.start) else s for s in lines.spans]
+        spans = _named_by_statements(index, spans)
         found = per_input[key] = ProcedureLines(lines.procedure, spans, lines.has_lines)
     return found
+
+
+def statement_row(index: ModuleIndex, file_address: int) -> LineRow | None:
+    """The row GDB names `file_address` by where the module's own DWARF has several rows
+    there, the last no statement and an earlier one a statement (GCC): the last statement row
+    (GDB's find_pc_line looks back over the rows at one address for a statement); None where
+    the last row names it, as everywhere else."""
+    rows = index.line_table.dwarf.rows_in(file_address, file_address + 1)
+    if len(rows) < 2 or rows[-1].is_stmt:
+        return None
+    named = [r for r in rows if r.is_stmt and r.line]
+    return named[-1] if named else None
+
+
+def _named_by_statements(index: ModuleIndex, spans: list[Span]) -> list[Span]:
+    """`spans` cut where GDB names an address by an earlier statement row (statement_row),
+    each piece from there given that row's line, a stop there unless the code before it is
+    of the same line (GDB steps on through a line, stopping where a statement of another
+    begins). A span named by an inlined call's line (own_lines) keeps it."""
+    dwarf = index.line_table.dwarf
+    out: list[Span] = []
+    for span in spans:
+        rows = dwarf.rows_in(span.start, span.end) if span.key is not None else []
+        named: dict[int, LineRow] = {}
+        for address in sorted({r.address for r in rows}):
+            row = statement_row(index, address)
+            at = [r for r in rows if r.address == address]
+            if row is not None and span.key == (at[-1].file, at[-1].line):
+                named[address] = row
+        if not named:
+            out.append(span)
+            continue
+        cuts = sorted({span.start, *named})
+        for k, start in enumerate(cuts):
+            end = cuts[k + 1] if k + 1 < len(cuts) else span.end
+            row = named.get(start)
+            if row is None:
+                out.append(Span(start, end, span.file, span.line,
+                                span.starts_line and start == span.start))
+                continue
+            before = out[-1] if out and out[-1].end == start else None
+            starts = before is None or before.key != (row.file, row.line)
+            out.append(Span(start, end, row.file, row.line, starts))
+    return out
 
 
 def _no_rules(binary: Binary) -> dict[tuple[str, int], list[tuple[int, int, str, int]]]:
@@ -326,8 +372,9 @@ def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int],
 
 
 def line_plan(session: SessionView, host: Host, kind: str, pc: int,
-              line: int | None = None) -> StepPlan:
-    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
+              line: int | None = None, no_line: bool = False) -> StepPlan:
+    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`;
+    with `no_line`, as if `pc` were of no line: any line's start ends it."""
     found = _where(session, host, pc)
     if found is None:
         if line is not None:
@@ -350,9 +397,10 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
         return _to_line_plan(kind, lines, mod.bias, line, here, common)
     if not lines.has_lines:
         return _block_plan(kind, proc, mod.bias, file_pc, common)
-    key = here.key if here is not None else None
-    current = [(s.start, s.end) for s in lines.spans if s.key == key]
-    targets = [s.start for s in lines.line_starts() if s.key != key]
+    key = here.key if here is not None and not no_line else None
+    current = [(s.start, s.end) for s in lines.spans if s.key == key] if key else []
+    targets = [s.start for s in lines.line_starts()
+               if s.key != key and (key is not None or s.start != file_pc)]
     if kind == "step" and isinstance(host, SteppingHost) and host.statements_only():
         # GDB's step stops where an inlined call begins that is made on another line than
         # the one the code stepped from is part of (at the call's line: infrun's "stepped
@@ -374,6 +422,16 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
                     at_line_start=(here is not None and here.starts_line
                                    and here.start == file_pc) or _statement_at(index, file_pc),
                     **common)  # type: ignore[arg-type]
+
+
+def _other_row_begins(session: SessionView, host: Host, pc: int, line: str | None) -> bool:
+    """Whether a row of the module's own DWARF begins at `pc` whose line is not `line`
+    ("file:N", the line stepped)."""
+    found = session.module_of(host, pc)
+    if found is None:
+        return False
+    rows = found[1].line_table.dwarf.rows_in(pc - found[0].bias, pc - found[0].bias + 1)
+    return bool(rows) and rows[-1].line != 0 and f"{rows[-1].file}:{rows[-1].line}" != line
 
 
 def _statement_at(index: ModuleIndex, file_pc: int) -> bool:
@@ -723,8 +781,18 @@ class Walk:
                 and isinstance(host, SteppingHost) and host.stops_on_return():
             return StepOutcome("target", pc)  # LLDB's own steps stop where the frame returns
         plan = line_plan(session, host, kind, pc)
-        if plan.at_line_start:  # the call ended its line: the caller's next one is here
+        # The call ended its line: the caller's next one is here, unless it is the line
+        # stepped (a recursive call's return), which GDB steps on through.
+        if plan.at_line_start and (self.plan is None or self.plan.line is None
+                                   or plan.line != self.plan.line):
             return StepOutcome("target", pc)
+        if isinstance(host, SteppingHost) and host.statements_only() \
+                and self.plan is not None and _other_row_begins(session, host, pc,
+                                                                self.plan.line):
+            # GDB back in a frame at a row of another line that is no statement: it steps on
+            # as from no line (infrun: "stepped to a different frame, but it's not the start
+            # of a statement"), to where any line's statement begins, this one's too.
+            plan = line_plan(session, host, kind, pc, no_line=True)
         return self._leg("line", plan)
 
     def _leg(self, purpose: str, plan: StepPlan) -> StepPlan:
@@ -753,6 +821,17 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     while isinstance(step, StepPlan):
         step = walk.after(host.step_logical(step))
     return _report(session, host, kind, step, walk.notes, context, walk.inlined_finish)
+
+
+def _as_statement(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
+    """`loc` with the line GDB names `pc` by where that is an earlier statement row of
+    several at the address (statement_row), as GDB's own step reports it."""
+    found = session.module_of(host, pc)
+    row = None if found is None else statement_row(found[1], pc - found[0].bias)
+    if row is None:
+        return loc
+    return loc._replace(file=row.file, path=row.path or loc.path, line=row.line,
+                        column=row.column or None)
 
 
 def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
@@ -793,6 +872,8 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
     if pc is None:
         return "\n".join(lines)
     loc = session.locate(host, pc)
+    if loc is not None and isinstance(host, SteppingHost) and host.statements_only():
+        loc = _as_statement(session, host, pc, loc)
     if (kind in ("next", "until") or inlined_finish) and loc is not None:
         loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()
