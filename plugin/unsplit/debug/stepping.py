@@ -255,7 +255,7 @@ def statement_lines(index: ModuleIndex, proc: Procedure, lines: ProcedureLines,
         spans = [s._replace(starts_line=False) if s.starts_line and entry is not None
                  and (everywhere or entry.start <= s.start < entry.end)
                  and not _statement_at(index, s.start) else s for s in lines.spans]
-        spans = _named_by_statements(index, spans)
+        spans = _named_by_statements(index, spans, own)
         found = per_input[key] = ProcedureLines(lines.procedure, spans, lines.has_lines)
     return found
 
@@ -272,12 +272,14 @@ def statement_row(index: ModuleIndex, file_address: int) -> LineRow | None:
     return named[-1] if named else None
 
 
-def _named_by_statements(index: ModuleIndex, spans: list[Span]) -> list[Span]:
+def _named_by_statements(index: ModuleIndex, spans: list[Span], own: bool) -> list[Span]:
     """`spans` cut where GDB names an address by an earlier statement row (statement_row),
     each piece from there given that row's line, a stop there unless the code before it is
     of the same line (GDB steps on through a line, stopping where a statement of another
-    begins). A span named by an inlined call's line (own_lines) keeps it."""
+    begins). A span named by an inlined call's line (own_lines) keeps it, and so does, in
+    `own` spans, code inlined there (GDB's next goes by the call's line)."""
     dwarf = index.line_table.dwarf
+    frames = module_frames(index) if own else None
     out: list[Span] = []
     for span in spans:
         rows = dwarf.rows_in(span.start, span.end) if span.key is not None else []
@@ -285,7 +287,8 @@ def _named_by_statements(index: ModuleIndex, spans: list[Span]) -> list[Span]:
         for address in sorted({r.address for r in rows}):
             row = statement_row(index, address)
             at = [r for r in rows if r.address == address]
-            if row is not None and span.key == (at[-1].file, at[-1].line):
+            if row is not None and span.key == (at[-1].file, at[-1].line) \
+                    and (frames is None or len(frames.frames(address)) < 2):
                 named[address] = row
         if not named:
             out.append(span)
