@@ -48,14 +48,12 @@ class StepPlan:
     mode "line": run until the stepping frame (the newest one when the plan is applied) reaches
       one of `targets` (a frame check keeps recursion apart), or returns; with `step_into`, also
       stop at the first instruction of a function called from `call_ranges`.
-    mode "finish": run until the stepping frame returns.
-    mode "instruction": execute one instruction.
-    mode "enter": enter the inlined call that begins at `pc` without running, where the
-      debugger shows its caller there (its own step does that); else nothing.
+    mode "finish": run until the stepping frame returns. mode "instruction": one instruction.
+    mode "enter": the debugger's own step into an inlined call it hides at `pc`, if any.
     """
 
     kind: str  # the user's command: next, step, finish, until, advance, stepi
-    mode: str  # line, finish, instruction
+    mode: str  # line, finish, instruction, enter
     pc: int
     procedure: str | None = None
     ranges: tuple[tuple[int, int], ...] = ()  # the logical procedure: every fragment
