@@ -824,11 +824,10 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     return _report(session, host, kind, step, walk.notes, context, walk.inlined_finish)
 
 
-def _as_statement(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
-    """`loc` with the line GDB names `pc` by where that is an earlier statement row of
-    several at the address (statement_row), as GDB's own step reports it."""
-    found = session.module_of(host, pc)
-    row = None if found is None else statement_row(found[1], pc - found[0].bias)
+def _as_statement(session: SessionView, loc: Location) -> Location:
+    """`loc` with the line GDB names its address by where that is an earlier statement row
+    of several there (statement_row), as GDB's own step reports it."""
+    row = statement_row(session.index(loc.module), loc.file_address)
     if row is None:
         return loc
     return loc._replace(file=row.file, path=row.path or loc.path, line=row.line,
@@ -874,7 +873,7 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
         return "\n".join(lines)
     loc = session.locate(host, pc)
     if loc is not None and isinstance(host, SteppingHost) and host.statements_only():
-        loc = _as_statement(session, host, pc, loc)
+        loc = _as_statement(session, loc)
     if (kind in ("next", "until") or inlined_finish) and loc is not None:
         loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()
