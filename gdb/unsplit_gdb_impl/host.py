@@ -230,6 +230,10 @@ class GdbHost:
         """GDB steps stop only where a statement row begins."""
         return True
 
+    def stops_on_return(self) -> bool:
+        """GDB's steps go on from a return in the middle of a line to where a line begins."""
+        return False
+
     def step_whole(self, kind: str, line: int | None) -> str | None:
         return None  # GDB's front ends see the stops of the internal breakpoints' steps
 

@@ -112,12 +112,15 @@ class Stepper:
         if plan.mode == "instruction":
             return self._one_instruction("done")
         frame = gdb.newest_frame()
-        if plan.step_into and plan.mode == "line" and int(frame.pc()) == plan.pc \
-                and _skipped_inlined_call(frame):
+        enters = plan.mode == "enter" or (plan.step_into and plan.mode == "line" \
+            and int(frame.pc()) == plan.pc)
+        if enters and _skipped_inlined_call(frame):
             # GDB's own `step` here enters the inlined call without running (infrun's
             # step_into_inline_frame), as the step of the unsplit program would.
             console.execute("step")
             return StepOutcome("target", _pc())
+        if plan.mode == "enter":
+            return StepOutcome("target", _pc())  # GDB shows no call to enter here
         self.plan = plan
         return_to: int | None
         if plan.return_address is not None and plan.frame_cfa is not None:

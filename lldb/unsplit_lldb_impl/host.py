@@ -136,6 +136,10 @@ class LldbHost:
         """LLDB's steps stop at a line's first row, statement or not."""
         return False
 
+    def stops_on_return(self) -> bool:
+        """LLDB's step-in and step-over stop where the stepping frame returns to."""
+        return True
+
     def step_whole(self, kind: str, line: int | None) -> str | None:
         from . import cfi_symbols, stepping
 

@@ -55,7 +55,9 @@ def report(debugger: lldb.SBDebugger, thread: lldb.SBThread, kind: str, loc: Loc
     entry = frame.GetLineEntry()
     if loc is not None and loc.line and not (entry.IsValid() and entry.GetLine()):
         lines = with_source(debugger, lines, "frame #0:", loc)
-    if step is not None and step.return_type is not None:
+    # LLDB's own status has the value where its own step-out ran the finish.
+    if step is not None and step.return_type is not None \
+            and not any(line.startswith("Return value:") for line in lines):
         value = frame.EvaluateExpression(f"({step.return_type})$rax")
         if value.IsValid() and value.GetError().Success():
             lines[1:1] = [f"Return value: ({value.GetTypeName()}) {value.GetName()} = "

@@ -172,7 +172,12 @@ class LogicalStep:
         self.prev = self._pc()
         if plan.mode != "finish":
             return
-        if plan.return_address is not None and plan.frame_cfa is not None:
+        if _own_step_out_agrees(thread, plan):
+            # LLDB's own step-out goes where the CFI says: it also reads the value returned,
+            # which lldb-dap shows (Locals' "(Return Value)"), as after its own step-out.
+            self.leaving = True
+            self.child = self.thread_plan.QueueThreadPlanForStepOut(0, False)
+        elif plan.return_address is not None and plan.frame_cfa is not None:
             # The CFI's return address and CFA: right where LLDB's unwinder invents a caller.
             self.return_to, self.back_sp, self.finishing = plan.return_address, \
                 plan.frame_cfa, True
@@ -201,6 +206,10 @@ class LogicalStep:
         if self.walk is not None:
             self.walk.host, _ = self._context()
             step = self.walk.after(outcome)
+            if isinstance(step, StepPlan) and step.mode == "enter":
+                # Entering an inlined call without running is LLDB's own step-in's virtual
+                # step, which a thread plan cannot make: the step ends at the call.
+                step = outcome
             if isinstance(step, StepPlan):
                 self._start(step)  # from here: single steps, or a child plan it queued
                 return False
@@ -258,6 +267,17 @@ class LogicalStep:
         return False
 
 
+def _own_step_out_agrees(thread: lldb.SBThread, plan: StepPlan) -> bool:
+    """Whether LLDB's own step-out of frame 0 runs to where `plan` (finish) does: frame 0 is
+    the stepping frame (its CFA, no inlined call), LLDB's caller is at the CFI's return address,
+    and the caller has debug information (LLDB's step-out goes on out of code without it)."""
+    if plan.return_address is None or plan.frame_cfa is None or thread.GetNumFrames() < 2:
+        return False
+    frame, caller = thread.GetFrameAtIndex(0), thread.GetFrameAtIndex(1)
+    return not frame.IsInlined() and int(frame.GetCFA()) == plan.frame_cfa \
+        and int(caller.GetPC()) == plan.return_address and caller.GetFunction().IsValid()
+
+
 # -- applying a plan ------------------------------------------------------------------------
 
 def _instructions(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
@@ -297,8 +317,11 @@ def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
 def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
     frame = thread.GetFrameAtIndex(0)
-    if plan.step_into and plan.mode == "line" and int(frame.GetPC()) == plan.pc \
-            and _hidden_inlined_call(thread.GetProcess().GetTarget(), frame):
+    hidden = _hidden_inlined_call(thread.GetProcess().GetTarget(), frame)
+    if plan.mode == "enter" and not hidden:
+        return StepOutcome("target", int(frame.GetPC()))
+    if hidden and (plan.mode == "enter" or (plan.step_into and plan.mode == "line"
+                   and int(frame.GetPC()) == plan.pc)):
         # LLDB's own step-in here enters the inlined call without running (it shows one
         # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit program.
         thread.StepInto()

@@ -545,3 +545,43 @@ def test_lldb_dap_bb_finish_stop_reaches_the_ide(dap: Any, zoo: dict[str, Any], 
     pc = int(frame["instructionPointerReference"], 16)
     assert any(int(g["start"], 16) <= pc < int(g["end"], 16) and g["fragment"] != "hot"
                for g in f["split_functions"]["run"]["fragments"]), (hex(pc), frame)
+
+
+def _finish_in_dap(session: DapSession, binary: Path, init: list[str],
+                   command: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """`binary train` stopped at transfer's third hit (called from run; it returns 0+1+2):
+    `command` typed in the debug console; the top frame after the stop, and the Locals
+    scope's values there."""
+    session.send("launch", program=str(binary), args=["train"], initCommands=init)
+    session.wait("event", "initialized")
+    session.request("setFunctionBreakpoints", breakpoints=[{"name": "transfer"}])
+    session.request("configurationDone")
+    thread = session.wait("event", "stopped", timeout=60)["body"]["threadId"]
+    for _ in range(2):
+        session.request("continue", threadId=thread)
+        session.wait("event", "stopped", timeout=60)
+    top = session.request("stackTrace", threadId=thread, startFrame=0, levels=1)["stackFrames"]
+    session.request("evaluate", expression=f"`{command}", context="repl", frameId=top[0]["id"])
+    session.wait("event", "stopped", timeout=60)
+    frame = session.request("stackTrace", threadId=thread, startFrame=0,
+                            levels=1)["stackFrames"][0]
+    scopes = session.request("scopes", frameId=frame["id"])["scopes"]
+    locals_ = next(s for s in scopes if s["name"] == "Locals")
+    values = session.request("variables", variablesReference=locals_["variablesReference"])
+    return frame, {v["name"]: v["value"] for v in values["variables"]}
+
+
+def test_lldb_dap_bb_finish_shows_the_value_returned(dap: Any, zoo: dict[str, Any]) -> None:
+    """`bb finish` out of transfer (a long) in lldb-dap's debug console, BOLT output without
+    DWARF given the plugin's debug file: the IDE's Locals show the value returned, as plain
+    lldb-dap's `thread step-out` on the pre-BOLT input does ("(Return Value)"), with the
+    caller's line. Before, the finish ran to the return address by a plan of its own, which
+    reads no value: Locals had none."""
+    f = facts(zoo, "bolt-all", "crash")
+    theirs, said = _finish_in_dap(dap([LLDB_DAP]), ROOT / f["input"],
+                                  _lldb_dap_init(plugin=False), "thread step-out")
+    assert said.get("(Return Value)") == "3", said  # the premise
+    ours, shown = _finish_in_dap(dap([LLDB_DAP]), ROOT / f["binary"], _lldb_dap_init(),
+                                 "bb finish")
+    assert (ours["name"], ours["line"]) == (theirs["name"], theirs["line"]), (ours, theirs)
+    assert shown.get("(Return Value)") == said["(Return Value)"], (shown, said)

@@ -147,10 +147,16 @@ def test_step_through_hot_and_cold(debugger: Callable[..., Any], zoo: dict[str, 
     assert collapsed == ["main", "run", "transfer"], stops
     # No stop twice at one place in a row: a jump between fragments is not a new line.
     assert all(a != b for a, b in itertools.pairwise(stops)), stops
-    # The crash: in transfer's cold code, at the crash site (where lines are known).
+    # The crash: in transfer's cold code, at the crash site (where lines are known). GDB
+    # names the pc by the build's own DWARF as `info line` does (GCC: the last statement row
+    # of the rows there, line 31, where the last row is the crash site's).
     final = _stop(last)
     assert final is not None and final[0] == "transfer" and final[1] != "hot", last
-    if final[2] is not None:
+    own = re.search(r"^Line (\d+) of", session.command("info line *$pc"), re.M) \
+        if session.name == "gdb" and f["has_debug_info"] else None
+    if own is not None:
+        assert final[2] == int(own[1]), last
+    elif final[2] is not None:
         assert by_line.get(final[2]) == "crash site", last
 
 
@@ -411,12 +417,23 @@ def _at_edge_walk(session: Any, f: dict[str, Any]) -> Stop:
     return stop
 
 
-def _native_first_line_in_main(f: dict[str, Any]) -> int:
-    """Where GDB's own `next` from walk's last line stops in main, on the build itself or, for
-    BOLT (no DWARF), on its pre-BOLT input: the line of the call when the return address
-    begins a statement there (GDB stops at the start of a statement of another line), else
-    main's next line."""
+def _native_first_line_in_main(f: dict[str, Any], name: str) -> int:
+    """Where the debugger's own `next` from walk's last line stops in main, on the build
+    itself or, for BOLT (no DWARF), on its pre-BOLT input: GDB's on the line of the call when
+    the return address begins a statement there (GDB stops at the start of a statement of
+    another line), else on main's next line; LLDB's `thread step-over` where walk returns."""
     binary = ROOT / (f["input"] if f.get("input") else f["binary"])
+    if name == "lldb":
+        script = ["breakpoint set -n note_limit", "process launch -- deep", "continue",
+                  "thread step-out"] + ["thread step-over"] * 12
+        out = subprocess.run(["lldb-22", "--no-lldbinit", "-b", "-O",
+                              "settings set use-color false", *(x for c in script
+                                                                for x in ("-o", c)),
+                              str(binary)], capture_output=True, text=True,
+                             timeout=SLOW).stdout
+        found = re.search(r"frame #0: .*`main\(.*\) at \S+?:(\d+)", out)
+        assert found is not None, out
+        return int(found[1])
     # (GDB puts `break recurse.c:LINE` of GCC's cold code at walk's entry: note_limit, the
     # call on that line, is where walk's second activation is reached by name.)
     script = ["break note_limit", "run deep", "continue", "finish"] + ["next"] * 12
@@ -438,9 +455,9 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
     fragment holds it: in bolt-profile2 main's hot one, where GDB does not unwind (it stops
     unwinding at a function named `main`, not at `main.cold.0`), and the step used to run on
     to __libc_start_call_main. Where the return address begins a statement of the call's line
-    (clang's rows), GDB's own `next` stops there first, and so does `bb next` (the oracle: GDB
-    on the build, or on BOLT's pre-BOLT input). `bb step`, `bb until`, and `bb finish` then
-    `bb next`, from walk's last line end there too."""
+    (clang's rows), GDB's own `next` stops there first, and LLDB's wherever it is; so does
+    `bb next` (the oracle: the debugger on the build, or on BOLT's pre-BOLT input). `bb step`,
+    `bb until`, and `bb finish` then `bb next`, from walk's last line end there too."""
     f = facts(zoo, variant, "recurse")
     lines = {m: n for n, m in _markers(f, "recurse.c").items()}
     session = _session(debugger, ROOT / f["binary"], args=["deep"])
@@ -449,7 +466,7 @@ def test_return_mid_line_into_the_callers_cold_fragment(debugger: Callable[..., 
     expected = lines["main prints total"]
     # GDB's own rule, on the build or its pre-BOLT input: stop on the call's line where the
     # return address begins a statement (clang's column rows), else go on to the next line.
-    first = _native_first_line_in_main(f)
+    first = _native_first_line_in_main(f, session.name)
     assert first in (lines["main cold edge walk"], expected), first
 
     start = _at_edge_walk(session, f)

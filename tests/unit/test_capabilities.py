@@ -85,6 +85,9 @@ class _Stepper(StaticHost):
     def statements_only(self) -> bool:
         return False
 
+    def stops_on_return(self) -> bool:
+        return False
+
     def step_whole(self, kind: str, line: int | None) -> str | None:
         return None
 

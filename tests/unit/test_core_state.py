@@ -70,6 +70,7 @@ PER_FILE = {
     ("debug/stepping.py", "_CFA_RULES"),
     ("debug/stepping.py", "_STEP_LINES"),  # a procedure's step spans, line-0 code joined
     ("debug/stepping.py", "_STATEMENT_LINES"),  # step spans as GDB sees them (PerInput)
+    ("debug/stepping.py", "_CALL_STARTS"),  # where inlined calls begin, per input (PerInput)
     ("debug/cfi_check.py", "_CONTESTED"),  # the code whose FDEs compete
     ("index/sources/symbols.py", "_PLAIN"),  # a table's plain functions as columns
     ("index/bolt/scan_ahead.py", "_PENDING"),  # a BAT scan running in another process

@@ -19,6 +19,7 @@ from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile, PerInput
+from unsplit.elf.line_row import LineRow
 from unsplit.errors import AddressLookupError, UnsplitError, UsageError
 from unsplit.formats import dwarf_expr
 from unsplit.host import Host, LoadedModule, MachineState, NativeFrames, SelectedFrame
@@ -47,12 +48,12 @@ class StepPlan:
     mode "line": run until the stepping frame (the newest one when the plan is applied) reaches
       one of `targets` (a frame check keeps recursion apart), or returns; with `step_into`, also
       stop at the first instruction of a function called from `call_ranges`.
-    mode "finish": run until the stepping frame returns.
-    mode "instruction": execute one instruction.
+    mode "finish": run until the stepping frame returns. mode "instruction": one instruction.
+    mode "enter": the debugger's own step into an inlined call it hides at `pc`, if any.
     """
 
     kind: str  # the user's command: next, step, finish, until, advance, stepi
-    mode: str  # line, finish, instruction
+    mode: str  # line, finish, instruction, enter
     pc: int
     procedure: str | None = None
     ranges: tuple[tuple[int, int], ...] = ()  # the logical procedure: every fragment
@@ -184,14 +185,31 @@ def own_lines(index: ModuleIndex, proc: Procedure) -> ProcedureLines:
     per_input = _OWN_LINES(index.binary, index.input_binary(), dict)
     found = per_input.get(key)
     if found is None:
-        found = per_input[key] = _outer_spans(base, module_frames(index))
+        rows = sorted({r.address for f in proc.fragments
+                       for r in index.line_table.rows_in(f.start, f.end)})
+        found = per_input[key] = _outer_spans(base, module_frames(index), rows)
     return found
 
 
-def _outer_spans(base: ProcedureLines, frames: DwarfFrames) -> ProcedureLines:
+def _pieces(spans: list[Span], rows: list[int]) -> list[Span]:
+    """`spans` cut at every row address inside them: one span of a line may run through
+    several inlined calls (GCC: the same line of the same inlined function, called twice on
+    different lines), each of which its call's line owns."""
+    out: list[Span] = []
+    for span in spans:
+        start, first = span.start, True
+        for address in rows[bisect_right(rows, span.start):bisect_right(rows, span.end - 1)]:
+            out.append(Span(start, address, span.file, span.line, span.starts_line and first))
+            start, first = address, False
+        out.append(Span(start, span.end, span.file, span.line, span.starts_line and first))
+    return out
+
+
+def _outer_spans(base: ProcedureLines, frames: DwarfFrames,
+                 rows: list[int] | None = None) -> ProcedureLines:
     spans: list[Span] = []
     previous: tuple[str, int] | None = None
-    for span in base.spans:
+    for span in _pieces(base.spans, rows or []):
         chain = frames.frames(span.start) if span.key is not None else []
         if len(chain) > 1 and chain[-1].line:
             outer = chain[-1]
@@ -223,17 +241,68 @@ def statement_lines(index: ModuleIndex, proc: Procedure, lines: ProcedureLines,
     """`lines` (of `proc`: its own lines if `own`) as a debugger whose steps stop only where
     a statement row begins sees them (GDB's infrun): in the entry fragment, a line none of
     whose rows is a statement begins no stop (GCC writes such a row for a closing brace).
-    Moved code keeps it: there the compiler marks the first rows of split code so."""
+    Code the compiler moved keeps it: there it marks the first rows of split code so. Code
+    BOLT moved, whose rows are the pre-BOLT input's (the module has no DWARF of its own), is
+    stepped as GDB steps the input: in every fragment."""
     key = (proc.name, proc.entry, own)
     per_input = _STATEMENT_LINES(index.binary, index.input_binary(), dict)
     found = per_input.get(key)
     if found is None:
         entry = proc.fragments[0] if proc.fragments else None
+        everywhere = not index.line_table.dwarf.available
         spans = [s._replace(starts_line=False) if s.starts_line and entry is not None
-                 and entry.start <= s.start < entry.end and not _statement_at(index, s.start)
-                 else s for s in lines.spans]
+                 and (everywhere or entry.start <= s.start < entry.end)
+                 and not _statement_at(index, s.start) else s for s in lines.spans]
+        spans = _named_by_statements(index, spans, own)
         found = per_input[key] = ProcedureLines(lines.procedure, spans, lines.has_lines)
     return found
+
+
+def statement_row(index: ModuleIndex, file_address: int) -> LineRow | None:
+    """The row GDB names `file_address` by where the module's own DWARF has several rows
+    there, the last no statement and an earlier one a statement (GCC): the last statement row
+    (GDB's find_pc_line looks back over the rows at one address for a statement); None where
+    the last row names it, as everywhere else."""
+    rows = index.line_table.dwarf.rows_in(file_address, file_address + 1)
+    if len(rows) < 2 or rows[-1].is_stmt:
+        return None
+    named = [r for r in rows if r.is_stmt and r.line]
+    return named[-1] if named else None
+
+
+def _named_by_statements(index: ModuleIndex, spans: list[Span], own: bool) -> list[Span]:
+    """`spans` cut where GDB names an address by an earlier statement row (statement_row),
+    each piece from there given that row's line, a stop there unless the code before it is
+    of the same line (GDB steps on through a line, stopping where a statement of another
+    begins). A span named by an inlined call's line (own_lines) keeps it, and so does, in
+    `own` spans, code inlined there (GDB's next goes by the call's line)."""
+    dwarf = index.line_table.dwarf
+    frames = module_frames(index) if own else None
+    out: list[Span] = []
+    for span in spans:
+        rows = dwarf.rows_in(span.start, span.end) if span.key is not None else []
+        named: dict[int, LineRow] = {}
+        for address in sorted({r.address for r in rows}):
+            row = statement_row(index, address)
+            at = [r for r in rows if r.address == address]
+            if row is not None and span.key == (at[-1].file, at[-1].line) \
+                    and (frames is None or len(frames.frames(address)) < 2):
+                named[address] = row
+        if not named:
+            out.append(span)
+            continue
+        cuts = sorted({span.start, *named})
+        for k, start in enumerate(cuts):
+            end = cuts[k + 1] if k + 1 < len(cuts) else span.end
+            row = named.get(start)
+            if row is None:
+                out.append(Span(start, end, span.file, span.line,
+                                span.starts_line and start == span.start))
+                continue
+            before = out[-1] if out and out[-1].end == start else None
+            starts = before is None or before.key != (row.file, row.line)
+            out.append(Span(start, end, row.file, row.line, starts))
+    return out
 
 
 def _no_rules(binary: Binary) -> dict[tuple[str, int], list[tuple[int, int, str, int]]]:
@@ -304,8 +373,9 @@ def _runtime(bias: int, ranges: list[tuple[int, int]]) -> tuple[tuple[int, int],
 
 
 def line_plan(session: SessionView, host: Host, kind: str, pc: int,
-              line: int | None = None) -> StepPlan:
-    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`."""
+              line: int | None = None, no_line: bool = False) -> StepPlan:
+    """The plan of a line step (next, step, until) from `pc`, or of `until/advance LINE`;
+    with `no_line`, as if `pc` were of no line: any line's start ends it."""
     found = _where(session, host, pc)
     if found is None:
         if line is not None:
@@ -328,9 +398,19 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
         return _to_line_plan(kind, lines, mod.bias, line, here, common)
     if not lines.has_lines:
         return _block_plan(kind, proc, mod.bias, file_pc, common)
-    key = here.key if here is not None else None
-    current = [(s.start, s.end) for s in lines.spans if s.key == key]
-    targets = [s.start for s in lines.line_starts() if s.key != key]
+    key = here.key if here is not None and not no_line else None
+    current = [(s.start, s.end) for s in lines.spans if s.key == key] if key else []
+    targets = [s.start for s in lines.line_starts()
+               if s.key != key and (key is not None or s.start != file_pc)]
+    if kind == "step" and isinstance(host, SteppingHost) and host.statements_only():
+        # GDB's step stops where an inlined call begins that is made on another line than
+        # the one the code stepped from is part of (at the call's line: infrun's "stepped
+        # into inlined function"), even inside a line of the same inlined function.
+        outer = own_lines(index, proc).span_at(file_pc)
+        made_on = None if outer is None or outer.key is None else \
+            (os.path.basename(outer.key[0]), outer.key[1])
+        targets += [a for a, call in _inlined_call_starts(index, proc)
+                    if a != file_pc and call != made_on]
     if kind == "until":
         # `until` never stops at a line that lies before this one (the loop's jump back).
         offset = proc.logical_offset(file_pc) or 0
@@ -343,6 +423,16 @@ def line_plan(session: SessionView, host: Host, kind: str, pc: int,
                     at_line_start=(here is not None and here.starts_line
                                    and here.start == file_pc) or _statement_at(index, file_pc),
                     **common)  # type: ignore[arg-type]
+
+
+def _other_row_begins(session: SessionView, host: Host, pc: int, line: str | None) -> bool:
+    """Whether a row of the module's own DWARF begins at `pc` whose line is not `line`
+    ("file:N", the line stepped)."""
+    found = session.module_of(host, pc)
+    if found is None:
+        return False
+    rows = found[1].line_table.dwarf.rows_in(pc - found[0].bias, pc - found[0].bias + 1)
+    return bool(rows) and rows[-1].line != 0 and f"{rows[-1].file}:{rows[-1].line}" != line
 
 
 def _statement_at(index: ModuleIndex, file_pc: int) -> bool:
@@ -468,6 +558,56 @@ def inlined_finish_plan(session: SessionView, host: Host, kind: str, pc: int, de
                     **_frame_identity(host, pc, mod.bias, index, proc))  # type: ignore[arg-type]
 
 
+# (name, entry) -> where inlined calls begin in a procedure, with the line each is made on
+_CALL_STARTS: PerInput[dict[tuple[str, int], list[tuple[int, tuple[str, int]]]]] = PerInput()
+
+
+def _inlined_call_starts(index: ModuleIndex, proc: Procedure
+                         ) -> list[tuple[int, tuple[str, int]]]:
+    """(file address, (file name, line) of the call) where an inlined call begins in `proc`
+    (code that the code just before it is not in), for the outermost call begun there."""
+    key = (proc.name, proc.entry)
+    per_input = _CALL_STARTS(index.binary, index.input_binary(), dict)
+    found = per_input.get(key)
+    if found is None:
+        frames = module_frames(index)
+        found = []
+        for frag in proc.fragments:
+            for address in sorted({r.address for r in index.line_table.rows_in(frag.start,
+                                                                               frag.end)}):
+                call = _new_call(frames.frames(address), frames.frames(address - 1))
+                if call is not None:
+                    found.append((address, call))
+        per_input[key] = found
+    return found
+
+
+def _new_call(chain: list[LineInfo], before: list[LineInfo]) -> tuple[str, int] | None:
+    """(file name, line) of the outermost inlined call of `chain` (an address's frames) that
+    `before` (the frames of the address before it) is not in; None when there is none."""
+    for k in range(len(chain) - 2, -1, -1):
+        depth = len(chain) - k  # frames from the procedure's own down to this call
+        if len(before) < depth or \
+                _call_identity(chain[k:]) != _call_identity(before[len(before) - depth:]):
+            caller = chain[k + 1]
+            return None if caller.path is None else (os.path.basename(caller.path),
+                                                     caller.line)
+    return None
+
+
+def _inlined_call_of_line(session: SessionView, host: Host, pc: int, line: str) -> bool:
+    """Whether an inlined call begins at `pc` (the debuggers show its caller there) that is
+    made on `line` ("file:N", the line a step ran through) of the function around it."""
+    found = _where(session, host, pc)
+    if found is None:
+        return False
+    mod, index, _ = found
+    frames = module_frames(index)
+    call = _new_call(frames.frames(pc - mod.bias), frames.frames(pc - mod.bias - 1))
+    file, _, number = line.rpartition(":")
+    return call is not None and call == (os.path.basename(file), int(number))
+
+
 def _call_identity(chain: list[LineInfo]) -> tuple[object, ...]:
     """A call as an inline chain names it, innermost first: the function called, then each
     frame out with the place of the call in it."""
@@ -565,6 +705,7 @@ class Walk:
         self.notes: list[str] = []
         self.legs = 0
         self.purpose = "line"
+        self.plan: StepPlan | None = None  # the last leg's
         self.inline_depth = 0  # finish: the depth of the inlined call selected (leg "up")
         self.inlined_finish = False  # finish out of an inlined call: it stops in the caller
 
@@ -603,6 +744,13 @@ class Walk:
         session, host, kind = self.session, self.host, self.kind
         if self.legs >= MAX_LEGS:
             return StepOutcome("stopped", None, f"bb {kind}: gave up after {MAX_LEGS} legs")
+        if outcome.kind == "target" and outcome.pc is not None and self.purpose == "line" \
+                and kind == "step" and self.plan is not None and self.plan.line is not None \
+                and _inlined_call_of_line(session, host, outcome.pc, self.plan.line):
+            # GDB's step enters an inlined call that begins where it stops when the call is
+            # made on the line being stepped (infrun's step_into_inline_frame), and so does
+            # LLDB's step-in: without running, the debugger's own step at the pc.
+            return self._leg("done", StepPlan(kind, "enter", outcome.pc))
         if outcome.kind not in ("returned", "called") or self.purpose == "done" \
                 or outcome.pc is None:
             return outcome
@@ -630,13 +778,26 @@ class Walk:
         # step goes on to the caller's next line, which may be in a fragment of its own.
         if self.line is not None or not procedure_has_lines(session, host, pc):
             return outcome
+        if self.purpose == "line" and kind in LINE_KINDS \
+                and isinstance(host, SteppingHost) and host.stops_on_return():
+            return StepOutcome("target", pc)  # LLDB's own steps stop where the frame returns
         plan = line_plan(session, host, kind, pc)
-        if plan.at_line_start:  # the call ended its line: the caller's next one is here
+        # The call ended its line: the caller's next one is here, unless it is the line
+        # stepped (a recursive call's return), which GDB steps on through.
+        if plan.at_line_start and (self.plan is None or self.plan.line is None
+                                   or plan.line != self.plan.line):
             return StepOutcome("target", pc)
+        if isinstance(host, SteppingHost) and host.statements_only() \
+                and self.plan is not None and _other_row_begins(session, host, pc,
+                                                                self.plan.line):
+            # GDB back in a frame at a row of another line that is no statement: it steps on
+            # as from no line (infrun: "stepped to a different frame, but it's not the start
+            # of a statement"), to where any line's statement begins, this one's too.
+            plan = line_plan(session, host, kind, pc, no_line=True)
         return self._leg("line", plan)
 
     def _leg(self, purpose: str, plan: StepPlan) -> StepPlan:
-        self.purpose = purpose
+        self.purpose, self.plan = purpose, plan
         self.legs += 1
         if plan.note and plan.note not in self.notes:
             self.notes.append(plan.note)
@@ -661,6 +822,16 @@ def run(session: SessionView, host: Host, kind: str, line: int | None = None) ->
     while isinstance(step, StepPlan):
         step = walk.after(host.step_logical(step))
     return _report(session, host, kind, step, walk.notes, context, walk.inlined_finish)
+
+
+def _as_statement(session: SessionView, loc: Location) -> Location:
+    """`loc` with the line GDB names its address by where that is an earlier statement row
+    of several there (statement_row), as GDB's own step reports it."""
+    row = statement_row(session.index(loc.module), loc.file_address)
+    if row is None:
+        return loc
+    return loc._replace(file=row.file, path=row.path or loc.path, line=row.line,
+                        column=row.column or None)
 
 
 def _at_call_site(session: SessionView, host: Host, pc: int, loc: Location) -> Location:
@@ -701,6 +872,8 @@ def _report(session: SessionView, host: Host, kind: str, outcome: StepOutcome,
     if pc is None:
         return "\n".join(lines)
     loc = session.locate(host, pc)
+    if loc is not None and isinstance(host, SteppingHost) and host.statements_only():
+        loc = _as_statement(session, loc)
     if (kind in ("next", "until") or inlined_finish) and loc is not None:
         loc = _at_call_site(session, host, pc, loc)
     style = session.demangling()

@@ -23,6 +23,12 @@ class SteppingHost(Host, Protocol):
         LLDB's stop at a line's first row too): stepping.statement_lines."""
         ...
 
+    def stops_on_return(self) -> bool:
+        """Whether the debugger's own next/step stop where the stepping frame returns to,
+        in the middle of the caller's line or not (LLDB), rather than going on to where a
+        line of the caller begins (GDB's infrun)."""
+        ...
+
     def cannot_run(self) -> str | None:
         """Why the program cannot be stepped (CORE_FILE, NOT_RUNNING), None when it can."""
         ...
