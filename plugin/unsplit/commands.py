@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, NoReturn
 
-from unsplit.cache_dir import cache_root
+from unsplit.cache_dir import cache_root, keep_if_writable
 from unsplit.debug.breakpoint_host import BreakpointHost
 from unsplit.debug.stepping_host import SteppingHost
 from unsplit.elf.binary import Binary
@@ -172,7 +172,7 @@ def helps() -> dict[str, str]:
             return made
     with untranslated_messages():  # (one look for the catalog, not one per command)
         made = {name: c.help for name, c in COMMANDS.items()}
-    _write_kept(kept, json.dumps({"key": key, "help": made}))
+    keep_if_writable(kept, json.dumps({"key": key, "help": made}).encode())
     return made
 
 
@@ -187,23 +187,6 @@ def _width_from() -> list[str | int | None]:
     except (ValueError, OSError):  # closed, detached, or not a terminal
         columns = None
     return [os.environ.get("COLUMNS"), columns]
-
-
-def _write_kept(path: str, text: str) -> None:
-    import tempfile
-
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only cache: made again next session
 
 
 # -- bb where -------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from unsplit.cache_dir import cache_root
+from unsplit.cache_dir import cache_root, keep_if_writable
 from unsplit.elf import cfi_table
 from unsplit.elf.binary import Binary
 from unsplit.elf.derived import PerFile
@@ -276,20 +276,7 @@ def _save(binary: Binary, found: Contested, moved: int | None,
                          "moved": moved, "uncovered": bare, "sections": found.names},
                         [("los", found.los), ("his", found.his), ("starts", f.starts),
                          ("ends", f.ends), ("offsets", f.offsets), ("sections", found.sections)])
-    import tempfile  # (only where the ranges are written: a session reads them)
-
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # a read-only cache: scanned again next session
+    keep_if_writable(path, data)  # a read-only cache: scanned again next session
 
 
 def _load_or_scan(binary: Binary) -> Contested:
