@@ -57,16 +57,18 @@ def checked(frame: gdb.Frame, symbol: gdb.Symbol, mi: bool) -> Printed | None:
     # printer's own is said as it runs: before the frame's locals, where GDB's own `bt full`
     # says it inside the value). GDB/MI prints the value again itself (`--simple-values`
     # prints the value's type, which only GDB has): there the error is said then, not twice.
+    options = _as_listed()
     stack = gdb.parameter("python print-stack") if mi else None
     if stack is not None:
         gdb.execute("set python print-stack none", to_string=True)
     try:
-        text = value.format_string(**_as_listed())
-        return None if mi else Printed(symbol, _indented(text))
+        text = value.format_string(**options)
     except gdb.error as e:  # a printer's child GDB cannot read (gdb.MemoryError)
         why = str(e)
     except Exception:  # raised in the pretty-printer's Python, not ours: GDB's frame
         return None  # printer, as its own, prints it inline and goes on
+    else:
+        return None if mi else Printed(symbol, _indented(text))
     finally:
         if stack is not None:
             gdb.execute(f"set python print-stack {stack}", to_string=True)
