@@ -311,6 +311,31 @@ def test_lldb_shows_a_template_functions_arguments_in_moved_code(tmp_path: Path)
         assert mine[command] == expected[command], (mine, expected)
 
 
+def _line_0_offsets(original: Path, start: int, end: int) -> list[int]:
+    """The offsets from `start` of the input's line table rows at line 0 in (start, end)."""
+    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
+                           capture_output=True, text=True, check=True).stdout
+    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
+               if start < int(m, 16) < end]
+    assert offsets, table
+    return offsets
+
+
+def _broken_at(binary: Path, function: str, offset: int, plugin: bool, argument: str,
+               command: str, cache: Path) -> str:
+    """What `gdb -batch` prints run with `argument` to `function`+`offset` (`bb break` with
+    the plugin, `break *` without), then `command`."""
+    argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
+    if plugin:
+        argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
+    where = f"{function}+{offset:#x}"
+    argv += ["-ex", f"bb break {where}" if plugin else f"break *{where}", "-ex", "run",
+             "-ex", command, "--args", str(binary), argument]
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120, cwd=ROOT, env={**os.environ, "UNSPLIT_CACHE": str(cache)}
+                          ).stdout
+
+
 def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_path: Path) -> None:
     """A stop in moved code where the input's row is line 0 (the compiler's "no line"; GDB
     reads on with the row before): GDB's own report, the frame as plain GDB gives it on the
@@ -321,25 +346,13 @@ def test_gdb_says_a_stop_at_an_input_line_0_row_once(zoo: dict[str, Any], tmp_pa
                              check=True).stdout
     starts = sorted(int(s.split()[0], 16) for s in symbols.splitlines()
                     if s.split()[-1] in ("transfer", "run"))
-    start = starts[0]
-    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
-                           capture_output=True, text=True, check=True).stdout
-    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
-               if start < int(m, 16) < starts[1]]
-    assert offsets, table
+    offsets = _line_0_offsets(original, starts[0], starts[1])
     stopped = 0
     for offset in offsets:
         reports = []
-        for plugin, command in ((True, f"bb break transfer+{offset:#x}"),
-                                (False, f"break *transfer+{offset:#x}")):
-            argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
-            if plugin:
-                argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-            argv += ["-ex", command, "-ex", "run", "-ex", "echo <<end>>\\n", "--args",
-                     str(binary if plugin else original), "crash"]
-            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, timeout=120, cwd=ROOT,
-                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+        for plugin in (True, False):
+            out = _broken_at(binary if plugin else original, "transfer", offset, plugin,
+                             "crash", "echo <<end>>\\n", tmp_path / "c")
             at = out.find("\nBreakpoint 1, ")  # (code the crash run never reaches: none)
             stop = "" if at < 0 else out[at:out.index("<<end>>")]
             reports.append(re.sub(r"0x[0-9a-f]+ in ", "", stop).strip())
@@ -715,24 +728,14 @@ def test_gdb_names_a_cpp_frame_without_a_line_as_gdb_does(zoo: dict[str, Any],
                              check=True).stdout
     start, size = next((int(p[0], 16), int(p[1], 16)) for p in map(str.split,
                        symbols.splitlines()) if p[-1] == "_Z7processPKii")
-    table = subprocess.run(["llvm-dwarfdump-22", "--debug-line", str(original)],
-                           capture_output=True, text=True, check=True).stdout
-    offsets = [int(m, 16) - start for m in re.findall(r"^(0x[0-9a-f]{16})\s+0\s", table, re.M)
-               if start < int(m, 16) < start + size]
+    offsets = _line_0_offsets(original, start, start + size)
     lineless = 0
     local_lists: list[list[str]] = []
     for offset in offsets:
         frames = []
-        for plugin, command in ((True, f"bb break _Z7processPKii+{offset:#x}"),
-                                (False, f"break *_Z7processPKii+{offset:#x}")):
-            argv = ["gdb", "-nx", "-batch", "-iex", "set debuginfod enabled off"]
-            if plugin:
-                argv += ["-iex", f"source {ROOT / 'gdb' / 'unsplit_gdb.py'}"]
-            argv += ["-ex", command, "-ex", "run", "-ex", "bt full 1", "--args",
-                     str(binary if plugin else original), "throw"]
-            out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, timeout=120, cwd=ROOT,
-                                 env={**os.environ, "UNSPLIT_CACHE": str(tmp_path / "c")}).stdout
+        for plugin in (True, False):
+            out = _broken_at(binary if plugin else original, "_Z7processPKii", offset, plugin,
+                             "throw", "bt full 1", tmp_path / "c")
             frames.append((re.findall(r"^#0 .*", out, re.M) or [""])[0])  # bt's
             local_lists.append(re.findall(r"^#0 .*\n((?: {8}.*\n)*)", out, re.M)[:1])
         ours, theirs = (re.sub(r"0x[0-9a-f]+ in | \[(cold|warm)[.\d]*\]| at \S+$", "", x)
