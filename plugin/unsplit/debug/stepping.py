@@ -12,6 +12,8 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from unsplit.debug import cfi, unwind
@@ -263,7 +265,11 @@ def statement_row(index: ModuleIndex, file_address: int) -> LineRow | None:
     there, the last no statement and an earlier one a statement (GCC): the last statement row
     (GDB's find_pc_line looks back over the rows at one address for a statement); None where
     the last row names it, as everywhere else."""
-    rows = index.line_table.dwarf.rows_in(file_address, file_address + 1)
+    return _statement_row_of(index.line_table.dwarf.rows_in(file_address, file_address + 1))
+
+
+def _statement_row_of(rows: list[LineRow]) -> LineRow | None:
+    """statement_row of the `rows` at one address."""
     if len(rows) < 2 or rows[-1].is_stmt:
         return None
     named = [r for r in rows if r.is_stmt and r.line]
@@ -282,9 +288,9 @@ def _named_by_statements(index: ModuleIndex, spans: list[Span], own: bool) -> li
     for span in spans:
         rows = dwarf.rows_in(span.start, span.end) if span.key is not None else []
         named: dict[int, LineRow] = {}
-        for address in sorted({r.address for r in rows}):
-            row = statement_row(index, address)
-            at = [r for r in rows if r.address == address]
+        for address, group in groupby(rows, key=attrgetter("address")):  # (address order)
+            at = list(group)
+            row = _statement_row_of(at)
             if row is not None and span.key == (at[-1].file, at[-1].line) \
                     and (frames is None or len(frames.frames(address)) < 2):
                 named[address] = row
