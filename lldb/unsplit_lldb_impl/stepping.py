@@ -317,15 +317,16 @@ def _decoded(target: lldb.SBTarget, ranges: tuple[tuple[int, int], ...]
 def apply(debugger: lldb.SBDebugger, thread: lldb.SBThread, plan: StepPlan) -> StepOutcome:
     """Run `plan` on `thread` with the scripted plan; how it ended."""
     frame = thread.GetFrameAtIndex(0)
-    hidden = _hidden_inlined_call(thread.GetProcess().GetTarget(), frame)
-    if plan.mode == "enter" and not hidden:
-        return StepOutcome("target", int(frame.GetPC()))
-    if hidden and (plan.mode == "enter" or (plan.step_into and plan.mode == "line"
-                   and int(frame.GetPC()) == plan.pc)):
-        # LLDB's own step-in here enters the inlined call without running (it shows one
-        # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit program.
-        thread.StepInto()
-        return StepOutcome("target", int(thread.GetFrameAtIndex(0).GetPC()))
+    if plan.mode == "enter" or (plan.step_into and plan.mode == "line"
+                                and int(frame.GetPC()) == plan.pc):
+        if _hidden_inlined_call(thread.GetProcess().GetTarget(), frame):
+            # LLDB's own step-in here enters the inlined call without running (it shows one
+            # inlined frame more: ThreadPlanStepInRange's virtual step), as on the unsplit
+            # program.
+            thread.StepInto()
+            return StepOutcome("target", int(thread.GetFrameAtIndex(0).GetPC()))
+        if plan.mode == "enter":
+            return StepOutcome("target", int(frame.GetPC()))
     _ensure_imported(debugger)
     token = next(_tokens)
     args = lldb.SBStructuredData()
